@@ -1,0 +1,33 @@
+"""One module per API, named by key like franz-go's kfake (``00_produce.go``).
+
+Each module has ``API_KEY`` and ``handle(ctx, request)``; its docstring opens
+with the served versions, then Behavior (including what differs from Kafka)
+and Version notes.  ``build_handlers`` makes the table per broker instance.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+MODULES = [
+    "p00_produce",
+    "p01_fetch",
+    "p02_list_offsets",
+    "p03_metadata",
+    "p09_offset_fetch",
+    "p10_find_coordinator",
+    "p18_api_versions",
+    "p19_create_topics",
+    "p20_delete_topics",
+    "p22_init_producer_id",
+    "p32_describe_configs",
+    "p60_describe_cluster",
+]
+
+
+def build_handlers() -> dict[int, object]:
+    table = {}
+    for name in MODULES:
+        mod = import_module(f"{__name__}.{name}")
+        table[mod.API_KEY] = mod.handle
+    return dict(sorted(table.items()))

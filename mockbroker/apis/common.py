@@ -1,0 +1,34 @@
+"""Small helpers shared by handlers (kfake's donep/donet builders)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from protocol.errors import ErrorCode
+
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def resolve_topic(ctx: Any, name: str | None, topic_id: uuid.UUID | None, by_id: bool) -> tuple[Any, ErrorCode]:
+    """The topic a request names, by id (Fetch v13+, Produce v13) or by name."""
+    cluster = ctx.cluster
+    if by_id:
+        t = cluster.topics_by_id.get(topic_id) if topic_id else None
+        return t, (ErrorCode.none if t else ErrorCode.unknown_topic_id)
+    t = cluster.topics.get(name or "")
+    return t, (ErrorCode.none if t else ErrorCode.unknown_topic_or_partition)
+
+
+def node_endpoint(node: Any) -> dict:
+    return {"node_id": node.node_id, "host": node.host, "port": node.port, "rack": node.rack}
+
+
+def leader_info(partition: Any) -> dict:
+    return {"leader_id": partition.leader_id, "leader_epoch": partition.leader_epoch}
+
+
+def timeout_ms(value: Any) -> int:
+    from protocol.codec import timedelta_ms
+
+    return timedelta_ms(value)

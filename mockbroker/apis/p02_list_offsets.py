@@ -1,0 +1,77 @@
+"""ListOffsets (key 2): v1-11.
+
+Behavior:
+* -2 earliest: the log start offset.  -1 latest: the high watermark, or the
+  last stable offset for read_committed.  -3 max timestamp (KIP-734): the
+  record with the largest timestamp.  -4 earliest local: the log start offset
+  (there is no remote tier).  -5 latest tiered and -6 earliest pending upload:
+  -1, as Kafka answers for a topic without remote storage.
+* A timestamp >= 0: the first record whose timestamp is at least that, found
+  by scanning the record headers of uncompressed batches (Kafka uses its time
+  index then scans the batch); for a compressed batch the batch's base offset
+  and max timestamp are returned, since the broker never decompresses.  No
+  such record: offset -1, timestamp -1.
+* Errors per partition: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER,
+  FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (v4+).
+
+Version notes:
+* v1 single offset with timestamp.  v2 isolation level, throttle.  v3 clients back off.
+* v4 leader epochs.  v6 flexible.  v7 max timestamp.  v8 earliest local.
+* v9 latest tiered.  v10 timeout field (ignored: answers are immediate).  v11 earliest pending upload.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.errors import ErrorCode
+from protocol.registry import ApiKey
+
+API_KEY = ApiKey.LIST_OFFSETS
+
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
+
+
+def _lookup(p: Any, ts: int, isolation: int) -> tuple[int, int]:
+    log = p.log
+    if ts == LATEST:
+        return -1, (log.last_stable_offset if isolation == 1 else log.high_watermark)
+    if ts in (EARLIEST, EARLIEST_LOCAL):
+        return -1, log.log_start_offset
+    if ts == MAX_TIMESTAMP:
+        found = log.max_timestamp_offset()
+        return (found[1], found[0]) if found else (-1, -1)
+    if ts < 0:  # LATEST_TIERED, EARLIEST_PENDING_UPLOAD or anything else negative
+        return -1, -1
+    found = log.offset_for_timestamp(ts)
+    return (found[1], found[0]) if found else (-1, -1)
+
+
+def handle(ctx: Any, req: Any) -> dict:
+    cluster = ctx.cluster
+    isolation = getattr(req, "isolation_level", 0)
+    topics = []
+    for t in req.topics:
+        parts = []
+        topic = cluster.topics.get(t.name)
+        for rp in t.partitions:
+            out = {"partition_index": rp.partition_index, "error_code": ErrorCode.none,
+                   "timestamp": -1, "offset": -1, "leader_epoch": -1}
+            if topic is None or not 0 <= rp.partition_index < len(topic.partitions):
+                out["error_code"] = ErrorCode.unknown_topic_or_partition
+            else:
+                p = topic.partitions[rp.partition_index]
+                req_epoch = getattr(rp, "current_leader_epoch", -1)
+                if p.leader_id != ctx.node_id:
+                    out["error_code"] = ErrorCode.not_leader_or_follower
+                elif req_epoch >= 0 and req_epoch != p.leader_epoch:
+                    out["error_code"] = (
+                        ErrorCode.fenced_leader_epoch if req_epoch < p.leader_epoch
+                        else ErrorCode.unknown_leader_epoch
+                    )
+                else:
+                    ts, off = _lookup(p, rp.timestamp, isolation)
+                    out.update(timestamp=ts, offset=off, leader_epoch=p.leader_epoch if off >= 0 else -1)
+            parts.append(out)
+        topics.append({"name": t.name, "partitions": parts})
+    return {"topics": topics}

@@ -1,0 +1,108 @@
+"""Metadata (key 3): v0-13.
+
+Behavior:
+* Brokers: every live simulated broker with its advertised host and port.
+* Topics: all topics for a null list (and for an empty list at v0), else the
+  named ones (v12+: or by topic id).  Partitions carry leader, leader epoch,
+  replicas, ISR and offline replicas.
+* Auto-creation as Kafka's ``AutoTopicCreationManager``: an unknown topic is
+  created when ``auto.create.topics.enable`` and the request allows it (always
+  before v4); that response answers LEADER_NOT_AVAILABLE for it and the next
+  Metadata shows it, as with a real controller.  Names that are not legal
+  topics get INVALID_TOPIC_EXCEPTION; unknown ids UNKNOWN_TOPIC_ID.
+* Authorized operations are not computed: -2147483648 ("not requested")
+  unless asked, then every operation (no authorizer).
+
+Version notes:
+* v1 controller id, is_internal, null = all topics.  v2 cluster id.  v3 throttle.
+* v4 allow_auto_topic_creation.  v5 offline replicas.  v6 clients back off (KIP-219).
+* v7 leader epoch.  v8 authorized operations.  v9 flexible.  v10 topic ids.
+* v11 drops cluster authorized operations.  v12 lookup by topic id.  v13 top-level error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.errors import ErrorCode
+from protocol.registry import ApiKey
+
+from ..cluster import validate_topic_name
+from .common import ZERO_UUID, node_endpoint
+
+API_KEY = ApiKey.METADATA
+
+AUTHORIZED_OPS_NOT_REQUESTED = -(2**31)
+# All topic operations (READ..DESCRIBE_CONFIGS..) as a bit field, as an allow-all authorizer reports.
+ALL_TOPIC_OPS = sum(1 << op for op in (3, 4, 5, 6, 8, 9, 10))
+
+
+def topic_entry(ctx: Any, topic: Any, include_ops: bool) -> dict:
+    cluster = ctx.cluster
+    alive = {b.node_id for b in cluster.live_brokers()}
+    parts = []
+    for p in topic.partitions:
+        leader_alive = p.leader_id in alive
+        parts.append(
+            {
+                "error_code": ErrorCode.none if leader_alive else ErrorCode.leader_not_available,
+                "partition_index": p.index,
+                "leader_id": p.leader_id if leader_alive else -1,
+                "leader_epoch": p.leader_epoch,
+                "replica_nodes": list(p.replicas),
+                "isr_nodes": [r for r in p.isr if r in alive],
+                "offline_replicas": [r for r in p.replicas if r not in alive],
+            }
+        )
+    return {
+        "error_code": ErrorCode.none,
+        "name": topic.name,
+        "topic_id": topic.topic_id,
+        "is_internal": topic.internal,
+        "partitions": parts,
+        "topic_authorized_operations": ALL_TOPIC_OPS if include_ops else AUTHORIZED_OPS_NOT_REQUESTED,
+    }
+
+
+def handle(ctx: Any, req: Any) -> dict:
+    cluster = ctx.cluster
+    v = ctx.version
+    include_ops = bool(getattr(req, "include_topic_authorized_operations", False))
+    allow_auto = v < 4 or bool(getattr(req, "allow_auto_topic_creation", True))
+    topics_out = []
+    requested = req.topics
+    if requested is None or (v == 0 and len(requested) == 0):
+        topics_out = [topic_entry(ctx, t, include_ops) for t in cluster.topics.values()]
+    else:
+        for rt in requested:
+            name = getattr(rt, "name", None)
+            topic_id = getattr(rt, "topic_id", None)
+            if name is None and topic_id is not None and topic_id != ZERO_UUID:
+                t = cluster.topics_by_id.get(topic_id)
+                if t is None:
+                    topics_out.append(
+                        {"error_code": ErrorCode.unknown_topic_id, "name": None, "topic_id": topic_id, "partitions": []}
+                    )
+                else:
+                    topics_out.append(topic_entry(ctx, t, include_ops))
+                continue
+            t = cluster.topics.get(name)
+            if t is not None:
+                topics_out.append(topic_entry(ctx, t, include_ops))
+                continue
+            err = ErrorCode.unknown_topic_or_partition
+            if validate_topic_name(name or "") is not None:
+                err = ErrorCode.invalid_topic_exception
+            elif allow_auto and cluster.config["auto.create.topics.enable"]:
+                ctx.broker.auto_create_topic(name)
+                err = ErrorCode.leader_not_available
+            topics_out.append({"error_code": err, "name": name, "topic_id": ZERO_UUID, "partitions": []})
+    resp = {
+        "brokers": [node_endpoint(b) for b in cluster.live_brokers()],
+        "cluster_id": cluster.cluster_id,
+        "controller_id": cluster.controller_id,
+        "topics": topics_out,
+        "cluster_authorized_operations": AUTHORIZED_OPS_NOT_REQUESTED,
+        "error_code": ErrorCode.none,
+    }
+    return resp

@@ -1,0 +1,86 @@
+"""CreateTopics (key 19): v2-7.
+
+Behavior:
+* num_partitions / replication_factor -1 take num.partitions /
+  default.replication.factor (v4+); manual assignments require both to be -1.
+* Errors per topic as Kafka's controller: INVALID_TOPIC_EXCEPTION (illegal
+  name), TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR
+  (below 1 or above the number of brokers), INVALID_CONFIG (unknown topic
+  config or bad value), INVALID_REQUEST (a name given twice, or assignments
+  with counts).  validate_only checks without creating.
+* The topic exists when the response is sent (Kafka's controller is
+  asynchronous; clients that wait for metadata see it at once here).
+
+Version notes:
+* v2 validate_only, throttle.  v3 clients back off.  v4 default partitions/replication.
+* v5 flexible, configs in the response.  v6 THROTTLING_QUOTA_EXCEEDED (quota issue).
+* v7 topic id in the response.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from protocol.errors import ErrorCode
+from protocol.registry import ApiKey
+
+from ..cluster import TOPIC_CONFIGS
+
+API_KEY = ApiKey.CREATE_TOPICS
+
+
+def topic_configs_out(cluster: Any, topic: Any) -> list[dict]:
+    return [
+        {"name": name, "value": str(cluster.topic_config(topic, name)), "read_only": False,
+         "config_source": cluster.topic_config_source(topic, name), "is_sensitive": False}
+        for name in sorted(TOPIC_CONFIGS)
+    ]
+
+
+def handle(ctx: Any, req: Any) -> dict:
+    cluster = ctx.cluster
+    cfg = cluster.config
+    counts = Counter(t.name for t in req.topics)
+    out = []
+    for t in req.topics:
+        res: dict[str, Any] = {"name": t.name, "error_code": ErrorCode.none, "error_message": None,
+                               "num_partitions": -1, "replication_factor": -1, "configs": None,
+                               "topic_config_error_code": 0}
+        out.append(res)
+        if counts[t.name] > 1:
+            res.update(error_code=ErrorCode.invalid_request,
+                       error_message="Found multiple entries for this topic.")
+            continue
+        assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments}
+        nparts, rf = t.num_partitions, t.replication_factor
+        if assignments:
+            if nparts != -1 or rf != -1:
+                res.update(error_code=ErrorCode.invalid_request,
+                           error_message="Both numPartitions or replicationFactor and replicasAssignments were set. "
+                                         "Both cannot be used at the same time.")
+                continue
+            nparts = len(assignments)
+            rf = len(next(iter(assignments.values())))
+            if sorted(assignments) != list(range(nparts)) or any(
+                b not in cluster.brokers for ids in assignments.values() for b in ids
+            ):
+                res.update(error_code=ErrorCode.invalid_replica_assignment,
+                           error_message="Replica assignment is invalid.")
+                continue
+        if nparts == -1:
+            nparts = cfg["num.partitions"]
+        if rf == -1:
+            rf = cfg["default.replication.factor"]
+        configs = {c.name: c.value for c in t.configs}
+        err, msg = cluster.check_new_topic(t.name, nparts, rf, configs)
+        if err is not ErrorCode.none:
+            res.update(error_code=err, error_message=msg)
+            continue
+        if req.validate_only:
+            res.update(num_partitions=nparts, replication_factor=rf)
+            continue
+        topic = ctx.broker.create_topic(t.name, nparts, rf, configs, assignments or None)
+        res.update(topic_id=topic.topic_id, num_partitions=nparts, replication_factor=rf,
+                   configs=topic_configs_out(cluster, topic))
+    return {"topics": out}

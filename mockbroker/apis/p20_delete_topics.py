@@ -1,0 +1,48 @@
+"""DeleteTopics (key 20): v1-6.
+
+Behavior:
+* Topics by name (v1-6) or by id (v6).  Unknown names get
+  UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID; a v6 entry with
+  both a name and an id is INVALID_REQUEST.  The topic and its logs are gone
+  when the response is sent.
+
+Version notes:
+* v1 throttle.  v2 clients back off.  v4 flexible.  v5 error message,
+  THROTTLING_QUOTA_EXCEEDED (quota issue).  v6 topic ids.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from protocol.errors import ErrorCode
+from protocol.registry import ApiKey
+
+API_KEY = ApiKey.DELETE_TOPICS
+ZERO = uuid.UUID(int=0)
+
+
+def handle(ctx: Any, req: Any) -> dict:
+    cluster = ctx.cluster
+    if ctx.version >= 6:
+        wanted = [(t.name, t.topic_id) for t in req.topics]
+    else:
+        wanted = [(n, None) for n in req.topic_names]
+    out = []
+    for name, topic_id in wanted:
+        res: dict[str, Any] = {"name": name, "topic_id": topic_id or ZERO, "error_code": ErrorCode.none,
+                               "error_message": None}
+        out.append(res)
+        by_id = topic_id is not None and topic_id != ZERO
+        if by_id and name is not None:
+            res.update(error_code=ErrorCode.invalid_request,
+                       error_message="Neither topic name nor id can be set at the same time.")
+            continue
+        topic = cluster.topics_by_id.get(topic_id) if by_id else cluster.topics.get(name or "")
+        if topic is None:
+            res["error_code"] = ErrorCode.unknown_topic_id if by_id else ErrorCode.unknown_topic_or_partition
+            continue
+        res.update(name=topic.name, topic_id=topic.topic_id)
+        ctx.broker.delete_topic(topic)
+    return {"responses": out}

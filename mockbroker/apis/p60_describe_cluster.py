@@ -1,0 +1,43 @@
+"""DescribeCluster (key 60): v0-2.
+
+Behavior:
+* Cluster id, a controller id (a live broker, as KRaft brokers report to
+  clients) and every live broker.  Asking a broker for controller endpoints
+  (endpoint type 2) is UNSUPPORTED_ENDPOINT_TYPE, as Kafka's brokers answer.
+* Cluster authorized operations: not computed (-2147483648) unless asked,
+  then every cluster operation (no authorizer).
+
+Version notes:
+* v0 flexible from the start, throttle.  v1 endpoint type (KIP-919).  v2 fenced brokers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.errors import ErrorCode
+from protocol.registry import ApiKey
+
+API_KEY = ApiKey.DESCRIBE_CLUSTER
+BROKERS, CONTROLLERS = 1, 2
+ALL_CLUSTER_OPS = sum(1 << op for op in (4, 7, 8, 9, 10, 11, 12))
+
+
+def handle(ctx: Any, req: Any) -> dict:
+    cluster = ctx.cluster
+    endpoint_type = getattr(req, "endpoint_type", BROKERS)
+    ops = ALL_CLUSTER_OPS if req.include_cluster_authorized_operations else -(2**31)
+    if endpoint_type != BROKERS:
+        return {"error_code": ErrorCode.unsupported_endpoint_type,
+                "error_message": "The broker does not support controller endpoints",
+                "endpoint_type": endpoint_type, "cluster_id": cluster.cluster_id, "controller_id": -1,
+                "brokers": [], "cluster_authorized_operations": ops}
+    include_fenced = getattr(req, "include_fenced_brokers", False)
+    brokers = [
+        {"broker_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack, "is_fenced": not b.alive}
+        for b in cluster.brokers.values()
+        if b.alive or include_fenced
+    ]
+    return {"error_code": ErrorCode.none, "error_message": None, "endpoint_type": endpoint_type,
+            "cluster_id": cluster.cluster_id, "controller_id": cluster.controller_id,
+            "brokers": brokers, "cluster_authorized_operations": ops}

@@ -1,0 +1,68 @@
+"""``mockbroker serve [--host H] [--port P] [--config FILE] [-c key=value ...]``.
+
+Prints exactly one line to stdout when it accepts connections,
+``mockbroker ready bootstrap=HOST:PORT``, and stops cleanly on SIGINT/SIGTERM.
+Logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from .config import BrokerConfig, ConfigError
+from .server import Broker
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mockbroker", description="A Kafka-compatible mock broker.")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("serve", help="run the broker")
+    s.add_argument("--host", help="bind address (default: from listeners, 127.0.0.1)")
+    s.add_argument("--port", type=int, help="port of the first broker; 0 picks a free one (default 9092)")
+    s.add_argument("--config", help="TOML configuration file")
+    s.add_argument("-c", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a configuration key (repeatable)")
+    s.add_argument("--log-level", default="INFO", help="log level on stderr (default INFO)")
+    return p
+
+
+async def _serve(cfg: BrokerConfig, host: str | None, port: int | None) -> int:
+    broker = Broker(cfg, host=host, port=port)
+    await broker.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    sys.stdout.write(f"mockbroker ready bootstrap={broker.bootstrap_servers}\n")
+    sys.stdout.flush()
+    await stop.wait()
+    await broker.stop()
+    logging.getLogger("mockbroker").info("stopped")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        cfg = BrokerConfig.load(file=args.config, overrides=args.overrides)
+    except ConfigError as e:
+        print(f"mockbroker: configuration error: {e}", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(_serve(cfg, args.host, args.port))
+    except OSError as e:
+        print(f"mockbroker: cannot listen: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,273 @@
+"""Broker configuration under Kafka's own names.
+
+Sources, later ones winning: defaults, a TOML file, environment variables
+(``MOCKBROKER_`` + the key upper-cased with dots as underscores, e.g.
+``MOCKBROKER_LOG_RETENTION_MS``), ``-c key=value`` / the ``config`` dict.
+Unknown keys are refused with the list of close matches.  Keys starting with
+``mock.`` are simulation knobs with no Kafka counterpart.
+
+TOML may use quoted dotted keys (``"log.retention.ms" = 1000``) or tables
+(``[log.retention]`` / ``ms = 1000``); both flatten to the same key.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tomllib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+ENV_PREFIX = "MOCKBROKER_"
+
+
+class ConfigError(ValueError):
+    """A configuration the broker refuses to start with."""
+
+
+def _bool(v: Any) -> bool:
+    if isinstance(v, bool):
+        return v
+    s = str(v).strip().lower()
+    if s in ("true", "1", "yes", "on"):
+        return True
+    if s in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(f"not a boolean: {v!r}")
+
+
+def _int(v: Any) -> int:
+    if isinstance(v, bool):
+        raise ValueError(f"not an integer: {v!r}")
+    if isinstance(v, int):
+        return v
+    return int(str(v).strip())
+
+
+def _float(v: Any) -> float:
+    return float(v)
+
+
+def _str(v: Any) -> str:
+    return str(v)
+
+
+def _list(v: Any) -> list[str]:
+    if isinstance(v, (list, tuple)):
+        return [str(x).strip() for x in v if str(x).strip()]
+    return [x.strip() for x in str(v).split(",") if x.strip()]
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigKey:
+    name: str
+    parse: Callable[[Any], Any]
+    default: Any
+    doc: str
+    at_least: float | None = None
+    choices: tuple[str, ...] | None = None
+
+
+# Defaults are Kafka 4.x broker defaults unless the doc says otherwise.
+CONFIG_DEF: dict[str, ConfigKey] = {
+    k.name: k
+    for k in [
+        ConfigKey("node.id", _int, 0, "Node id of the first broker; more brokers count up from it.", 0),
+        ConfigKey("listeners", _str, "PLAINTEXT://127.0.0.1:9092", "Listener of the first broker (host and port; --host/--port override)."),
+        ConfigKey("advertised.listeners", _str, "", "Listener advertised in Metadata when it differs from the bound one (docker-compose)."),
+        ConfigKey("socket.request.max.bytes", _int, 104857600, "Largest request frame accepted; larger closes the connection.", 1),
+        ConfigKey("queued.max.request.bytes", _int, -1, "KIP-72 request memory pool size (-1: no pool).", None),
+        ConfigKey("queued.max.requests", _int, 500, "Requests queued before the network layer stops reading.", 1),
+        ConfigKey("connections.max.idle.ms", _int, 600000, "Idle connections are closed after this long.", 1),
+        ConfigKey("auto.create.topics.enable", _bool, True, "Create unknown topics on Metadata requests that allow it."),
+        ConfigKey("num.partitions", _int, 1, "Partitions of an auto-created topic.", 1),
+        ConfigKey("default.replication.factor", _int, 1, "Replication factor of an auto-created topic.", 1),
+        ConfigKey("min.insync.replicas", _int, 1, "Default min.insync.replicas of topics.", 1),
+        ConfigKey("message.max.bytes", _int, 1048588, "Default max.message.bytes of topics (largest batch).", 0),
+        ConfigKey("log.retention.ms", _int, None, "Retention by time (overrides minutes and hours); -1 keeps forever.", -1),
+        ConfigKey("log.retention.minutes", _int, None, "Retention by time in minutes (overrides hours).", -1),
+        ConfigKey("log.retention.hours", _int, 168, "Retention by time in hours.", -1),
+        ConfigKey("log.retention.bytes", _int, -1, "Retention by size per partition; -1 is unlimited.", -1),
+        ConfigKey("log.segment.bytes", _int, 1073741824, "Segment size: retention drops whole segments, as Kafka.", 14),
+        ConfigKey("log.roll.ms", _int, 604800000, "A segment older than this is rolled on the next append.", 1),
+        ConfigKey("log.retention.check.interval.ms", _int, 300000, "How often retention runs.", 1),
+        ConfigKey("log.message.timestamp.type", _str, "CreateTime", "CreateTime or LogAppendTime.", None, ("CreateTime", "LogAppendTime")),
+        ConfigKey("fetch.max.bytes", _int, 57671680, "Upper bound of one fetch response.", 0),
+        ConfigKey("max.incremental.fetch.session.cache.slots", _int, 1000, "Fetch sessions (KIP-227) kept at once.", 0),
+        ConfigKey("producer.id.expiration.ms", _int, 86400000, "Idempotent producer state expires after this idle time.", 1),
+        ConfigKey("mock.num.brokers", _int, 1, "Brokers simulated in this process (one listener each).", 1),
+        ConfigKey("mock.kafka.version", _str, "4.2", "Kafka release whose ApiVersions ranges are advertised."),
+        ConfigKey("mock.cluster.id", _str, "mockbroker-cluster-0001", "Cluster id reported in Metadata and DescribeCluster."),
+        ConfigKey("mock.topics", _list, [], "Topics created at start: name[:partitions[:replication]] items."),
+    ]
+}
+
+
+def _env_name(key: str) -> str:
+    return ENV_PREFIX + key.replace(".", "_").upper()
+
+
+_ENV_TO_KEY = {_env_name(k): k for k in CONFIG_DEF}
+
+
+def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def _unknown(key: str, where: str) -> ConfigError:
+    close = difflib.get_close_matches(key, CONFIG_DEF.keys(), n=3)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    return ConfigError(f"unknown configuration key {key!r} ({where}){hint}")
+
+
+class BrokerConfig(Mapping[str, Any]):
+    """Validated broker configuration; read with ``cfg["log.retention.ms"]``."""
+
+    def __init__(self, values: Mapping[str, Any] | None = None) -> None:
+        self._values: dict[str, Any] = {k: d.default for k, d in CONFIG_DEF.items()}
+        self._explicit: set[str] = set()
+        if values:
+            self._apply(values, "config")
+        self._check()
+
+    @classmethod
+    def load(
+        cls,
+        file: str | None = None,
+        overrides: Iterable[str] = (),
+        environ: Mapping[str, str] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> "BrokerConfig":
+        merged: dict[str, Any] = {}
+        sources: dict[str, str] = {}
+        if file:
+            try:
+                with open(file, "rb") as f:
+                    data = _flatten(tomllib.load(f))
+            except OSError as e:
+                raise ConfigError(f"cannot read config file {file}: {e.strerror}") from None
+            except tomllib.TOMLDecodeError as e:
+                raise ConfigError(f"config file {file} is not valid TOML: {e}") from None
+            for k, v in data.items():
+                merged[k] = v
+                sources[k] = f"file {file}"
+        env = os.environ if environ is None else environ
+        for name, value in env.items():
+            if not name.startswith(ENV_PREFIX):
+                continue
+            key = _ENV_TO_KEY.get(name)
+            if key is None:
+                raise ConfigError(f"unknown configuration environment variable {name}")
+            merged[key] = value
+            sources[key] = f"environment {name}"
+        for item in overrides:
+            if "=" not in item:
+                raise ConfigError(f"-c expects key=value, got {item!r}")
+            k, v = item.split("=", 1)
+            merged[k.strip()] = v.strip()
+            sources[k.strip()] = "-c"
+        for k, v in (extra or {}).items():
+            merged[k] = v
+            sources[k] = "config"
+        self = cls.__new__(cls)
+        self._values = {k: d.default for k, d in CONFIG_DEF.items()}
+        self._explicit = set()
+        for k, v in merged.items():
+            self._apply({k: v}, sources[k])
+        self._check()
+        return self
+
+    def _apply(self, values: Mapping[str, Any], where: str) -> None:
+        for key, raw in values.items():
+            d = CONFIG_DEF.get(key)
+            if d is None:
+                raise _unknown(key, where)
+            try:
+                value = d.parse(raw)
+            except (TypeError, ValueError) as e:
+                raise ConfigError(f"invalid value {raw!r} for {key} ({where}): {e}") from None
+            if d.at_least is not None and value is not None and value < d.at_least:
+                raise ConfigError(f"invalid value {value!r} for {key} ({where}): must be at least {d.at_least:g}")
+            if d.choices and value not in d.choices:
+                raise ConfigError(f"invalid value {value!r} for {key} ({where}): one of {', '.join(d.choices)}")
+            self._values[key] = value
+            self._explicit.add(key)
+
+    def _check(self) -> None:
+        from protocol.registry import KAFKA_RELEASES
+
+        q = self["queued.max.request.bytes"]
+        if q > 0 and q <= self["socket.request.max.bytes"]:
+            # KafkaConfig: queued.max.request.bytes must be larger than socket.request.max.bytes
+            raise ConfigError(
+                f"queued.max.request.bytes ({q}) must be larger than socket.request.max.bytes "
+                f"({self['socket.request.max.bytes']}) or <= 0"
+            )
+        if self["mock.kafka.version"] not in KAFKA_RELEASES:
+            raise ConfigError(
+                f"mock.kafka.version {self['mock.kafka.version']!r} is not one of {', '.join(KAFKA_RELEASES)}"
+            )
+        for item in self["mock.topics"]:
+            parse_topic_spec(item)
+
+    # Mapping protocol
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def is_explicit(self, key: str) -> bool:
+        return key in self._explicit
+
+    @property
+    def retention_ms(self) -> int:
+        """Kafka's precedence: log.retention.ms > .minutes > .hours (-1: forever)."""
+        if self["log.retention.ms"] is not None:
+            return self["log.retention.ms"]
+        if self["log.retention.minutes"] is not None:
+            m = self["log.retention.minutes"]
+            return -1 if m < 0 else m * 60_000
+        h = self["log.retention.hours"]
+        return -1 if h < 0 else h * 3_600_000
+
+
+def parse_topic_spec(item: str) -> tuple[str, int, int]:
+    parts = item.split(":")
+    try:
+        name = parts[0]
+        partitions = int(parts[1]) if len(parts) > 1 else 1
+        rf = int(parts[2]) if len(parts) > 2 else 1
+        if not name or partitions < 1 or rf < 1 or len(parts) > 3:
+            raise ValueError
+    except ValueError:
+        raise ConfigError(f"mock.topics item {item!r} is not name[:partitions[:replication]]") from None
+    return name, partitions, rf
+
+
+def parse_listener(value: str) -> tuple[str, int]:
+    """host and port of a ``PLAINTEXT://host:port`` listener (first one)."""
+    first = value.split(",")[0].strip()
+    if "://" in first:
+        proto, _, rest = first.partition("://")
+        if proto.upper() != "PLAINTEXT":
+            raise ConfigError(f"only PLAINTEXT listeners are served, got {first!r}")
+    else:
+        rest = first
+    host, _, port = rest.rpartition(":")
+    host = host.strip("[]")
+    try:
+        return host, int(port)
+    except ValueError:
+        raise ConfigError(f"listener {value!r} has no port") from None

@@ -1,0 +1,220 @@
+"""In-memory partition log (Kafka's ``UnifiedLog`` / ``LocalLog`` / ``LogSegment``).
+
+Batches are stored as the bytes the producer sent, with baseOffset and
+partitionLeaderEpoch rewritten; they are served as those same bytes.  Segments
+exist only so that retention drops whole segments as Kafka does
+(``UnifiedLog.deleteRetentionMsBreachedSegments`` /
+``deleteRetentionSizeBreachedSegments``) and the log start offset moves to the
+first remaining segment.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from protocol.records import BatchHeader, assign_offsets, record_timestamps
+
+
+@dataclass(slots=True)
+class LogSegment:
+    base_offset: int
+    created_ms: int
+    batches: list[bytes] = field(default_factory=list)
+    last_offsets: list[int] = field(default_factory=list)  # last offset of each batch
+    max_timestamps: list[int] = field(default_factory=list)
+    size_bytes: int = 0
+    largest_timestamp: int = -1
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offsets[-1] + 1 if self.last_offsets else self.base_offset
+
+    def batch_base(self, i: int) -> int:
+        return self.last_offsets[i - 1] + 1 if i else self.base_offset
+
+
+@dataclass(slots=True)
+class FetchSlice:
+    """What one partition read returns: batch bytes (the last may be a truncated tail)."""
+
+    chunks: list[bytes]
+    size_bytes: int
+
+
+class PartitionLog:
+    def __init__(self, now_ms: int) -> None:
+        self.segments: list[LogSegment] = [LogSegment(0, now_ms)]
+        self.log_start_offset = 0
+        self.high_watermark = 0
+        self.leader_epoch = 0
+
+    # -- offsets ----------------------------------------------------------------
+    @property
+    def log_end_offset(self) -> int:
+        return self.segments[-1].next_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        # No transactions are kept open, so the LSO is the high watermark.
+        return self.high_watermark
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size_bytes for s in self.segments)
+
+    # -- append -----------------------------------------------------------------
+    def append(
+        self,
+        batch: memoryview,
+        header: BatchHeader,
+        now_ms: int,
+        segment_bytes: int,
+        segment_ms: int,
+        log_append_time: bool,
+    ) -> tuple[int, int]:
+        """Append a validated batch; returns (base_offset, last_offset)."""
+        base = self.log_end_offset
+        stored = assign_offsets(batch, base, self.leader_epoch, now_ms if log_append_time else None)
+        seg = self.segments[-1]
+        if seg.batches and (
+            seg.size_bytes + len(stored) > segment_bytes or now_ms - seg.created_ms >= segment_ms
+        ):
+            seg = LogSegment(base, now_ms)
+            self.segments.append(seg)
+        last = base + header.last_offset_delta
+        max_ts = now_ms if log_append_time else header.max_timestamp
+        seg.batches.append(stored)
+        seg.last_offsets.append(last)
+        seg.max_timestamps.append(max_ts)
+        seg.size_bytes += len(stored)
+        seg.largest_timestamp = max(seg.largest_timestamp, max_ts)
+        return base, last
+
+    # -- read -------------------------------------------------------------------
+    def _locate(self, offset: int) -> tuple[int, int]:
+        """(segment index, batch index) of the batch holding ``offset``."""
+        bases = [s.base_offset for s in self.segments]
+        si = max(bisect.bisect_right(bases, offset) - 1, 0)
+        while si < len(self.segments):
+            seg = self.segments[si]
+            bi = bisect.bisect_left(seg.last_offsets, offset)
+            if bi < len(seg.batches):
+                return si, bi
+            si += 1
+        return len(self.segments), 0
+
+    def read(self, offset: int, max_bytes: int, upper_bound: int, min_one: bool) -> FetchSlice:
+        """Batches from the one holding ``offset`` up to ``upper_bound`` (exclusive).
+
+        Like ``LogSegment.read``: up to ``max_bytes`` of the log, whole batches
+        and then a truncated tail; with ``min_one`` (KIP-74) the first batch is
+        returned whole even when it exceeds ``max_bytes``.
+        """
+        chunks: list[bytes] = []
+        total = 0
+        if offset >= upper_bound:
+            return FetchSlice(chunks, 0)
+        si, bi = self._locate(offset)
+        while si < len(self.segments):
+            seg = self.segments[si]
+            while bi < len(seg.batches):
+                if seg.batch_base(bi) >= upper_bound:
+                    return FetchSlice(chunks, total)
+                b = seg.batches[bi]
+                if total + len(b) > max_bytes:
+                    if not chunks and min_one:
+                        chunks.append(b)
+                        total += len(b)
+                    elif max_bytes - total > 0:
+                        tail = b[: max_bytes - total]  # the partial batch a slab read ends with
+                        chunks.append(tail)
+                        total += len(tail)
+                    return FetchSlice(chunks, total)
+                chunks.append(b)
+                total += len(b)
+                bi += 1
+            si += 1
+            bi = 0
+        return FetchSlice(chunks, total)
+
+    def bytes_available(self, offset: int, upper_bound: int, cap: int) -> int:
+        """Bytes from ``offset`` to ``upper_bound``, at most ``cap`` (DelayedFetch's accumulatedSize)."""
+        return self.read(offset, cap, upper_bound, min_one=False).size_bytes
+
+    # -- offsets by time ----------------------------------------------------------
+    def offset_for_timestamp(self, ts: int) -> tuple[int, int] | None:
+        """First (offset, timestamp) whose timestamp >= ts, below the high watermark."""
+        for seg in self.segments:
+            if seg.largest_timestamp < ts:
+                continue
+            for i, b in enumerate(seg.batches):
+                if seg.max_timestamps[i] < ts or seg.batch_base(i) >= self.high_watermark:
+                    continue
+                exact = record_timestamps(b)
+                if exact is None:  # compressed: the batch is the finest we know without decoding
+                    return max(seg.batch_base(i), self.log_start_offset), seg.max_timestamps[i]
+                for off, rts in exact:
+                    if rts >= ts and off >= self.log_start_offset:
+                        return off, rts
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the record with the largest timestamp (KIP-734)."""
+        best: tuple[int, int] | None = None
+        for seg in self.segments:
+            for i, b in enumerate(seg.batches):
+                if seg.batch_base(i) >= self.high_watermark:
+                    break
+                ts = seg.max_timestamps[i]
+                if best is None or ts > best[1]:
+                    exact = record_timestamps(b)
+                    if exact:
+                        off, rts = max(exact, key=lambda x: (x[1], -x[0]))
+                        best = (off, rts)
+                    else:
+                        best = (seg.last_offsets[i], ts)
+        return best
+
+    # -- retention ------------------------------------------------------------------
+    def enforce_retention(self, now_ms: int, retention_ms: int, retention_bytes: int) -> int:
+        """Drop whole segments past retention; returns the number dropped."""
+        dropped = 0
+        if retention_ms >= 0:
+            dropped += self._delete_while(lambda seg: now_ms - seg.largest_timestamp > retention_ms, now_ms)
+        if retention_bytes >= 0:
+            excess = [self.size_bytes - retention_bytes]
+
+            def over(seg: LogSegment) -> bool:
+                if excess[0] - seg.size_bytes >= 0:
+                    excess[0] -= seg.size_bytes
+                    return True
+                return False
+
+            dropped += self._delete_while(over, now_ms)
+        return dropped
+
+    def _delete_while(self, predicate: Callable[[LogSegment], bool], now_ms: int) -> int:
+        n = 0
+        now_end = self.log_end_offset
+        while self.segments:
+            seg = self.segments[0]
+            if not seg.batches:
+                break
+            # only data below the high watermark may go (UnifiedLog.deletableSegments)
+            if seg.next_offset > self.high_watermark:
+                break
+            if not predicate(seg):
+                break
+            self.segments.pop(0)
+            n += 1
+        if not self.segments:  # the active segment went too: roll an empty one (Kafka rolls first)
+            self.segments.append(LogSegment(now_end, now_ms))
+        if n:
+            self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        return n
+
+    def truncate_fully(self, now_ms: int, new_start: int) -> None:
+        self.segments = [LogSegment(new_start, now_ms)]
+        self.log_start_offset = new_start

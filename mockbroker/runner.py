@@ -1,0 +1,118 @@
+"""``MockBroker``: the broker on a background thread, for tests and scripts.
+
+    with MockBroker(config={"num.partitions": 3}) as broker:
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+
+The broker's state lives on its own event loop; ``call`` runs a function
+there and returns its result, so tests never touch broker state from another
+thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from .clock import Clock, ManualClock
+from .config import BrokerConfig
+from .server import Broker
+
+T = TypeVar("T")
+
+
+class MockBroker:
+    def __init__(
+        self,
+        config: Mapping[str, Any] | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        clock: Clock | None = None,
+        config_file: str | None = None,
+    ) -> None:
+        self.config = BrokerConfig.load(file=config_file, extra=dict(config or {}), environ={})
+        self.host = host
+        self.port = port
+        self.clock = clock
+        self.broker: Broker | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stop: asyncio.Event | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def start(self) -> "MockBroker":
+        ready: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._stop = asyncio.Event()
+            try:
+                self.broker = Broker(self.config, self.clock, self.host, self.port)
+                await self.broker.start()
+            except BaseException as e:  # noqa: BLE001 - reported to the starting thread
+                ready.set_exception(e)
+                return
+            ready.set_result(None)
+            await self._stop.wait()
+            await self.broker.stop()
+
+        self._thread = threading.Thread(target=asyncio.run, args=(main(),), name="mockbroker", daemon=True)
+        self._thread.start()
+        ready.result(timeout=30)
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stop is not None and self._thread and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._stop.set)
+            self._thread.join(timeout=10)
+
+    def __enter__(self) -> "MockBroker":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- access ----------------------------------------------------------------------------
+    @property
+    def bootstrap_servers(self) -> str:
+        assert self.broker is not None, "broker not started"
+        return self.broker.bootstrap_servers
+
+    def call(self, fn: Callable[[Broker], T], timeout: float = 10) -> T:
+        """Run ``fn(broker)`` on the broker's loop and return its result."""
+        assert self._loop is not None and self.broker is not None
+        broker = self.broker
+
+        async def run() -> T:
+            return fn(broker)
+
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout)
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
+                     configs: dict[str, str] | None = None) -> None:
+        self.call(lambda b: b.create_topic(name, partitions, replication_factor, configs))
+
+    def advance(self, ms: float) -> None:
+        """Move a ManualClock forward on the broker's loop (timers fire there)."""
+        if not isinstance(self.clock, ManualClock):
+            raise TypeError("advance() needs MockBroker(clock=ManualClock())")
+        clock = self.clock
+        self.call(lambda b: clock.advance(ms))
+
+    def lose_response(self, api_key: int, action: str = "close", count: int = 1) -> Any:
+        return self.call(lambda b: b.faults.lose_response(api_key, action, count))
+
+    def partition_records(self, topic: str, partition: int) -> list[bytes]:
+        """The stored batches of a partition (bytes exactly as served)."""
+        def get(b: Broker) -> list[bytes]:
+            p = b.cluster.partition(topic, partition)
+            if p is None:
+                raise KeyError(f"{topic}-{partition}")
+            return [batch for seg in p.log.segments for batch in seg.batches]
+        return self.call(get)
+
+    def log_end_offset(self, topic: str, partition: int) -> int:
+        return self.call(lambda b: b.cluster.partition(topic, partition).log.log_end_offset)

@@ -1,0 +1,204 @@
+"""The broker process: one ``BrokerServer`` (listener) per simulated broker,
+all sharing one ``ClusterState``, plus the housekeeping timers.
+
+``BrokerServer`` plays Kafka's ``SocketServer`` (accepting connections,
+``connections.max.idle.ms``) and owns the per-broker pieces a real broker has
+alone: its ``KafkaApis`` dispatcher and its fetch-session cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from protocol.registry import ApiRegistry
+
+from .apis import build_handlers
+from .clock import Clock, SystemClock
+from .cluster import BrokerNode, ClusterState, Partition, Topic
+from .config import BrokerConfig, parse_listener, parse_topic_spec
+from .connection import CloseReason, KafkaConnection
+from .faults import FaultInjector
+from .fetch_session import FetchManager
+from .kafka_apis import KafkaApis
+
+log = logging.getLogger("mockbroker.server")
+
+
+class BrokerServer:
+    def __init__(self, runtime: "Broker", node_id: int, host: str, port: int, advertised: tuple[str, int] | None) -> None:
+        self.runtime = runtime
+        self.node_id = node_id
+        self.bind_host = host
+        self.bind_port = port
+        self.advertised = advertised
+        self.clock: Clock = runtime.clock
+        self.cluster: ClusterState = runtime.cluster
+        self.registry: ApiRegistry = runtime.registry
+        self.faults: FaultInjector = runtime.faults
+        self.fetch_manager = FetchManager(self.cluster.config["max.incremental.fetch.session.cache.slots"])
+        self.apis = KafkaApis(self, self.registry, runtime.handlers)
+        self.connections: set[KafkaConnection] = set()
+        self.max_request_bytes: int = self.cluster.config["socket.request.max.bytes"]
+        self._server: asyncio.AbstractServer | None = None
+        self.loop: asyncio.AbstractEventLoop = runtime.loop
+        self.port = port
+
+    # -- lifecycle -------------------------------------------------------------------
+    async def start(self) -> None:
+        self._server = await self.loop.create_server(
+            lambda: KafkaConnection(self), self.bind_host, self.bind_port, reuse_address=True
+        )
+        sock = self._server.sockets[0]
+        self.port = sock.getsockname()[1]
+        self.bind_port = self.port  # a restart reuses the same port
+        host, port = self.advertised or (self._advertise_host(), self.port)
+        if self.advertised and self.advertised[1] == 0:
+            port = self.port
+        self.cluster.add_broker(BrokerNode(self.node_id, host, port))
+        log.info("broker %s listening on %s:%s (advertised %s:%s)", self.node_id, self.bind_host, self.port, host, port)
+
+    def _advertise_host(self) -> str:
+        if self.bind_host in ("", "0.0.0.0"):
+            return "127.0.0.1"
+        if self.bind_host == "::":
+            return "::1"
+        return self.bind_host
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        for conn in list(self.connections):
+            conn.close(CloseReason.BROKER_STOPPED)
+        node = self.cluster.brokers.get(self.node_id)
+        if node is not None:
+            node.alive = False
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None
+
+    # -- connections ---------------------------------------------------------------------
+    def connection_opened(self, conn: KafkaConnection) -> None:
+        self.connections.add(conn)
+        log.debug("connection %s from %s to broker %s", conn.conn_id, conn.peer, self.node_id)
+
+    def connection_closed(self, conn: KafkaConnection) -> None:
+        self.connections.discard(conn)
+
+    def close_idle(self, now_ms: int, idle_ms: int) -> None:
+        for conn in list(self.connections):
+            if now_ms - conn.last_active_ms > idle_ms:
+                conn.close(CloseReason.IDLE)
+
+    # -- hooks the handlers call ------------------------------------------------------------
+    def throttle_time_ms(self, ctx: Any, request: Any, result: Any) -> int:
+        """Quota throttle for this response (the quota issue computes it)."""
+        return 0
+
+    def on_append(self, partition: Partition) -> None:
+        self.runtime.on_append(partition)
+
+    def create_topic(self, name: str, partitions: int, rf: int, configs: dict | None = None,
+                     assignments: dict | None = None) -> Topic:
+        return self.runtime.create_topic(name, partitions, rf, configs, assignments)
+
+    def auto_create_topic(self, name: str) -> Topic:
+        cfg = self.cluster.config
+        rf = min(cfg["default.replication.factor"], len(self.cluster.brokers))
+        return self.runtime.create_topic(name, cfg["num.partitions"], rf)
+
+    def delete_topic(self, topic: Topic) -> None:
+        self.runtime.delete_topic(topic)
+
+
+class Broker:
+    """Every simulated broker of one mockbroker process, on one event loop."""
+
+    def __init__(self, config: BrokerConfig, clock: Clock | None = None,
+                 host: str | None = None, port: int | None = None) -> None:
+        self.config = config
+        self.clock: Clock = clock or SystemClock()
+        self.loop = asyncio.get_running_loop()
+        bind = getattr(self.clock, "bind", None)
+        if bind is not None:
+            bind(self.loop)
+        self.cluster = ClusterState(config, self.clock)
+        self.handlers = build_handlers()
+        self.registry = ApiRegistry(config["mock.kafka.version"], set(self.handlers))
+        self.faults = FaultInjector()
+        lhost, lport = parse_listener(config["listeners"])
+        if host is not None:
+            lhost = host
+        if port is not None:
+            lport = port
+        advertised = parse_listener(config["advertised.listeners"]) if config["advertised.listeners"] else None
+        n = config["mock.num.brokers"]
+        first = config["node.id"]
+        self.servers: dict[int, BrokerServer] = {}
+        for i in range(n):
+            p = 0 if lport == 0 else lport + i
+            adv = (advertised[0], advertised[1] + i if advertised[1] else 0) if advertised else None
+            self.servers[first + i] = BrokerServer(self, first + i, lhost, p, adv)
+        self._timers: list[Any] = []
+        self._stopped = False
+
+    async def start(self) -> None:
+        for s in self.servers.values():
+            await s.start()
+        for item in self.config["mock.topics"]:
+            name, parts, rf = parse_topic_spec(item)
+            if name not in self.cluster.topics:
+                self.create_topic(name, parts, rf)
+        self._every(self.config["log.retention.check.interval.ms"], self.cluster.enforce_retention)
+        idle = self.config["connections.max.idle.ms"]
+        self._every(min(max(idle // 10, 1000), 30_000), lambda: self._close_idle(idle))
+
+    def _every(self, interval_ms: int, fn: Any) -> None:
+        def tick() -> None:
+            if self._stopped:
+                return
+            try:
+                fn()
+            finally:
+                self._timers.append(self.clock.call_later(interval_ms, tick))
+
+        self._timers.append(self.clock.call_later(interval_ms, tick))
+
+    def _close_idle(self, idle_ms: int) -> None:
+        now = self.clock.monotonic_ms()
+        for s in self.servers.values():
+            s.close_idle(now, idle_ms)
+
+    async def stop(self) -> None:
+        self._stopped = True
+        for t in self._timers:
+            t.cancel()
+        for s in self.servers.values():
+            await s.stop()
+
+    @property
+    def bootstrap_servers(self) -> str:
+        out = []
+        for s in self.servers.values():
+            node = self.cluster.brokers.get(s.node_id)
+            host = node.host if node else s.bind_host
+            port = node.port if node else s.port
+            out.append(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+        return ",".join(out)
+
+    # -- cluster mutations -------------------------------------------------------------------
+    def create_topic(self, name: str, partitions: int, rf: int, configs: dict | None = None,
+                     assignments: dict | None = None) -> Topic:
+        return self.cluster.create_topic(name, partitions, rf, configs, assignments)
+
+    def delete_topic(self, topic: Topic) -> None:
+        self.cluster.delete_topic(topic)
+
+    def on_append(self, partition: Partition) -> None:
+        # Every replica is in sync for now: the high watermark follows the log end at once.
+        # (The purgatory issue replaces this with simulated followers.)
+        partition.log.high_watermark = partition.log.log_end_offset
+

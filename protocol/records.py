@@ -1,0 +1,307 @@
+"""Record batch v2 (magic 2): header parsing, CRC32C, in-place offset assignment.
+
+Batches stay bytes.  The broker reads the fixed 61-byte header, checks the
+CRC32C over ``attributes .. end`` and rewrites ``baseOffset`` and
+``partitionLeaderEpoch`` (both outside the CRC).  With LogAppendTime it also
+sets the timestamp-type attribute bit and ``maxTimestamp`` and recomputes the
+CRC, as Kafka's ``LogValidator`` / ``DefaultRecordBatch.setMaxTimestamp`` do.
+Compressed payloads (gzip, snappy in both framings, lz4, zstd) are never
+touched.  Layout (``DefaultRecordBatch.java``)::
+
+    0  baseOffset            int64
+    8  batchLength           int32
+    12 partitionLeaderEpoch  int32
+    16 magic                 int8
+    17 crc                   uint32     CRC32C of bytes [21, end)
+    21 attributes            int16
+    23 lastOffsetDelta       int32
+    27 baseTimestamp         int64
+    35 maxTimestamp          int64
+    43 producerId            int64
+    51 producerEpoch         int16
+    53 baseSequence          int32
+    57 recordsCount          int32
+    61 records ...
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import crc32c
+
+from .errors import CorruptRecordBatch, ErrorCode
+
+HEADER = struct.Struct(">qiibIhiqqqhii")
+RECORD_BATCH_OVERHEAD = HEADER.size  # 61
+LOG_OVERHEAD = 12  # baseOffset + batchLength, not counted in batchLength
+MIN_RECORD_OVERHEAD = 14  # LegacyRecord.RECORD_OVERHEAD_V0, ByteBufferLogInputStream's floor
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21
+MAX_TIMESTAMP_OFFSET = 35
+_I64 = struct.Struct(">q")
+_I32 = struct.Struct(">i")
+_U32 = struct.Struct(">I")
+_I16 = struct.Struct(">h")
+
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08  # 1 = LogAppendTime
+TRANSACTIONAL_FLAG = 0x10
+CONTROL_FLAG = 0x20
+
+NO_PRODUCER_ID = -1
+NO_SEQUENCE = -1
+
+
+class Compression:
+    NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
+    NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+
+@dataclass(slots=True)
+class BatchHeader:
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def size_bytes(self) -> int:
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_FLAG)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_FLAG)
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        # DefaultRecordBatch.incrementSequence wraps at Integer.MAX_VALUE
+        return (self.base_sequence + self.last_offset_delta) % (1 << 31)
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id > NO_PRODUCER_ID
+
+
+def parse_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+    return BatchHeader(*HEADER.unpack_from(buf, pos))
+
+
+def split_batches(buf: bytes | memoryview) -> list[memoryview]:
+    """Split a records field into complete batches, as ``ByteBufferLogInputStream``.
+
+    A batch whose size field is below 14 or whose magic is not 0..2 is
+    CORRUPT_MESSAGE.  A trailing partial batch is dropped silently (Kafka stops
+    iterating when fewer bytes remain than the batch claims).
+    """
+    view = memoryview(buf)
+    out = []
+    pos = 0
+    end = len(view)
+    while end - pos >= LOG_OVERHEAD:
+        (length,) = _I32.unpack_from(view, pos + 8)
+        if length < MIN_RECORD_OVERHEAD:
+            raise CorruptRecordBatch(
+                ErrorCode.corrupt_message,
+                f"Record size {length} is less than the minimum record overhead ({MIN_RECORD_OVERHEAD})",
+            )
+        if end - pos < LOG_OVERHEAD + 5:
+            break
+        magic = view[pos + 16]
+        if magic > 2:
+            raise CorruptRecordBatch(ErrorCode.corrupt_message, f"Invalid magic found in record: {magic}")
+        size = length + LOG_OVERHEAD
+        if end - pos < size:
+            break
+        out.append(view[pos : pos + size])
+        pos += size
+    return out
+
+
+def compute_crc(batch: bytes | bytearray | memoryview) -> int:
+    return crc32c.crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:])
+
+
+def validate_batch(batch: memoryview, max_message_bytes: int) -> BatchHeader:
+    """Kafka's per-batch checks for a client produce (UnifiedLog.analyzeAndValidateRecords
+    and LogValidator), in Kafka's order.  Raises ``CorruptRecordBatch``.
+    """
+    if len(batch) < RECORD_BATCH_OVERHEAD:
+        raise CorruptRecordBatch(
+            ErrorCode.corrupt_message,
+            f"Record batch is corrupt (the size {len(batch)} is smaller than the minimum "
+            f"allowed overhead {RECORD_BATCH_OVERHEAD})",
+        )
+    h = parse_header(batch)
+    if h.magic != 2:
+        # ProduceRequest.validateRecords: v3+ only accepts magic v2
+        raise CorruptRecordBatch(ErrorCode.invalid_record, "Produce requests with version 3 and above must use magic v2")
+    if h.base_offset != 0:
+        raise CorruptRecordBatch(
+            ErrorCode.invalid_record,
+            f"The baseOffset of the record batch in the append to a partition should be 0, but it is {h.base_offset}",
+        )
+    if h.size_bytes > max_message_bytes:
+        raise CorruptRecordBatch(
+            ErrorCode.message_too_large,
+            f"The record batch size in the append is {h.size_bytes} bytes which exceeds the "
+            f"maximum configured value of {max_message_bytes}.",
+        )
+    actual = compute_crc(batch)
+    if actual != h.crc:
+        raise CorruptRecordBatch(
+            ErrorCode.corrupt_message,
+            f"Record is corrupt (stored crc = {h.crc}, computed crc = {actual})",
+        )
+    if h.is_control:
+        raise CorruptRecordBatch(ErrorCode.invalid_record, "Clients are not allowed to write control records")
+    if h.last_offset_delta < 0 or h.records_count != h.last_offset_delta + 1:
+        raise CorruptRecordBatch(
+            ErrorCode.invalid_record,
+            f"Inner record count {h.records_count} does not match last offset delta + 1 "
+            f"({h.last_offset_delta + 1})",
+        )
+    if h.records_count <= 0:
+        raise CorruptRecordBatch(ErrorCode.invalid_record, "Record batch has no records")
+    return h
+
+
+def assign_offsets(
+    batch: memoryview | bytes,
+    base_offset: int,
+    partition_leader_epoch: int,
+    log_append_time_ms: int | None = None,
+) -> bytes:
+    """Return the stored form of ``batch``: offsets and leader epoch set in place.
+
+    ``log_append_time_ms`` set means the topic uses LogAppendTime: the
+    timestamp-type bit and maxTimestamp change, so the CRC is recomputed.
+    """
+    out = bytearray(batch)
+    _I64.pack_into(out, 0, base_offset)
+    _I32.pack_into(out, 12, partition_leader_epoch)
+    if log_append_time_ms is not None:
+        (attrs,) = _I16.unpack_from(out, ATTRIBUTES_OFFSET)
+        _I16.pack_into(out, ATTRIBUTES_OFFSET, attrs | TIMESTAMP_TYPE_MASK)
+        _I64.pack_into(out, MAX_TIMESTAMP_OFFSET, log_append_time_ms)
+        _U32.pack_into(out, CRC_OFFSET, compute_crc(out))
+    return bytes(out)
+
+
+# -- uncompressed record walking (ListOffsets by timestamp only; never on produce/fetch) --
+
+
+def _varint(buf: memoryview, pos: int) -> tuple[int, int]:
+    shift = 0
+    result = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            break
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
+    return (result >> 1) ^ -(result & 1), pos
+
+
+def record_timestamps(batch: bytes | memoryview) -> list[tuple[int, int]] | None:
+    """(offset, timestamp) of each record of an uncompressed batch; None if compressed.
+
+    Used to answer ListOffsets by timestamp exactly, as Kafka does by scanning
+    the batch its time index points at.
+    """
+    view = memoryview(batch)
+    h = parse_header(view)
+    if h.compression != Compression.NONE:
+        return None
+    if h.attributes & TIMESTAMP_TYPE_MASK:
+        return [(h.base_offset + h.last_offset_delta, h.max_timestamp)]
+    out = []
+    pos = RECORD_BATCH_OVERHEAD
+    for _ in range(h.records_count):
+        length, pos = _varint(view, pos)
+        end = pos + length
+        p = pos + 1  # attributes int8
+        ts_delta, p = _varint(view, p)
+        off_delta, p = _varint(view, p)
+        out.append((h.base_offset + off_delta, h.base_timestamp + ts_delta))
+        pos = end
+    return out
+
+
+def build_batch(
+    records: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]],
+    *,
+    base_timestamp: int = 0,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    attributes: int = 0,
+    payload: bytes | None = None,
+) -> bytes:
+    """Build an uncompressed v2 batch (test and tool helper; the broker never builds batches).
+
+    ``payload`` replaces the encoded records (to build a batch around a
+    pre-compressed blob, set ``attributes`` accordingly).
+    """
+    body = bytearray()
+    if payload is None:
+        for i, (key, value, headers) in enumerate(records):
+            rec = bytearray(b"\0")
+            rec += _zigzag(0) + _zigzag(i)
+            rec += _bytes_field(key) + _bytes_field(value)
+            rec += _zigzag(len(headers))
+            for hk, hv in headers:
+                rec += _bytes_field(hk.encode()) + _bytes_field(hv)
+            body += _zigzag(len(rec)) + rec
+    else:
+        body += payload
+    n = max(len(records), 1)
+    head = HEADER.pack(
+        0, RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(body), -1, 2, 0, attributes, n - 1,
+        base_timestamp, base_timestamp, producer_id, producer_epoch, base_sequence, n,
+    )
+    out = bytearray(head) + body
+    _U32.pack_into(out, CRC_OFFSET, compute_crc(out))
+    return bytes(out)
+
+
+def _zigzag(v: int) -> bytes:
+    v = (v << 1) ^ (v >> 63)
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _bytes_field(b: bytes | None) -> bytes:
+    if b is None:
+        return _zigzag(-1)
+    return _zigzag(len(b)) + b

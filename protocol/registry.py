@@ -1,0 +1,203 @@
+"""The API registry: key, version ranges, flexible versions and throttle facts.
+
+One table that every later piece reads (quotas, muting, ApiVersions) instead of
+special-casing APIs:
+
+* ``flexible_from`` and ``throttle_field_from`` are *derived* from the kio
+  schemas (generated from Kafka's JSON), so they cannot drift from the wire.
+* ``client_throttle_from`` is the first response version at which a client
+  backs off by itself on ``throttle_time_ms`` (KIP-219).  It is the
+  ``shouldClientThrottle(version)`` of each Kafka ``*Response.java`` (3.9),
+  see ``shared/reference/kafka-semantics.md`` section 2.2.  ``None`` means the
+  Java client never backs off on that response although it carries the field
+  (the broker still mutes).
+* ``KAFKA_RELEASES`` holds the ranges a real broker of that release advertises
+  in ApiVersions (franz-go ``kversion`` tables, kafka-python's recorded
+  ApiVersions).  Kafka 4.x advertises Produce min 0 but enables only v3+
+  (KAFKA-18659): ``advertised_min`` differs from ``min_version`` there.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from functools import cache
+
+from kio.index import load_payload_module
+from kio.schema.index import api_key_map, schema_name_map
+from kio.static.constants import EntityType
+
+# Kafka's API keys, named as in ApiKeys.java (generated from kio's index).
+ApiKey = enum.IntEnum(  # type: ignore[misc]
+    "ApiKey", {name.upper(): key for key, name in sorted(api_key_map.items())}
+)
+
+# KIP-219: first version whose response makes the *client* throttle itself
+# (Kafka 3.9 *Response.shouldClientThrottle).  Absent key -> None (never).
+CLIENT_THROTTLE_FROM: dict[int, int] = {
+    0: 6,    # Produce
+    1: 8,    # Fetch
+    2: 3,    # ListOffsets
+    3: 6,    # Metadata
+    8: 4,    # OffsetCommit
+    9: 4,    # OffsetFetch
+    10: 2,   # FindCoordinator
+    11: 3,   # JoinGroup
+    12: 2,   # Heartbeat
+    13: 2,   # LeaveGroup
+    14: 2,   # SyncGroup
+    15: 2,   # DescribeGroups
+    16: 2,   # ListGroups
+    18: 2,   # ApiVersions
+    19: 3,   # CreateTopics
+    20: 2,   # DeleteTopics
+    21: 1,   # DeleteRecords
+    22: 1,   # InitProducerId
+    24: 1,   # AddPartitionsToTxn
+    25: 1,   # AddOffsetsToTxn
+    26: 1,   # EndTxn
+    28: 1,   # TxnOffsetCommit
+    29: 1, 30: 1, 31: 1,  # Describe/Create/DeleteAcls
+    32: 2,   # DescribeConfigs
+    33: 1,   # AlterConfigs
+    34: 1,   # AlterReplicaLogDirs
+    35: 1,   # DescribeLogDirs
+    37: 1,   # CreatePartitions
+    38: 1, 39: 1, 40: 1, 41: 1,  # delegation tokens
+    42: 1,   # DeleteGroups
+    43: 0,   # ElectLeaders (always)
+    44: 0,   # IncrementalAlterConfigs (always)
+    45: 0, 46: 0, 47: 0,  # partition reassignments, OffsetDelete
+    50: 0, 51: 0,  # Describe/AlterUserScramCredentials
+    62: 0, 63: 0, 64: 0,  # broker registration/heartbeat/unregister
+    75: 0,   # DescribeTopicPartitions
+}
+
+# What a real broker of each release advertises (min, max).  Only the APIs a
+# broker of that release serves to clients are listed.
+KAFKA_RELEASES: dict[str, dict[int, tuple[int, int]]] = {
+    "4.2": {
+        0: (0, 13), 1: (4, 18), 2: (1, 11), 3: (0, 13), 8: (2, 10), 9: (1, 10),
+        10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 6),
+        16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2),
+        22: (0, 5), 23: (2, 4), 32: (1, 4), 33: (0, 2), 36: (0, 2), 37: (0, 3),
+        42: (0, 2), 44: (0, 1), 48: (0, 1), 49: (0, 1), 60: (0, 2), 68: (0, 1),
+    },
+}
+DEFAULT_KAFKA_RELEASE = "4.2"
+
+# Versions a 4.x broker advertises but refuses (KAFKA-18659 / KIP-896).
+ENABLED_MIN: dict[int, int] = {0: 3}
+
+
+@dataclass(frozen=True, slots=True)
+class ApiSpec:
+    key: int
+    name: str
+    min_version: int           # lowest version served (others close the connection)
+    max_version: int
+    advertised_min: int        # what ApiVersions says
+    flexible_from: int | None  # first flexible version (request and response agree)
+    throttle_field_from: int | None  # first response version with throttle_time_ms
+    client_throttle_from: int | None  # KIP-219 client back-off from this version
+
+    def is_flexible(self, version: int) -> bool:
+        return self.flexible_from is not None and version >= self.flexible_from
+
+    def has_throttle_field(self, version: int) -> bool:
+        return self.throttle_field_from is not None and version >= self.throttle_field_from
+
+    def client_throttles(self, version: int) -> bool:
+        return self.client_throttle_from is not None and version >= self.client_throttle_from
+
+    def request_header_version(self, version: int) -> int:
+        # RequestHeader v2 (tagged fields) for flexible versions, else v1.
+        # v0 only ever existed for ControlledShutdown v0, which no 4.x broker serves.
+        return 2 if self.is_flexible(version) else 1
+
+    def response_header_version(self, version: int) -> int:
+        # "ApiVersionsResponse always includes a v0 header. See KIP-511."
+        if self.key == ApiKey.API_VERSIONS:
+            return 0
+        return 1 if self.is_flexible(version) else 0
+
+
+def schema_versions(key: int) -> list[int]:
+    """Versions kio has schemas for (both request and response)."""
+    name = api_key_map.get(key)
+    if name is None:
+        return []
+    return sorted(schema_name_map[name])
+
+
+@cache
+def _derived(key: int) -> tuple[int | None, int | None]:
+    flexible_from = throttle_from = None
+    for v in schema_versions(key):
+        resp = load_payload_module(key, v, EntityType.response)
+        cls = _payload_class(resp, "Response")
+        if flexible_from is None and cls.__flexible__:
+            flexible_from = v
+        if throttle_from is None and "throttle_time" in cls.__dataclass_fields__:
+            throttle_from = v
+    return flexible_from, throttle_from
+
+
+def _payload_class(module: object, suffix: str) -> type:
+    for name, obj in vars(module).items():
+        if (
+            name.endswith(suffix)
+            and isinstance(obj, type)
+            and getattr(obj, "__type__", None) in (EntityType.request, EntityType.response)
+        ):
+            return obj
+    raise LookupError(f"no {suffix} class in {module!r}")
+
+
+def build_spec(key: int, min_version: int, max_version: int) -> ApiSpec:
+    flexible_from, throttle_from = _derived(key)
+    return ApiSpec(
+        key=key,
+        name=ApiKey(key).name,
+        min_version=max(min_version, ENABLED_MIN.get(key, min_version)),
+        max_version=max_version,
+        advertised_min=min_version,
+        flexible_from=flexible_from,
+        throttle_field_from=throttle_from,
+        client_throttle_from=CLIENT_THROTTLE_FROM.get(key),
+    )
+
+
+class ApiRegistry:
+    """The APIs one broker serves: the release's ranges, cut to what it implements.
+
+    Built per broker instance (no module-level mutable state).
+    """
+
+    def __init__(self, release: str, implemented: set[int] | frozenset[int]) -> None:
+        if release not in KAFKA_RELEASES:
+            raise ValueError(
+                f"unknown Kafka release {release!r}; known: {', '.join(sorted(KAFKA_RELEASES))}"
+            )
+        self.release = release
+        self.specs: dict[int, ApiSpec] = {}
+        for key, (lo, hi) in sorted(KAFKA_RELEASES[release].items()):
+            if key in implemented:
+                self.specs[key] = build_spec(key, lo, hi)
+
+    def get(self, key: int) -> ApiSpec | None:
+        return self.specs.get(key)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.specs.values())
+
+    def __contains__(self, key: int) -> bool:
+        return key in self.specs
+
+
+def any_spec(key: int) -> ApiSpec | None:
+    """Spec of any API kio knows, over its full schema range (for tools and tests)."""
+    versions = schema_versions(key)
+    if not versions:
+        return None
+    return build_spec(key, versions[0], versions[-1])
