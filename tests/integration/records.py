@@ -1,0 +1,49 @@
+"""The records every client integration test sends and expects back.
+
+10,000 records with keys and headers over 3 partitions (record i goes to
+partition i % 3), values of varying length so batches differ in size.
+"""
+
+from __future__ import annotations
+
+N_RECORDS = 10_000
+N_PARTITIONS = 3
+
+
+def record(i: int) -> tuple[bytes, bytes, list[tuple[str, bytes]]]:
+    key = b"key-%05d" % i
+    value = (b"value-%d|" % i) * (1 + i % 37)
+    headers = [("idx", str(i).encode()), ("empty", b"")]
+    return key, value, headers
+
+
+def expected() -> dict[int, list[tuple[bytes, bytes, list[tuple[str, bytes]]]]]:
+    out: dict[int, list] = {p: [] for p in range(N_PARTITIONS)}
+    for i in range(N_RECORDS):
+        out[i % N_PARTITIONS].append(record(i))
+    return out
+
+
+def assert_consumed(got: dict[int, list[tuple[bytes | None, bytes | None, list]]]) -> None:
+    """Byte-identical keys, values and headers, in order per partition, nothing missing or extra."""
+    want = expected()
+    for p in range(N_PARTITIONS):
+        have = [(k, v, [(hk, bytes(hv) if hv is not None else None) for hk, hv in (h or [])])
+                for k, v, h in got.get(p, [])]
+        assert len(have) == len(want[p]), f"partition {p}: {len(have)} records, want {len(want[p])}"
+        for n, (a, b) in enumerate(zip(have, want[p])):
+            assert a == b, f"partition {p} record {n}: {a[:2]!r} != {b[:2]!r}"
+
+
+CODEC_IDS = {None: 0, "none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+def assert_stored_codec(broker, topic: str, codec: str | None) -> None:
+    """The batches the broker stored carry the codec the client was asked for (passed through untouched)."""
+    from protocol.records import parse_header
+
+    want = CODEC_IDS[codec]
+    for p in range(N_PARTITIONS):
+        batches = broker.partition_records(topic, p)
+        assert batches, f"partition {p} is empty"
+        assert {parse_header(b).compression for b in batches} == {want}
