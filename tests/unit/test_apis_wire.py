@@ -291,3 +291,26 @@ class TestCoordinatorStubs:
         assert [(p.partition_index, p.committed_offset) for p in r.topics[0].partitions] == [(0, -1), (1, -1)]
         r = c.request(9, 8, {"groups": [{"group_id": "g", "topics": None}], "require_stable": False})
         assert r.groups[0].error_code == 0 and list(r.groups[0].topics) == []
+
+
+def test_every_served_api_and_version_answers_with_its_throttle_field(raw, broker):
+    """A minimal request of every advertised (api, version) is answered; the
+    throttle field is present exactly in the versions whose schema has it."""
+    from dataclasses import fields
+
+    from protocol.codec import response_class
+
+    registry = broker.call(lambda b: b.registry)
+    overrides = {ApiKey.PRODUCE: {"acks": 1}, ApiKey.API_VERSIONS: {"client_software_name": "t",
+                                                                     "client_software_version": "1"}}
+    c = raw()
+    seen = 0
+    for spec in registry:
+        for v in range(spec.min_version, spec.max_version + 1):
+            resp = c.request(spec.key, v, overrides.get(spec.key, {}))
+            has_field = "throttle_time" in {f.name for f in fields(response_class(spec.key, v))}
+            assert has_field == spec.has_throttle_field(v)
+            if has_field:
+                assert timedelta_ms(resp.throttle_time) == 0
+            seen += 1
+    assert seen > 80
