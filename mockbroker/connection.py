@@ -147,7 +147,8 @@ class KafkaConnection(asyncio.Protocol):
                     return
                 if size is None or len(self._buf) < SIZE_PREFIX_BYTES + size:
                     return
-                payload = bytes(self._buf[SIZE_PREFIX_BYTES : SIZE_PREFIX_BYTES + size])
+                with memoryview(self._buf) as view:  # one copy out of the read buffer
+                    payload = bytes(view[SIZE_PREFIX_BYTES : SIZE_PREFIX_BYTES + size])
                 del self._buf[: SIZE_PREFIX_BYTES + size]
                 self.mute |= MuteReason.RESPONSE_PENDING
                 self.requests_handled += 1
@@ -158,7 +159,7 @@ class KafkaConnection(asyncio.Protocol):
         finally:
             self._processing = False
 
-    def send_response(self, frame: bytes | None) -> None:
+    def send_response(self, frame: bytes | memoryview | None) -> None:
         """Called exactly once per request, with its framed response or None (acks=0)."""
         if self.closed:
             return

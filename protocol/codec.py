@@ -150,8 +150,12 @@ def encode_request(
 
 def encode_response(
     spec: ApiSpec, version: int, correlation_id: int, body: Any
-) -> bytes:
-    """Frame a response: size, correlation id, header tags (v1), body."""
+) -> memoryview:
+    """Frame a response: size, correlation id, header tags (v1), body.
+
+    Returns a view of the encode buffer (no final copy: record data is copied
+    once, into the buffer, and the transport sends from it).
+    """
     buf = io.BytesIO()
     buf.write(b"\0\0\0\0")
     buf.write(_I32.pack(correlation_id))
@@ -160,7 +164,7 @@ def encode_response(
     _writer(type(body))(buf, body)
     out = buf.getbuffer()
     _I32.pack_into(out, 0, len(out) - 4)
-    return bytes(out)
+    return out
 
 
 def decode_response(api_key: int, version: int, header_version: int, payload: bytes) -> tuple[int, Any]:

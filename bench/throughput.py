@@ -1,0 +1,169 @@
+"""Produce and consume throughput of ``mockbroker serve`` with confluent-kafka.
+
+Set-up: the broker runs as a subprocess (``mockbroker serve --port 0``) with a
+3-partition topic created at start; the client (librdkafka via
+confluent-kafka) runs in this process.
+
+Measured:
+
+* produce: RECORDS records of RECORD_BYTES-byte values (no key), acks=1,
+  linger.ms=5, batch.size ~1 MB, no compression, librdkafka's default local
+  queue (100,000 messages; a full queue makes the loop poll and retry); wall
+  time from the first ``produce()`` to the end of ``flush()``.  Stops
+  producing at TIME_LIMIT_S.
+* consume: a Consumer with group.id set, enable.auto.commit=false, assign()
+  of all 3 partitions from offset 0; wall time from assign() to the last of
+  the records delivered by the produce phase.  Bounded by TIME_LIMIT_S.
+* MB/s counts value bytes (1 MB = 10^6 bytes); broker CPU % is the broker
+  process's user+system CPU time over the phase's wall time (100 % = one core).
+* client and broker share the machine's cores; the broker is one asyncio
+  thread, so a broker CPU % well below 100 % means it spent that share of the
+  phase waiting for the client.
+* broker RSS (psutil): idle after the ready line, and the peak of a 100 ms
+  sampler thread during each phase.  The broker keeps its log in memory, so
+  the peak includes the stored records.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+import psutil
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+VENV_BIN = Path(__file__).resolve().parent.parent / ".venv" / "bin"
+TOPIC = "bench"
+PARTITIONS = 3
+RECORDS = 1_000_000
+RECORD_BYTES = 1024
+TIME_LIMIT_S = 60.0
+MB = 1e6
+
+
+class RssSampler(threading.Thread):
+    """Samples a process's RSS every 100 ms; ``peak()`` is the max since the last reset."""
+
+    def __init__(self, proc: psutil.Process) -> None:
+        super().__init__(daemon=True)
+        self.proc = proc
+        self.stop = threading.Event()
+        self._peak = 0
+
+    def run(self) -> None:
+        while not self.stop.wait(0.1):
+            self._peak = max(self._peak, self.proc.memory_info().rss)
+
+    def reset(self) -> None:
+        self._peak = self.proc.memory_info().rss
+
+    def peak(self) -> int:
+        return max(self._peak, self.proc.memory_info().rss)
+
+
+def cpu_seconds(proc: psutil.Process) -> float:
+    t = proc.cpu_times()
+    return t.user + t.system
+
+
+def produce(bootstrap: str) -> tuple[int, float]:
+    """(records acknowledged, seconds) for the produce phase."""
+    errors: list[KafkaError] = []
+    producer = Producer({
+        "bootstrap.servers": bootstrap,
+        "acks": 1,
+        "linger.ms": 5,
+        "batch.size": 1_000_000,
+        "compression.type": "none",
+        "delivery.report.only.error": True,
+        "on_delivery": lambda err, _msg: errors.append(err),
+    })
+    value = b"x" * RECORD_BYTES
+    sent = 0
+    t0 = time.perf_counter()
+    deadline = t0 + TIME_LIMIT_S
+    while sent < RECORDS and time.perf_counter() < deadline:
+        try:
+            producer.produce(TOPIC, value, partition=sent % PARTITIONS)
+            sent += 1
+        except BufferError:  # local queue full: let librdkafka send
+            producer.poll(0.001)
+    producer.flush(max(deadline - time.perf_counter(), 1.0))
+    elapsed = time.perf_counter() - t0
+    unacked = len(producer)
+    if errors or unacked:
+        print(f"produce: {len(errors)} delivery errors (first: {errors[:1]}), {unacked} not acknowledged")
+    return sent - len(errors) - unacked, elapsed
+
+
+def consume(bootstrap: str, expected: int) -> tuple[int, float]:
+    """(records read, seconds) for the consume phase."""
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": "bench",
+        "enable.auto.commit": False,
+    })
+    got = 0
+    t0 = time.perf_counter()
+    deadline = t0 + TIME_LIMIT_S
+    consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
+    while got < expected and time.perf_counter() < deadline:
+        for msg in consumer.consume(num_messages=10_000, timeout=1.0):
+            if msg.error():
+                raise RuntimeError(f"consume error: {msg.error()}")
+            got += 1
+    elapsed = time.perf_counter() - t0
+    consumer.close()
+    return got, elapsed
+
+
+def main() -> None:
+    proc = subprocess.Popen(
+        [str(VENV_BIN / "mockbroker"), "serve", "--port", "0", "--log-level", "WARNING",
+         "-c", f"mock.topics={TOPIC}:{PARTITIONS}"],
+        stdout=subprocess.PIPE, text=True,  # stderr (warnings and errors) passes through
+    )
+    try:
+        line = proc.stdout.readline()
+        if not line.startswith("mockbroker ready bootstrap="):
+            raise RuntimeError(f"unexpected first line: {line!r}")
+        bootstrap = line.split("=", 1)[1].strip()
+        broker = psutil.Process(proc.pid)
+        time.sleep(1.0)  # let start-up settle before the idle reading
+        idle_rss = broker.memory_info().rss
+        sampler = RssSampler(broker)
+        sampler.start()
+
+        rows = []
+
+        def phase(name: str, run: Callable[[], tuple[int, float]]) -> int:
+            sampler.reset()
+            cpu0 = cpu_seconds(broker)
+            records, seconds = run()
+            rows.append((name, records, seconds, cpu_seconds(broker) - cpu0, sampler.peak()))
+            return records
+
+        produced = phase("produce", lambda: produce(bootstrap))
+        phase("consume", lambda: consume(bootstrap, produced))
+        sampler.stop.set()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+    print(f"{RECORDS:,} records x {RECORD_BYTES} B asked, {PARTITIONS} partitions, acks=1, "
+          f"linger.ms=5, batch.size=1000000, time limit {TIME_LIMIT_S:.0f}s per phase")
+    print(f"broker RSS idle after start: {idle_rss / 2**20:.1f} MiB")
+    head = (f"{'phase':<8} {'records':>9} {'seconds':>8} {'MB/s':>7} {'records/s':>10} "
+            f"{'broker CPU %':>13} {'peak RSS MiB':>13}")
+    print(head)
+    print("-" * len(head))
+    for name, records, seconds, cpu, peak in rows:
+        print(f"{name:<8} {records:>9,} {seconds:>8.2f} {records * RECORD_BYTES / seconds / MB:>7.1f} "
+              f"{records / seconds:>10,.0f} {100 * cpu / seconds:>13.0f} {peak / 2**20:>13.1f}")
+
+
+if __name__ == "__main__":
+    main()
