@@ -27,8 +27,13 @@ Implementations, each fed the same generated workload in the same run:
   (Kafka 0.8 checked after every expired request; batching all expirations
   due at one wake-up favours the baseline.)
 
-Both use the same ``DelayedOperation`` subclass and the same
-``check_and_complete`` loop, so the difference is the timer and the purge.
+Both use the same ``DelayedOperation`` subclass, the same
+``try_complete_else_watch`` steps and the same ``check_and_complete`` loop,
+so the difference is the timer and the purge.
+
+``--complete force`` completes with ``force_complete()`` instead, as Kafka's
+own ``TestPurgatoryPerformance`` does (it also watches every request under
+the same 3 keys); completed requests then stay watched until a purge.
 
 The driver runs on the asyncio loop: each turn it submits every request whose
 arrival time has passed and completes every request whose completion time has
@@ -42,7 +47,10 @@ submission; CPU s = ``time.process_time`` of the child from the first
 submission until every request has completed or expired; peak RSS growth
 (psutil, sampled every 50 ms, over the child's RSS at start); peak entries =
 watcher-list entries + timer (or heap) entries, sampled likewise; mean expiry
-lateness. Ratios are wheel / baseline.
+lateness (mean/max, ms); purges run. ``blocks+k`` is the peak growth of
+``sys.getallocatedblocks()`` (live Python allocations, thousands): unlike RSS
+it does not depend on which freed pages the allocator happens to reuse, so it
+is the memory column to compare. Ratios are wheel / baseline.
 
 Run: ``.venv/bin/python bench/purgatory.py`` (about 2 s of traffic per step,
 under 4 minutes in all) or ``--full`` (1,000,000 requests per step).
@@ -51,7 +59,6 @@ under 4 minutes in all) or ``--full`` (1,000,000 requests per step).
 from __future__ import annotations
 
 import argparse
-from array import array
 import asyncio
 import gc
 import heapq
@@ -61,6 +68,7 @@ import multiprocessing as mp
 import random
 import sys
 import time
+from array import array
 from collections.abc import Hashable, Iterable
 from pathlib import Path
 
@@ -126,10 +134,11 @@ class HeapPurgatory:
     """The old purgatory: heap timer with lazy deletion plus full-scan purges (see module doc)."""
 
     __slots__ = ("clock", "purge_interval", "trigger", "_heap", "_seq", "_watchers", "_added", "_handle",
-                 "_armed_ms", "purges")
+                 "_armed_ms", "purges", "_now_ms")
 
     def __init__(self, clock: SystemClock, purge_interval: int, trigger: str) -> None:
         self.clock = clock
+        self._now_ms = clock.monotonic_ms
         self.purge_interval = purge_interval
         self.trigger = trigger
         self._heap: list[tuple[int, int, BenchOp]] = []
@@ -141,7 +150,8 @@ class HeapPurgatory:
         self.purges = 0
 
     def try_complete_else_watch(self, op: DelayedOperation, keys: Iterable[Hashable]) -> bool:
-        if op.safe_try_complete():
+        # The same steps and micro-optimisations as DelayedOperationPurgatory's; only the timer differs.
+        if not op._completed and op.try_complete():
             return True
         watchers = self._watchers
         for key in keys:
@@ -151,31 +161,29 @@ class HeapPurgatory:
             else:
                 lst.append(op)
         self._added += 1
-        if op.safe_try_complete():
+        if not op._completed and op.try_complete():
             return True
-        deadline_ms = self.clock.monotonic_ms() + op.delay_ms
+        deadline_ms = self._now_ms() + op.delay_ms
         heapq.heappush(self._heap, (deadline_ms, next(self._seq), op))  # type: ignore[arg-type]
         if self._armed_ms is None or deadline_ms < self._armed_ms:
             self._arm()
         return False
 
-    def check_and_complete(self, key: Hashable) -> int:  # same loop as DelayedOperationPurgatory's
+    def check_and_complete(self, key: Hashable) -> int:  # the same loop as DelayedOperationPurgatory's
         ops = self._watchers.get(key)
         if ops is None:
             return 0
         completed = 0
-        keep = []
         for op in ops:
-            if op._completed:
-                continue
-            if op.try_complete():
+            if not op._completed and op.try_complete():
                 completed += 1
-            elif not op._completed:
-                keep.append(op)
-        if keep:
-            self._watchers[key] = keep
-        else:
-            del self._watchers[key]
+        watchers = self._watchers
+        if watchers.get(key) is ops:
+            keep = [op for op in ops if not op._completed]
+            if keep:
+                watchers[key] = keep
+            else:
+                del watchers[key]
         return completed
 
     def watched(self) -> int:
@@ -204,18 +212,21 @@ class HeapPurgatory:
         if self.trigger == "count":
             if self._added >= self.purge_interval:
                 self._added = 0
+                self.purges += 1
                 self._purge_heap()
                 self._purge_watchers()
         else:
-            if len(heap) >= self.purge_interval:
+            scan_heap = len(heap) >= self.purge_interval
+            scan_watchers = self.watched() >= self.purge_interval
+            self.purges += scan_heap or scan_watchers
+            if scan_heap:
                 self._purge_heap()
-            if self.watched() >= self.purge_interval:
+            if scan_watchers:
                 self._purge_watchers()
         self._armed_ms = None
         self._arm()
 
     def _purge_heap(self) -> None:
-        self.purges += 1
         self._heap = [e for e in self._heap if not e[2]._completed]
         heapq.heapify(self._heap)
 
@@ -262,18 +273,20 @@ class Workload:
         gc.collect()
 
 
-async def drive(impl: str, wl: Workload, limit_s: float) -> dict:
+async def drive(impl: str, wl: Workload, limit_s: float, complete: str = "check") -> dict:
     loop = asyncio.get_running_loop()
     clock = SystemClock(loop)
+    purgatory: DelayedOperationPurgatory | HeapPurgatory
     if impl == "wheel":
         purgatory = DelayedOperationPurgatory("Bench", Timer(clock, tick_ms=1, wheel_size=20), PURGE_INTERVAL)
-        entries = lambda: purgatory.watched() + purgatory.num_delayed()  # noqa: E731
-        purges = lambda: purgatory.purges  # noqa: E731
     else:
-        purgatory = HeapPurgatory(clock, PURGE_INTERVAL, impl.split("+")[1])  # type: ignore[assignment]
-        entries = lambda: purgatory.watched() + purgatory.num_delayed()  # noqa: E731
-        purges = lambda: purgatory.purges  # noqa: E731
+        purgatory = HeapPurgatory(clock, PURGE_INTERVAL, impl.split("+")[1])
+
+    def entries() -> int:
+        return purgatory.watched() + purgatory.num_delayed()
+
     watch = purgatory.try_complete_else_watch
+    by_check = complete == "check"
     check = purgatory.check_and_complete
     proc = psutil.Process()
     entries_peak = 0
@@ -332,8 +345,11 @@ async def drive(impl: str, wl: Workload, limit_s: float) -> dict:
                 next_done = done_ms[j] if j < m else inf
                 if op is not None:
                     ops[idx] = None
-                    op.ready = True
-                    check(op.key)
+                    if by_check:
+                        op.ready = True
+                        check(op.key)
+                    else:
+                        op.force_complete()
                 elif idx >= n:  # its request was never submitted (time limit)
                     continue
             budget -= 1
@@ -360,23 +376,24 @@ async def drive(impl: str, wl: Workload, limit_s: float) -> dict:
     submit_s = max((t_last_submit or perf()) - t0, 1e-9)
     return {
         "submitted": n, "achieved": n / submit_s, "cpu_s": cpu_s, "wall_s": wall_s,
-        "rss_mb": (rss_peak - rss0) / 1e6, "blocks_k": (blocks_peak - blocks0) / 1e3, "entries": entries_peak, "expired": STATS.expired,
+        "rss_mb": (rss_peak - rss0) / 1e6, "blocks_k": (blocks_peak - blocks0) / 1e3, "entries": entries_peak,
+        "expired": STATS.expired,
         "done": STATS.done, "late_mean_ms": STATS.late_ms_sum / max(STATS.expired, 1),
-        "late_max_ms": STATS.late_ms_max, "max_lag_ms": max_lag_ms, "purges": purges(),
+        "late_max_ms": STATS.late_ms_max, "max_lag_ms": max_lag_ms, "purges": purgatory.purges,
     }
 
 
-def _child(impl: str, wl: Workload, limit_s: float, conn) -> None:  # type: ignore[no-untyped-def]
+def _child(impl: str, wl: Workload, limit_s: float, complete: str, conn) -> None:  # type: ignore[no-untyped-def]
     gc.collect()
     gc.freeze()  # the workload is not the benchmark's garbage
-    conn.send(asyncio.run(drive(impl, wl, limit_s)))
+    conn.send(asyncio.run(drive(impl, wl, limit_s, complete)))
     conn.close()
 
 
-def run_step(impl: str, wl: Workload, limit_s: float) -> dict:
+def run_step(impl: str, wl: Workload, limit_s: float, complete: str) -> dict:
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    p = ctx.Process(target=_child, args=(impl, wl, limit_s, child))
+    p = ctx.Process(target=_child, args=(impl, wl, limit_s, complete, child))
     p.start()
     result = parent.recv()
     p.join()
@@ -394,11 +411,15 @@ def main() -> None:
     ap.add_argument("--full", action="store_true", help="1,000,000 requests per step (several minutes)")
     ap.add_argument("--keys", type=int, default=1000, help="watch keys (partitions)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--complete", choices=("check", "force"), default="check",
+                    help="check: ready + check_and_complete(key) (default); force: force_complete() directly, "
+                         "as Kafka's TestPurgatoryPerformance does, leaving completed requests watched until a purge")
     args = ap.parse_args()
     rates = [int(r) for r in args.rates.split(",")]
     impls = args.impls.split(",")
     print(f"python {sys.version.split()[0]}, {psutil.cpu_count()} CPUs, timeout {TIMEOUT_MS} ms, "
-          f"tick 1 ms x 20, purge interval {PURGE_INTERVAL}, {args.keys} keys, {DATA_BYTES} B per request")
+          f"tick 1 ms x 20, purge interval {PURGE_INTERVAL}, {args.keys} keys, {DATA_BYTES} B per request, "
+          f"completion by {args.complete}")
     hdr = (f"{'case':4} {'target/s':>8} {'impl':10} {'achieved/s':>10} {'%tgt':>4} {'CPU s':>5} {'CPU%':>4} "
            f"{'RSS+MB':>6} {'blocks+k':>8} {'entries':>7} {'exp%':>5} {'late ms':>9} {'purges':>6} "
            f"{'w/b rate':>8} {'w/b CPU':>7} {'w/b blocks':>10}")
@@ -410,7 +431,7 @@ def main() -> None:
             n = args.max_ops if args.full else min(args.max_ops, int(rate * args.seconds))
             limit_s = args.limit_s or (max(n / rate * 1.5, 10.0) if args.full else n / rate * 2.5)
             wl = Workload(case, rate, n, args.keys, args.seed)
-            results = {impl: run_step(impl, wl, limit_s) for impl in impls}
+            results = {impl: run_step(impl, wl, limit_s, args.complete) for impl in impls}
             del wl
             w = results.get("wheel")
             for impl, r in results.items():

@@ -123,6 +123,8 @@ class Partition:
     leader_id: int
     log: PartitionLog
     producers: ProducerStateManager = field(default_factory=ProducerStateManager)
+    # log end offset of each replica as the leader knows it (Kafka's Replica state)
+    replica_leo: dict[int, int] = field(default_factory=dict)
 
     @property
     def leader_epoch(self) -> int:

@@ -57,20 +57,32 @@ class CloseConnection:
 
 
 class Deferred:
-    """A response that a delayed operation will produce (see the purgatory)."""
+    """A response that a delayed operation will produce (see the purgatory).
 
-    __slots__ = ("_callback", "done")
+    ``complete`` may run before the dispatcher attaches its callback (an
+    operation that completes inside ``try_complete_else_watch``); the result
+    is then kept and delivered on attach.
+    """
+
+    __slots__ = ("_callback", "_result", "done")
 
     def __init__(self) -> None:
         self._callback: Callable[[Any], None] | None = None
+        self._result: Any = None
         self.done = False
 
     def complete(self, result: Any) -> None:
         if self.done:
             return
         self.done = True
+        self._result = result
         if self._callback is not None:
             self._callback(result)
+
+    def attach(self, callback: Callable[[Any], None]) -> None:
+        self._callback = callback
+        if self.done:
+            callback(self._result)
 
 
 @dataclass(slots=True)
@@ -150,7 +162,7 @@ class KafkaApis:
         self.requests_by_api[api_key] = self.requests_by_api.get(api_key, 0) + 1
         result = self.handlers[api_key](ctx, request)
         if isinstance(result, Deferred):
-            result._callback = lambda r, ctx=ctx, request=request: self._finish(ctx, request, r)
+            result.attach(lambda r, ctx=ctx, request=request: self._finish(ctx, request, r))
         else:
             self._finish(ctx, request, result)
 

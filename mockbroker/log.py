@@ -49,6 +49,8 @@ class PartitionLog:
         self.log_start_offset = 0
         self.high_watermark = 0
         self.leader_epoch = 0
+        # LeaderEpochFileCache: (epoch, start offset) in order
+        self.epoch_starts: list[tuple[int, int]] = [(0, 0)]
 
     # -- offsets ----------------------------------------------------------------
     @property
@@ -215,6 +217,36 @@ class PartitionLog:
             self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
         return n
 
-    def truncate_fully(self, now_ms: int, new_start: int) -> None:
-        self.segments = [LogSegment(new_start, now_ms)]
-        self.log_start_offset = new_start
+    # -- leadership -------------------------------------------------------------------
+    def new_leader_epoch(self, epoch: int) -> None:
+        """A new leader starts ``epoch`` at the current log end (LeaderEpochFileCache.assign)."""
+        self.leader_epoch = epoch
+        self.epoch_starts.append((epoch, self.log_end_offset))
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """(epoch, end offset) as OffsetsForLeaderEpoch answers: the largest epoch <= the asked one
+        and where the next epoch starts (or the log end for the current epoch); (-1, -1) if unknown."""
+        best = None
+        for i, (e, _start) in enumerate(self.epoch_starts):
+            if e <= epoch:
+                best = i
+        if best is None or epoch > self.leader_epoch:
+            return -1, -1
+        e = self.epoch_starts[best][0]
+        nxt = next((st for ep, st in self.epoch_starts[best + 1 :] if ep > e), None)
+        return e, self.log_end_offset if nxt is None else nxt
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop every batch at or above ``offset`` (a new leader truncates to its own log end)."""
+        while self.segments and self.segments[-1].base_offset >= offset and len(self.segments) > 1:
+            self.segments.pop()
+        seg = self.segments[-1]
+        while seg.batches and seg.batch_base(len(seg.batches) - 1) >= offset:
+            b = seg.batches.pop()
+            seg.last_offsets.pop()
+            seg.max_timestamps.pop()
+            seg.size_bytes -= len(b)
+        seg.largest_timestamp = max(seg.max_timestamps, default=-1)
+        if not seg.batches:
+            seg.base_offset = max(min(seg.base_offset, offset), self.log_start_offset)
+        self.high_watermark = min(self.high_watermark, self.log_end_offset)

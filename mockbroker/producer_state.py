@@ -108,6 +108,16 @@ class ProducerStateManager:
         )
         entry.last_timestamp_ms = now_ms
 
+    def truncate(self, offset: int) -> None:
+        """Forget batches at or above ``offset`` after the log was truncated there
+        (Kafka rebuilds producer state from the log on truncation)."""
+        for pid in list(self.producers):
+            entry = self.producers[pid]
+            while entry.batches and entry.batches[-1].last_offset >= offset:
+                entry.batches.pop()
+            if not entry.batches:
+                del self.producers[pid]
+
     def expire(self, now_ms: int, expiration_ms: int) -> None:
         """Drop producers idle for producer.id.expiration.ms (removeExpiredProducers)."""
         for pid in [p for p, e in self.producers.items() if now_ms - e.last_timestamp_ms >= expiration_ms]:

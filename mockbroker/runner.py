@@ -91,6 +91,43 @@ class MockBroker:
 
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout)
 
+    def call_async(self, fn: Callable[[Broker], Any], timeout: float = 10) -> Any:
+        """Await ``fn(broker)`` (a coroutine function) on the broker's loop."""
+        assert self._loop is not None and self.broker is not None
+        return asyncio.run_coroutine_threadsafe(fn(self.broker), self._loop).result(timeout)
+
+    # -- cluster control (the control-plane issue exposes these over HTTP) -------------------
+    def stop_broker(self, node_id: int) -> None:
+        """Stop one simulated broker: listener closed, leadership moved, its replicas leave the ISR."""
+        self.call_async(lambda b: b.stop_broker(node_id))
+
+    def start_broker(self, node_id: int) -> None:
+        """Restart a stopped broker on its port; its replicas catch up and rejoin the ISR."""
+        self.call_async(lambda b: b.start_broker(node_id))
+
+    def set_replication_lag(self, lag_ms: int, broker_id: int | None = None, topic: str | None = None) -> None:
+        """How long followers (on ``broker_id``, or of ``topic``, or all) take to catch up."""
+        self.call(lambda b: b.replicas.set_lag(lag_ms, broker_id, topic))
+
+    def set_isr(self, topic: str, partition: int, isr: list[int]) -> None:
+        self.call(lambda b: b.replicas.set_isr(b.cluster.partition(topic, partition), list(isr)))
+
+    def partition_state(self, topic: str, partition: int) -> dict[str, Any]:
+        """Leader, leader epoch, replicas, ISR, high watermark and log end offset of a partition."""
+        def get(b: Broker) -> dict[str, Any]:
+            p = b.cluster.partition(topic, partition)
+            return {"leader": p.leader_id, "leader_epoch": p.leader_epoch, "replicas": list(p.replicas),
+                    "isr": list(p.isr), "high_watermark": p.log.high_watermark,
+                    "log_end_offset": p.log.log_end_offset, "log_start_offset": p.log.log_start_offset}
+        return self.call(get)
+
+    def purgatory_gauges(self, node_id: int | None = None) -> dict[str, dict[str, int]]:
+        """PurgatorySize and NumDelayedOperations per purgatory of a broker (the first by default)."""
+        def get(b: Broker) -> dict[str, dict[str, int]]:
+            s = b.servers[node_id if node_id is not None else next(iter(b.servers))]
+            return {"Produce": s.produce_purgatory.gauges(), "Fetch": s.fetch_purgatory.gauges()}
+        return self.call(get)
+
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
                      configs: dict[str, str] | None = None) -> None:
         self.call(lambda b: b.create_topic(name, partitions, replication_factor, configs))

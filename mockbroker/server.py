@@ -22,6 +22,8 @@ from .connection import CloseReason, KafkaConnection
 from .faults import FaultInjector
 from .fetch_session import FetchManager
 from .kafka_apis import KafkaApis
+from .purgatory import DelayedOperationPurgatory, Timer
+from .replication import ReplicaManager
 
 log = logging.getLogger("mockbroker.server")
 
@@ -37,7 +39,13 @@ class BrokerServer:
         self.cluster: ClusterState = runtime.cluster
         self.registry: ApiRegistry = runtime.registry
         self.faults: FaultInjector = runtime.faults
-        self.fetch_manager = FetchManager(self.cluster.config["max.incremental.fetch.session.cache.slots"])
+        cfg = self.cluster.config
+        self.fetch_manager = FetchManager(cfg["max.incremental.fetch.session.cache.slots"])
+        # One timer per purgatory, as Kafka gives each DelayedOperationPurgatory its own SystemTimer.
+        self.produce_purgatory = DelayedOperationPurgatory(
+            "Produce", Timer(self.clock), purge_interval=cfg["producer.purgatory.purge.interval.requests"])
+        self.fetch_purgatory = DelayedOperationPurgatory(
+            "Fetch", Timer(self.clock), purge_interval=cfg["fetch.purgatory.purge.interval.requests"])
         self.apis = KafkaApis(self, self.registry, runtime.handlers)
         self.connections: set[KafkaConnection] = set()
         self.max_request_bytes: int = self.cluster.config["socket.request.max.bytes"]
@@ -93,6 +101,11 @@ class BrokerServer:
             if now_ms - conn.last_active_ms > idle_ms:
                 conn.close(CloseReason.IDLE)
 
+    def check_delayed(self, key: tuple[str, int]) -> None:
+        """Complete delayed operations watching ``key`` (ReplicaManager's tryCompleteActions)."""
+        self.produce_purgatory.check_and_complete(key)
+        self.fetch_purgatory.check_and_complete(key)
+
     # -- hooks the handlers call ------------------------------------------------------------
     def throttle_time_ms(self, ctx: Any, request: Any, result: Any) -> int:
         """Quota throttle for this response (the quota issue computes it)."""
@@ -126,6 +139,7 @@ class Broker:
         if bind is not None:
             bind(self.loop)
         self.cluster = ClusterState(config, self.clock)
+        self.replicas = ReplicaManager(self.cluster, config["mock.replication.lag.ms"], self._on_high_watermark)
         self.handlers = build_handlers()
         self.registry = ApiRegistry(config["mock.kafka.version"], set(self.handlers))
         self.faults = FaultInjector()
@@ -192,13 +206,43 @@ class Broker:
     # -- cluster mutations -------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int, rf: int, configs: dict | None = None,
                      assignments: dict | None = None) -> Topic:
-        return self.cluster.create_topic(name, partitions, rf, configs, assignments)
+        topic = self.cluster.create_topic(name, partitions, rf, configs, assignments)
+        for p in topic.partitions:
+            p.replica_leo = {r: 0 for r in p.replicas}
+            live = [r for r in p.replicas if self.cluster.brokers[r].alive]
+            p.isr[:] = live
+            if p.leader_id not in live:
+                self.replicas.elect_leader(p)
+        return topic
 
     def delete_topic(self, topic: Topic) -> None:
         self.cluster.delete_topic(topic)
 
     def on_append(self, partition: Partition) -> None:
-        # Every replica is in sync for now: the high watermark follows the log end at once.
-        # (The purgatory issue replaces this with simulated followers.)
-        partition.log.high_watermark = partition.log.log_end_offset
+        self.replicas.on_leader_append(partition)
+        self._wake(partition)
+
+    def _on_high_watermark(self, partition: Partition) -> None:
+        self._wake(partition)
+
+    def _wake(self, partition: Partition) -> None:
+        """An append or a high-watermark move: let delayed operations on that partition complete."""
+        key = (partition.topic.name, partition.index)
+        for s in self.servers.values():
+            s.check_delayed(key)
+
+    # -- broker membership (runtime) --------------------------------------------------------------
+    async def stop_broker(self, node_id: int) -> None:
+        """Close a broker's listener and connections; its leadership moves, its replicas leave the ISR."""
+        server = self.servers[node_id]
+        await server.stop()
+        self.replicas.broker_stopped(node_id)
+
+    async def start_broker(self, node_id: int) -> None:
+        """Reopen a stopped broker on its port; its replicas catch up and rejoin the ISR."""
+        server = self.servers[node_id]
+        if server.running:
+            return
+        await server.start()
+        self.replicas.broker_started(node_id)
 

@@ -20,6 +20,7 @@ MODULES = [
     "p19_create_topics",
     "p20_delete_topics",
     "p22_init_producer_id",
+    "p23_offset_for_leader_epoch",
     "p32_describe_configs",
     "p60_describe_cluster",
 ]

@@ -15,8 +15,11 @@ Behavior:
   message.timestamp.type=LogAppendTime the broker time is written and the CRC
   recomputed.  Records are never decoded.
 * acks=0: no response at all; any partition error closes the connection, as
-  Kafka does.  acks=1 and acks=-1 answer at once: every replica of the
-  simulated cluster is in sync (the purgatory issue makes acks=-1 wait).
+  Kafka does.  acks=1 answers once appended.  acks=-1 first needs an ISR of
+  at least min.insync.replicas (NOT_ENOUGH_REPLICAS, nothing appended), then
+  waits in the produce purgatory (``DelayedProduce``) until the high
+  watermark passes its records, answering REQUEST_TIMED_OUT for partitions
+  still waiting at the request's timeout.
 * Transactional produce is not simulated: a transactional batch gets
   INVALID_TXN_STATE (no AddPartitionsToTxn has happened).
 
@@ -35,7 +38,10 @@ from protocol.errors import CorruptRecordBatch, ErrorCode
 from protocol.records import Compression, split_batches, validate_batch
 from protocol.registry import ApiKey
 
-from ..kafka_apis import NO_RESPONSE, CloseConnection
+from protocol.codec import timedelta_ms
+
+from ..delayed_produce import DelayedProduce, ProducePartitionStatus
+from ..kafka_apis import NO_RESPONSE, CloseConnection, Deferred
 from .common import leader_info, node_endpoint, resolve_topic
 
 API_KEY = ApiKey.PRODUCE
@@ -55,7 +61,7 @@ def _partition_result(index: int, error: ErrorCode, message: str | None = None, 
     return out
 
 
-def append_partition(ctx: Any, partition: Any, records: Any, version: int) -> dict:
+def append_partition(ctx: Any, partition: Any, records: Any, version: int, acks: int) -> dict:
     """Validate and append one partition's records; the partition's response entry."""
     topic = partition.topic
     cluster = ctx.cluster
@@ -83,8 +89,16 @@ def append_partition(ctx: Any, partition: Any, records: Any, version: int) -> di
             idx, ErrorCode.invalid_txn_state,
             "mockbroker does not simulate transactions: no AddPartitionsToTxn preceded this batch",
         )
-    err, duplicate, message = partition.producers.check(header)
     log = partition.log
+    if acks == -1 and len(partition.isr) < cluster.topic_config(topic, "min.insync.replicas"):
+        # Partition.appendRecordsToLeader: refuse before appending
+        return _partition_result(
+            idx, ErrorCode.not_enough_replicas,
+            f"The size of the current ISR {sorted(partition.isr)} is insufficient to satisfy the min.isr "
+            f"requirement of {cluster.topic_config(topic, 'min.insync.replicas')} for partition {topic.name}-{idx}",
+            log_start_offset=log.log_start_offset,
+        )
+    err, duplicate, message = partition.producers.check(header)
     if err is not ErrorCode.none:
         return _partition_result(idx, err, message, log_start_offset=log.log_start_offset)
     log_append = cluster.topic_config(topic, "message.timestamp.type") == "LogAppendTime"
@@ -94,7 +108,7 @@ def append_partition(ctx: Any, partition: Any, records: Any, version: int) -> di
         return _partition_result(
             idx, ErrorCode.none, base_offset=duplicate.first_offset,
             log_append_time=duplicate.timestamp if log_append else -1,
-            log_start_offset=log.log_start_offset,
+            log_start_offset=log.log_start_offset, _last_offset=duplicate.last_offset,
         )
     base, last = log.append(
         batch, header, now,
@@ -107,7 +121,7 @@ def append_partition(ctx: Any, partition: Any, records: Any, version: int) -> di
     return _partition_result(
         idx, ErrorCode.none, base_offset=base,
         log_append_time=now if log_append else -1,
-        log_start_offset=log.log_start_offset,
+        log_start_offset=log.log_start_offset, _last_offset=last,
     )
 
 
@@ -117,6 +131,7 @@ def handle(ctx: Any, req: Any) -> Any:
     by_id = v >= 13
     responses = []
     leaders: dict[int, Any] = {}
+    waiting: list[ProducePartitionStatus] = []
     any_error = False
     for td in req.topic_data:
         name = getattr(td, "name", None)
@@ -141,7 +156,11 @@ def handle(ctx: Any, req: Any) -> Any:
                             leaders[node.node_id] = node
                     parts.append(entry)
                 else:
-                    parts.append(append_partition(ctx, p, pd.records, v))
+                    entry = append_partition(ctx, p, pd.records, v, acks)
+                    parts.append(entry)
+                    if entry["error_code"] is ErrorCode.none and acks == -1:
+                        waiting.append(ProducePartitionStatus(p, entry.pop("_last_offset") + 1, entry, ctx.node_id))
+                    entry.pop("_last_offset", None)
             if parts[-1]["error_code"] is not ErrorCode.none:
                 any_error = True
         responses.append(
@@ -153,4 +172,12 @@ def handle(ctx: Any, req: Any) -> Any:
         if any_error:
             return CloseConnection("a partition of a produce request with acks=0 failed")
         return NO_RESPONSE
-    return {"responses": responses, "node_endpoints": [node_endpoint(n) for n in leaders.values()]}
+    response = {"responses": responses, "node_endpoints": [node_endpoint(n) for n in leaders.values()]}
+    if not waiting:
+        return response
+    # acks=-1: wait in the purgatory until the ISR has the records or the timeout passes
+    deferred = Deferred()
+    op = DelayedProduce(timedelta_ms(req.timeout), waiting, response, ctx.cluster, deferred)
+    keys = [(st.partition.topic.name, st.partition.index) for st in waiting]
+    ctx.broker.produce_purgatory.try_complete_else_watch(op, keys)
+    return deferred

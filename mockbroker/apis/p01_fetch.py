@@ -15,7 +15,10 @@ Behavior:
   with data returns at least one whole batch (KIP-74); a later partition may
   end with a truncated batch, as a slab read from a segment file does.
 * Batches are served as the stored bytes, never decoded.
-* An empty fetch answers at once for now (the purgatory issue adds the long poll).
+* Long poll (``DelayedFetch``): unless max_wait is 0, min_bytes are readable,
+  a partition has an error or nothing was asked, the fetch waits in the fetch
+  purgatory until min_bytes become readable (an append or a high-watermark
+  move wakes it) or max_wait passes, then reads again and answers.
 
 Version notes:
 * v4 isolation level, last stable offset, aborted transactions.  v5 log start offset.
@@ -32,7 +35,11 @@ from typing import Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
+from protocol.codec import timedelta_ms
+
+from ..delayed_fetch import DelayedFetch
 from ..fetch_session import CachedPartition, FetchContext
+from ..kafka_apis import Deferred
 from .common import ZERO_UUID, leader_info, node_endpoint
 
 API_KEY = ApiKey.FETCH
@@ -122,22 +129,9 @@ def read_partition(
     return entry
 
 
-def handle(ctx: Any, req: Any) -> dict:
-    v = ctx.version
-    cluster = ctx.cluster
-    by_id = v >= 13
-    isolation = req.isolation_level
-    session_id = getattr(req, "session_id", 0)
-    epoch = getattr(req, "session_epoch", -1)
-    requested = _requested(req, by_id, cluster)
-    now = ctx.broker.clock.monotonic_ms()
-    fctx: FetchContext = ctx.broker.fetch_manager.new_context(
-        session_id, epoch, requested, _forgotten(req, by_id), by_id, now
-    )
-    if fctx.kind == "error":
-        return {"error_code": fctx.error, "session_id": 0, "responses": []}
-
-    limit = min(req.max_bytes, cluster.config["fetch.max.bytes"])
+def _read_all(ctx: Any, fctx: FetchContext, by_id: bool, isolation: int, max_bytes: int) -> tuple[list, dict]:
+    """Read every partition of the context; pure (no session changes)."""
+    limit = min(max_bytes, ctx.cluster.config["fetch.max.bytes"])
     min_one = True
     leaders: dict[int, Any] = {}
     results: list[tuple[CachedPartition, dict]] = []
@@ -147,7 +141,12 @@ def handle(ctx: Any, req: Any) -> dict:
             min_one = False
             limit -= entry["records_size"]
         results.append((cp, entry))
+    return results, leaders
 
+
+def _respond(ctx: Any, fctx: FetchContext, by_id: bool, results: list, leaders: dict) -> dict:
+    """Build the response and update the session (FetchContext.updateAndGenerateResponseData)."""
+    now = ctx.broker.clock.monotonic_ms()
     if fctx.kind == "incremental":
         session = fctx.session
         assert session is not None
@@ -159,7 +158,7 @@ def handle(ctx: Any, req: Any) -> dict:
             if entry["records_size"]:
                 session.partitions.move_to_end((cp.topic_id if by_id else cp.topic, cp.partition))
         results = kept
-    elif fctx.kind == "full" and v >= 7:
+    elif fctx.kind == "full" and ctx.version >= 7:
         for cp, entry in results:
             cp.maybe_update_response(entry)
         session = ctx.broker.fetch_manager.maybe_create_session(fctx.partitions, by_id, now)
@@ -184,3 +183,39 @@ def handle(ctx: Any, req: Any) -> dict:
         "responses": topics,
         "node_endpoints": [node_endpoint(n) for n in leaders.values()],
     }
+
+
+def handle(ctx: Any, req: Any) -> Any:
+    v = ctx.version
+    cluster = ctx.cluster
+    by_id = v >= 13
+    isolation = req.isolation_level
+    session_id = getattr(req, "session_id", 0)
+    epoch = getattr(req, "session_epoch", -1)
+    requested = _requested(req, by_id, cluster)
+    now = ctx.broker.clock.monotonic_ms()
+    fctx: FetchContext = ctx.broker.fetch_manager.new_context(
+        session_id, epoch, requested, _forgotten(req, by_id), by_id, now
+    )
+    if fctx.kind == "error":
+        return {"error_code": fctx.error, "session_id": 0, "responses": []}
+
+    results, leaders = _read_all(ctx, fctx, by_id, isolation, req.max_bytes)
+    max_wait_ms = timedelta_ms(req.max_wait)
+    min_bytes = min(req.min_bytes, req.max_bytes)
+    readable = sum(e["records_size"] for _, e in results)
+    errors = any(e["error_code"] is not ErrorCode.none for _, e in results)
+    # ReplicaManager.fetchMessages: answer at once when nothing is worth waiting for
+    if max_wait_ms <= 0 or not fctx.partitions or readable >= min_bytes or errors:
+        return _respond(ctx, fctx, by_id, results, leaders)
+
+    deferred = Deferred()
+
+    def respond() -> None:
+        res, lead = _read_all(ctx, fctx, by_id, isolation, req.max_bytes)
+        deferred.complete(_respond(ctx, fctx, by_id, res, lead))
+
+    op = DelayedFetch(max_wait_ms, list(fctx.partitions), by_id, isolation, min_bytes, ctx.node_id, cluster, respond)
+    keys = [(cp.topic, cp.partition) for cp in fctx.partitions]
+    ctx.broker.fetch_purgatory.try_complete_else_watch(op, keys)
+    return deferred

@@ -1,0 +1,52 @@
+"""OffsetForLeaderEpoch (key 23): v2-4.
+
+Behavior:
+* For each partition, the end offset of the asked leader epoch from the
+  partition's epoch history (Kafka's ``LeaderEpochFileCache.endOffsetFor``):
+  the largest epoch not above the asked one, and the start offset of the next
+  epoch, or the log end offset for the current epoch.  An unknown or future
+  epoch answers epoch -1, offset -1.
+* current_leader_epoch is checked as for Fetch: FENCED_LEADER_EPOCH /
+  UNKNOWN_LEADER_EPOCH; not the leader: NOT_LEADER_OR_FOLLOWER; unknown
+  topic: UNKNOWN_TOPIC_OR_PARTITION.
+* Clients use it after a leader change to detect truncation (KIP-320).
+
+Version notes:
+* v2 current leader epoch, throttle.  v3 replica id.  v4 flexible.
+* The Java client never backs off on this response's throttle (no shouldClientThrottle).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.errors import ErrorCode
+from protocol.registry import ApiKey
+
+API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
+
+
+def handle(ctx: Any, req: Any) -> dict:
+    cluster = ctx.cluster
+    topics = []
+    for t in req.topics:
+        topic = cluster.topics.get(t.topic)
+        parts = []
+        for rp in t.partitions:
+            out = {"partition": rp.partition, "error_code": ErrorCode.none, "leader_epoch": -1, "end_offset": -1}
+            if topic is None or not 0 <= rp.partition < len(topic.partitions):
+                out["error_code"] = ErrorCode.unknown_topic_or_partition
+            else:
+                p = topic.partitions[rp.partition]
+                cur = rp.current_leader_epoch
+                if p.leader_id != ctx.node_id:
+                    out["error_code"] = ErrorCode.not_leader_or_follower
+                elif cur >= 0 and cur != p.leader_epoch:
+                    out["error_code"] = (
+                        ErrorCode.fenced_leader_epoch if cur < p.leader_epoch else ErrorCode.unknown_leader_epoch
+                    )
+                else:
+                    out["leader_epoch"], out["end_offset"] = p.log.end_offset_for_epoch(rp.leader_epoch)
+            parts.append(out)
+        topics.append({"topic": t.topic, "partitions": parts})
+    return {"topics": topics}

@@ -1,0 +1,58 @@
+"""DelayedFetch: a fetch waits until min_bytes are readable or max_wait passes.
+
+Mirrors Kafka's ``DelayedFetch.tryComplete``: it completes when a fetched
+partition is gone or has moved (UNKNOWN_TOPIC_OR_PARTITION,
+NOT_LEADER_OR_FOLLOWER), when the log was truncated below the fetch offset,
+or when the bytes readable from each fetch offset up to the high watermark
+(last stable offset for read_committed), each capped at its
+partition_max_bytes, add up to min_bytes.  On completion or expiry the logs
+are read again and the response built then; expiry is not an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .purgatory import DelayedOperation
+
+READ_COMMITTED = 1
+
+
+class DelayedFetch(DelayedOperation):
+    def __init__(self, delay_ms: int, partitions: list[Any], by_id: bool, isolation: int, min_bytes: int,
+                 node_id: int, cluster: Any, respond: Callable[[], None]) -> None:
+        super().__init__(delay_ms)
+        self.partitions = partitions
+        self.by_id = by_id
+        self.isolation = isolation
+        self.min_bytes = min_bytes
+        self.node_id = node_id
+        self.cluster = cluster
+        self.respond = respond
+
+    def try_complete(self) -> bool:
+        accumulated = 0
+        for cp in self.partitions:
+            topics = self.cluster.topics_by_id if self.by_id else self.cluster.topics
+            topic = topics.get(cp.topic_id if self.by_id else cp.topic)
+            if topic is None or not 0 <= cp.partition < len(topic.partitions):
+                return self.force_complete()
+            p = topic.partitions[cp.partition]
+            if p.leader_id != self.node_id:
+                return self.force_complete()
+            log = p.log
+            end = log.last_stable_offset if self.isolation == READ_COMMITTED else log.high_watermark
+            if cp.fetch_offset > log.log_end_offset or cp.fetch_offset < log.log_start_offset:
+                return self.force_complete()  # truncated or retention passed it: answer with the error
+            if cp.fetch_offset < end:
+                accumulated += log.bytes_available(cp.fetch_offset, end, cp.max_bytes)
+        if accumulated >= self.min_bytes:
+            return self.force_complete()
+        return False
+
+    def on_expiration(self) -> None:
+        pass
+
+    def on_complete(self) -> None:
+        self.respond()

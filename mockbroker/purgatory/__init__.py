@@ -1,0 +1,24 @@
+"""The purgatory: delayed operations on a hierarchical timing wheel.
+
+Mirrors Kafka's ``org.apache.kafka.server.util.timer`` (``TimerTask``,
+``TimerTaskEntry``, ``TimerTaskList``, ``TimingWheel``, ``SystemTimer`` as
+``Timer``) and ``DelayedOperation`` / ``DelayedOperationPurgatory``. All of it
+runs on the broker's single asyncio event loop, without locks.
+"""
+
+from __future__ import annotations
+
+from .delayed_operation import DelayedOperation, DelayedOperationPurgatory
+from .timer import Timer
+from .timing_wheel import TaskCounter, TimerTask, TimerTaskEntry, TimerTaskList, TimingWheel
+
+__all__ = [
+    "DelayedOperation",
+    "DelayedOperationPurgatory",
+    "TaskCounter",
+    "Timer",
+    "TimerTask",
+    "TimerTaskEntry",
+    "TimerTaskList",
+    "TimingWheel",
+]

@@ -1,0 +1,173 @@
+"""Simulated replication: followers, ISR, high watermark, leader election.
+
+Mirrors the parts of Kafka's ``Partition`` and ``ReplicaManager`` that decide
+when acks=all completes and what consumers may read:
+
+* Every partition has replicas on simulated brokers.  The leader's log end
+  offset (LEO) moves on append; each follower's LEO catches up to the
+  leader's LEO *as of the append* after ``mock.replication.lag.ms`` (per
+  broker or topic, changeable at runtime), as if its fetch arrived then.
+* The high watermark is the smallest LEO over the ISR
+  (``Partition.maybeIncrementLeaderHW``).  Each move wakes the purgatories
+  watching that partition (DelayedProduce, DelayedFetch).
+* A follower outside the ISR rejoins it once its LEO reaches the high
+  watermark (``Partition.maybeExpandIsr``).
+* Stopping a broker is a controlled shutdown: its replicas leave the ISR at
+  once and partitions it led elect the first live ISR member in replica order
+  (``PartitionLeaderElectionAlgorithms.offlinePartitionLeaderElection``),
+  with a new leader epoch.  The new leader's log is the truth: records above
+  its LEO (never replicated, so never acknowledged by acks=all) are
+  truncated, as a real follower-turned-leader's log would lack them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .cluster import ClusterState, Partition
+
+
+class ReplicaManager:
+    def __init__(self, cluster: "ClusterState", default_lag_ms: int,
+                 on_high_watermark: Callable[["Partition"], None]) -> None:
+        self.cluster = cluster
+        self.clock = cluster.clock
+        self.default_lag_ms = default_lag_ms
+        self.lag_by_broker: dict[int, int] = {}
+        self.lag_by_topic: dict[str, int] = {}
+        self.on_high_watermark = on_high_watermark
+
+    # -- lag knobs -------------------------------------------------------------------
+    def lag_ms(self, broker_id: int, topic: str) -> int:
+        if topic in self.lag_by_topic:
+            return self.lag_by_topic[topic]
+        return self.lag_by_broker.get(broker_id, self.default_lag_ms)
+
+    def set_lag(self, lag_ms: int, broker_id: int | None = None, topic: str | None = None) -> None:
+        if lag_ms < 0:
+            raise ValueError("replication lag must be >= 0")
+        if topic is not None:
+            self.lag_by_topic[topic] = lag_ms
+        elif broker_id is not None:
+            self.lag_by_broker[broker_id] = lag_ms
+        else:
+            self.default_lag_ms = lag_ms
+            self.lag_by_broker.clear()
+
+    # -- appends and follower progress ----------------------------------------------------
+    def on_leader_append(self, p: "Partition") -> None:
+        leo = p.log.log_end_offset
+        p.replica_leo[p.leader_id] = leo
+        for r in p.replicas:
+            if r == p.leader_id or not self._alive(r):
+                continue
+            lag = self.lag_ms(r, p.topic.name)
+            if lag <= 0:
+                p.replica_leo[r] = leo
+            else:
+                self.clock.call_later(lag, lambda r=r, leo=leo, p=p: self.follower_caught_up(p, r, leo))
+        self.maybe_update_isr_and_hw(p)
+
+    def follower_caught_up(self, p: "Partition", broker_id: int, leo: int) -> None:
+        if p.topic.name not in self.cluster.topics or not self._alive(broker_id) or broker_id == p.leader_id:
+            return
+        p.replica_leo[broker_id] = max(p.replica_leo.get(broker_id, 0), min(leo, p.log.log_end_offset))
+        self.maybe_update_isr_and_hw(p)
+
+    def maybe_update_isr_and_hw(self, p: "Partition") -> None:
+        if p.leader_id < 0:
+            return
+        log = p.log
+        hw = log.high_watermark
+        for r in p.replicas:  # ISR expansion: a caught-up live follower rejoins
+            if r not in p.isr and self._alive(r) and p.replica_leo.get(r, -1) >= max(hw, log.log_start_offset):
+                p.isr.append(r)
+        new_hw = min(p.replica_leo.get(r, 0) if r != p.leader_id else log.log_end_offset for r in p.isr)
+        if new_hw > hw:
+            log.high_watermark = new_hw
+            self.on_high_watermark(p)
+
+    def _alive(self, broker_id: int) -> bool:
+        node = self.cluster.brokers.get(broker_id)
+        return node is not None and node.alive
+
+    # -- membership changes ------------------------------------------------------------------
+    def set_isr(self, p: "Partition", isr: list[int]) -> None:
+        """Force the ISR (tests): the leader always stays in it while alive."""
+        self.shrink_isr(p, [r for r in p.isr if r not in isr])
+        for r in isr:
+            if r not in p.isr and r in p.replicas:
+                p.isr.append(r)
+        self.maybe_update_isr_and_hw(p)
+
+    def shrink_isr(self, p: "Partition", removed: list[int]) -> None:
+        p.isr[:] = [r for r in p.isr if r not in removed or r == p.leader_id]
+        # A smaller ISR can let the high watermark move up (the slow follower no longer counts).
+        self.maybe_update_isr_and_hw(p)
+        self.on_high_watermark(p)  # wake waiters: NOT_ENOUGH_REPLICAS_AFTER_APPEND may now apply
+
+    def broker_stopped(self, broker_id: int) -> None:
+        for t in list(self.cluster.topics.values()):
+            for p in t.partitions:
+                if broker_id not in p.replicas:
+                    continue
+                if p.leader_id == broker_id:
+                    self.elect_leader(p, exclude=broker_id)
+                else:
+                    p.isr[:] = [r for r in p.isr if r != broker_id]
+                    p.replica_leo.pop(broker_id, None)
+                    self.maybe_update_isr_and_hw(p)
+                    self.on_high_watermark(p)
+
+    def broker_started(self, broker_id: int) -> None:
+        for t in list(self.cluster.topics.values()):
+            for p in t.partitions:
+                if broker_id not in p.replicas:
+                    continue
+                if p.leader_id < 0:
+                    # An offline partition comes back when a replica returns (unclean election
+                    # aside, Kafka waits for an ISR member; the last ISR member was this broker).
+                    if broker_id in p.isr or not p.isr:
+                        p.isr[:] = [broker_id]
+                        self._set_leader(p, broker_id)
+                    continue
+                # the returning follower starts from its old log end and fetches to catch up
+                p.replica_leo.setdefault(broker_id, 0)
+                lag = self.lag_ms(broker_id, t.name)
+                leo = p.log.log_end_offset
+                if lag <= 0:
+                    self.follower_caught_up(p, broker_id, leo)
+                else:
+                    self.clock.call_later(lag, lambda p=p, b=broker_id, leo=leo: self.follower_caught_up(p, b, leo))
+
+    def elect_leader(self, p: "Partition", exclude: int | None = None, preferred: int | None = None) -> None:
+        candidates = [r for r in p.replicas if r in p.isr and r != exclude and self._alive(r)]
+        if preferred is not None and preferred in candidates:
+            candidates.insert(0, preferred)
+        if exclude is not None:
+            p.isr[:] = [r for r in p.isr if r != exclude]
+            p.replica_leo.pop(exclude, None)
+        if not candidates:
+            p.leader_id = -1
+            p.log.new_leader_epoch(p.log.leader_epoch + 1)
+            self.on_high_watermark(p)
+            return
+        self._set_leader(p, candidates[0])
+
+    def _set_leader(self, p: "Partition", new_leader: int) -> None:
+        old_leader = p.leader_id
+        log = p.log
+        new_leo = log.log_end_offset if old_leader == new_leader else p.replica_leo.get(new_leader, log.log_end_offset)
+        if new_leo < log.log_end_offset:
+            log.truncate_to(new_leo)
+            p.producers.truncate(new_leo)
+        p.leader_id = new_leader
+        log.new_leader_epoch(log.leader_epoch + 1)
+        p.replica_leo = {new_leader: log.log_end_offset, **{
+            r: min(leo, log.log_end_offset) for r, leo in p.replica_leo.items() if r != new_leader}}
+        if new_leader not in p.isr:
+            p.isr.insert(0, new_leader)
+        self.maybe_update_isr_and_hw(p)
+        self.on_high_watermark(p)
