@@ -125,6 +125,8 @@ class Partition:
     producers: ProducerStateManager = field(default_factory=ProducerStateManager)
     # log end offset of each replica as the leader knows it (Kafka's Replica state)
     replica_leo: dict[int, int] = field(default_factory=dict)
+    # replicas a test forced out of the ISR (set_isr): they do not rejoin by catching up
+    isr_pinned_out: set[int] = field(default_factory=set)
 
     @property
     def leader_epoch(self) -> int:

@@ -82,7 +82,8 @@ class ReplicaManager:
         log = p.log
         hw = log.high_watermark
         for r in p.replicas:  # ISR expansion: a caught-up live follower rejoins
-            if r not in p.isr and self._alive(r) and p.replica_leo.get(r, -1) >= max(hw, log.log_start_offset):
+            if (r not in p.isr and r not in p.isr_pinned_out and self._alive(r)
+                    and p.replica_leo.get(r, -1) >= max(hw, log.log_start_offset)):
                 p.isr.append(r)
         new_hw = min(p.replica_leo.get(r, 0) if r != p.leader_id else log.log_end_offset for r in p.isr)
         if new_hw > hw:
@@ -95,7 +96,9 @@ class ReplicaManager:
 
     # -- membership changes ------------------------------------------------------------------
     def set_isr(self, p: "Partition", isr: list[int]) -> None:
-        """Force the ISR (tests): the leader always stays in it while alive."""
+        """Force the ISR (tests): replicas left out stay out until a later set_isr names them;
+        the leader always stays in it while alive."""
+        p.isr_pinned_out = {r for r in p.replicas if r not in isr and r != p.leader_id}
         self.shrink_isr(p, [r for r in p.isr if r not in isr])
         for r in isr:
             if r not in p.isr and r in p.replicas:
