@@ -102,6 +102,7 @@ CONFIG_DEF: dict[str, ConfigKey] = {
         ConfigKey("mock.replication.lag.ms", _int, 0, "How long followers take to catch up after an append.", 0),
         ConfigKey("mock.kafka.version", _str, "4.2", "Kafka release whose ApiVersions ranges are advertised."),
         ConfigKey("mock.cluster.id", _str, "mockbroker-cluster-0001", "Cluster id reported in Metadata and DescribeCluster."),
+        ConfigKey("mock.journal.max.entries", _int, 100000, "Request journal entries kept (oldest dropped); 0 keeps all.", 0),
         ConfigKey("mock.topics", _list, [], "Topics created at start: name[:partitions[:replication]] items."),
     ]
 }

@@ -36,6 +36,7 @@ from protocol.errors import ErrorCode, ProtocolError, UnsupportedVersion
 from protocol.registry import ApiKey, ApiRegistry, ApiSpec
 
 from .connection import CloseReason, KafkaConnection
+from .journal import JournalEntry
 
 if TYPE_CHECKING:
     from .server import BrokerServer
@@ -121,8 +122,7 @@ class KafkaApis:
         self.handlers = handlers
         self.clock = broker.clock
         self.requests_by_api: dict[int, int] = {}
-        # observers see every (ctx, request, response-data) — journals and tests hook here
-        self.observers: list[Callable[[RequestContext, Any, Any], None]] = []
+        self.journal = broker.journal
 
     # -- entry point from the connection ------------------------------------------
     def handle(self, conn: KafkaConnection, payload: bytes) -> None:
@@ -169,26 +169,37 @@ class KafkaApis:
     def _finish(self, ctx: RequestContext, request: Any, result: Any) -> None:
         conn = ctx.conn
         if conn.closed:
+            self._journal(ctx, "closed")
             return
-        for obs in self.observers:
-            obs(ctx, request, result)
         fault = self.broker.faults.take(ctx.api_key)
         if fault == "close":
+            self._journal(ctx, "lost")
             conn.close(CloseReason.INJECTED, f"response to {ctx.spec.name} v{ctx.version} lost (close)")
             return
         if fault == "drop":
+            self._journal(ctx, "lost")
             return  # never answered: the connection stays muted with the request pending
         if result is NO_RESPONSE:
+            self._journal(ctx, "no_response")
             conn.send_response(None)
             return
         if isinstance(result, CloseConnection):
+            self._journal(ctx, "closed")
             conn.close(CloseReason.ERROR_WITH_ACKS0, result.reason)
             return
         throttle_ms = self.broker.throttle_time_ms(ctx, request, result)
         if ctx.spec.has_throttle_field(ctx.version):
             result["throttle_time"] = throttle_ms
         body = build_response(ctx.api_key, ctx.version, result)
+        self._journal(ctx, "response", throttle_ms)
         conn.send_response(encode_response(ctx.spec, ctx.version, ctx.correlation_id, body))
+
+    def _journal(self, ctx: RequestContext, outcome: str, throttle_ms: int = 0) -> None:
+        c = ctx.conn
+        self.journal.record(JournalEntry(
+            ctx.node_id, c.conn_id, c.peer, ctx.client_id, ctx.api_key, ctx.version, ctx.correlation_id,
+            ctx.received_ns, self.clock.monotonic_ns(), outcome, throttle_ms,
+        ))
 
     def _unsupported_api_versions(self, conn: KafkaConnection, spec: ApiSpec, correlation_id: int) -> None:
         """KIP-511: a v0 response, UNSUPPORTED_VERSION, listing only ApiVersions' range."""

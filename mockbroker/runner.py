@@ -142,6 +142,10 @@ class MockBroker:
     def lose_response(self, api_key: int, action: str = "close", count: int = 1) -> Any:
         return self.call(lambda b: b.faults.lose_response(api_key, action, count))
 
+    def journal(self, api_key: int | None = None, client_id: str | None = None) -> list[dict[str, Any]]:
+        """Journal entries (dicts with held_ms) of handled requests, oldest first."""
+        return self.call(lambda b: [e.as_dict() for e in b.journal.select(api_key, client_id)])
+
     def partition_records(self, topic: str, partition: int) -> list[bytes]:
         """The stored batches of a partition (bytes exactly as served)."""
         def get(b: Broker) -> list[bytes]:

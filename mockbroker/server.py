@@ -20,6 +20,7 @@ from .cluster import BrokerNode, ClusterState, Partition, Topic
 from .config import BrokerConfig, parse_listener, parse_topic_spec
 from .connection import CloseReason, KafkaConnection
 from .faults import FaultInjector
+from .journal import RequestJournal
 from .fetch_session import FetchManager
 from .kafka_apis import KafkaApis
 from .purgatory import DelayedOperationPurgatory, Timer
@@ -39,6 +40,7 @@ class BrokerServer:
         self.cluster: ClusterState = runtime.cluster
         self.registry: ApiRegistry = runtime.registry
         self.faults: FaultInjector = runtime.faults
+        self.journal: RequestJournal = runtime.journal
         cfg = self.cluster.config
         self.fetch_manager = FetchManager(cfg["max.incremental.fetch.session.cache.slots"])
         # One timer per purgatory, as Kafka gives each DelayedOperationPurgatory its own SystemTimer.
@@ -143,6 +145,7 @@ class Broker:
         self.handlers = build_handlers()
         self.registry = ApiRegistry(config["mock.kafka.version"], set(self.handlers))
         self.faults = FaultInjector()
+        self.journal = RequestJournal(config["mock.journal.max.entries"])
         lhost, lport = parse_listener(config["listeners"])
         if host is not None:
             lhost = host
