@@ -59,6 +59,14 @@ def _list(v: Any) -> list[str]:
     return [x.strip() for x in str(v).split(",") if x.strip()]
 
 
+def _quotas(v: Any) -> list[dict[str, Any]]:
+    from .quota.entities import QuotaStore, parse_quota_spec
+
+    items = parse_quota_spec(v) if isinstance(v, str) else [dict(x) for x in v]
+    QuotaStore().load(items)  # validates keys, values and entities
+    return items
+
+
 @dataclass(frozen=True, slots=True)
 class ConfigKey:
     name: str
@@ -98,6 +106,14 @@ CONFIG_DEF: dict[str, ConfigKey] = {
         ConfigKey("producer.id.expiration.ms", _int, 86400000, "Idempotent producer state expires after this idle time.", 1),
         ConfigKey("producer.purgatory.purge.interval.requests", _int, 1000, "Purge interval of the produce purgatory.", 1),
         ConfigKey("fetch.purgatory.purge.interval.requests", _int, 1000, "Purge interval of the fetch purgatory.", 1),
+        ConfigKey("quota.window.num", _int, 11, "Samples of the quota rate (10 whole windows + the current one).", 1),
+        ConfigKey("quota.window.size.seconds", _int, 1, "Length of one quota sample.", 1),
+        ConfigKey("controller.quota.window.num", _int, 11, "Samples of the controller mutation quota.", 1),
+        ConfigKey("controller.quota.window.size.seconds", _int, 1, "Length of one controller mutation sample.", 1),
+        ConfigKey("mock.throttle.mode", _str, "", "mute (KIP-219), delay (Kafka < 2.0) or observe; default by mock.kafka.version.",
+                  None, ("", "mute", "delay", "observe")),
+        ConfigKey("mock.quotas", _quotas, [], "Client quotas at start: [[mock.quotas]] tables (user, client-id, keys) "
+                  "or 'users/U/clients/C:producer_byte_rate=N,...;...'."),
         ConfigKey("mock.num.brokers", _int, 1, "Brokers simulated in this process (one listener each).", 1),
         ConfigKey("mock.replication.lag.ms", _int, 0, "How long followers take to catch up after an append.", 0),
         ConfigKey("mock.kafka.version", _str, "4.2", "Kafka release whose ApiVersions ranges are advertised."),
@@ -234,6 +250,15 @@ class BrokerConfig(Mapping[str, Any]):
 
     def is_explicit(self, key: str) -> bool:
         return key in self._explicit
+
+    @property
+    def throttle_mode(self) -> str:
+        """mock.throttle.mode, or by release: Kafka < 2.0 delayed responses, >= 2.0 mutes (KIP-219)."""
+        mode = self["mock.throttle.mode"]
+        if mode:
+            return mode
+        major, minor = (int(x) for x in self["mock.kafka.version"].split(".")[:2])
+        return "delay" if (major, minor) < (2, 0) else "mute"
 
     @property
     def retention_ms(self) -> int:

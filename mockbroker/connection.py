@@ -38,6 +38,12 @@ class MuteReason(enum.Flag):
     RESPONSE_PENDING = enum.auto()
     THROTTLED = enum.auto()
     MEMORY = enum.auto()
+    HELD = enum.auto()  # observe mode: a request waits for the throttle deadline; the socket is still read
+
+
+# Reasons that stop reading the socket at once.  RESPONSE_PENDING pauses lazily, only
+# when more bytes arrive (no epoll churn per long poll); HELD never pauses.
+_PAUSE_EAGERLY = MuteReason.THROTTLED | MuteReason.MEMORY
 
 
 class CloseReason(enum.Enum):
@@ -71,6 +77,9 @@ class KafkaConnection(asyncio.Protocol):
         self.last_active_ms = server.clock.monotonic_ms()
         self.requests_handled = 0
         self.attrs: dict[str, Any] = {}
+        self.last_throttle: Any = None
+        self.throttle_deadline_ms: int | None = None
+        self._throttle_ended_ms: int | None = None
 
     def __repr__(self) -> str:
         return (
@@ -89,6 +98,10 @@ class KafkaConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self._buf += data
         self.last_active_ms = self.server.clock.monotonic_ms()
+        if self.mute & MuteReason.RESPONSE_PENDING and not self._reading_paused and self.transport is not None:
+            # a request is in flight and the client sends more: stop reading, as Kafka's muted channel
+            self.transport.pause_reading()
+            self._reading_paused = True
         self._process()
 
     def eof_received(self) -> bool | None:
@@ -124,11 +137,11 @@ class KafkaConnection(asyncio.Protocol):
     def _update_reading(self) -> None:
         if self.transport is None or self.closed:
             return
-        want_paused = self.mute != MuteReason.NONE
+        want_paused = bool(self.mute & _PAUSE_EAGERLY)
         if want_paused and not self._reading_paused:
             self.transport.pause_reading()
             self._reading_paused = True
-        elif not want_paused and self._reading_paused:
+        elif not want_paused and self._reading_paused and not self.mute & MuteReason.RESPONSE_PENDING:
             self.transport.resume_reading()
             self._reading_paused = False
 
@@ -147,11 +160,14 @@ class KafkaConnection(asyncio.Protocol):
                     return
                 if size is None or len(self._buf) < SIZE_PREFIX_BYTES + size:
                     return
+                if self._hold_until_deadline():
+                    return
                 with memoryview(self._buf) as view:  # one copy out of the read buffer
                     payload = bytes(view[SIZE_PREFIX_BYTES : SIZE_PREFIX_BYTES + size])
                 del self._buf[: SIZE_PREFIX_BYTES + size]
                 self.mute |= MuteReason.RESPONSE_PENDING
                 self.requests_handled += 1
+                self._note_next_request()
                 self.server.apis.handle(self, payload)
                 # handle() either answered synchronously (RESPONSE_PENDING cleared) or
                 # parked the request; in the latter case stop reading the socket.
@@ -172,6 +188,58 @@ class KafkaConnection(asyncio.Protocol):
             self._update_reading()
             if self.mute == MuteReason.NONE:
                 self.server.loop.call_soon(self._process)
+
+    # -- throttling (KIP-219) --------------------------------------------------------------
+    def deliver(self, frame: bytes | memoryview, throttle_ms: int, ctx: Any, quota_type: str) -> None:
+        """Send a response carrying ``throttle_ms`` as ``mock.throttle.mode`` says."""
+        if throttle_ms <= 0:
+            self.send_response(frame)
+            return
+        mode = self.server.throttle_mode
+        clock = self.server.clock
+        event = self.server.record_throttle(self, ctx, throttle_ms, mode, quota_type)
+        self.last_throttle = event
+        if mode == "delay":  # Kafka < 2.0 ThrottledResponse: hold the response itself
+            clock.call_later(throttle_ms, lambda: self.send_response(frame))
+            return
+        self.send_response(frame)
+        if mode == "mute":  # ThrottledChannel: startThrottling now, endThrottling at the deadline
+            self.mute_for(MuteReason.THROTTLED)
+            clock.call_later(throttle_ms, self._end_throttle)
+        else:  # observe: keep reading; requests arriving early are held in _hold_until_deadline
+            self.throttle_deadline_ms = event.deadline_ms
+
+    def _end_throttle(self) -> None:
+        self._throttle_ended_ms = self.server.clock.monotonic_ms()
+        self.unmute_for(MuteReason.THROTTLED)
+
+    def _hold_until_deadline(self) -> bool:
+        """observe mode: a complete request before the deadline waits, its arrival recorded."""
+        deadline = self.throttle_deadline_ms
+        if deadline is None:
+            return False
+        now = self.server.clock.monotonic_ms()
+        if now >= deadline:
+            self.throttle_deadline_ms = None
+            return False
+        ev = self.last_throttle
+        if ev is not None and ev.next_request_ms is None:
+            ev.next_request_ms = now
+            ev.early_ms = deadline - now
+        self.mute |= MuteReason.HELD
+        self.server.clock.call_later(deadline - now, lambda: self.unmute_for(MuteReason.HELD))
+        return True
+
+    def _note_next_request(self) -> None:
+        ev = self.last_throttle
+        if ev is None or ev.next_request_ms is not None:
+            return
+        now = self.server.clock.monotonic_ms()
+        ev.next_request_ms = now
+        ev.early_ms = max(ev.deadline_ms - now, 0)
+        if ev.mode == "mute":
+            # read within a tick of the mute ending: the request was waiting in the socket
+            ev.held_while_muted = self._throttle_ended_ms is not None and now - self._throttle_ended_ms <= 1
 
     def close(self, reason: CloseReason, detail: str = "") -> None:
         if self.closed:

@@ -99,6 +99,8 @@ class RequestContext:
     client_id: str
     size_bytes: int
     received_ns: int
+    handler_ns: int = 0                     # time in the handler (request_percentage quota)
+    fetch_session_epoch: int | None = None  # set by Fetch (a throttled full fetch drops its new session)
 
     @property
     def cluster(self):  # type: ignore[no-untyped-def]
@@ -160,7 +162,9 @@ class KafkaApis:
             len(payload) + 4, received_ns,
         )
         self.requests_by_api[api_key] = self.requests_by_api.get(api_key, 0) + 1
+        t0 = self.clock.monotonic_ns()
         result = self.handlers[api_key](ctx, request)
+        ctx.handler_ns = self.clock.monotonic_ns() - t0
         if isinstance(result, Deferred):
             result.attach(lambda r, ctx=ctx, request=request: self._finish(ctx, request, r))
         else:
@@ -187,12 +191,12 @@ class KafkaApis:
             self._journal(ctx, "closed")
             conn.close(CloseReason.ERROR_WITH_ACKS0, result.reason)
             return
-        throttle_ms = self.broker.throttle_time_ms(ctx, request, result)
+        result, throttle_ms, quota_type = self.broker.apply_quotas(ctx, request, result)
         if ctx.spec.has_throttle_field(ctx.version):
             result["throttle_time"] = throttle_ms
-        body = build_response(ctx.api_key, ctx.version, result)
+        frame = encode_response(ctx.spec, ctx.version, ctx.correlation_id, build_response(ctx.api_key, ctx.version, result))
         self._journal(ctx, "response", throttle_ms)
-        conn.send_response(encode_response(ctx.spec, ctx.version, ctx.correlation_id, body))
+        conn.deliver(frame, throttle_ms, ctx, quota_type)
 
     def _journal(self, ctx: RequestContext, outcome: str, throttle_ms: int = 0) -> None:
         c = ctx.conn

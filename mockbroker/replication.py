@@ -58,20 +58,27 @@ class ReplicaManager:
 
     # -- appends and follower progress ----------------------------------------------------
     def on_leader_append(self, p: "Partition") -> None:
-        leo = p.log.log_end_offset
-        p.replica_leo[p.leader_id] = leo
+        p.replica_leo[p.leader_id] = p.log.log_end_offset
         for r in p.replicas:
-            if r == p.leader_id or not self._alive(r):
-                continue
-            lag = self.lag_ms(r, p.topic.name)
-            if lag <= 0:
-                p.replica_leo[r] = leo
-            else:
-                self.clock.call_later(lag, lambda r=r, leo=leo, p=p: self.follower_caught_up(p, r, leo))
+            if r != p.leader_id and self._alive(r):
+                self.schedule_catch_up(p, r)
         self.maybe_update_isr_and_hw(p)
 
-    def follower_caught_up(self, p: "Partition", broker_id: int, leo: int) -> None:
-        if p.topic.name not in self.cluster.topics or not self._alive(broker_id) or broker_id == p.leader_id:
+    def schedule_catch_up(self, p: "Partition", broker_id: int) -> None:
+        """The follower on ``broker_id`` fetches the leader's log as it is now; the fetch lands
+        after the replication lag (at once for a lag of 0)."""
+        leo, epoch = p.log.log_end_offset, p.leader_epoch
+        lag = self.lag_ms(broker_id, p.topic.name)
+        if lag <= 0:
+            self.follower_caught_up(p, broker_id, leo, epoch)
+        else:
+            self.clock.call_later(lag, lambda: self.follower_caught_up(p, broker_id, leo, epoch))
+
+    def follower_caught_up(self, p: "Partition", broker_id: int, leo: int, leader_epoch: int) -> None:
+        """A follower's fetch of the leader's log up to ``leo`` arrives.  A fetch issued under an older
+        leader epoch is stale (Kafka fences it with FENCED_LEADER_EPOCH) and credits nothing."""
+        if (p.topic.name not in self.cluster.topics or not self._alive(broker_id) or broker_id == p.leader_id
+                or leader_epoch != p.leader_epoch):
             return
         p.replica_leo[broker_id] = max(p.replica_leo.get(broker_id, 0), min(leo, p.log.log_end_offset))
         self.maybe_update_isr_and_hw(p)
@@ -138,12 +145,7 @@ class ReplicaManager:
                     continue
                 # the returning follower starts from its old log end and fetches to catch up
                 p.replica_leo.setdefault(broker_id, 0)
-                lag = self.lag_ms(broker_id, t.name)
-                leo = p.log.log_end_offset
-                if lag <= 0:
-                    self.follower_caught_up(p, broker_id, leo)
-                else:
-                    self.clock.call_later(lag, lambda p=p, b=broker_id, leo=leo: self.follower_caught_up(p, b, leo))
+                self.schedule_catch_up(p, broker_id)
 
     def elect_leader(self, p: "Partition", exclude: int | None = None, preferred: int | None = None) -> None:
         candidates = [r for r in p.replicas if r in p.isr and r != exclude and self._alive(r)]
@@ -172,5 +174,9 @@ class ReplicaManager:
             r: min(leo, log.log_end_offset) for r, leo in p.replica_leo.items() if r != new_leader}}
         if new_leader not in p.isr:
             p.isr.insert(0, new_leader)
+        # the other replicas now fetch from the new leader (catch-ups from the old epoch are void)
+        for r in p.replicas:
+            if r != new_leader and self._alive(r):
+                self.schedule_catch_up(p, r)
         self.maybe_update_isr_and_hw(p)
         self.on_high_watermark(p)

@@ -142,6 +142,22 @@ class MockBroker:
     def lose_response(self, api_key: int, action: str = "close", count: int = 1) -> Any:
         return self.call(lambda b: b.faults.lose_response(api_key, action, count))
 
+    def throttle_events(self, client_id: str | None = None) -> list[dict[str, Any]]:
+        """Every throttled response (per connection and entity): when, how long, which API and
+        version, and whether/how early the client sent its next request (see quota.throttle)."""
+        return self.call(lambda b: [e.as_dict() for e in b.throttle_events
+                                    if client_id is None or e.client_id == client_id])
+
+    def set_quota(self, user: str | None = None, client_id: str | None = None, **values: float | None) -> None:
+        """Set (or with None remove) quotas of an entity; "<default>" names the default entity."""
+        from .quota.entities import validate_quota
+
+        for k, v in values.items():
+            msg = None if v is None else validate_quota(k, float(v))
+            if msg:
+                raise ValueError(msg)
+        self.call(lambda b: [b.quota_store.set((user, client_id), k, v) for k, v in values.items()])
+
     def journal(self, api_key: int | None = None, client_id: str | None = None) -> list[dict[str, Any]]:
         """Journal entries (dicts with held_ms) of handled requests, oldest first."""
         return self.call(lambda b: [e.as_dict() for e in b.journal.select(api_key, client_id)])

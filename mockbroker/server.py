@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from typing import Any
+
+from protocol.codec import build_response, encode_response
 
 from protocol.registry import ApiRegistry
 
@@ -24,6 +27,9 @@ from .journal import RequestJournal
 from .fetch_session import FetchManager
 from .kafka_apis import KafkaApis
 from .purgatory import DelayedOperationPurgatory, Timer
+from .quota.entities import QuotaStore
+from .quota.manager import QuotaManagers
+from .quota.throttle import ThrottleEvent, apply_quotas
 from .replication import ReplicaManager
 
 log = logging.getLogger("mockbroker.server")
@@ -41,6 +47,10 @@ class BrokerServer:
         self.registry: ApiRegistry = runtime.registry
         self.faults: FaultInjector = runtime.faults
         self.journal: RequestJournal = runtime.journal
+        # Quotas are enforced by each broker on its own (Kafka's QuotaFactory per broker);
+        # the configured quotas are cluster-wide.
+        self.quotas = QuotaManagers(runtime.quota_store, self.clock, self.cluster.config)
+        self.throttle_mode: str = self.cluster.config.throttle_mode
         cfg = self.cluster.config
         self.fetch_manager = FetchManager(cfg["max.incremental.fetch.session.cache.slots"])
         # One timer per purgatory, as Kafka gives each DelayedOperationPurgatory its own SystemTimer.
@@ -109,9 +119,20 @@ class BrokerServer:
         self.fetch_purgatory.check_and_complete(key)
 
     # -- hooks the handlers call ------------------------------------------------------------
-    def throttle_time_ms(self, ctx: Any, request: Any, result: Any) -> int:
-        """Quota throttle for this response (the quota issue computes it)."""
-        return 0
+    def apply_quotas(self, ctx: Any, request: Any, result: dict) -> tuple[dict, int, str]:
+        """Charge this response to the client's quotas: (result, throttle ms, quota type)."""
+        def response_size() -> int:
+            return len(encode_response(ctx.spec, ctx.version, ctx.correlation_id,
+                                       build_response(ctx.api_key, ctx.version, result))) - 4
+        return apply_quotas(self.quotas, ctx, request, result, response_size, self.clock.monotonic_ms())
+
+    def record_throttle(self, conn: KafkaConnection, ctx: Any, throttle_ms: int, mode: str,
+                        quota_type: str) -> ThrottleEvent:
+        ev = ThrottleEvent(self.node_id, conn.conn_id, conn.peer, ctx.principal, ctx.client_id, ctx.api_key,
+                           ctx.version, ctx.spec.client_throttles(ctx.version), mode,
+                           self.clock.monotonic_ms(), throttle_ms)
+        self.runtime.throttle_events.append(ev)
+        return ev
 
     def on_append(self, partition: Partition) -> None:
         self.runtime.on_append(partition)
@@ -146,6 +167,10 @@ class Broker:
         self.registry = ApiRegistry(config["mock.kafka.version"], set(self.handlers))
         self.faults = FaultInjector()
         self.journal = RequestJournal(config["mock.journal.max.entries"])
+        self.quota_store = QuotaStore()
+        self.quota_store.load(config["mock.quotas"])
+        maxlen = config["mock.journal.max.entries"] or None
+        self.throttle_events: deque[ThrottleEvent] = deque(maxlen=maxlen)
         lhost, lport = parse_listener(config["listeners"])
         if host is not None:
             lhost = host
@@ -161,6 +186,8 @@ class Broker:
             self.servers[first + i] = BrokerServer(self, first + i, lhost, p, adv)
         self._timers: list[Any] = []
         self._stopped = False
+        self._pending_wake: set[tuple[str, int]] = set()
+        self._wake_scheduled = False
 
     async def start(self) -> None:
         for s in self.servers.values():
@@ -229,10 +256,23 @@ class Broker:
         self._wake(partition)
 
     def _wake(self, partition: Partition) -> None:
-        """An append or a high-watermark move: let delayed operations on that partition complete."""
-        key = (partition.topic.name, partition.index)
-        for s in self.servers.values():
-            s.check_delayed(key)
+        """An append or a high-watermark move: let delayed operations on that partition complete.
+
+        Like Kafka's action queue (``ReplicaManager.tryCompleteActions`` in the ``finally`` of
+        ``KafkaApis.handle``), completions run after the current request's response is sent,
+        so a Produce is acknowledged before the fetches it wakes are answered.
+        """
+        self._pending_wake.add((partition.topic.name, partition.index))
+        if not self._wake_scheduled:
+            self._wake_scheduled = True
+            self.loop.call_soon(self._complete_actions)
+
+    def _complete_actions(self) -> None:
+        self._wake_scheduled = False
+        keys, self._pending_wake = self._pending_wake, set()
+        for key in keys:
+            for s in self.servers.values():
+                s.check_delayed(key)
 
     # -- broker membership (runtime) --------------------------------------------------------------
     async def stop_broker(self, node_id: int) -> None:

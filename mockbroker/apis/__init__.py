@@ -22,6 +22,8 @@ MODULES = [
     "p22_init_producer_id",
     "p23_offset_for_leader_epoch",
     "p32_describe_configs",
+    "p48_describe_client_quotas",
+    "p49_alter_client_quotas",
     "p60_describe_cluster",
 ]
 

@@ -192,6 +192,7 @@ def handle(ctx: Any, req: Any) -> Any:
     isolation = req.isolation_level
     session_id = getattr(req, "session_id", 0)
     epoch = getattr(req, "session_epoch", -1)
+    ctx.fetch_session_epoch = epoch
     requested = _requested(req, by_id, cluster)
     now = ctx.broker.clock.monotonic_ms()
     fctx: FetchContext = ctx.broker.fetch_manager.new_context(

@@ -1,0 +1,1 @@
+"""Client quotas: rates, throttle times and quota managers."""

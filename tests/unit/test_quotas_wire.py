@@ -1,0 +1,264 @@
+"""Quotas over a real socket with the clock driven by the test: throttle times from Kafka's
+formula, the three delivery modes, the throttle record, and the client-quota admin APIs."""
+
+from __future__ import annotations
+
+import select
+
+import pytest
+
+from mockbroker import ManualClock, MockBroker
+from protocol.client import RawKafkaClient
+from protocol.codec import build_request, encode_request, timedelta_ms
+from protocol.errors import ErrorCode
+from protocol.records import build_batch
+from protocol.registry import any_spec
+
+from .test_delayed_ops import answered
+
+QUOTA_BPS = 10_000  # producer_byte_rate
+
+
+class ReferenceRate:
+    """The documented algorithm (kafka-semantics.md 1.3-1.4), written out independently."""
+
+    def __init__(self, samples=11, window_ms=1000):
+        self.s, self.w = samples, window_ms
+        self.samples = []  # [value, start, last]
+
+    def record(self, v, t):
+        if not self.samples or t - self.samples[-1][1] >= self.w:
+            self.samples.append([0.0, t, t])
+            self.samples = self.samples[-(self.s + 1):]
+        self.samples[-1][0] += v
+        self.samples[-1][2] = t
+
+    def throttle(self, bound, t):
+        live = [x for x in self.samples if t - x[2] < self.s * self.w]
+        total = sum(x[0] for x in live)
+        el = t - min(x[1] for x in live)
+        full = el // self.w
+        if full < self.s - 1:
+            el += (self.s - 1 - full) * self.w
+        el = max(el, 1)
+        rate = total / (el / 1000)
+        return 0 if rate <= bound else int((rate - bound) / bound * el + 0.5)
+
+
+def produce_frame(topic, value_len, corr=1, client_id="q1"):
+    body = build_request(0, 9, {"acks": 1, "timeout": 1000, "topic_data": [{"name": topic, "partition_data": [
+        {"index": 0, "records": build_batch([(b"k", b"x" * value_len, [])], base_timestamp=1)}]}]})
+    return encode_request(0, 9, corr, client_id, body, any_spec(0))
+
+
+def start(mode, quotas="clients/q1:producer_byte_rate=%d" % QUOTA_BPS):
+    clock = ManualClock()
+    b = MockBroker(config={"mock.throttle.mode": mode, "mock.quotas": quotas}, clock=clock)
+    b.start()
+    b.create_topic("q", 1)
+    return b, clock
+
+
+@pytest.fixture(params=["mute"])
+def muted(request):
+    b, clock = start(request.param)
+    yield b, clock
+    b.stop()
+
+
+def send_produce(c, value_len):
+    frame = produce_frame("q", value_len, corr=c._corr + 1, client_id=c.client_id)
+    c._corr += 1
+    c.send_raw(frame)
+    return c._corr, len(frame)
+
+
+def test_throttle_times_follow_kafkas_formula(muted):
+    b, clock = muted
+    ref = ReferenceRate()
+    with RawKafkaClient.connect(b.bootstrap_servers, client_id="q1") as c:
+        seen = []
+        for value_len in (60_000, 60_000, 1_000, 1_000, 1_000):
+            corr, size = send_produce(c, value_len)
+            resp = c.response(0, 9, corr)
+            ref.record(size, clock.monotonic_ms())
+            expected = ref.throttle(QUOTA_BPS, clock.monotonic_ms())
+            assert timedelta_ms(resp.throttle_time) == expected
+            seen.append(expected)
+            b.advance(max(expected, 1))  # wait out the mute, as a client honouring KIP-219
+        # the burst allowance ((samples - 1) windows) passes, the rest is throttled about a window each
+        assert seen[0] == 0 and all(x > 0 for x in seen[1:])
+
+
+def test_mute_mode_answers_at_once_then_reads_nothing_until_the_deadline(muted):
+    b, clock = muted
+    with RawKafkaClient.connect(b.bootstrap_servers, client_id="q1") as c:
+        corr, _ = send_produce(c, 200_000)  # 20x the quota in one request
+        throttle = timedelta_ms(c.response(0, 9, corr).throttle_time)
+        assert throttle > 1000
+        corr2, _ = send_produce(c, 10)  # a client that ignores the throttle
+        assert not answered(c)
+        b.advance(throttle - 1)
+        assert not answered(c)
+        b.advance(1)
+        assert answered(c, timeout=2)
+        c.response(0, 9, corr2)
+    (ev, *_rest) = b.throttle_events("q1")
+    assert (ev["api_key"], ev["api_version"], ev["throttle_ms"], ev["mode"]) == (0, 9, throttle, "mute")
+    assert ev["client_should_throttle"] is True  # Produce v9 >= 6: KIP-219 clients back off
+    assert ev["held_while_muted"] is True and ev["next_request_ms"] == ev["deadline_ms"]
+
+
+def test_delay_mode_holds_the_response():
+    b, clock = start("delay")
+    try:
+        with RawKafkaClient.connect(b.bootstrap_servers, client_id="q1") as c:
+            corr, _ = send_produce(c, 200_000)
+            assert not answered(c)  # Kafka < 2.0: the throttled response itself waits
+            ev = b.throttle_events("q1")[0]
+            b.advance(ev["throttle_ms"] - 1)
+            assert not answered(c)
+            b.advance(1)
+            assert timedelta_ms(c.response(0, 9, corr).throttle_time) == ev["throttle_ms"]
+    finally:
+        b.stop()
+
+
+def test_observe_mode_records_an_early_request_and_holds_it():
+    b, clock = start("observe")
+    try:
+        with RawKafkaClient.connect(b.bootstrap_servers, client_id="q1") as c:
+            corr, _ = send_produce(c, 200_000)
+            throttle = timedelta_ms(c.response(0, 9, corr).throttle_time)
+            b.advance(300)
+            corr2, _ = send_produce(c, 10)  # 300 ms after the response: too early
+            assert not answered(c)
+            ev = b.throttle_events("q1")[0]
+            assert ev["mode"] == "observe" and ev["early_ms"] == throttle - 300
+            assert ev["next_request_ms"] == ev["start_ms"] + 300
+            b.advance(throttle - 300)
+            assert answered(c, timeout=2)
+            c.response(0, 9, corr2)
+    finally:
+        b.stop()
+
+
+def test_no_quota_no_throttle_and_other_clients_unaffected(muted):
+    b, clock = muted
+    with RawKafkaClient.connect(b.bootstrap_servers, client_id="other") as c:
+        for _ in range(3):
+            corr, _ = send_produce(c, 200_000)
+            assert timedelta_ms(c.response(0, 9, corr).throttle_time) == 0
+    assert b.throttle_events("other") == []
+
+
+def test_acks0_produce_is_exempt_from_request_quotas():
+    b, clock = start("mute", quotas="clients/r:request_rate=1")
+    try:
+        with RawKafkaClient.connect(b.bootstrap_servers, client_id="r") as c:
+            for _ in range(20):
+                c.send(0, 9, {"acks": 0, "timeout": 1000, "topic_data": [{"name": "q", "partition_data": [
+                    {"index": 0, "records": build_batch([(b"k", b"v", [])])}]}]})
+            # 1 request/s over the padded 10 s window allows a burst of 10: the acks=0 produces
+            # did not count, so exactly the 11th Metadata is the first throttled request
+            throttles = [timedelta_ms(c.request(3, 12, {"topics": None}).throttle_time) for _ in range(11)]
+            assert throttles[:10] == [0] * 10 and throttles[10] > 0
+    finally:
+        b.stop()
+
+
+def test_request_rate_throttle_capped_at_the_window():
+    b, clock = start("observe", quotas="clients/r:request_rate=2")
+    try:
+        with RawKafkaClient.connect(b.bootstrap_servers, client_id="r") as c:
+            throttles, times = [], []
+            for _ in range(80):
+                times.append(clock.monotonic_ms())
+                throttles.append(timedelta_ms(c.request(3, 12, {"topics": None}).throttle_time))
+                b.advance(throttles[-1])  # a client that honours every throttle
+            # 2 req/s over a padded 10 s window: a burst of 20 passes, then throttles of at most one
+            # window (the cap), and a client honouring them settles at the quota
+            assert throttles[:20] == [0] * 20 and throttles[20] > 0 and max(throttles) == 1000
+            rate = (len(times) - 21) / ((times[-1] - times[20]) / 1000)
+            assert 1.6 <= rate <= 2.4, rate
+    finally:
+        b.stop()
+
+
+def test_fetch_over_consumer_byte_rate_is_empty_and_uncharged():
+    b, clock = start("mute", quotas="clients/f:consumer_byte_rate=1000")
+    try:
+        with RawKafkaClient.connect(b.bootstrap_servers, client_id="p") as p:
+            for _ in range(5):
+                send = p.request(0, 9, {"acks": 1, "timeout": 1000, "topic_data": [{"name": "q", "partition_data": [
+                    {"index": 0, "records": build_batch([(b"k", b"x" * 4000, [])])}]}]})
+                assert send.responses[0].partition_responses[0].error_code == 0
+        with RawKafkaClient.connect(b.bootstrap_servers, client_id="f") as c:
+            body = {"replica_id": -1, "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+                    "session_id": 0, "session_epoch": 0, "topics": [{"topic": "q", "partitions": [
+                        {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20, "log_start_offset": -1,
+                         "current_leader_epoch": -1}]}], "forgotten_topics_data": [], "rack_id": ""}
+            r = c.request(1, 12, body)
+            assert timedelta_ms(r.throttle_time) > 0
+            assert (r.error_code, r.session_id, list(r.responses)) == (0, 0, [])  # empty, no session
+            assert b.call(lambda br: br.servers[0].fetch_manager.sessions) == {}
+            # un-charged: the same fetch after the mute is throttled for the same window, not twice as long
+            first = timedelta_ms(r.throttle_time)
+            b.advance(first)
+            r2 = c.request(1, 12, body)
+            assert timedelta_ms(r2.throttle_time) <= first
+    finally:
+        b.stop()
+
+
+class TestClientQuotaApis:
+    def alter(self, c, entity, ops, validate=False, version=1):
+        r = c.request(49, version, {"entries": [{"entity": entity, "ops": ops}], "validate_only": validate})
+        return r.entries[0]
+
+    def describe(self, c, components, strict=False):
+        return c.request(48, 1, {"components": components, "strict": strict})
+
+    def test_alter_then_describe_then_enforced(self, muted):
+        b, clock = muted
+        with RawKafkaClient.connect(b.bootstrap_servers, client_id="adm") as c:
+            ent = [{"entity_type": "client-id", "entity_name": "late"}]
+            e = self.alter(c, ent, [{"key": "producer_byte_rate", "value": 1000.0, "remove": False}])
+            assert e.error_code == 0
+            r = self.describe(c, [{"entity_type": "client-id", "match_type": 0, "match": "late"}])
+            assert [(x.entity[0].entity_name, [(v.key, v.value) for v in x.values]) for x in r.entries] == [
+                ("late", [("producer_byte_rate", 1000.0)])]
+            r = self.describe(c, [{"entity_type": "client-id", "match_type": 2, "match": None}])
+            assert {x.entity[0].entity_name for x in r.entries} == {"late", "q1"}
+        with RawKafkaClient.connect(b.bootstrap_servers, client_id="late") as c:
+            corr, _ = send_produce(c, 50_000)
+            assert timedelta_ms(c.response(0, 9, corr).throttle_time) > 0
+
+    def test_validation(self, muted):
+        b, clock = muted
+        with RawKafkaClient.connect(b.bootstrap_servers, client_id="adm") as c:
+            ent = [{"entity_type": "user", "entity_name": None}]
+            bad = [("producer_byte_rate", 1.5), ("producer_byte_rate", 0.0), ("nope", 1.0)]
+            for key, value in bad:
+                e = self.alter(c, ent, [{"key": key, "value": value, "remove": False}])
+                assert e.error_code == ErrorCode.invalid_request and e.error_message
+            e = self.alter(c, [{"entity_type": "user", "entity_name": "x"}, {"entity_type": "ip", "entity_name": "1"}],
+                           [{"key": "producer_byte_rate", "value": 1.0, "remove": False}])
+            assert e.error_code == ErrorCode.invalid_request
+            e = self.alter(c, ent, [{"key": "request_percentage", "value": 12.5, "remove": False}], validate=True)
+            assert e.error_code == 0
+            r = self.describe(c, [{"entity_type": "user", "match_type": 1, "match": None}])
+            assert list(r.entries) == []  # validate_only changed nothing
+            r = self.describe(c, [{"entity_type": "bogus", "match_type": 0, "match": "x"}])
+            assert r.error_code == ErrorCode.invalid_request
+
+    def test_remove(self, muted):
+        b, clock = muted
+        with RawKafkaClient.connect(b.bootstrap_servers, client_id="adm") as c:
+            ent = [{"entity_type": "client-id", "entity_name": "q1"}]
+            assert self.alter(c, ent, [{"key": "producer_byte_rate", "value": 0.0, "remove": True}]).error_code == 0
+            r = self.describe(c, [{"entity_type": "client-id", "match_type": 0, "match": "q1"}])
+            assert list(r.entries) == []
+        with RawKafkaClient.connect(b.bootstrap_servers, client_id="q1") as c:
+            corr, _ = send_produce(c, 200_000)
+            assert timedelta_ms(c.response(0, 9, corr).throttle_time) == 0
