@@ -101,6 +101,7 @@ class RequestContext:
     received_ns: int
     handler_ns: int = 0                     # time in the handler (request_percentage quota)
     fetch_session_epoch: int | None = None  # set by Fetch (a throttled full fetch drops its new session)
+    controller_throttle_ms: int = 0          # set by CreateTopics/DeleteTopics (KIP-599)
 
     @property
     def cluster(self):  # type: ignore[no-untyped-def]

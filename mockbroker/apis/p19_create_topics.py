@@ -13,7 +13,9 @@ Behavior:
 
 Version notes:
 * v2 validate_only, throttle.  v3 clients back off.  v4 default partitions/replication.
-* v5 flexible, configs in the response.  v6 THROTTLING_QUOTA_EXCEEDED (quota issue).
+* v5 flexible, configs in the response.  v6 THROTTLING_QUOTA_EXCEEDED: a strict
+  controller_mutation_rate quota (KIP-599) refuses topics once the token bucket is empty;
+  older versions are permissive (created, then throttled).
 * v7 topic id in the response.
 """
 
@@ -28,6 +30,7 @@ from protocol.registry import ApiKey
 from ..cluster import TOPIC_CONFIGS
 
 API_KEY = ApiKey.CREATE_TOPICS
+STRICT_SINCE = 6  # KafkaApis: newQuotaFor(request, strictSinceVersion = 6)
 
 
 def topic_configs_out(cluster: Any, topic: Any) -> list[dict]:
@@ -80,7 +83,18 @@ def handle(ctx: Any, req: Any) -> dict:
         if req.validate_only:
             res.update(num_partitions=nparts, replication_factor=rf)
             continue
+        quota = ctx.broker.quotas.controller_mutation
+        now = ctx.broker.clock.monotonic_ms()
+        if ctx.version >= STRICT_SINCE:
+            throttle = quota.strict_check(ctx.principal, ctx.client_id, now)
+            if throttle:
+                ctx.controller_throttle_ms = max(ctx.controller_throttle_ms, throttle)
+                res.update(error_code=ErrorCode.throttling_quota_exceeded,
+                           error_message="The throttling quota has been exceeded.")
+                continue
         topic = ctx.broker.create_topic(t.name, nparts, rf, configs, assignments or None)
+        ctx.controller_throttle_ms = max(ctx.controller_throttle_ms,
+                                         quota.record(ctx.principal, ctx.client_id, nparts, now))
         res.update(topic_id=topic.topic_id, num_partitions=nparts, replication_factor=rf,
                    configs=topic_configs_out(cluster, topic))
     return {"topics": out}

@@ -8,7 +8,7 @@ Behavior:
 
 Version notes:
 * v1 throttle.  v2 clients back off.  v4 flexible.  v5 error message,
-  THROTTLING_QUOTA_EXCEEDED (quota issue).  v6 topic ids.
+  THROTTLING_QUOTA_EXCEEDED from a strict controller_mutation_rate quota (KIP-599).  v6 topic ids.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 API_KEY = ApiKey.DELETE_TOPICS
+STRICT_SINCE = 5  # KafkaApis: newQuotaFor(request, strictSinceVersion = 5)
 ZERO = uuid.UUID(int=0)
 
 
@@ -43,6 +44,17 @@ def handle(ctx: Any, req: Any) -> dict:
         if topic is None:
             res["error_code"] = ErrorCode.unknown_topic_id if by_id else ErrorCode.unknown_topic_or_partition
             continue
+        quota = ctx.broker.quotas.controller_mutation
+        now = ctx.broker.clock.monotonic_ms()
+        if ctx.version >= STRICT_SINCE:
+            throttle = quota.strict_check(ctx.principal, ctx.client_id, now)
+            if throttle:
+                ctx.controller_throttle_ms = max(ctx.controller_throttle_ms, throttle)
+                res.update(error_code=ErrorCode.throttling_quota_exceeded,
+                           error_message="The throttling quota has been exceeded.")
+                continue
         res.update(name=topic.name, topic_id=topic.topic_id)
         ctx.broker.delete_topic(topic)
+        ctx.controller_throttle_ms = max(ctx.controller_throttle_ms,
+                                         quota.record(ctx.principal, ctx.client_id, len(topic.partitions), now))
     return {"responses": out}

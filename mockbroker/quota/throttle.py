@@ -105,6 +105,9 @@ def apply_quotas(q: QuotaManagers, ctx: Any, request: Any, result: dict, respons
     rq = request_throttle_ms(q, ctx, now_ms)
     if rq:
         q.request.record_throttle(user, cid, rq, now_ms)
+    cm = ctx.controller_throttle_ms  # sendResponseMaybeThrottleWithControllerQuota: the larger applies
+    if cm > rq:
+        return result, cm, "ControllerMutation"
     return result, rq, "Request"
 
 

@@ -262,3 +262,27 @@ class TestClientQuotaApis:
         with RawKafkaClient.connect(b.bootstrap_servers, client_id="q1") as c:
             corr, _ = send_produce(c, 200_000)
             assert timedelta_ms(c.response(0, 9, corr).throttle_time) == 0
+
+
+def test_controller_mutation_quota_strict_and_permissive():
+    # 1 partition/s with 11 one-second samples: a burst of 11 partitions, then refused (v6+).
+    # Each request goes on a fresh connection of the same client id (the same quota entity), so
+    # no connection is held for a throttle in observe mode.
+    b, clock = start("observe", quotas="clients/adm:controller_mutation_rate=1")
+    try:
+        def create(name, n, version=7):
+            with RawKafkaClient.connect(b.bootstrap_servers, client_id="adm") as c:
+                r = c.request(19, version, {"topics": [{"name": name, "num_partitions": n, "replication_factor": 1,
+                                                        "assignments": [], "configs": []}],
+                                            "timeout": 1000, "validate_only": False})
+                return r.topics[0].error_code, timedelta_ms(r.throttle_time)
+
+        assert create("m1", 10) == (0, 0)
+        assert create("m2", 5) == (0, 4000)  # tokens 1 -> -4: accepted, then throttled 4 s
+        assert create("m3", 1) == (ErrorCode.throttling_quota_exceeded, 4000)  # strict: refused
+        assert create("m4", 1, version=5) == (0, 5000)  # v5 is permissive: created, throttled longer
+        b.advance(6000)
+        assert create("m5", 1) == (0, 0)
+        assert create("m6", 1) == (0, 1000)
+    finally:
+        b.stop()
