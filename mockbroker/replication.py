@@ -167,7 +167,7 @@ class ReplicaManager:
         new_leo = log.log_end_offset if old_leader == new_leader else p.replica_leo.get(new_leader, log.log_end_offset)
         if new_leo < log.log_end_offset:
             log.truncate_to(new_leo)
-            p.producers.truncate(new_leo)
+            p.producers.truncate(log.log_end_offset)  # in step with what the log really kept
         p.leader_id = new_leader
         log.new_leader_epoch(log.leader_epoch + 1)
         p.replica_leo = {new_leader: log.log_end_offset, **{

@@ -112,6 +112,16 @@ class MockBroker:
     def set_isr(self, topic: str, partition: int, isr: list[int]) -> None:
         self.call(lambda b: b.replicas.set_isr(b.cluster.partition(topic, partition), list(isr)))
 
+    def elect_leader(self, topic: str, partition: int, node_id: int) -> None:
+        """Move leadership to ``node_id`` (an ISR member), as a preferred-replica election does;
+        the old leader stays up and answers NOT_LEADER_OR_FOLLOWER."""
+        def elect(b: Broker) -> None:
+            p = b.cluster.partition(topic, partition)
+            if node_id not in p.isr:
+                raise ValueError(f"broker {node_id} is not in the ISR {p.isr} of {topic}-{partition}")
+            b.replicas.elect_leader(p, preferred=node_id)
+        self.call(elect)
+
     def partition_state(self, topic: str, partition: int) -> dict[str, Any]:
         """Leader, leader epoch, replicas, ISR, high watermark and log end offset of a partition."""
         def get(b: Broker) -> dict[str, Any]:
@@ -147,6 +157,16 @@ class MockBroker:
         version, and whether/how early the client sent its next request (see quota.throttle)."""
         return self.call(lambda b: [e.as_dict() for e in b.throttle_events
                                     if client_id is None or e.client_id == client_id])
+
+    def quota_metrics(self, node_id: int | None = None) -> dict[str, dict[tuple[str, str], dict[str, float]]]:
+        """Kafka's per-entity quota metrics of one broker, keyed by (user, client-id) tags:
+        Produce/Fetch ``byte-rate`` and ``throttle-time``, Request ``request-time`` and
+        ``throttle-time`` (plus RequestRate ``request-rate`` for the KIP-124 draft quota)."""
+        def get(b: Broker) -> dict[str, dict[tuple[str, str], dict[str, float]]]:
+            q = b.servers[node_id if node_id is not None else next(iter(b.servers))].quotas
+            return {"Produce": q.produce.metrics("byte-rate"), "Fetch": q.fetch.metrics("byte-rate"),
+                    "Request": q.request.metrics("request-time"), "RequestRate": q.request_rate.metrics("request-rate")}
+        return self.call(get)
 
     def set_quota(self, user: str | None = None, client_id: str | None = None, **values: float | None) -> None:
         """Set (or with None remove) quotas of an entity; "<default>" names the default entity."""

@@ -1,0 +1,120 @@
+"""Long runs under Kafka's default quota windows (11 x 1 s): real clients converge to the quota.
+
+Each run lasts 24 s.  The first (samples - 1) windows let a burst through (the padded window),
+so byte rates are measured from 12 s to 24 s, when the sampled window has fully slid, and must be
+within 10% of the quota, measured at the client.  The request-rate throttle is capped at one
+window, which makes its rate cycle with the 11 s window: it is measured over two whole cycles.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from mockbroker import MockBroker
+from protocol.registry import ApiKey
+
+RUN_S = 24.0
+MEASURE_FROM_S = 12.0
+
+
+def rate_between(points, t0, t1):
+    """Rate of a cumulative counter sampled as (t, total) between t0 and t1."""
+    inside = [(t, v) for t, v in points if t0 <= t <= t1]
+    (ta, va), (tb, vb) = inside[0], inside[-1]
+    return (vb - va) / (tb - ta)
+
+
+def test_kafka_python_producer_converges_to_producer_byte_rate():
+    from kafka import KafkaProducer
+
+    quota = 100_000
+    with MockBroker(config={"mock.quotas": f"clients/conv-p:producer_byte_rate={quota}"}) as b:
+        b.create_topic("conv-p", 1)
+        p = KafkaProducer(bootstrap_servers=b.bootstrap_servers, client_id="conv-p", acks=1, linger_ms=5,
+                          batch_size=16_384, max_in_flight_requests_per_connection=1)
+        acked = [0]
+        points: list[tuple[float, int]] = []
+        lock = threading.Lock()
+
+        def on_ack(_md, n=1000):
+            with lock:
+                acked[0] += n
+
+        start = time.monotonic()
+        payload = b"x" * 1000
+        sent = 0
+        while (now := time.monotonic() - start) < RUN_S:
+            with lock:
+                points.append((now, acked[0]))
+                backlog = sent - acked[0]
+            if backlog > 2 * quota:  # keep about 2 s of records queued: busy but bounded
+                time.sleep(0.02)
+                continue
+            for _ in range(50):
+                p.send("conv-p", payload).add_callback(on_ack)
+            sent += 50 * len(payload)
+        # Kafka's byte-rate metric for the entity, while the client is still sending
+        charged = b.quota_metrics()["Produce"][("", "conv-p")]["byte-rate"]
+        p.close(timeout=5)
+        rate = rate_between(points, MEASURE_FROM_S, RUN_S)
+        # the broker charges whole requests (headers and batch overhead), the client counts record
+        # values, so the client's rate sits a little below the quota
+        assert 0.9 * quota * 0.9 <= rate <= 1.1 * quota, (rate, charged)
+        assert 0.9 * quota <= charged <= 1.1 * quota, (rate, charged)
+
+
+def test_kafka_python_consumer_converges_to_consumer_byte_rate():
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    from kafka import KafkaConsumer, TopicPartition
+
+    quota = 200_000
+    with MockBroker(config={"mock.quotas": f"clients/conv-c:consumer_byte_rate={quota}"}) as b:
+        b.create_topic("conv-c", 1)
+        p = confluent_kafka.Producer({"bootstrap.servers": b.bootstrap_servers, "linger.ms": 20})
+        for _ in range(int(quota * (RUN_S + 14) / 1000)):
+            while True:
+                try:
+                    p.produce("conv-c", b"y" * 1000)
+                    break
+                except BufferError:
+                    p.poll(0.05)
+        assert p.flush(60) == 0
+        c = KafkaConsumer(bootstrap_servers=b.bootstrap_servers, client_id="conv-c", auto_offset_reset="earliest",
+                          enable_auto_commit=False, max_partition_fetch_bytes=64 * 1024, fetch_max_bytes=64 * 1024)
+        c.assign([TopicPartition("conv-c", 0)])
+        got = 0
+        points = []
+        start = time.monotonic()
+        while (now := time.monotonic() - start) < RUN_S:
+            for msgs in c.poll(timeout_ms=100).values():
+                got += sum(len(m.value) for m in msgs)
+            points.append((now, got))
+        c.close()
+        rate = rate_between(points, MEASURE_FROM_S, RUN_S)
+        assert 0.9 * quota * 0.9 <= rate <= 1.1 * quota, rate
+
+
+def test_kafka_python_producer_converges_to_request_rate():
+    from kafka import KafkaProducer
+
+    quota = 20  # requests per second (KIP-124's request_rate)
+    with MockBroker(config={"mock.quotas": f"clients/conv-r:request_rate={quota}"}) as b:
+        b.create_topic("conv-r", 1)
+        p = KafkaProducer(bootstrap_servers=b.bootstrap_servers, client_id="conv-r", acks=1, linger_ms=0,
+                          max_in_flight_requests_per_connection=1)
+        start = time.monotonic()
+        while time.monotonic() - start < RUN_S:
+            p.send("conv-r", b"r").get(timeout=10)  # one record per request, back to back
+        p.close(timeout=5)
+        times = [e["received_ns"] for e in b.journal(ApiKey.PRODUCE, client_id="conv-r")]
+        t0 = times[0]
+        points = [((t - t0) / 1e9, i + 1) for i, t in enumerate(times)]
+        # Kafka's request-rate throttle is capped at one window: after the padded-window burst the
+        # client pays it back at about one request per window until the burst leaves the 11 s
+        # window, then bursts again.  So the rate converges over whole 11 s cycles, not within one.
+        cycles = 2 * 11.0
+        rate = sum(1 for t, _ in points if t < cycles) / cycles
+        assert 0.9 * quota <= rate <= 1.1 * quota, rate
