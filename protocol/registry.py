@@ -11,10 +11,28 @@ special-casing APIs:
   see ``shared/reference/kafka-semantics.md`` section 2.2.  ``None`` means the
   Java client never backs off on that response although it carries the field
   (the broker still mutes).
-* ``KAFKA_RELEASES`` holds the ranges a real broker of that release advertises
-  in ApiVersions (franz-go ``kversion`` tables, kafka-python's recorded
-  ApiVersions).  Kafka 4.x advertises Produce min 0 but enables only v3+
-  (KAFKA-18659): ``advertised_min`` differs from ``min_version`` there.
+* ``KAFKA_RELEASES`` holds the ranges a real broker of each release advertises
+  in ApiVersions (franz-go ``pkg/kversion``, cross-checked against
+  ``shared/reference/clients.md`` 1.5 and ``kafka-semantics.md`` 3).
+  ``mock.kafka.version`` picks one.
+
+What a broker *serves* and *advertises* is the release's range cut to the
+versions kio has schemas for (``schema_versions``; kio 0.6.5 has e.g. Produce
+3-13, Fetch 4-18, ListOffsets 1-11):
+
+* ``min_version``/``max_version`` (served) are always inside kio's schemas; a
+  request outside them closes the connection, as Kafka does.
+* ``advertised_min`` is normally the served minimum: for older releases whose
+  range starts below kio's first schema (1.1 Fetch 0-7 -> 4-7, 2.0 Produce
+  0-6 -> 3-6) only the intersection is advertised, because advertising a
+  version we cannot parse would let a client pick it and then be disconnected.
+* The one exception is Kafka 4.x Produce: the real broker advertises min 0
+  but enables only v3+ (KAFKA-18659 / KIP-896, ``ENABLED_MIN``), so
+  ``advertised_min`` (0) differs from ``min_version`` (3) there, and only for
+  releases >= ``KIP896_RELEASE``.
+* An API whose release range and kio's schemas do not intersect (1.1 and 2.0
+  OffsetForLeaderEpoch 0-0 / 0-1; kio has 2-4) is left out of the registry,
+  so it is neither advertised nor served.
 """
 
 from __future__ import annotations
@@ -73,9 +91,60 @@ CLIENT_THROTTLE_FROM: dict[int, int] = {
     75: 0,   # DescribeTopicPartitions
 }
 
-# What a real broker of each release advertises (min, max).  Only the APIs a
-# broker of that release serves to clients are listed.
+# What a real broker of each release advertises (min, max), for the API keys
+# mockbroker can implement; a key is absent when that release lacked the API.
+# Source: franz-go pkg/kversion (kversion.go V1_1_0..V4_2_0 -> requests.go
+# z11, z20, z28, z39, b40, b41, b42), twmb/franz-go @ adb3a18abe14bdb230f1cd738d03623301013d42
+# (requests.go last changed in f186ba91a08b "kversion: add new versions for 4.2").
+# The flat ranges below are those incremental tables evaluated per release.
+# Pre-4.0 releases are franz-go's ZooKeeper tables (every min 0); 4.x are its
+# KRaft broker tables (KIP-896 minimums).  4.0 is 4.0.0: JoinGroup 2-9 (v0-1
+# came back in 4.0.1/4.1, KAFKA-19444) and Produce advertised from 0
+# (KAFKA-18659).  Agrees with clients.md 1.5 and kafka-semantics.md 3
+# (kafka-python's recorded 4.0.0 ApiVersions).
 KAFKA_RELEASES: dict[str, dict[int, tuple[int, int]]] = {
+    "1.1": {
+        0: (0, 5), 1: (0, 7), 2: (0, 2), 3: (0, 5), 8: (0, 3), 9: (0, 3),
+        10: (0, 1), 11: (0, 2), 12: (0, 1), 13: (0, 1), 14: (0, 1), 15: (0, 1),
+        16: (0, 1), 17: (0, 1), 18: (0, 1), 19: (0, 2), 20: (0, 1), 21: (0, 0),
+        22: (0, 0), 23: (0, 0), 32: (0, 1), 33: (0, 0), 36: (0, 0), 37: (0, 0),
+        42: (0, 0),
+    },
+    "2.0": {
+        0: (0, 6), 1: (0, 8), 2: (0, 3), 3: (0, 6), 8: (0, 4), 9: (0, 4),
+        10: (0, 2), 11: (0, 3), 12: (0, 2), 13: (0, 2), 14: (0, 2), 15: (0, 2),
+        16: (0, 2), 17: (0, 1), 18: (0, 2), 19: (0, 3), 20: (0, 2), 21: (0, 1),
+        22: (0, 1), 23: (0, 1), 32: (0, 2), 33: (0, 1), 36: (0, 0), 37: (0, 1),
+        42: (0, 1),
+    },
+    "2.8": {
+        0: (0, 9), 1: (0, 12), 2: (0, 6), 3: (0, 11), 8: (0, 8), 9: (0, 7),
+        10: (0, 3), 11: (0, 7), 12: (0, 4), 13: (0, 4), 14: (0, 5), 15: (0, 5),
+        16: (0, 4), 17: (0, 1), 18: (0, 3), 19: (0, 7), 20: (0, 6), 21: (0, 2),
+        22: (0, 4), 23: (0, 4), 32: (0, 4), 33: (0, 2), 36: (0, 2), 37: (0, 3),
+        42: (0, 2), 44: (0, 1), 48: (0, 1), 49: (0, 1), 60: (0, 0),
+    },
+    "3.9": {
+        0: (0, 11), 1: (0, 17), 2: (0, 9), 3: (0, 12), 8: (0, 9), 9: (0, 9),
+        10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 5),
+        16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (0, 7), 20: (0, 6), 21: (0, 2),
+        22: (0, 5), 23: (0, 4), 32: (0, 4), 33: (0, 2), 36: (0, 2), 37: (0, 3),
+        42: (0, 2), 44: (0, 1), 48: (0, 1), 49: (0, 1), 60: (0, 1), 68: (0, 0),
+    },
+    "4.0": {
+        0: (0, 12), 1: (4, 17), 2: (1, 10), 3: (0, 13), 8: (2, 9), 9: (1, 9),
+        10: (0, 6), 11: (2, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 6),
+        16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2),
+        22: (0, 5), 23: (2, 4), 32: (1, 4), 33: (0, 2), 36: (0, 2), 37: (0, 3),
+        42: (0, 2), 44: (0, 1), 48: (0, 1), 49: (0, 1), 60: (0, 2), 68: (0, 1),
+    },
+    "4.1": {
+        0: (0, 13), 1: (4, 18), 2: (1, 10), 3: (0, 13), 8: (2, 9), 9: (1, 9),
+        10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 6),
+        16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2),
+        22: (0, 5), 23: (2, 4), 32: (1, 4), 33: (0, 2), 36: (0, 2), 37: (0, 3),
+        42: (0, 2), 44: (0, 1), 48: (0, 1), 49: (0, 1), 60: (0, 2), 68: (0, 1),
+    },
     "4.2": {
         0: (0, 13), 1: (4, 18), 2: (1, 11), 3: (0, 13), 8: (2, 10), 9: (1, 10),
         10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 6),
@@ -86,8 +155,16 @@ KAFKA_RELEASES: dict[str, dict[int, tuple[int, int]]] = {
 }
 DEFAULT_KAFKA_RELEASE = "4.2"
 
-# Versions a 4.x broker advertises but refuses (KAFKA-18659 / KIP-896).
+# Versions a 4.x broker advertises but refuses (KAFKA-18659 / KIP-896): the
+# key's first enabled version.  Applies to releases >= KIP896_RELEASE only.
 ENABLED_MIN: dict[int, int] = {0: 3}
+KIP896_RELEASE = (4, 0)
+
+
+def release_tuple(release: str) -> tuple[int, int]:
+    """"4.2" -> (4, 2)."""
+    major, minor = release.split(".")[:2]
+    return int(major), int(minor)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,14 +231,43 @@ def _payload_class(module: object, suffix: str) -> type:
     raise LookupError(f"no {suffix} class in {module!r}")
 
 
-def build_spec(key: int, min_version: int, max_version: int) -> ApiSpec:
+def served_range(
+    key: int, min_version: int, max_version: int, *, refuses: bool = False
+) -> tuple[int, int] | None:
+    """The part of ``[min_version, max_version]`` mockbroker serves, or None.
+
+    That is the intersection with kio's schemas and, for a KIP-896 release
+    (``refuses``), with ``ENABLED_MIN``.
+    """
+    versions = schema_versions(key)
+    if not versions:
+        return None
+    lo, hi = max(min_version, versions[0]), min(max_version, versions[-1])
+    if refuses:
+        lo = max(lo, ENABLED_MIN.get(key, lo))
+    return (lo, hi) if lo <= hi else None
+
+
+def build_spec(key: int, min_version: int, max_version: int, *, refuses: bool = True) -> ApiSpec:
+    """Spec for a release's advertised range ``[min_version, max_version]`` of ``key``.
+
+    Serves ``served_range``.  Advertises the served minimum, except that a
+    KIP-896 release (``refuses``) keeps ``min_version`` for a key in
+    ``ENABLED_MIN`` (Produce min 0, KAFKA-18659).  Raises ValueError when no
+    version is servable.
+    """
+    served = served_range(key, min_version, max_version, refuses=refuses)
+    if served is None:
+        raise ValueError(f"{ApiKey(key).name} {min_version}-{max_version}: no version with a kio schema")
+    lo, hi = served
+    advertised_min = min(min_version, lo) if refuses and key in ENABLED_MIN else lo
     flexible_from, throttle_from = _derived(key)
     return ApiSpec(
         key=key,
         name=ApiKey(key).name,
-        min_version=max(min_version, ENABLED_MIN.get(key, min_version)),
-        max_version=max_version,
-        advertised_min=min_version,
+        min_version=lo,
+        max_version=hi,
+        advertised_min=advertised_min,
         flexible_from=flexible_from,
         throttle_field_from=throttle_from,
         client_throttle_from=CLIENT_THROTTLE_FROM.get(key),
@@ -180,10 +286,12 @@ class ApiRegistry:
                 f"unknown Kafka release {release!r}; known: {', '.join(sorted(KAFKA_RELEASES))}"
             )
         self.release = release
+        refuses = release_tuple(release) >= KIP896_RELEASE
         self.specs: dict[int, ApiSpec] = {}
         for key, (lo, hi) in sorted(KAFKA_RELEASES[release].items()):
-            if key in implemented:
-                self.specs[key] = build_spec(key, lo, hi)
+            # No intersection with kio's schemas: neither advertised nor served.
+            if key in implemented and served_range(key, lo, hi, refuses=refuses) is not None:
+                self.specs[key] = build_spec(key, lo, hi, refuses=refuses)
 
     def get(self, key: int) -> ApiSpec | None:
         return self.specs.get(key)

@@ -1,0 +1,188 @@
+"""Kafka release tables (``mock.kafka.version``) and their cut to kio's schemas.
+
+Reference values: franz-go pkg/kversion (the source of ``KAFKA_RELEASES``),
+``shared/reference/clients.md`` 1.5 and ``kafka-semantics.md`` 3.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mockbroker import MockBroker
+from protocol.client import RawKafkaClient
+from protocol.codec import request_class, response_class
+from protocol.registry import (
+    KAFKA_RELEASES,
+    ApiKey,
+    ApiRegistry,
+    schema_versions,
+    served_range,
+)
+
+RELEASES = ["1.1", "2.0", "2.8", "3.9", "4.0", "4.1", "4.2"]
+ALL = set(range(100))
+# The API keys every release table covers (when the release had the API).
+KEYS = {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
+        32, 33, 36, 37, 42, 44, 48, 49, 60, 68}
+
+
+def ranges(release: str) -> dict[int, tuple[int, int, int]]:
+    """key -> (advertised_min, served min, served max)."""
+    return {s.key: (s.advertised_min, s.min_version, s.max_version) for s in ApiRegistry(release, ALL)}
+
+
+def test_all_releases_present():
+    assert set(RELEASES) <= set(KAFKA_RELEASES)
+    for rel in RELEASES:
+        assert set(KAFKA_RELEASES[rel]) <= KEYS
+        for key, (lo, hi) in KAFKA_RELEASES[rel].items():
+            assert 0 <= lo <= hi, (rel, key)
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_every_served_version_has_kio_classes(release):
+    reg = ApiRegistry(release, ALL)
+    assert len(list(reg)) > 0
+    for spec in reg:
+        assert spec.min_version <= spec.max_version
+        assert spec.advertised_min <= spec.min_version
+        for v in range(spec.min_version, spec.max_version + 1):
+            assert request_class(spec.key, v) is not None
+            assert response_class(spec.key, v) is not None
+        # Served range lies inside both the release's range and kio's schemas.
+        lo, hi = KAFKA_RELEASES[release][spec.key]
+        kio = schema_versions(spec.key)
+        assert max(lo, kio[0]) <= spec.min_version and spec.max_version == min(hi, kio[-1])
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_advertised_is_the_intersection_except_4x_produce(release):
+    for key, (adv, lo, hi) in ranges(release).items():
+        rel_lo, rel_hi = KAFKA_RELEASES[release][key]
+        if key == ApiKey.PRODUCE and release.startswith("4."):
+            # KAFKA-18659: advertised from 0, served from 3.
+            assert (rel_lo, adv, lo) == (0, 0, 3)
+        else:
+            assert adv == lo, (release, key)
+            assert (lo, hi) == served_range(key, rel_lo, rel_hi)
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_api_without_kio_overlap_is_left_out(release):
+    reg = ApiRegistry(release, ALL)
+    for key, (lo, hi) in KAFKA_RELEASES[release].items():
+        assert (key in reg) == (served_range(key, lo, hi) is not None)
+
+
+def test_offset_for_leader_epoch_absent_before_2_1():
+    # 1.1: 0-0, 2.0: 0-1; kio has v2-4 only.
+    assert ApiKey.OFFSET_FOR_LEADER_EPOCH not in ApiRegistry("1.1", ALL)
+    assert ApiKey.OFFSET_FOR_LEADER_EPOCH not in ApiRegistry("2.0", ALL)
+    assert ranges("2.8")[ApiKey.OFFSET_FOR_LEADER_EPOCH] == (2, 2, 4)
+
+
+def test_keys_missing_in_old_releases():
+    r11 = ApiRegistry("1.1", ALL)
+    for key in (44, 48, 49, 60, 68):  # 2.3, 2.6, 2.6, 2.8, 3.7
+        assert key not in r11
+    assert 60 in ApiRegistry("2.8", ALL) and 68 not in ApiRegistry("2.8", ALL)
+    assert 68 in ApiRegistry("3.9", ALL)
+
+
+def test_1_1_spot_checks():
+    r = ranges("1.1")
+    assert KAFKA_RELEASES["1.1"][ApiKey.FETCH] == (0, 7)
+    assert r[ApiKey.FETCH] == (4, 4, 7)
+    assert r[ApiKey.PRODUCE] == (3, 3, 5)
+    assert r[ApiKey.METADATA] == (0, 0, 5)
+    assert r[ApiKey.LIST_OFFSETS] == (1, 1, 2)
+    assert r[ApiKey.API_VERSIONS] == (0, 0, 1)
+    assert r[ApiKey.JOIN_GROUP] == (0, 0, 2)
+    assert r[ApiKey.INIT_PRODUCER_ID] == (0, 0, 0)
+
+
+def test_2_0_spot_checks():
+    # clients.md 1.5: Produce 0-6, Fetch 0-8, ListOffsets 0-3, Metadata 0-6,
+    # OffsetCommit/Fetch 0-4, FindCoordinator 0-2, JoinGroup 0-3, ApiVersions 0-2,
+    # InitProducerId 0-1.
+    r = ranges("2.0")
+    assert r[ApiKey.PRODUCE] == (3, 3, 6)
+    assert r[ApiKey.FETCH] == (4, 4, 8)
+    assert r[ApiKey.LIST_OFFSETS] == (1, 1, 3)
+    assert r[ApiKey.METADATA] == (0, 0, 6)
+    assert r[ApiKey.OFFSET_COMMIT] == (2, 2, 4)
+    assert r[ApiKey.OFFSET_FETCH] == (1, 1, 4)
+    assert r[ApiKey.FIND_COORDINATOR] == (0, 0, 2)
+    assert r[ApiKey.JOIN_GROUP] == (0, 0, 3)
+    assert r[ApiKey.API_VERSIONS] == (0, 0, 2)
+    assert r[ApiKey.INIT_PRODUCER_ID] == (0, 0, 1)
+
+
+def test_2_8_and_3_9_spot_checks():
+    r = ranges("2.8")
+    assert r[ApiKey.PRODUCE][2] == 9 and r[ApiKey.FETCH] == (4, 4, 12)
+    assert r[ApiKey.LIST_OFFSETS][2] == 6 and r[ApiKey.METADATA][2] == 11
+    assert r[ApiKey.OFFSET_COMMIT][2] == 8 and r[ApiKey.OFFSET_FETCH][2] == 7
+    assert r[ApiKey.FIND_COORDINATOR][2] == 3 and r[ApiKey.JOIN_GROUP][2] == 7
+    assert r[ApiKey.API_VERSIONS][2] == 3 and r[ApiKey.INIT_PRODUCER_ID][2] == 4
+    r = ranges("3.9")
+    assert r[ApiKey.PRODUCE] == (3, 3, 11) and r[ApiKey.FETCH] == (4, 4, 17)
+    assert r[ApiKey.LIST_OFFSETS] == (1, 1, 9) and r[ApiKey.METADATA][2] == 12
+    assert r[ApiKey.FIND_COORDINATOR][2] == 6 and r[ApiKey.JOIN_GROUP] == (0, 0, 9)
+    assert r[ApiKey.API_VERSIONS][2] == 4 and r[ApiKey.INIT_PRODUCER_ID][2] == 5
+    assert r[ApiKey.CONSUMER_GROUP_HEARTBEAT] == (0, 0, 0)
+
+
+def test_4_x_spot_checks():
+    r = ranges("4.0")
+    assert KAFKA_RELEASES["4.0"][ApiKey.JOIN_GROUP] == (2, 9)  # 4.0.0 (0-9 from 4.0.1)
+    assert r[ApiKey.JOIN_GROUP] == (2, 2, 9)
+    assert r[ApiKey.PRODUCE] == (0, 3, 12)
+    assert r[ApiKey.FETCH] == (4, 4, 17)
+    assert r[ApiKey.LIST_OFFSETS] == (1, 1, 10)
+    assert r[ApiKey.OFFSET_COMMIT] == (2, 2, 9) and r[ApiKey.OFFSET_FETCH] == (1, 1, 9)
+    assert r[ApiKey.CREATE_TOPICS] == (2, 2, 7) and r[ApiKey.DESCRIBE_CONFIGS] == (1, 1, 4)
+    assert r[ApiKey.CONSUMER_GROUP_HEARTBEAT] == (0, 0, 1)
+    r = ranges("4.1")
+    assert r[ApiKey.JOIN_GROUP] == (0, 0, 9)
+    assert r[ApiKey.PRODUCE] == (0, 3, 13) and r[ApiKey.FETCH] == (4, 4, 18)
+    assert r[ApiKey.LIST_OFFSETS] == (1, 1, 10)
+    r = ranges("4.2")
+    assert r[ApiKey.LIST_OFFSETS] == (1, 1, 11)
+    assert r[ApiKey.OFFSET_COMMIT] == (2, 2, 10) and r[ApiKey.OFFSET_FETCH] == (1, 1, 10)
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_produce_advertised_min_zero_only_where_release_advertises_it(release):
+    p = ApiRegistry(release, ALL).get(ApiKey.PRODUCE)
+    assert p.min_version == 3
+    if release.startswith("4."):
+        assert KAFKA_RELEASES[release][ApiKey.PRODUCE][0] == 0
+        assert p.advertised_min == 0
+    else:
+        # The release really enabled v0-2, but kio cannot parse them: not advertised.
+        assert p.advertised_min == 3
+
+
+def test_wire_api_versions_2_0_advertises_the_intersection():
+    with MockBroker(config={"mock.kafka.version": "2.0"}) as b:
+        with RawKafkaClient.connect(b.bootstrap_servers) as c:
+            resp = c.request(ApiKey.API_VERSIONS, 2, {})
+    assert resp.error_code == 0
+    got = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+    release = KAFKA_RELEASES["2.0"]
+    assert set(got) <= set(release)
+    for key, rng in got.items():
+        assert rng == served_range(key, *release[key]), ApiKey(key).name
+    assert got[ApiKey.PRODUCE] == (3, 6)
+    assert got[ApiKey.FETCH] == (4, 8)
+    assert got[ApiKey.METADATA] == (0, 6)
+    assert got[ApiKey.API_VERSIONS] == (0, 2)
+    assert ApiKey.OFFSET_FOR_LEADER_EPOCH not in got
+    assert ApiKey.CONSUMER_GROUP_HEARTBEAT not in got
+
+
+def test_throttle_mode_by_release():
+    assert MockBroker(config={"mock.kafka.version": "1.1"}).config.throttle_mode == "delay"
+    for rel in ("2.0", "2.8", "3.9", "4.0", "4.1", "4.2"):
+        assert MockBroker(config={"mock.kafka.version": rel}).config.throttle_mode == "mute"
