@@ -2,8 +2,9 @@
 
 Behavior:
 * Lists every API this broker serves with the ranges of the configured Kafka
-  release (``mock.kafka.version``); Produce is advertised from v0 although
-  v0-2 are refused, as Kafka 4.x does (KAFKA-18659).
+  release (``mock.kafka.version``), cut to the versions kio can parse; from
+  4.0 Produce is advertised from v0 although v0-2 are refused, as Kafka 4.x
+  does (KAFKA-18659).
 * An unsupported ApiVersions version never reaches this handler: the
   dispatcher answers v0 UNSUPPORTED_VERSION listing only ApiVersions (KIP-511).
 * v3+: ClientSoftwareName/Version must match Kafka's pattern, else
