@@ -32,3 +32,25 @@ def timeout_ms(value: Any) -> int:
     from protocol.codec import timedelta_ms
 
     return timedelta_ms(value)
+
+
+def controller_quota_refused(ctx: Any, strict_since: int) -> bool:
+    """KIP-599 strict quota (StrictControllerMutationQuota): True when this request version is
+    strict and the entity's token bucket is already empty; the wait goes into the response."""
+    if ctx.version < strict_since:
+        return False
+    quota = ctx.broker.quotas.controller_mutation
+    throttle = quota.strict_check(ctx.principal, ctx.client_id, ctx.broker.clock.monotonic_ms())
+    ctx.controller_throttle_ms = max(ctx.controller_throttle_ms, throttle)
+    return throttle > 0
+
+
+def controller_quota_record(ctx: Any, partitions: int) -> None:
+    """Charge created or deleted partitions to the controller mutation quota."""
+    quota = ctx.broker.quotas.controller_mutation
+    throttle = quota.record(ctx.principal, ctx.client_id, partitions, ctx.broker.clock.monotonic_ms())
+    ctx.controller_throttle_ms = max(ctx.controller_throttle_ms, throttle)
+
+
+THROTTLING_QUOTA_EXCEEDED = {"error_code": ErrorCode.throttling_quota_exceeded,
+                             "error_message": "The throttling quota has been exceeded."}

@@ -28,6 +28,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..cluster import TOPIC_CONFIGS
+from .common import THROTTLING_QUOTA_EXCEEDED, controller_quota_record, controller_quota_refused
 
 API_KEY = ApiKey.CREATE_TOPICS
 STRICT_SINCE = 6  # KafkaApis: newQuotaFor(request, strictSinceVersion = 6)
@@ -83,18 +84,11 @@ def handle(ctx: Any, req: Any) -> dict:
         if req.validate_only:
             res.update(num_partitions=nparts, replication_factor=rf)
             continue
-        quota = ctx.broker.quotas.controller_mutation
-        now = ctx.broker.clock.monotonic_ms()
-        if ctx.version >= STRICT_SINCE:
-            throttle = quota.strict_check(ctx.principal, ctx.client_id, now)
-            if throttle:
-                ctx.controller_throttle_ms = max(ctx.controller_throttle_ms, throttle)
-                res.update(error_code=ErrorCode.throttling_quota_exceeded,
-                           error_message="The throttling quota has been exceeded.")
-                continue
+        if controller_quota_refused(ctx, STRICT_SINCE):
+            res.update(THROTTLING_QUOTA_EXCEEDED)
+            continue
         topic = ctx.broker.create_topic(t.name, nparts, rf, configs, assignments or None)
-        ctx.controller_throttle_ms = max(ctx.controller_throttle_ms,
-                                         quota.record(ctx.principal, ctx.client_id, nparts, now))
+        controller_quota_record(ctx, nparts)
         res.update(topic_id=topic.topic_id, num_partitions=nparts, replication_factor=rf,
                    configs=topic_configs_out(cluster, topic))
     return {"topics": out}

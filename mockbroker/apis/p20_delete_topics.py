@@ -19,6 +19,8 @@ from typing import Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
+from .common import THROTTLING_QUOTA_EXCEEDED, controller_quota_record, controller_quota_refused
+
 API_KEY = ApiKey.DELETE_TOPICS
 STRICT_SINCE = 5  # KafkaApis: newQuotaFor(request, strictSinceVersion = 5)
 ZERO = uuid.UUID(int=0)
@@ -44,17 +46,10 @@ def handle(ctx: Any, req: Any) -> dict:
         if topic is None:
             res["error_code"] = ErrorCode.unknown_topic_id if by_id else ErrorCode.unknown_topic_or_partition
             continue
-        quota = ctx.broker.quotas.controller_mutation
-        now = ctx.broker.clock.monotonic_ms()
-        if ctx.version >= STRICT_SINCE:
-            throttle = quota.strict_check(ctx.principal, ctx.client_id, now)
-            if throttle:
-                ctx.controller_throttle_ms = max(ctx.controller_throttle_ms, throttle)
-                res.update(error_code=ErrorCode.throttling_quota_exceeded,
-                           error_message="The throttling quota has been exceeded.")
-                continue
+        if controller_quota_refused(ctx, STRICT_SINCE):
+            res.update(THROTTLING_QUOTA_EXCEEDED)
+            continue
         res.update(name=topic.name, topic_id=topic.topic_id)
         ctx.broker.delete_topic(topic)
-        ctx.controller_throttle_ms = max(ctx.controller_throttle_ms,
-                                         quota.record(ctx.principal, ctx.client_id, len(topic.partitions), now))
+        controller_quota_record(ctx, len(topic.partitions))
     return {"responses": out}
