@@ -59,6 +59,14 @@ def _list(v: Any) -> list[str]:
     return [x.strip() for x in str(v).split(",") if x.strip()]
 
 
+def _users(v: Any) -> list[str]:
+    from .sasl import parse_users
+
+    items = _list(v)
+    parse_users(items)  # validates user:password items
+    return items
+
+
 def _quotas(v: Any) -> list[dict[str, Any]]:
     from .quota.entities import QuotaStore, parse_quota_spec
 
@@ -82,12 +90,20 @@ CONFIG_DEF: dict[str, ConfigKey] = {
     k.name: k
     for k in [
         ConfigKey("node.id", _int, 0, "Node id of the first broker; more brokers count up from it.", 0),
-        ConfigKey("listeners", _str, "PLAINTEXT://127.0.0.1:9092", "Listener of the first broker (host and port; --host/--port override)."),
+        ConfigKey("listeners", _str, "PLAINTEXT://127.0.0.1:9092",
+                  "Listener of the first broker: PLAINTEXT:// or SASL_PLAINTEXT:// host and port (--host/--port override)."),
         ConfigKey("advertised.listeners", _str, "", "Listener advertised in Metadata when it differs from the bound one (docker-compose)."),
         ConfigKey("socket.request.max.bytes", _int, 104857600, "Largest request frame accepted; larger closes the connection.", 1),
         ConfigKey("queued.max.request.bytes", _int, -1, "KIP-72 request memory pool size (-1: no pool).", None),
         ConfigKey("queued.max.requests", _int, 500, "Requests queued before the network layer stops reading.", 1),
         ConfigKey("connections.max.idle.ms", _int, 600000, "Idle connections are closed after this long.", 1),
+        ConfigKey("sasl.enabled.mechanisms", _list, ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"],
+                  "SASL mechanisms of a SASL_PLAINTEXT listener: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 "
+                  "(Kafka's default is GSSAPI, which the mock does not serve)."),
+        ConfigKey("sasl.server.max.receive.size", _int, 524288,
+                  "Largest frame accepted before SASL authentication completes; larger closes the connection."),
+        ConfigKey("connection.failed.authentication.delay.ms", _int, 100,
+                  "A failed authentication is answered and its connection closed after this delay.", 0),
         ConfigKey("auto.create.topics.enable", _bool, True, "Create unknown topics on Metadata requests that allow it."),
         ConfigKey("num.partitions", _int, 1, "Partitions of an auto-created topic.", 1),
         ConfigKey("default.replication.factor", _int, 1, "Replication factor of an auto-created topic.", 1),
@@ -120,6 +136,8 @@ CONFIG_DEF: dict[str, ConfigKey] = {
         ConfigKey("mock.cluster.id", _str, "mockbroker-cluster-0001", "Cluster id reported in Metadata and DescribeCluster."),
         ConfigKey("mock.journal.max.entries", _int, 100000, "Request journal entries kept (oldest dropped); 0 keeps all.", 0),
         ConfigKey("mock.topics", _list, [], "Topics created at start: name[:partitions[:replication]] items."),
+        ConfigKey("mock.sasl.users", _users, [], "Users of a SASL_PLAINTEXT listener: user:password items "
+                  "(the same users for PLAIN and SCRAM; SCRAM credentials are derived at start)."),
     ]
 }
 
@@ -237,6 +255,33 @@ class BrokerConfig(Mapping[str, Any]):
             )
         for item in self["mock.topics"]:
             parse_topic_spec(item)
+        self._check_listeners()
+
+    def _check_listeners(self) -> None:
+        from .sasl import MECHANISMS
+
+        protocol, _, _ = parse_listener(self["listeners"])
+        if self["advertised.listeners"]:
+            adv = parse_listener(self["advertised.listeners"])[0]
+            if "://" in self["advertised.listeners"] and adv != protocol:
+                raise ConfigError(f"advertised.listeners {self['advertised.listeners']!r} must use the "
+                                  f"protocol of listeners ({protocol})")
+        delay, idle = self["connection.failed.authentication.delay.ms"], self["connections.max.idle.ms"]
+        if delay >= idle:  # KafkaConfig's check
+            raise ConfigError(f"connection.failed.authentication.delay.ms={delay} should always be less than "
+                              f"connections.max.idle.ms={idle} to prevent failed authentication responses "
+                              "from timing out")
+        if protocol != "SASL_PLAINTEXT":
+            return
+        mechanisms = self["sasl.enabled.mechanisms"]
+        if not mechanisms:
+            raise ConfigError("a SASL_PLAINTEXT listener needs sasl.enabled.mechanisms (no SASL mechanisms are enabled)")
+        unknown = [m for m in mechanisms if m not in MECHANISMS]
+        if unknown:
+            raise ConfigError(f"sasl.enabled.mechanisms: {', '.join(unknown)} not served; "
+                              f"the mock serves {', '.join(MECHANISMS)}")
+        if not self["mock.sasl.users"]:
+            raise ConfigError("a SASL_PLAINTEXT listener needs users: set mock.sasl.users to user:password items")
 
     # Mapping protocol
     def __getitem__(self, key: str) -> Any:
@@ -285,18 +330,24 @@ def parse_topic_spec(item: str) -> tuple[str, int, int]:
     return name, partitions, rf
 
 
-def parse_listener(value: str) -> tuple[str, int]:
-    """host and port of a ``PLAINTEXT://host:port`` listener (first one)."""
+PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT")
+
+
+def parse_listener(value: str) -> tuple[str, str, int]:
+    """Security protocol, host and port of the first listener (``PROTOCOL://host:port``;
+    a bare ``host:port`` is PLAINTEXT).  PLAINTEXT and SASL_PLAINTEXT are served (no TLS)."""
     first = value.split(",")[0].strip()
+    protocol = "PLAINTEXT"
     if "://" in first:
         proto, _, rest = first.partition("://")
-        if proto.upper() != "PLAINTEXT":
-            raise ConfigError(f"only PLAINTEXT listeners are served, got {first!r}")
+        protocol = proto.upper()
+        if protocol not in PROTOCOLS:
+            raise ConfigError(f"only PLAINTEXT and SASL_PLAINTEXT listeners are served, got {first!r}")
     else:
         rest = first
     host, _, port = rest.rpartition(":")
     host = host.strip("[]")
     try:
-        return host, int(port)
+        return protocol, host, int(port)
     except ValueError:
         raise ConfigError(f"listener {value!r} has no port") from None

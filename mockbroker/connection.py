@@ -15,6 +15,11 @@ the memory-pool mute kept apart as ``Selector`` does):
 * ``THROTTLED``: KIP-219, the response was sent and the channel stays muted
   for the throttle time (set by the quota layer).
 * ``MEMORY``: the request memory pool is exhausted (KIP-72).
+
+On a SASL_PLAINTEXT listener ``sasl`` holds the authenticator until
+authentication completes: frames are limited to ``sasl.server.max.receive.size``
+meanwhile, and after a SaslHandshake v0 the frames are raw SASL tokens (no
+Kafka header) that go to the authenticator instead of the dispatcher.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ class CloseReason(enum.Enum):
     BROKER_STOPPED = "broker stopped"
     ERROR_WITH_ACKS0 = "error on a produce with acks=0"
     INJECTED = "injected fault"
+    AUTHENTICATION_FAILED = "failed authentication"
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -73,7 +79,9 @@ class KafkaConnection(asyncio.Protocol):
         self.closed = False
         self.client_id = ""
         self.client_software: tuple[str, str] | None = None
-        self.principal = "ANONYMOUS"
+        self.principal = "ANONYMOUS"  # the SASL username once authenticated
+        # SASL_PLAINTEXT: the authenticator until authentication completes (see sasl.py); else None
+        self.sasl = server.new_authenticator(self)
         self.last_active_ms = server.clock.monotonic_ms()
         self.requests_handled = 0
         self.attrs: dict[str, Any] = {}
@@ -153,10 +161,15 @@ class KafkaConnection(asyncio.Protocol):
         self._processing = True
         try:
             while not self.closed and self.mute == MuteReason.NONE and not self._write_paused:
+                sasl = self.sasl  # before authentication: sasl.server.max.receive.size
                 try:
-                    size = read_frame_size(self._buf, self.server.max_request_bytes)
+                    size = read_frame_size(self._buf, self.server.max_request_bytes if sasl is None
+                                           else sasl.max_receive_size)
                 except ProtocolError as e:
-                    self.close(CloseReason.PROTOCOL_ERROR, str(e))
+                    if sasl is None:
+                        self.close(CloseReason.PROTOCOL_ERROR, str(e))
+                    else:  # a SaslAuthenticationException in Kafka: the delayed failure close
+                        sasl.close_after_failure(None, f"Failing SASL authentication due to invalid receive size: {e}")
                     return
                 if size is None or len(self._buf) < SIZE_PREFIX_BYTES + size:
                     return
@@ -168,7 +181,10 @@ class KafkaConnection(asyncio.Protocol):
                 self.mute |= MuteReason.RESPONSE_PENDING
                 self.requests_handled += 1
                 self._note_next_request()
-                self.server.apis.handle(self, payload)
+                if sasl is not None and sasl.raw_tokens:  # after SaslHandshake v0: a bare SASL token
+                    sasl.raw_token(payload)
+                else:
+                    self.server.apis.handle(self, payload)
                 # handle() either answered synchronously (RESPONSE_PENDING cleared) or
                 # parked the request; in the latter case stop reading the socket.
                 self._update_reading()

@@ -16,6 +16,14 @@ Handlers are plain functions ``handle(ctx, request) -> Result`` where Result is
 
 Violations of the wire protocol raise ``ProtocolError`` and close the
 connection with one log line, never a traceback to the client.
+
+On a SASL_PLAINTEXT listener ``conn.sasl`` holds the authenticator until
+authentication completes; the gate in ``_handle`` lets only what its state
+allows through (ApiVersions, SaslHandshake, SaslAuthenticate) and closes the
+connection on anything else, before decoding it.  Those responses are not
+charged to quotas; a failed handshake or authentication is answered after
+``connection.failed.authentication.delay.ms`` and the connection then closed
+(see ``sasl.py``).
 """
 
 from __future__ import annotations
@@ -102,6 +110,7 @@ class RequestContext:
     handler_ns: int = 0                     # time in the handler (request_percentage quota)
     fetch_session_epoch: int | None = None  # set by Fetch (a throttled full fetch drops its new session)
     controller_throttle_ms: int = 0          # set by CreateTopics/DeleteTopics (KIP-599)
+    sasl: Any = None                         # the authenticator when the request came before authentication
 
     @property
     def cluster(self):  # type: ignore[no-untyped-def]
@@ -140,6 +149,9 @@ class KafkaApis:
     def _handle(self, conn: KafkaConnection, payload: bytes) -> None:
         received_ns = self.clock.monotonic_ns()
         api_key, version, correlation_id = peek_api(payload)
+        sasl = conn.sasl
+        if sasl is not None:  # SASL listener, not yet authenticated: only ApiVersions and the SASL APIs
+            sasl.check_request(api_key)
         spec = self.registry.get(api_key)
         if api_key == ApiKey.API_VERSIONS and spec is not None and not (
             spec.min_version <= version <= spec.max_version
@@ -160,7 +172,7 @@ class KafkaApis:
         conn.client_id = header.client_id
         ctx = RequestContext(
             conn, self.broker, spec, api_key, version, correlation_id, header.client_id,
-            len(payload) + 4, received_ns,
+            len(payload) + 4, received_ns, sasl=sasl,
         )
         self.requests_by_api[api_key] = self.requests_by_api.get(api_key, 0) + 1
         t0 = self.clock.monotonic_ns()
@@ -192,11 +204,18 @@ class KafkaApis:
             self._journal(ctx, "closed")
             conn.close(CloseReason.ERROR_WITH_ACKS0, result.reason)
             return
-        result, throttle_ms, quota_type = self.broker.apply_quotas(ctx, request, result)
+        if ctx.sasl is None:
+            result, throttle_ms, quota_type = self.broker.apply_quotas(ctx, request, result)
+        else:  # Kafka's authenticator answers these itself: no quotas
+            throttle_ms, quota_type = 0, ""
+            ctx.sasl.answered(ctx.api_key, result)
         if ctx.spec.has_throttle_field(ctx.version):
             result["throttle_time"] = throttle_ms
         frame = encode_response(ctx.spec, ctx.version, ctx.correlation_id, build_response(ctx.api_key, ctx.version, result))
         self._journal(ctx, "response", throttle_ms)
+        if ctx.sasl is not None and ctx.sasl.failure is not None:  # answered after a delay, then closed
+            ctx.sasl.close_after_failure(frame)
+            return
         conn.deliver(frame, throttle_ms, ctx, quota_type)
 
     def _journal(self, ctx: RequestContext, outcome: str, throttle_ms: int = 0) -> None:

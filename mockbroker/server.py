@@ -31,6 +31,7 @@ from .quota.entities import QuotaStore
 from .quota.manager import QuotaManagers
 from .quota.throttle import ThrottleEvent, apply_quotas
 from .replication import ReplicaManager
+from .sasl import CredentialStore, SaslAuthenticator, parse_users
 
 log = logging.getLogger("mockbroker.server")
 
@@ -61,6 +62,7 @@ class BrokerServer:
         self.apis = KafkaApis(self, self.registry, runtime.handlers)
         self.connections: set[KafkaConnection] = set()
         self.max_request_bytes: int = self.cluster.config["socket.request.max.bytes"]
+        self.security_protocol: str = runtime.security_protocol
         self._server: asyncio.AbstractServer | None = None
         self.loop: asyncio.AbstractEventLoop = runtime.loop
         self.port = port
@@ -77,7 +79,8 @@ class BrokerServer:
         if self.advertised and self.advertised[1] == 0:
             port = self.port
         self.cluster.add_broker(BrokerNode(self.node_id, host, port))
-        log.info("broker %s listening on %s:%s (advertised %s:%s)", self.node_id, self.bind_host, self.port, host, port)
+        log.info("broker %s listening on %s://%s:%s (advertised %s:%s)", self.node_id, self.security_protocol,
+                 self.bind_host, self.port, host, port)
 
     def _advertise_host(self) -> str:
         if self.bind_host in ("", "0.0.0.0"):
@@ -101,6 +104,15 @@ class BrokerServer:
         return self._server is not None
 
     # -- connections ---------------------------------------------------------------------
+    def new_authenticator(self, conn: KafkaConnection) -> SaslAuthenticator | None:
+        """A SASL_PLAINTEXT listener authenticates every new connection; PLAINTEXT: None."""
+        store = self.runtime.sasl_credentials
+        if store is None:
+            return None
+        cfg = self.cluster.config
+        return SaslAuthenticator(conn, store, store.mechanisms, cfg["sasl.server.max.receive.size"],
+                                 cfg["connection.failed.authentication.delay.ms"])
+
     def connection_opened(self, conn: KafkaConnection) -> None:
         self.connections.add(conn)
         log.debug("connection %s from %s to broker %s", conn.conn_id, conn.peer, self.node_id)
@@ -171,12 +183,17 @@ class Broker:
         self.quota_store.load(config["mock.quotas"])
         maxlen = config["mock.journal.max.entries"] or None
         self.throttle_events: deque[ThrottleEvent] = deque(maxlen=maxlen)
-        lhost, lport = parse_listener(config["listeners"])
+        self.security_protocol, lhost, lport = parse_listener(config["listeners"])
+        # SCRAM credentials are derived once, at start-up (random salt per user and mechanism)
+        self.sasl_credentials: CredentialStore | None = (
+            CredentialStore(parse_users(config["mock.sasl.users"]), config["sasl.enabled.mechanisms"])
+            if self.security_protocol == "SASL_PLAINTEXT" else None
+        )
         if host is not None:
             lhost = host
         if port is not None:
             lport = port
-        advertised = parse_listener(config["advertised.listeners"]) if config["advertised.listeners"] else None
+        advertised = parse_listener(config["advertised.listeners"])[1:] if config["advertised.listeners"] else None
         n = config["mock.num.brokers"]
         first = config["node.id"]
         self.servers: dict[int, BrokerServer] = {}
