@@ -214,6 +214,8 @@ class Broker:
             if name not in self.cluster.topics:
                 self.create_topic(name, parts, rf)
         self._every(self.config["log.retention.check.interval.ms"], self.cluster.enforce_retention)
+        # ClientQuotaManager: sensors idle for an hour are dropped (InactiveSensorExpirationTimeSeconds)
+        self._every(60_000, self._expire_quota_sensors)
         idle = self.config["connections.max.idle.ms"]
         self._every(min(max(idle // 10, 1000), 30_000), lambda: self._close_idle(idle))
 
@@ -227,6 +229,11 @@ class Broker:
                 self._timers.append(self.clock.call_later(interval_ms, tick))
 
         self._timers.append(self.clock.call_later(interval_ms, tick))
+
+    def _expire_quota_sensors(self) -> None:
+        now = self.clock.monotonic_ms()
+        for s in self.servers.values():
+            s.quotas.expire(now)
 
     def _close_idle(self, idle_ms: int) -> None:
         now = self.clock.monotonic_ms()

@@ -286,3 +286,15 @@ def test_controller_mutation_quota_strict_and_permissive():
         assert create("m6", 1) == (0, 1000)
     finally:
         b.stop()
+
+
+def test_quota_sensors_expire_after_an_hour_idle(muted):
+    b, clock = muted
+    with RawKafkaClient.connect(b.bootstrap_servers, client_id="q1") as c:
+        corr, _ = send_produce(c, 10)
+        c.response(0, 9, corr)
+    assert ("", "q1") in b.quota_metrics()["Produce"]
+    b.advance(3_600_000)
+    assert ("", "q1") in b.quota_metrics()["Produce"]  # idle exactly an hour: kept
+    b.advance(60_000)
+    assert ("", "q1") not in b.quota_metrics()["Produce"]
