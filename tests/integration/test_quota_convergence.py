@@ -66,6 +66,69 @@ def test_kafka_python_producer_converges_to_producer_byte_rate():
         assert 0.9 * quota <= charged <= 1.1 * quota, (rate, charged)
 
 
+def test_confluent_producer_converges_to_producer_byte_rate():
+    """librdkafka ignores throttle times (no KIP-219): the broker's muting alone paces it."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    quota = 100_000
+    with MockBroker(config={"mock.quotas": f"clients/conv-ck:producer_byte_rate={quota}"}) as b:
+        b.create_topic("conv-ck", 1)
+        acked = [0]
+        points: list[tuple[float, int]] = []
+        p = confluent_kafka.Producer({"bootstrap.servers": b.bootstrap_servers, "client.id": "conv-ck",
+                                      "linger.ms": 5, "batch.size": 16_384, "message.timeout.ms": 60_000})
+
+        def on_ack(err, msg):
+            if err is None:
+                acked[0] += len(msg.value())
+
+        start = time.monotonic()
+        sent = 0
+        while (now := time.monotonic() - start) < RUN_S:
+            p.poll(0)
+            points.append((now, acked[0]))
+            if sent - acked[0] > 2 * quota:
+                time.sleep(0.02)
+                continue
+            for _ in range(50):
+                p.produce("conv-ck", b"x" * 1000, on_delivery=on_ack)
+            sent += 50_000
+        p.flush(30)
+        rate = rate_between(points, MEASURE_FROM_S, RUN_S)
+        assert 0.9 * quota * 0.9 <= rate <= 1.1 * quota, rate
+
+
+def test_aiokafka_producer_converges_to_producer_byte_rate():
+    """aiokafka ignores throttle times too: muting paces it."""
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+
+    quota = 100_000
+    with MockBroker(config={"mock.quotas": f"clients/conv-ak:producer_byte_rate={quota}"}) as b:
+        b.create_topic("conv-ak", 1)
+        points: list[tuple[float, int]] = []
+
+        async def run():
+            p = AIOKafkaProducer(bootstrap_servers=b.bootstrap_servers, client_id="conv-ak", linger_ms=5,
+                                 max_batch_size=16_384, request_timeout_ms=60_000)
+            await p.start()
+            acked = 0
+            try:
+                start = time.monotonic()
+                while (now := time.monotonic() - start) < RUN_S:
+                    points.append((now, acked))
+                    futs = [await p.send("conv-ak", b"x" * 1000) for _ in range(50)]
+                    for f in futs:
+                        await f
+                        acked += 1000
+            finally:
+                await p.stop()
+
+        asyncio.run(run())
+        rate = rate_between(points, MEASURE_FROM_S, RUN_S)
+        assert 0.9 * quota * 0.9 <= rate <= 1.1 * quota, rate
+
+
 def test_kafka_python_consumer_converges_to_consumer_byte_rate():
     confluent_kafka = pytest.importorskip("confluent_kafka")
     from kafka import KafkaConsumer, TopicPartition

@@ -7,6 +7,7 @@ hundred KB are enough to be throttled for a few seconds.
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -59,7 +60,9 @@ def test_confluent_throttle_callback_fires_and_it_sends_early(throttling):
     confluent_kafka = pytest.importorskip("confluent_kafka")
     throttling.create_topic("thr-ck", 1)
     seen: list[float] = []
+    stats: list[dict] = []
     p = confluent_kafka.Producer({"bootstrap.servers": throttling.bootstrap_servers, "client.id": "ck-q",
+                                  "statistics.interval.ms": 500, "stats_cb": lambda s: stats.append(json.loads(s)),
                                   "acks": 1, "linger.ms": 5, "batch.size": 4096,
                                   "max.in.flight.requests.per.connection": 1,
                                   "throttle_cb": lambda ev: seen.append(ev.throttle_time)})
@@ -69,6 +72,10 @@ def test_confluent_throttle_callback_fires_and_it_sends_early(throttling):
     assert p.flush(60) == 0
     p.poll(0.5)
     assert seen and max(seen) > 0  # ThrottleEvent.throttle_time is in seconds
+    # librdkafka's statistics: the broker's throttle window counts the non-zero throttles
+    p.poll(0.6)
+    assert any(b["throttle"]["cnt"] > 0 and b["throttle"]["max"] > 0
+               for st in stats for b in st["brokers"].values() if b["nodeid"] >= 0)
     events = produce_events(throttling, "ck-q")
     assert events
     # librdkafka has no KIP-219 back-off: even with one request in flight it sends the next
