@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Install mockbroker with its test dependencies (pip, npm) and run the whole test suite.
-# Downloads are cached in the usual per-user caches (~/.cache/pip, ~/.npm).
+# Install mockbroker with its test dependencies (pip, npm, Maven) and run the whole test suite.
+# Downloads are cached in the usual per-user caches (~/.cache/pip, ~/.npm, ~/.m2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
@@ -12,5 +12,12 @@ if command -v npm >/dev/null 2>&1 && [ -f tests/integration/js/package-lock.json
   (cd tests/integration/js && npm ci --no-audit --no-fund --loglevel=error)
 else
   echo "npm not found: the kafkajs tests will be skipped" >&2
+fi
+if command -v mvn >/dev/null 2>&1 && command -v javac >/dev/null 2>&1; then
+  # kafka-clients for the Java Admin client test, into ~/.m2 once: the test itself then runs offline
+  (cd tests/integration/java && mvn -q -B dependency:resolve dependency:build-classpath -Dmdep.outputFile=cp.txt) \
+    || echo "Maven could not resolve kafka-clients: the Java Admin client test will be skipped" >&2
+else
+  echo "mvn or javac not found: the Java Admin client test will be skipped" >&2
 fi
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

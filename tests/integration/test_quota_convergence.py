@@ -62,6 +62,7 @@ def test_kafka_python_producer_converges_to_producer_byte_rate():
         rate = rate_between(points, MEASURE_FROM_S, RUN_S)
         # the broker charges whole requests (headers and batch overhead), the client counts record
         # values, so the client's rate sits a little below the quota
+        print(f"\nkafka-python producer: {rate:.0f} B/s at the client, broker byte-rate {charged:.0f}, quota {quota}")
         assert 0.9 * quota * 0.9 <= rate <= 1.1 * quota, (rate, charged)
         assert 0.9 * quota <= charged <= 1.1 * quota, (rate, charged)
 
@@ -94,6 +95,7 @@ def test_confluent_producer_converges_to_producer_byte_rate():
             sent += 50_000
         p.flush(30)
         rate = rate_between(points, MEASURE_FROM_S, RUN_S)
+        print(f"\nconfluent-kafka producer: {rate:.0f} B/s at the client, quota {quota}")
         assert 0.9 * quota * 0.9 <= rate <= 1.1 * quota, rate
 
 
@@ -126,6 +128,7 @@ def test_aiokafka_producer_converges_to_producer_byte_rate():
 
         asyncio.run(run())
         rate = rate_between(points, MEASURE_FROM_S, RUN_S)
+        print(f"\naiokafka producer: {rate:.0f} B/s at the client, quota {quota}")
         assert 0.9 * quota * 0.9 <= rate <= 1.1 * quota, rate
 
 
@@ -157,6 +160,7 @@ def test_kafka_python_consumer_converges_to_consumer_byte_rate():
             points.append((now, got))
         c.close()
         rate = rate_between(points, MEASURE_FROM_S, RUN_S)
+        print(f"\nkafka-python consumer: {rate:.0f} B/s at the client, quota {quota}")
         assert 0.9 * quota * 0.9 <= rate <= 1.1 * quota, rate
 
 
@@ -180,4 +184,5 @@ def test_kafka_python_producer_converges_to_request_rate():
         # window, then bursts again.  So the rate converges over whole 11 s cycles, not within one.
         cycles = 2 * 11.0
         rate = sum(1 for t, _ in points if t < cycles) / cycles
+        print(f"\nkafka-python producer: {rate:.1f} requests/s over two 11 s cycles, quota {quota}")
         assert 0.9 * quota <= rate <= 1.1 * quota, rate
