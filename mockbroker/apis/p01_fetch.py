@@ -131,7 +131,9 @@ def read_partition(
 
 def _read_all(ctx: Any, fctx: FetchContext, by_id: bool, isolation: int, max_bytes: int) -> tuple[list, dict]:
     """Read every partition of the context; pure (no session changes)."""
-    limit = min(max_bytes, ctx.cluster.config["fetch.max.bytes"])
+    # KafkaApis.handleFetchRequest: min(request max_bytes, fetch.max.bytes, the consumer quota's window)
+    quota_max = ctx.broker.quotas.fetch.max_value_in_quota_window(ctx.principal, ctx.client_id)
+    limit = int(min(max_bytes, ctx.cluster.config["fetch.max.bytes"], quota_max))
     min_one = True
     leaders: dict[int, Any] = {}
     results: list[tuple[CachedPartition, dict]] = []

@@ -77,6 +77,16 @@ class ClientQuotaManager:
             throttle = bounded_throttle_time_ms(observed, bound, window_ms, self.max_throttle_ms)
         return max(throttle, 0)
 
+    def max_value_in_quota_window(self, user: str, client_id: str) -> float:
+        """getMaxValueInQuotaWindow: quota x (samples - 1) windows, so one fetch alone cannot be
+        sure to violate the quota (KafkaApis caps fetch max bytes with it); unlimited without a quota."""
+        if not self.enabled:
+            return float("inf")
+        bound = self.store.quota_limit(self.key, *self.store.metric_tags(self.key, user, client_id))
+        if bound is None:
+            return float("inf")
+        return bound * (self.samples - 1) * self.window_ms / 1000
+
     def unrecord(self, user: str, client_id: str, value: float, now_ms: int) -> None:
         """unrecordQuotaSensor: a throttled fetch's bytes are not charged (Kafka calls this a workaround)."""
         if self.enabled:

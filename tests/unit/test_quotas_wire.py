@@ -298,3 +298,26 @@ def test_quota_sensors_expire_after_an_hour_idle(muted):
     assert ("", "q1") in b.quota_metrics()["Produce"]  # idle exactly an hour: kept
     b.advance(60_000)
     assert ("", "q1") not in b.quota_metrics()["Produce"]
+
+
+def test_fetch_size_capped_by_the_consumer_quota_window():
+    # consumer_byte_rate 1000 with 11 samples: one fetch reads at most 10 windows' worth (10,000 bytes),
+    # so 24 KB waiting costs a throttle of a few ms (header overhead), not the ~14 s the whole would
+    b, clock = start("mute", quotas="clients/f:consumer_byte_rate=1000")
+    try:
+        assert b.call(lambda br: br.servers[0].quotas.fetch.max_value_in_quota_window("ANONYMOUS", "f")) == 10_000
+        assert b.call(lambda br: br.servers[0].quotas.fetch.max_value_in_quota_window("ANONYMOUS", "x")) == float("inf")
+        with RawKafkaClient.connect(b.bootstrap_servers, client_id="p") as p:
+            for _ in range(8):
+                p.request(0, 9, {"acks": 1, "timeout": 1000, "topic_data": [{"name": "q", "partition_data": [
+                    {"index": 0, "records": build_batch([(b"k", b"x" * 3000, [])])}]}]})
+        with RawKafkaClient.connect(b.bootstrap_servers, client_id="f") as c:
+            body = {"replica_id": -1, "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+                    "session_id": 0, "session_epoch": -1, "topics": [{"topic": "q", "partitions": [
+                        {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20,
+                         "log_start_offset": -1, "current_leader_epoch": -1}]}],
+                    "forgotten_topics_data": [], "rack_id": ""}
+            throttle = timedelta_ms(c.request(1, 12, body).throttle_time)
+            assert 0 < throttle < 1000
+    finally:
+        b.stop()
