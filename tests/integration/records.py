@@ -6,6 +6,8 @@ partition i % 3), values of varying length so batches differ in size.
 
 from __future__ import annotations
 
+import time
+
 N_RECORDS = 10_000
 N_PARTITIONS = 3
 
@@ -54,3 +56,27 @@ def assert_stored_codec(broker, topic: str, codec: str | None) -> None:
         got = [parse_header(b).compression for b in batches]
         assert set(got) <= {want, 0}, f"partition {p}: stored codecs {set(got)}, want {want}"
         assert got.count(want) >= len(got) // 2, f"partition {p}: only {got.count(want)} of {len(got)} batches use {want}"
+
+
+def consume_with_kafka_python(bootstrap: str, topic: str, deadline_s: float = 60.0) -> dict[int, list]:
+    """Read every partition from the start with kafka-python (assign, no group): (key, value, headers)
+    per partition, in order.  One more poll after the 10,000th record catches anything extra."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    c = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False)
+    try:
+        c.assign([TopicPartition(topic, p) for p in range(N_PARTITIONS)])
+        got: dict[int, list] = {p: [] for p in range(N_PARTITIONS)}
+        n = 0
+        end = time.monotonic() + deadline_s
+        while n < N_RECORDS and time.monotonic() < end:
+            for tp, msgs in c.poll(timeout_ms=500).items():
+                for m in msgs:
+                    got[tp.partition].append((m.key, m.value, [(k, bytes(v)) for k, v in m.headers]))
+                    n += 1
+        for tp, msgs in c.poll(timeout_ms=300).items():
+            for m in msgs:
+                got[tp.partition].append((m.key, m.value, [(k, bytes(v)) for k, v in m.headers]))
+        return got
+    finally:
+        c.close()

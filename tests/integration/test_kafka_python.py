@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import time
 
 import pytest
 
 kafka = pytest.importorskip("kafka")
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
+from kafka import KafkaProducer  # noqa: E402
 from kafka.admin import KafkaAdminClient, NewTopic  # noqa: E402
 
-from .records import N_PARTITIONS, N_RECORDS, assert_consumed, assert_stored_codec, record  # noqa: E402
+from .records import (  # noqa: E402
+    N_PARTITIONS, N_RECORDS, assert_consumed, assert_stored_codec, consume_with_kafka_python, record,
+)
 
 CODECS = [None, "gzip", "snappy", "lz4", "zstd"]
 
@@ -39,21 +40,6 @@ def produce(bootstrap, topic, acks, codec, **extra):
     p.close()
 
 
-def consume(bootstrap, topic, deadline_s=60.0):
-    c = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False)
-    c.assign([TopicPartition(topic, p) for p in range(N_PARTITIONS)])
-    got: dict[int, list] = {p: [] for p in range(N_PARTITIONS)}
-    n = 0
-    end = time.monotonic() + deadline_s
-    while n < N_RECORDS and time.monotonic() < end:
-        for tp, msgs in c.poll(timeout_ms=500).items():
-            for m in msgs:
-                got[tp.partition].append((m.key, m.value, list(m.headers)))
-                n += 1
-    c.close()
-    return got
-
-
 @pytest.mark.parametrize("codec", CODECS, ids=lambda c: c or "none")
 @pytest.mark.parametrize("acks", [0, 1, "all"])
 def test_produce_consume_roundtrip(broker, admin, acks, codec):
@@ -61,4 +47,4 @@ def test_produce_consume_roundtrip(broker, admin, acks, codec):
     admin.create_topics([NewTopic(topic, N_PARTITIONS, 1)])
     produce(broker.bootstrap_servers, topic, acks, codec)
     assert_stored_codec(broker, topic, codec)
-    assert_consumed(consume(broker.bootstrap_servers, topic))
+    assert_consumed(consume_with_kafka_python(broker.bootstrap_servers, topic))

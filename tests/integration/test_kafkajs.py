@@ -25,17 +25,15 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 kafka = pytest.importorskip("kafka")
-from kafka import KafkaConsumer, TopicPartition  # noqa: E402
 
 from protocol.records import parse_header  # noqa: E402
 
-from .records import assert_stored_codec  # noqa: E402
+from .records import assert_stored_codec, consume_with_kafka_python  # noqa: E402
 
 JS_DIR = Path(__file__).parent / "js"
 PRODUCE_JS = JS_DIR / "produce.js"
@@ -116,27 +114,6 @@ def run_produce(node: str, bootstrap: str, topic: str, spec: dict) -> dict:
 
 # ---- reading back -------------------------------------------------------------------------------
 
-def consume_all(bootstrap: str, topic: str, deadline_s: float = 60.0) -> dict[int, list]:
-    c = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False)
-    try:
-        c.assign([TopicPartition(topic, p) for p in range(N_PARTITIONS)])
-        got: dict[int, list] = {p: [] for p in range(N_PARTITIONS)}
-        n = 0
-        end = time.monotonic() + deadline_s
-        while n < N_RECORDS and time.monotonic() < end:
-            for tp, msgs in c.poll(timeout_ms=500).items():
-                for m in msgs:
-                    got[tp.partition].append((m.key, m.value, [(k, bytes(v)) for k, v in m.headers]))
-                    n += 1
-        # Anything past the 10,000th record (a duplicate, say) shows up in one more poll.
-        for tp, msgs in c.poll(timeout_ms=300).items():
-            for m in msgs:
-                got[tp.partition].append((m.key, m.value, [(k, bytes(v)) for k, v in m.headers]))
-        return got
-    finally:
-        c.close()
-
-
 def index_of(key: bytes | None) -> int:
     assert key is not None and key.startswith(b"k-"), f"unexpected key {key!r}"
     return int(key[2:])
@@ -184,7 +161,7 @@ def test_kafkajs_produce_roundtrip(broker, node, codecs, acks, codec):
     topic = f"kjs-{codec}-acks{acks}"
     summary = run_produce(node, broker.bootstrap_servers, topic, {"acks": acks, "compression": codec})
     assert summary["created"] is True and summary["startOffsets"] == [0] * N_PARTITIONS, summary
-    assert_records(consume_all(broker.bootstrap_servers, topic))
+    assert_records(consume_with_kafka_python(broker.bootstrap_servers, topic))
     assert_log_end_offsets(broker, topic)
     assert_stored_codec(broker, topic, codec)
     for p in range(N_PARTITIONS):
@@ -196,7 +173,7 @@ def test_kafkajs_idempotent_producer(broker, node, codecs):
     summary = run_produce(node, broker.bootstrap_servers, topic,
                           {"acks": -1, "idempotent": True, "compression": "none"})
     assert summary["idempotent"] is True
-    assert_records(consume_all(broker.bootstrap_servers, topic))
+    assert_records(consume_with_kafka_python(broker.bootstrap_servers, topic))
     assert_log_end_offsets(broker, topic)
     # One producer id for the run; per partition the batches' sequences run on from 0 without gaps.
     pids = set()
