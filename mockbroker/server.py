@@ -25,6 +25,7 @@ from .connection import CloseReason, KafkaConnection
 from .faults import FaultInjector
 from .journal import RequestJournal
 from .fetch_session import FetchManager
+from .group.coordinator import GroupCoordinator
 from .kafka_apis import KafkaApis
 from .purgatory import DelayedOperationPurgatory, Timer
 from .quota.entities import QuotaStore
@@ -179,6 +180,7 @@ class Broker:
         self.registry = ApiRegistry(config["mock.kafka.version"], set(self.handlers))
         self.faults = FaultInjector()
         self.journal = RequestJournal(config["mock.journal.max.entries"])
+        self.groups = GroupCoordinator(self.cluster, self.clock, config)
         self.quota_store = QuotaStore()
         self.quota_store.load(config["mock.quotas"])
         maxlen = config["mock.journal.max.entries"] or None
@@ -214,6 +216,7 @@ class Broker:
             if name not in self.cluster.topics:
                 self.create_topic(name, parts, rf)
         self._every(self.config["log.retention.check.interval.ms"], self.cluster.enforce_retention)
+        self._every(self.config["offsets.retention.check.interval.ms"], self.groups.expire_offsets)
         # ClientQuotaManager: sensors idle for an hour are dropped (InactiveSensorExpirationTimeSeconds)
         self._every(60_000, self._expire_quota_sensors)
         idle = self.config["connections.max.idle.ms"]
@@ -271,6 +274,7 @@ class Broker:
 
     def delete_topic(self, topic: Topic) -> None:
         self.cluster.delete_topic(topic)
+        self.groups.delete_topic_offsets(topic.name)
 
     def on_append(self, partition: Partition) -> None:
         self.replicas.on_leader_append(partition)
@@ -304,6 +308,7 @@ class Broker:
         server = self.servers[node_id]
         await server.stop()
         self.replicas.broker_stopped(node_id)
+        self.groups.on_brokers_changed()
 
     async def start_broker(self, node_id: int) -> None:
         """Reopen a stopped broker on its port; its replicas catch up and rejoin the ISR."""
@@ -312,4 +317,5 @@ class Broker:
             return
         await server.start()
         self.replicas.broker_started(node_id)
+        self.groups.on_brokers_changed()
 

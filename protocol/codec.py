@@ -273,3 +273,27 @@ def datetime_ms(value: datetime.datetime | int | None) -> int:
     if isinstance(value, datetime.datetime):
         return int((value - _EPOCH) / datetime.timedelta(milliseconds=1))
     return int(value)
+
+
+@cache
+def _subscription_reader(version: int) -> Any:
+    from importlib import import_module
+
+    mod = import_module(f"kio.schema.consumer_protocol_subscription.v{version}.data")
+    return entity_reader(mod.ConsumerProtocolSubscription)
+
+
+def decode_consumer_subscription(metadata: bytes) -> list[str] | None:
+    """The topics of a ``consumer`` protocol member's JoinGroup metadata (ConsumerProtocolSubscription:
+    an int16 version, then that version's struct; versions above the newest known are read as the
+    newest, as Kafka's ConsumerProtocol does).  None when it does not parse."""
+    if len(metadata) < 2:
+        return None
+    version = struct.unpack_from(">h", metadata, 0)[0]
+    if version < 0:
+        return None
+    try:
+        body, _ = _subscription_reader(min(version, 3))(metadata, 2)
+    except Exception:  # noqa: BLE001 - any malformed metadata
+        return None
+    return list(body.topics)

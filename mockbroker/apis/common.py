@@ -54,3 +54,10 @@ def controller_quota_record(ctx: Any, partitions: int) -> None:
 
 THROTTLING_QUOTA_EXCEEDED = {"error_code": ErrorCode.throttling_quota_exceeded,
                              "error_message": "The throttling quota has been exceeded."}
+
+
+def client_host(ctx: Any) -> str:
+    """The client's address as Kafka's RequestContext.clientAddress prints it ("/127.0.0.1")."""
+    peer = ctx.conn.peer
+    host = peer.rsplit(":", 1)[0] if ":" in peer else peer
+    return "/" + host.strip("[]")

@@ -1,15 +1,20 @@
 """OffsetFetch (key 9): v1-10.
 
-Behavior:
-* Answers as Kafka does for a group with no committed offsets: every asked
-  partition gets offset -1, no metadata, error NONE; a null topic list (all
-  partitions, v2+) gets no topics.  The groups issue stores real commits.
-* A group id the coordinator does not own gets NOT_COORDINATOR.
+Behavior (Kafka's GroupCoordinator.handleFetchOffsets):
+* Committed offsets of the asked partitions, offset -1 and empty metadata for a
+  partition without a commit; a null topic list (v2+) returns every committed
+  partition of the group.  A group the coordinator does not know answers -1s.
+* INVALID_GROUP_ID for a null group id, NOT_COORDINATOR /
+  COORDINATOR_NOT_AVAILABLE when this broker does not lead the group's
+  __consumer_offsets partition: at the group level from v2, on every partition
+  for v1 (no group-level error field).
+* require_stable (v7) never waits: there are no pending transactional offsets.
 
 Version notes:
 * v2 top-level error, null topics = all.  v3 throttle.  v4 clients back off.
 * v5 committed leader epoch.  v6 flexible.  v7 require_stable.
-* v8 several groups (KIP-709).  v9 member id and epoch (KIP-848).  v10 topic ids.
+* v8 several groups (KIP-709).  v9 member id and epoch (KIP-848; not checked for
+  classic groups).  v10 topic ids.
 """
 
 from __future__ import annotations
@@ -19,46 +24,65 @@ from typing import Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from .p10_find_coordinator import coordinator_for
-
 API_KEY = ApiKey.OFFSET_FETCH
 
 
-def _topics(topics: Any) -> list[dict]:
-    if topics is None:
-        return []
+def _partition(index: int, om: Any, error: ErrorCode = ErrorCode.none) -> dict:
+    if om is None:
+        return {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1,
+                "metadata": "", "error_code": error}
+    return {"partition_index": index, "committed_offset": om.offset, "committed_leader_epoch": om.leader_epoch,
+            "metadata": om.metadata, "error_code": error}
+
+
+def _group_topics(ctx: Any, group_id: str, topics: Any, by_id: bool) -> list[dict]:
+    cluster = ctx.cluster
+    coordinator = ctx.broker.runtime.groups
+    if topics is None:  # every committed partition
+        by_topic: dict[str, list] = {}
+        for (tname, idx), om in sorted(coordinator.fetch_offsets(group_id, None).items()):
+            by_topic.setdefault(tname, []).append(_partition(idx, om))
+        out = []
+        for tname, parts in by_topic.items():
+            t = cluster.topics.get(tname)
+            if by_id and t is None:
+                continue
+            out.append({"name": tname, "topic_id": t.topic_id if t is not None else None, "partitions": parts})
+        return out
     out = []
     for t in topics:
-        parts = [
-            {"partition_index": p, "committed_offset": -1, "committed_leader_epoch": -1,
-             "metadata": "", "error_code": ErrorCode.none}
-            for p in t.partition_indexes
-        ]
-        out.append({"name": getattr(t, "name", None), "topic_id": getattr(t, "topic_id", None), "partitions": parts})
+        if by_id:
+            topic = cluster.topics_by_id.get(t.topic_id) if t.topic_id else None
+            if topic is None:
+                out.append({"topic_id": t.topic_id, "partitions": [
+                    _partition(i, None, ErrorCode.unknown_topic_id) for i in t.partition_indexes]})
+                continue
+            tname = topic.name
+        else:
+            tname = t.name
+        stored = coordinator.fetch_offsets(group_id, [(tname, i) for i in t.partition_indexes])
+        out.append({"name": tname, "topic_id": getattr(t, "topic_id", None),
+                    "partitions": [_partition(i, stored[(tname, i)]) for i in t.partition_indexes]})
     return out
 
 
-def _group_error(ctx: Any, group_id: str) -> ErrorCode:
-    node = coordinator_for(ctx.cluster, group_id)
-    if node is None:
-        return ErrorCode.coordinator_not_available
-    return ErrorCode.none if node.node_id == ctx.node_id else ErrorCode.not_coordinator
+def _one(ctx: Any, group_id: str, topics: Any, by_id: bool) -> tuple[ErrorCode, list[dict]]:
+    err = ctx.broker.runtime.groups.validate_group_status(group_id, ctx.node_id, allow_empty_id=True)
+    if err is not None:
+        return err, []
+    return ErrorCode.none, _group_topics(ctx, group_id, topics, by_id)
 
 
 def handle(ctx: Any, req: Any) -> dict:
     if ctx.version >= 8:
         groups = []
         for g in req.groups:
-            err = _group_error(ctx, g.group_id)
-            groups.append({"group_id": g.group_id, "error_code": err,
-                           "topics": _topics(g.topics) if err is ErrorCode.none else []})
+            err, topics = _one(ctx, g.group_id, g.topics, ctx.version >= 10)
+            groups.append({"group_id": g.group_id, "error_code": err, "topics": topics})
         return {"groups": groups}
-    err = _group_error(ctx, req.group_id)
+    err, topics = _one(ctx, req.group_id, req.topics, False)
     if err is not ErrorCode.none and ctx.version < 2:
-        # v0-1 have no top-level error: report it on every partition
-        topics = _topics(req.topics)
-        for t in topics:
-            for p in t["partitions"]:
-                p["error_code"] = err
-        return {"topics": topics}
-    return {"topics": _topics(req.topics) if err is ErrorCode.none else [], "error_code": err}
+        # v1 has no top-level error: report it on every asked partition
+        return {"topics": [{"name": t.name, "partitions": [_partition(i, None, err) for i in t.partition_indexes]}
+                           for t in req.topics or ()]}
+    return {"topics": topics, "error_code": err}

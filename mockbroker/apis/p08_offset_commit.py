@@ -1,0 +1,69 @@
+"""OffsetCommit (key 8): v2-10.
+
+Behavior (Kafka's KafkaApis.handleOffsetCommitRequest + GroupCoordinator.handleCommitOffsets):
+* A member commits with its member id and generation: UNKNOWN_MEMBER_ID,
+  ILLEGAL_GENERATION, FENCED_INSTANCE_ID when they do not match, and
+  REBALANCE_IN_PROGRESS while the group waits for SyncGroup; a commit during
+  Stable or PreparingRebalance also counts as a heartbeat.
+* generation -1 with no member id (a consumer using assign()) commits to a
+  group without members, creating it if needed; a non-empty group refuses it
+  (UNKNOWN_MEMBER_ID).
+* Per partition: UNKNOWN_TOPIC_OR_PARTITION (v10: UNKNOWN_TOPIC_ID) for a
+  partition that does not exist, OFFSET_METADATA_TOO_LARGE past
+  offset.metadata.max.bytes; nothing of those is stored.
+* Offsets survive the group going Empty and expire offsets.retention.minutes
+  after that (KIP-211); v2-4's retention_time sets an explicit expiry.
+
+Version notes:
+* v2 retention time (until v4).  v3 throttle.  v4 clients back off.  v5 no retention.
+* v6 committed leader epoch.  v7 group.instance.id.  v8 flexible.
+* v9 member epoch naming (KIP-848).  v10 topic ids instead of names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.errors import ErrorCode
+from protocol.registry import ApiKey
+
+from ..group.metadata import OffsetAndMetadata
+from .common import resolve_topic, timeout_ms
+
+API_KEY = ApiKey.OFFSET_COMMIT
+
+
+def handle(ctx: Any, req: Any) -> dict:
+    groups = ctx.broker.runtime.groups
+    now = ctx.broker.clock.time_ms()
+    by_id = ctx.version >= 10
+    retention = getattr(req, "retention_time", None)
+    retention_ms = timeout_ms(retention) if retention is not None else -1
+    offsets: dict[tuple[str, int], Any] = {}
+    layout: list[tuple[Any, Any, list[tuple[int, tuple[str, int]]]]] = []  # (name, id, [(index, key)])
+    for t in req.topics:
+        name, topic_id = getattr(t, "name", None), getattr(t, "topic_id", None)
+        topic, err = resolve_topic(ctx, name, topic_id, by_id)
+        tname = topic.name if topic is not None else (name or f"<unknown {topic_id}>")
+        parts = []
+        for p in t.partitions:
+            key = (tname, p.partition_index)
+            meta = p.committed_metadata if p.committed_metadata is not None else ""
+            if topic is None or not 0 <= p.partition_index < len(topic.partitions):
+                offsets[key] = err if topic is None else ErrorCode.unknown_topic_or_partition
+            elif len(meta.encode()) > groups.offset_metadata_max_bytes:
+                offsets[key] = ErrorCode.offset_metadata_too_large
+            else:
+                offsets[key] = OffsetAndMetadata(
+                    p.committed_offset, getattr(p, "committed_leader_epoch", -1), meta, now,
+                    now + retention_ms if retention_ms >= 0 else None)
+            parts.append((p.partition_index, key))
+        layout.append((name, topic_id, parts))
+    errors = groups.handle_commit_offsets(ctx.node_id, req.group_id, req.member_id,
+                                          getattr(req, "group_instance_id", None),
+                                          req.generation_id_or_member_epoch, offsets)
+    return {"topics": [
+        {"name": name, "topic_id": topic_id,
+         "partitions": [{"partition_index": idx, "error_code": errors[key]} for idx, key in parts]}
+        for name, topic_id, parts in layout
+    ]}

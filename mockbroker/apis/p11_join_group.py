@@ -1,0 +1,60 @@
+"""JoinGroup (key 11): v0-9.
+
+Behavior (Kafka's GroupCoordinator.handleJoinGroup, see ``mockbroker/group``):
+* A member without an id gets MEMBER_ID_REQUIRED and a new id from v4 (KIP-394);
+  before v4 it joins at once.  The answer waits in the rebalance purgatory until
+  every member rejoined or the rebalance timeout passed; the first rebalance of
+  an Empty group waits group.initial.rebalance.delay.ms (InitialDelayedJoin).
+* The protocol is chosen by the members' votes; the leader gets every member's
+  metadata.  A static member (group.instance.id, v5+) that rejoins while the group
+  is Stable keeps its assignment without a rebalance; its old id is fenced.
+* Errors: INVALID_GROUP_ID (empty id), INVALID_SESSION_TIMEOUT (outside
+  group.min/max.session.timeout.ms), INCONSISTENT_GROUP_PROTOCOL,
+  UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED,
+  NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE.
+
+Version notes:
+* v1 rebalance timeout (v0 uses the session timeout).  v2 throttle.  v3 clients back off.
+* v4 MEMBER_ID_REQUIRED.  v5 group.instance.id.  v6 flexible.  v7 protocol type in
+  the response, nullable protocol name.  v8 reason.  v9 skip_assignment (KIP-814).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.registry import ApiKey
+
+from ..group.metadata import JoinGroupResult
+from ..kafka_apis import Deferred
+from .common import client_host, timeout_ms
+
+API_KEY = ApiKey.JOIN_GROUP
+
+
+def _response(version: int, r: JoinGroupResult) -> dict:
+    return {
+        "error_code": r.error,
+        "generation_id": r.generation_id,
+        "protocol_type": r.protocol_type,
+        # nullable from v7; an empty string before (JoinGroupResponse's constructor)
+        "protocol_name": r.protocol_name if version >= 7 or r.protocol_name is not None else "",
+        "leader": r.leader_id,
+        "skip_assignment": r.skip_assignment,
+        "member_id": r.member_id,
+        "members": [{"member_id": mid, "group_instance_id": iid, "metadata": meta} for mid, iid, meta in r.members],
+    }
+
+
+def handle(ctx: Any, req: Any) -> Deferred:
+    v = ctx.version
+    deferred = Deferred()
+    session = timeout_ms(req.session_timeout)
+    rebalance = timeout_ms(req.rebalance_timeout) if v >= 1 else session
+    ctx.broker.runtime.groups.handle_join_group(
+        ctx.node_id, req.group_id, req.member_id, getattr(req, "group_instance_id", None),
+        v >= 4, ctx.client_id, client_host(ctx), rebalance, session, req.protocol_type,
+        [(p.name, bytes(p.metadata)) for p in req.protocols],
+        lambda r: deferred.complete(_response(v, r)), getattr(req, "reason", None),
+    )
+    return deferred

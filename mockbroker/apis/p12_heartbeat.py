@@ -1,0 +1,27 @@
+"""Heartbeat (key 12): v0-4.
+
+Behavior (Kafka's GroupCoordinator.handleHeartbeat): a heartbeat completes the
+member's DelayedHeartbeat and schedules the next one session.timeout.ms ahead.
+Answers NONE in Stable and CompletingRebalance, REBALANCE_IN_PROGRESS while the
+group prepares a rebalance (the member must rejoin), ILLEGAL_GENERATION,
+UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, NOT_COORDINATOR /
+COORDINATOR_NOT_AVAILABLE.  Heartbeats are charged to the request quotas like
+any request and carry the throttle time.
+
+Version notes:
+* v1 throttle.  v2 clients back off.  v3 group.instance.id.  v4 flexible.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.registry import ApiKey
+
+API_KEY = ApiKey.HEARTBEAT
+
+
+def handle(ctx: Any, req: Any) -> dict:
+    err = ctx.broker.runtime.groups.handle_heartbeat(
+        ctx.node_id, req.group_id, req.member_id, getattr(req, "group_instance_id", None), req.generation_id)
+    return {"error_code": err}

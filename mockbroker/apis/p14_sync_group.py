@@ -1,0 +1,48 @@
+"""SyncGroup (key 14): v0-5.
+
+Behavior (Kafka's GroupCoordinator.handleSyncGroup):
+* In CompletingRebalance a follower waits for the leader's SyncGroup; the
+  leader's assignment is stored and every waiting member answered (members the
+  leader left out get an empty assignment); the group becomes Stable.
+* In Stable the member's current assignment is returned; in PreparingRebalance
+  REBALANCE_IN_PROGRESS.  Members that never sync within the rebalance timeout
+  are removed and the group rebalances (DelayedSync).
+* Errors: UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID,
+  INCONSISTENT_GROUP_PROTOCOL (also when v5's protocol type or name is missing).
+
+Version notes:
+* v1 throttle.  v2 clients back off.  v3 group.instance.id.  v4 flexible.
+* v5 protocol type and name in request and response.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.errors import ErrorCode
+from protocol.registry import ApiKey
+
+from ..group.metadata import SyncGroupResult
+from ..kafka_apis import Deferred
+
+API_KEY = ApiKey.SYNC_GROUP
+
+
+def _response(r: SyncGroupResult) -> dict:
+    return {"error_code": r.error, "protocol_type": r.protocol_type, "protocol_name": r.protocol_name,
+            "assignment": r.assignment}
+
+
+def handle(ctx: Any, req: Any) -> Any:
+    protocol_type = getattr(req, "protocol_type", None)
+    protocol_name = getattr(req, "protocol_name", None)
+    if ctx.version >= 5 and (protocol_type is None or protocol_name is None):
+        # SyncGroupRequest.areMandatoryProtocolTypeAndNamePresent
+        return _response(SyncGroupResult(ErrorCode.inconsistent_group_protocol))
+    deferred = Deferred()
+    ctx.broker.runtime.groups.handle_sync_group(
+        ctx.node_id, req.group_id, req.generation_id, req.member_id, protocol_type, protocol_name,
+        getattr(req, "group_instance_id", None), {a.member_id: bytes(a.assignment) for a in req.assignments},
+        lambda r: deferred.complete(_response(r)),
+    )
+    return deferred

@@ -1,0 +1,23 @@
+"""DeleteGroups (key 42): v0-2.
+
+Behavior (Kafka's GroupCoordinator.handleDeleteGroups): an Empty group is
+removed with its committed offsets; a group with members gets
+NON_EMPTY_GROUP, an unknown group GROUP_ID_NOT_FOUND, a group coordinated
+elsewhere NOT_COORDINATOR.
+
+Version notes:
+* v1 clients back off on the throttle.  v2 flexible.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.registry import ApiKey
+
+API_KEY = ApiKey.DELETE_GROUPS
+
+
+def handle(ctx: Any, req: Any) -> dict:
+    errors = ctx.broker.runtime.groups.delete_groups(ctx.node_id, list(req.groups_names))
+    return {"results": [{"group_id": gid, "error_code": errors[gid]} for gid in req.groups_names]}
