@@ -138,6 +138,34 @@ class MockBroker:
             return {"Produce": s.produce_purgatory.gauges(), "Fetch": s.fetch_purgatory.gauges()}
         return self.call(get)
 
+    def group(self, group_id: str) -> dict[str, Any] | None:
+        """A consumer group as the coordinator holds it (None when it has none): state, generation,
+        protocol, leader, coordinator node, members (id, instance id, client id, assignment bytes)."""
+        def get(b: Broker) -> dict[str, Any] | None:
+            g = b.groups.get_group(group_id)
+            if g is None:
+                return None
+            node = b.groups.coordinator_node(group_id)
+            return {"state": g.state.value, "generation_id": g.generation_id, "protocol_type": g.protocol_type,
+                    "protocol_name": g.protocol_name, "leader_id": g.leader_id,
+                    "coordinator": node.node_id if node is not None else -1,
+                    "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                                 "client_id": m.client_id, "assignment": m.assignment}
+                                for m in g.members.values()]}
+        return self.call(get)
+
+    def committed_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
+        """The group's committed offsets by (topic, partition)."""
+        return self.call(lambda b: {tp: om.offset for tp, om in b.groups.fetch_offsets(group_id, None).items()})
+
+    def group_rebalances(self) -> int:
+        """Join phases completed so far by the coordinator (every group)."""
+        return self.call(lambda b: b.groups.rebalances)
+
+    def group_purgatory_gauges(self) -> dict[str, dict[str, int]]:
+        """PurgatorySize and NumDelayedOperations of the Heartbeat and Rebalance purgatories."""
+        return self.call(lambda b: b.groups.gauges())
+
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
                      configs: dict[str, str] | None = None) -> None:
         self.call(lambda b: b.create_topic(name, partitions, replication_factor, configs))
