@@ -154,6 +154,11 @@ class MockBroker:
                                 for m in g.members.values()]}
         return self.call(get)
 
+    def inject_coordinator_loading(self, group_id: str, duration_ms: int) -> None:
+        """Fault: the group's coordinator answers COORDINATOR_LOAD_IN_PROGRESS for ``duration_ms``
+        (Heartbeat answers NONE and SyncGroup REBALANCE_IN_PROGRESS meanwhile, as Kafka does)."""
+        self.call(lambda b: b.groups.inject_loading(group_id, duration_ms))
+
     def committed_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
         """The group's committed offsets by (topic, partition)."""
         return self.call(lambda b: {tp: om.offset for tp, om in b.groups.fetch_offsets(group_id, None).items()})

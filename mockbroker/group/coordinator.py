@@ -254,6 +254,8 @@ class GroupCoordinator:
         # which broker coordinates each loaded group (to unload/load on a move)
         self._owner: dict[str, int] = {}
         self.rebalances = 0  # completed join phases (Kafka's group-completed-rebalance sensor counts syncs)
+        # injected: __consumer_offsets partitions "loading" until a monotonic deadline (ms)
+        self._loading_until: dict[int, int] = {}
 
     # -- placement -------------------------------------------------------------------------
     def coordinator_node(self, group_id: str) -> Any:
@@ -266,9 +268,27 @@ class GroupCoordinator:
         node = self.coordinator_node(group_id)
         if node is None:
             return ErrorCode.coordinator_not_available
+        if self._loading_until and self.is_loading(group_id):
+            return ErrorCode.coordinator_load_in_progress
         if node.node_id != node_id:
             return ErrorCode.not_coordinator
         return None
+
+    def inject_loading(self, group_id: str, duration_ms: int) -> None:
+        """Make the group's __consumer_offsets partition load for ``duration_ms`` (a fault: Kafka
+        answers COORDINATOR_LOAD_IN_PROGRESS only while a new coordinator reads the partition)."""
+        part = self.leaders.partition_for(group_id)
+        self._loading_until[part] = self.clock.monotonic_ms() + duration_ms
+
+    def is_loading(self, group_id: str) -> bool:
+        part = self.leaders.partition_for(group_id)
+        until = self._loading_until.get(part)
+        if until is None:
+            return False
+        if self.clock.monotonic_ms() >= until:
+            del self._loading_until[part]
+            return False
+        return True
 
     def _now(self) -> int:
         return self.clock.time_ms()
@@ -546,6 +566,10 @@ class GroupCoordinator:
                           protocol_type: str | None, protocol_name: str | None, group_instance_id: str | None,
                           assignments: dict[str, bytes], callback: SyncCallback) -> None:
         err = self.validate_group_status(group_id, node_id)
+        if err is ErrorCode.coordinator_load_in_progress:
+            # the state of the rebalance is lost while loading: rejoin without rediscovering the
+            # coordinator (older clients do not expect COORDINATOR_LOAD_IN_PROGRESS here)
+            err = ErrorCode.rebalance_in_progress
         if err is not None:
             callback(SyncGroupResult(err))
             return
@@ -633,6 +657,8 @@ class GroupCoordinator:
     def handle_heartbeat(self, node_id: int, group_id: str, member_id: str, group_instance_id: str | None,
                          generation_id: int) -> ErrorCode:
         err = self.validate_group_status(group_id, node_id)
+        if err is ErrorCode.coordinator_load_in_progress:
+            return ErrorCode.none  # the group is still loading: answered blindly, as Kafka does
         if err is not None:
             return err
         group = self.groups.get(group_id)

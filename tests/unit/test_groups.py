@@ -473,3 +473,19 @@ class TestCoordinatorMove:
             g = b.group("mv")
             assert (g["state"], g["generation_id"], g["members"]) == ("Empty", gen + 1, [])
             c.close()
+
+
+class TestInjectedLoading:
+    def test_coordinator_load_in_progress_only_when_injected(self, b):
+        a, f = stable_pair(b, "ld")
+        b.inject_coordinator_loading("ld", 500)
+        assert a.heartbeat() == E.none  # answered blindly while loading
+        assert a.sync_response(a.sync()).error_code == E.rebalance_in_progress
+        assert fetch_offsets(a.c, "ld")[0] == E.coordinator_load_in_progress
+        assert a.commit({0: 1}) == {0: E.coordinator_load_in_progress}
+        x = Member(b, "ld", "x")
+        x.send_join()
+        assert x.join_response().error_code == E.coordinator_load_in_progress
+        b.advance(500)
+        assert a.commit({0: 1}) == {0: E.none}
+        assert fetch_offsets(a.c, "ld")[0] == E.none
