@@ -59,6 +59,14 @@ def _list(v: Any) -> list[str]:
     return [x.strip() for x in str(v).split(",") if x.strip()]
 
 
+def _assignors(v: Any) -> list[str]:
+    items = _list(v)
+    bad = [a for a in items if a not in ("uniform", "range")]
+    if bad or not items:
+        raise ValueError(f"unknown assignor(s) {bad}: the mock serves uniform and range")
+    return items
+
+
 def _users(v: Any) -> list[str]:
     from .sasl import parse_users
 
@@ -127,6 +135,13 @@ CONFIG_DEF: dict[str, ConfigKey] = {
         ConfigKey("group.initial.rebalance.delay.ms", _int, 3000,
                   "An Empty group's first rebalance waits this long for more members (extended while they come).", 0),
         ConfigKey("group.max.size", _int, 2147483647, "Members a classic group may have (GROUP_MAX_SIZE_REACHED).", 1),
+        ConfigKey("group.consumer.heartbeat.interval.ms", _int, 5000,
+                  "Heartbeat interval given to KIP-848 consumer group members.", 1),
+        ConfigKey("group.consumer.session.timeout.ms", _int, 45000,
+                  "A KIP-848 member without a heartbeat this long is fenced.", 1),
+        ConfigKey("group.consumer.max.size", _int, 2147483647, "Members a KIP-848 consumer group may have.", 1),
+        ConfigKey("group.consumer.assignors", _assignors, ["uniform", "range"],
+                  "Server-side assignors of KIP-848 groups, the first the default: uniform, range."),
         ConfigKey("offset.metadata.max.bytes", _int, 4096, "Largest metadata string of a committed offset.", 0),
         ConfigKey("offsets.retention.minutes", _int, 10080,
                   "Committed offsets of a group expire this long after it became Empty (KIP-211).", 1),

@@ -35,6 +35,8 @@ MODULES = [
     "p48_describe_client_quotas",
     "p49_alter_client_quotas",
     "p60_describe_cluster",
+    "p68_consumer_group_heartbeat",
+    "p69_consumer_group_describe",
 ]
 
 

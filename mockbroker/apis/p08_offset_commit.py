@@ -61,7 +61,7 @@ def handle(ctx: Any, req: Any) -> dict:
         layout.append((name, topic_id, parts))
     errors = groups.handle_commit_offsets(ctx.node_id, req.group_id, req.member_id,
                                           getattr(req, "group_instance_id", None),
-                                          req.generation_id_or_member_epoch, offsets)
+                                          req.generation_id_or_member_epoch, offsets, ctx.version)
     return {"topics": [
         {"name": name, "topic_id": topic_id,
          "partitions": [{"partition_index": idx, "error_code": errors[key]} for idx, key in parts]}

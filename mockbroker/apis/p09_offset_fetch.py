@@ -24,6 +24,8 @@ from typing import Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
+from ..group.consumer_group import ConsumerGroup
+
 API_KEY = ApiKey.OFFSET_FETCH
 
 
@@ -66,10 +68,18 @@ def _group_topics(ctx: Any, group_id: str, topics: Any, by_id: bool) -> list[dic
     return out
 
 
-def _one(ctx: Any, group_id: str, topics: Any, by_id: bool) -> tuple[ErrorCode, list[dict]]:
-    err = ctx.broker.runtime.groups.validate_group_status(group_id, ctx.node_id, allow_empty_id=True)
+def _one(ctx: Any, group_id: str, topics: Any, by_id: bool, member: tuple[str | None, int] | None = None
+         ) -> tuple[ErrorCode, list[dict]]:
+    coordinator = ctx.broker.runtime.groups
+    err = coordinator.validate_group_status(group_id, ctx.node_id, allow_empty_id=True)
     if err is not None:
         return err, []
+    group = coordinator.get_group(group_id)
+    if member is not None and isinstance(group, ConsumerGroup):
+        # ConsumerGroup.validateOffsetFetch: a member id and epoch (v9+) must match
+        err = coordinator.consumer.validate_offset_fetch(group, member[0], member[1])
+        if err is not None:
+            return err, []
     return ErrorCode.none, _group_topics(ctx, group_id, topics, by_id)
 
 
@@ -77,7 +87,8 @@ def handle(ctx: Any, req: Any) -> dict:
     if ctx.version >= 8:
         groups = []
         for g in req.groups:
-            err, topics = _one(ctx, g.group_id, g.topics, ctx.version >= 10)
+            member = (g.member_id, g.member_epoch) if ctx.version >= 9 else None
+            err, topics = _one(ctx, g.group_id, g.topics, ctx.version >= 10, member)
             groups.append({"group_id": g.group_id, "error_code": err, "topics": topics})
         return {"groups": groups}
     err, topics = _one(ctx, req.group_id, req.topics, False)

@@ -23,6 +23,7 @@ from typing import Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
+from ..group.consumer_group import ConsumerGroup
 from ..group.metadata import GroupState
 
 API_KEY = ApiKey.DESCRIBE_GROUPS
@@ -42,6 +43,13 @@ def _describe(ctx: Any, group_id: str, include_ops: bool) -> dict:
         out["error_code"] = err
         return out
     g = coordinator.get_group(group_id)
+    if isinstance(g, ConsumerGroup):
+        # ConsumerGroup.asDescribedGroup: a KIP-848 group seen through the classic API
+        out.update({"group_state": g.state.value, "protocol_type": "consumer", "protocol_data": g.preferred_assignor,
+                    "members": [{"member_id": m.member_id, "group_instance_id": m.instance_id,
+                                 "client_id": m.client_id, "client_host": m.client_host,
+                                 "member_metadata": b"", "member_assignment": b""} for m in g.members.values()]})
+        return out
     if g is None:
         out["group_state"] = GroupState.DEAD.value
         if ctx.version >= 6:

@@ -2,9 +2,9 @@
 
 Behavior: the groups this broker coordinates (Kafka asks every broker and
 merges), with their protocol type ("" for a group that only stores offsets),
-state (v4+) and type (v5+, always "classic": KIP-848 groups are not served).
-The states filter (v4) is case-insensitive; the types filter (v5) keeps
-"classic" only when asked.
+state (v4+) and type (v5+: "classic", or "consumer" for KIP-848 groups, whose
+states are Empty, Assigning, Reconciling and Stable).  Both filters are
+case-insensitive.
 
 Version notes:
 * v1 throttle.  v2 clients back off.  v3 flexible.  v4 states filter and state.
@@ -25,10 +25,10 @@ def handle(ctx: Any, req: Any) -> dict:
     states = {s.lower() for s in getattr(req, "states_filter", ()) or ()}
     types = {t.lower() for t in getattr(req, "types_filter", ()) or ()}
     groups = []
-    if not types or "classic" in types:
-        for g in ctx.broker.runtime.groups.list_groups(ctx.node_id):
-            if states and g.state.value.lower() not in states:
-                continue
-            groups.append({"group_id": g.group_id, "protocol_type": g.protocol_type or "",
-                           "group_state": g.state.value, "group_type": "classic"})
+    for g in ctx.broker.runtime.groups.list_groups(ctx.node_id):
+        group_type = getattr(g, "group_type", "classic")
+        if (states and g.state.value.lower() not in states) or (types and group_type not in types):
+            continue
+        groups.append({"group_id": g.group_id, "protocol_type": g.protocol_type or "",
+                       "group_state": g.state.value, "group_type": group_type})
     return {"error_code": ErrorCode.none, "groups": groups}

@@ -40,6 +40,7 @@ from typing import Any
 from protocol.errors import ErrorCode
 
 from ..purgatory import DelayedOperation, DelayedOperationPurgatory, Timer
+from .consumer_group import ConsumerGroup, ConsumerGroupCoordinator
 from .metadata import (
     UNKNOWN_MEMBER_ID,
     GroupMetadata,
@@ -256,6 +257,8 @@ class GroupCoordinator:
         self.rebalances = 0  # completed join phases (Kafka's group-completed-rebalance sensor counts syncs)
         # injected: __consumer_offsets partitions "loading" until a monotonic deadline (ms)
         self._loading_until: dict[int, int] = {}
+        # KIP-848 groups (ConsumerGroupHeartbeat) share ``groups``, the offsets and the purgatories
+        self.consumer = ConsumerGroupCoordinator(self, config)
 
     # -- placement -------------------------------------------------------------------------
     def coordinator_node(self, group_id: str) -> Any:
@@ -318,6 +321,14 @@ class GroupCoordinator:
             return
         is_unknown = member_id == UNKNOWN_MEMBER_ID
         group = self.groups.get(group_id)
+        if isinstance(group, ConsumerGroup):
+            if group.members:  # a KIP-848 group with members: online migration is not simulated
+                callback(JoinGroupResult(member_id, ErrorCode.inconsistent_group_protocol))
+                return
+            old = group  # an empty consumer group becomes a classic one, keeping its offsets
+            group = GroupMetadata(group_id, self._now())
+            group.offsets = old.offsets
+            self.groups[group_id] = group
         if group is None:
             if not is_unknown:
                 # a known member id for a group the coordinator does not have
@@ -574,7 +585,7 @@ class GroupCoordinator:
             callback(SyncGroupResult(err))
             return
         group = self.groups.get(group_id)
-        if group is None:
+        if group is None or isinstance(group, ConsumerGroup):
             callback(SyncGroupResult(ErrorCode.unknown_member_id))
             return
         if group.is_state(GroupState.DEAD):
@@ -662,7 +673,7 @@ class GroupCoordinator:
         if err is not None:
             return err
         group = self.groups.get(group_id)
-        if group is None:
+        if group is None or isinstance(group, ConsumerGroup):
             return ErrorCode.unknown_member_id
         if group.is_state(GroupState.DEAD):
             return ErrorCode.coordinator_not_available
@@ -733,7 +744,7 @@ class GroupCoordinator:
         if err is not None:
             return err, []
         group = self.groups.get(group_id)
-        if group is None:
+        if group is None or isinstance(group, ConsumerGroup):
             return ErrorCode.none, [ErrorCode.unknown_member_id for _ in leaving]
         if group.is_state(GroupState.DEAD):
             return ErrorCode.coordinator_not_available, []
@@ -772,7 +783,7 @@ class GroupCoordinator:
     # -- offsets ------------------------------------------------------------------------------------
     def handle_commit_offsets(self, node_id: int, group_id: str, member_id: str, group_instance_id: str | None,
                               generation_id: int, offsets: dict[tuple[str, int], OffsetAndMetadata | ErrorCode],
-                              ) -> dict[tuple[str, int], ErrorCode]:
+                              version: int = 9) -> dict[tuple[str, int], ErrorCode]:
         """Per partition: the error; entries given as an ErrorCode are answered with it (unknown topic,
         metadata too large) and not stored."""
         err = self.validate_group_status(group_id, node_id, allow_empty_id=True)
@@ -784,6 +795,11 @@ class GroupCoordinator:
                 # from an older generation of a group that is gone: reject
                 return {tp: ErrorCode.illegal_generation for tp in offsets}
             group = self._get_or_create(group_id)  # a group that uses Kafka only to store offsets
+        if isinstance(group, ConsumerGroup):
+            err = self.consumer.validate_offset_commit(group, member_id, generation_id, version)
+            if err is not None:
+                return {tp: err for tp in offsets}
+            return self._store_offsets(group, offsets)
         err = self._validate_offset_commit(group, generation_id, member_id, group_instance_id)
         if err is None:
             st = group.state
@@ -794,6 +810,10 @@ class GroupCoordinator:
                 self._complete_and_schedule_next_heartbeat_expiration(group, group.get(member_id))
         if err is not None:
             return {tp: err for tp in offsets}
+        return self._store_offsets(group, offsets)
+
+    @staticmethod
+    def _store_offsets(group: Any, offsets: dict[tuple[str, int], Any]) -> dict[tuple[str, int], ErrorCode]:
         out = {}
         for tp, om in offsets.items():
             if isinstance(om, ErrorCode):
@@ -841,7 +861,7 @@ class GroupCoordinator:
                 g.transition_to(GroupState.DEAD, now)
                 del self.groups[gid]
                 self._owner.pop(gid, None)
-                log.info("Group %s transitioned to Dead in generation %s", gid, g.generation_id)
+                log.info("Group %s transitioned to Dead", gid)
         return removed
 
     # -- ListGroups / DescribeGroups / DeleteGroups --------------------------------------------------------
@@ -862,7 +882,7 @@ class GroupCoordinator:
             g = self.groups.get(gid)
             if g is None:
                 out[gid] = ErrorCode.group_id_not_found
-            elif g.state not in (GroupState.EMPTY, GroupState.DEAD):
+            elif not g.is_state(GroupState.EMPTY) and not g.is_state(GroupState.DEAD):
                 out[gid] = ErrorCode.non_empty_group
             else:
                 g.transition_to(GroupState.DEAD, self._now())
@@ -893,6 +913,10 @@ class GroupCoordinator:
             if self._owner.get(gid) == new:
                 continue
             old_group = self.groups[gid]
+            if isinstance(old_group, ConsumerGroup):
+                # its records are all in __consumer_offsets: members carry on with the new coordinator
+                self._owner[gid] = new
+                continue
             self._unload(old_group)
             if new < 0:
                 self._owner[gid] = -1  # reloaded when a replica comes back

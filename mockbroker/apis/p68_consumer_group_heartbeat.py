@@ -1,0 +1,29 @@
+"""ConsumerGroupHeartbeat (key 68): v0-1 (KIP-848).
+
+Behavior: see ``mockbroker/group/consumer_group.py`` (Kafka's
+GroupMetadataManager.consumerGroupHeartbeat): joining with epoch 0, the
+server-side assignor (uniform, range), per-member reconciliation with
+revocation before assignment, epochs and FENCED_MEMBER_EPOCH, leaving with
+epoch -1 (or -2 for a static member), session and rebalance timeouts in the
+purgatory.  The throttle time is set like every API's; Java clients do not
+back off on it (shouldClientThrottle is false for this API), franz-go does.
+
+Version notes:
+* v0: an empty member id gets one from the coordinator.
+* v1: the client names its member id (required); subscribed topic regex.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.registry import ApiKey
+
+from .common import client_host
+
+API_KEY = ApiKey.CONSUMER_GROUP_HEARTBEAT
+
+
+def handle(ctx: Any, req: Any) -> dict:
+    return ctx.broker.runtime.groups.consumer.heartbeat(ctx.node_id, ctx.version, req, ctx.client_id,
+                                                        client_host(ctx))
