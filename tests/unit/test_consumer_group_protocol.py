@@ -1,0 +1,220 @@
+"""KIP-848 ConsumerGroupHeartbeat over the wire, with the clock driven by the test.
+
+The reconciliation steps are checked as a member sees them: a joining member
+waits for partitions another member still owns (UNRELEASED), the owner is
+asked to revoke first and keeps its epoch until it stops reporting them, and
+both reach the new assignment epoch.  Deadlines (session, revocation) are
+moved to one millisecond before and at their expiry.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from mockbroker import ManualClock, MockBroker
+from protocol.client import RawKafkaClient
+from protocol.errors import ErrorCode
+from protocol.registry import ApiKey
+
+E = ErrorCode
+CGH = ApiKey.CONSUMER_GROUP_HEARTBEAT
+SESSION, REBALANCE_TIMEOUT, INTERVAL = 3_000, 5_000, 500
+
+
+class Member:
+    def __init__(self, b: MockBroker, group: str, instance_id: str | None = None, topics=("t",)) -> None:
+        self.c = RawKafkaClient.connect(b.bootstrap_servers, client_id="m")
+        self.group = group
+        self.member_id = str(uuid.uuid4())
+        self.instance_id = instance_id
+        self.epoch = 0
+        self.topics = list(topics)
+        self.owned: dict[uuid.UUID, list[int]] = {}
+        self.topic_ids = {}
+
+    def hb(self, epoch: int | None = None, owned=None, full: bool = False, assignor: str | None = None,
+           topics=None, version: int = 1, member_id: str | None = None):
+        e = self.epoch if epoch is None else epoch
+        joining = e == 0 or full
+        r = self.c.request(CGH, version, {
+            "group_id": self.group, "member_id": self.member_id if member_id is None else member_id,
+            "member_epoch": e, "instance_id": self.instance_id, "rack_id": None,
+            "rebalance_timeout": REBALANCE_TIMEOUT if joining else -1,
+            "subscribed_topic_names": (topics or self.topics) if joining or topics else None,
+            "subscribed_topic_regex": None, "server_assignor": assignor,
+            "topic_partitions": [] if e == 0 else [
+                {"topic_id": t, "partitions": ps} for t, ps in (self.owned if owned is None else owned).items()]})
+        if r.error_code == E.none:
+            self.epoch = r.member_epoch
+            if r.assignment is not None:
+                self.owned = {tp.topic_id: sorted(tp.partitions) for tp in r.assignment.topic_partitions}
+        return r
+
+    def partitions(self) -> list[int]:
+        return sorted(p for ps in self.owned.values() for p in ps)
+
+
+@pytest.fixture
+def b():
+    cfg = {"group.consumer.session.timeout.ms": SESSION, "group.consumer.heartbeat.interval.ms": INTERVAL,
+           "mock.topics": ["t:4"]}
+    with MockBroker(config=cfg, clock=ManualClock()) as broker:
+        yield broker
+
+
+def describe(b: MockBroker, group: str) -> dict:
+    return b.call(lambda br: br.groups.consumer.describe(0, group, False))
+
+
+class TestJoinAndReconcile:
+    def test_join_gets_everything_then_revoke_before_assign(self, b):
+        a = Member(b, "r1")
+        r = a.hb()
+        assert (r.error_code, r.member_epoch, r.heartbeat_interval.total_seconds()) == (E.none, 1, 0.5)
+        assert a.partitions() == [0, 1, 2, 3]
+        m2 = Member(b, "r1")
+        r = m2.hb()
+        # group epoch 2; m2's target partitions are still owned by a: UNRELEASED, nothing yet
+        assert (r.member_epoch, m2.partitions()) == (2, [])
+        assert describe(b, "r1")["group_state"] == "Reconciling"
+        r = a.hb()  # a must revoke two partitions first: it keeps epoch 1
+        assert (r.member_epoch, len(a.partitions())) == (1, 2)
+        kept = a.partitions()
+        # the next heartbeat reports only the kept partitions: the revocation is done, a moves to epoch 2
+        assert a.hb().member_epoch == 2 and a.partitions() == kept
+        r = m2.hb()
+        assert r.member_epoch == 2 and sorted(kept + m2.partitions()) == [0, 1, 2, 3]
+        assert describe(b, "r1")["group_state"] == "Stable"
+
+    def test_owner_still_reporting_revoked_partitions_keeps_its_epoch(self, b):
+        a = Member(b, "r2")
+        a.hb()
+        everything = dict(a.owned)
+        Member(b, "r2").hb()
+        a.hb(owned=everything)
+        assert a.epoch == 1
+        r = a.hb(owned=everything)  # still owns the revoked ones
+        assert r.member_epoch == 1 and r.assignment is None
+
+    def test_range_assignor(self, b):
+        a, m2 = Member(b, "r3"), Member(b, "r3")
+        a.hb(assignor="range")
+        m2.hb(assignor="range")
+        a.hb()
+        a.hb()
+        m2.hb()
+        ids = sorted([a.member_id, m2.member_id])
+        first = a if a.member_id == ids[0] else m2
+        assert first.partitions() == [0, 1]  # contiguous ranges in member order
+        assert describe(b, "r3")["assignor_name"] == "range"
+
+
+class TestFencing:
+    def test_epochs_and_unknown_member(self, b):
+        a = Member(b, "f1")
+        a.hb()
+        assert a.hb(epoch=7).error_code == E.fenced_member_epoch
+        assert a.hb(epoch=1, member_id=str(uuid.uuid4())).error_code == E.unknown_member_id
+        assert Member(b, "nope").hb(epoch=3).error_code == E.unknown_member_id
+
+    def test_session_timeout_fences_and_survivor_takes_over(self, b):
+        a, m2 = Member(b, "f2"), Member(b, "f2")
+        a.hb()
+        m2.hb()
+        a.hb()
+        a.hb()
+        m2.hb()
+        assert len(a.partitions()) == len(m2.partitions()) == 2
+        b.advance(SESSION - 1)
+        a.hb()
+        assert len(describe(b, "f2")["members"]) == 2
+        b.advance(1)  # m2 silent for the session timeout
+        assert [m["member_id"] for m in describe(b, "f2")["members"]] == [a.member_id]
+        r = a.hb()
+        assert r.member_epoch == 3 and a.partitions() == [0, 1, 2, 3]  # epochs: a joins 1, m2 joins 2, m2 fenced 3
+        assert m2.hb().error_code == E.unknown_member_id
+
+    def test_revocation_timeout_fences_a_member_that_does_not_revoke(self, b):
+        a = Member(b, "f3")
+        a.hb()
+        everything = dict(a.owned)
+        m2 = Member(b, "f3")
+        m2.hb()
+        a.hb(owned=everything)  # asked to revoke: the member's rebalance timeout starts
+        for _ in range(4):
+            b.advance(1_000)
+            a.hb(owned=everything)
+            m2.hb()
+        b.advance(REBALANCE_TIMEOUT - 4_000 - 1)
+        assert len(describe(b, "f3")["members"]) == 2
+        b.advance(1)
+        assert [m["member_id"] for m in describe(b, "f3")["members"]] == [m2.member_id]
+        assert m2.hb().member_epoch == 3 and m2.partitions() == [0, 1, 2, 3]
+
+    def test_leave_and_static_rejoin_without_rebalance(self, b):
+        s = Member(b, "f4", instance_id="host-1")
+        o = Member(b, "f4")
+        s.hb()
+        o.hb()
+        s.hb()
+        s.hb()
+        o.hb()
+        kept, epoch = s.partitions(), describe(b, "f4")["group_epoch"]
+        r = s.hb(epoch=-2)  # a static member leaves for a while: its partitions stay reserved
+        assert (r.error_code, r.member_epoch) == (E.none, -2)
+        s2 = Member(b, "f4", instance_id="host-1")
+        r = s2.hb()
+        assert r.error_code == E.none and s2.partitions() == kept and describe(b, "f4")["group_epoch"] == epoch
+        s3 = Member(b, "f4", instance_id="host-1")
+        assert s3.hb().error_code == E.unreleased_instance_id
+        r = o.hb(epoch=-1)
+        assert (r.error_code, r.member_epoch) == (E.none, -1)
+        assert describe(b, "f4")["group_epoch"] == epoch + 1
+
+    @pytest.mark.parametrize("change,error", [
+        ({"member_id": ""}, E.invalid_request),
+        ({"assignor": "sticky"}, E.unsupported_assignor),
+        ({"epoch": -3}, E.invalid_request),
+    ])
+    def test_invalid_requests(self, b, change, error):
+        assert Member(b, "f5").hb(**change).error_code == error
+
+    def test_classic_join_to_a_consumer_group_is_refused(self, b):
+        Member(b, "f6").hb()
+        c = RawKafkaClient.connect(b.bootstrap_servers)
+        r = c.request(ApiKey.JOIN_GROUP, 9, {"group_id": "f6", "session_timeout": 10_000, "rebalance_timeout": 10_000,
+                                             "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
+                                             "protocols": [{"name": "range", "metadata": b""}], "reason": None})
+        assert r.error_code == E.inconsistent_group_protocol
+        lst = c.request(ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["consumer"]})
+        assert [(g.group_id, g.group_type) for g in lst.groups] == [("f6", "consumer")]
+
+
+class TestOffsets:
+    def _commit(self, m: Member, epoch: int, version: int = 9):
+        tid = next(iter(m.owned))
+        body = {"group_id": m.group, "generation_id_or_member_epoch": epoch, "member_id": m.member_id,
+                "group_instance_id": None, "topics": [{"name": "t", "topic_id": tid, "partitions": [
+                    {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": -1,
+                     "committed_metadata": ""}]}]}
+        r = m.c.request(ApiKey.OFFSET_COMMIT, version, body)
+        return r.topics[0].partitions[0].error_code
+
+    def test_member_epoch_checked_on_commit_and_fetch(self, b):
+        a = Member(b, "o1")
+        a.hb()
+        assert self._commit(a, a.epoch - 1) == E.stale_member_epoch
+        assert self._commit(a, a.epoch, version=8) == E.unsupported_version
+        assert self._commit(a, a.epoch) == E.none
+        assert self._commit(a, a.epoch, version=10) == E.none
+        def fetch(member_id, epoch):
+            r = a.c.request(ApiKey.OFFSET_FETCH, 9, {"groups": [{"group_id": "o1", "member_id": member_id,
+                                                                  "member_epoch": epoch, "topics": None}],
+                                                      "require_stable": False})
+            return r.groups[0]
+        g = fetch(a.member_id, a.epoch)
+        assert g.error_code == E.none and g.topics[0].partitions[0].committed_offset == 5
+        assert fetch(a.member_id, a.epoch + 1).error_code == E.stale_member_epoch
+        assert fetch(None, -1).error_code == E.none  # an admin client
