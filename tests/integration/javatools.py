@@ -1,0 +1,79 @@
+"""Kafka's Java clients (kafka-clients 4.1.1) for the integration tests: Maven resolves the jars, javac compiles.
+
+Maven (tests/integration/java/pom.xml) only resolves kafka-clients and writes the classpath to
+cp.txt; scripts/test.sh does that online once, so the artifacts sit in ~/.m2 and the tests run
+offline. When cp.txt is missing, ``java_classpath`` runs Maven itself (offline first, then online)
+and skips with Maven's last lines when that fails; it skips too when java, javac or mvn is not on
+PATH. Programs in tests/integration/java/src are compiled with plain javac into
+tests/integration/java/out (ignored by git).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+JAVA_DIR = Path(__file__).parent / "java"
+POM = JAVA_DIR / "pom.xml"
+CLASSPATH_FILE = JAVA_DIR / "cp.txt"
+OUT_DIR = JAVA_DIR / "out"
+MAVEN_TIMEOUT_S = 300
+JAVA_TIMEOUT_S = 120
+
+
+def tail(text: str, n: int = 15) -> str:
+    return "\n".join(text.strip().splitlines()[-n:])
+
+
+def _newer(target: Path, *sources: Path) -> bool:
+    return target.is_file() and all(target.stat().st_mtime >= s.stat().st_mtime for s in sources)
+
+
+def _maven_classpath(mvn: str) -> str:
+    """The kafka-clients classpath: cp.txt, (re)written by Maven when missing or older than the pom."""
+    if not _newer(CLASSPATH_FILE, POM):
+        common = ["-q", "-B", "-Dstyle.color=never"]
+        attempts = [
+            [mvn, "-o", *common, "dependency:build-classpath", f"-Dmdep.outputFile={CLASSPATH_FILE.name}"],
+            [mvn, *common, "dependency:resolve", "dependency:build-classpath",
+             f"-Dmdep.outputFile={CLASSPATH_FILE.name}"],
+        ]
+        output = ""
+        for cmd in attempts:
+            CLASSPATH_FILE.unlink(missing_ok=True)
+            try:
+                r = subprocess.run(cmd, cwd=JAVA_DIR, capture_output=True, text=True, timeout=MAVEN_TIMEOUT_S)
+            except subprocess.TimeoutExpired as e:
+                output = f"{' '.join(cmd)} timed out after {MAVEN_TIMEOUT_S}s\n{e.stdout or ''}"
+                continue
+            if r.returncode == 0 and CLASSPATH_FILE.is_file():
+                break
+            output = f"{' '.join(cmd)} exited {r.returncode}\n{r.stdout}\n{r.stderr}"
+        else:
+            pytest.skip(f"Maven could not resolve kafka-clients (see {POM}):\n{tail(output)}")
+    cp = CLASSPATH_FILE.read_text().strip()
+    missing = [p for p in cp.split(os.pathsep) if p and not Path(p).is_file()]
+    if not cp or missing:
+        CLASSPATH_FILE.unlink(missing_ok=True)  # stale (e.g. ~/.m2 emptied): rebuilt next run
+        pytest.skip(f"{CLASSPATH_FILE} lists jars that are missing: {missing[:3]}; rerun to resolve again")
+    return cp
+
+
+def java_classpath(*programs: str) -> str:
+    """The classpath to run ``programs`` (class names of tests/integration/java/src/*.java), compiled."""
+    tools = {name: shutil.which(name) for name in ("java", "javac", "mvn")}
+    absent = [name for name, path in tools.items() if path is None]
+    if absent:
+        pytest.skip(f"the Java client tests need java, javac and mvn on PATH; missing: {', '.join(absent)}")
+    cp = _maven_classpath(tools["mvn"])
+    for program in programs:
+        source = JAVA_DIR / "src" / f"{program}.java"
+        if not _newer(OUT_DIR / f"{program}.class", source, CLASSPATH_FILE):
+            cmd = [tools["javac"], "-cp", cp, "-d", str(OUT_DIR), str(source)]
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=MAVEN_TIMEOUT_S)
+            assert r.returncode == 0, f"javac failed:\n{r.stdout}\n{r.stderr}"
+    return cp + os.pathsep + str(OUT_DIR)
