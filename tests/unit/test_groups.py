@@ -489,3 +489,43 @@ class TestInjectedLoading:
         b.advance(500)
         assert a.commit({0: 1}) == {0: E.none}
         assert fetch_offsets(a.c, "ld")[0] == E.none
+
+
+class TestCoordinatorUnavailable:
+    def test_no_live_replica_of_the_offsets_partition(self):
+        cfg = {"mock.num.brokers": 2, "offsets.topic.replication.factor": 1, "group.initial.rebalance.delay.ms": 0}
+        with MockBroker(config=cfg, clock=ManualClock()) as b:
+            addrs = b.bootstrap_servers.split(",")
+            c = RawKafkaClient.connect(addrs[0])
+            node = c.request(ApiKey.FIND_COORDINATOR, 6, {"key_type": 0, "coordinator_keys": ["un"]}).coordinators[0]
+            survivor = 1 - node.node_id
+            b.stop_broker(node.node_id)
+            c2 = RawKafkaClient.connect(addrs[survivor])
+            r = c2.request(ApiKey.FIND_COORDINATOR, 6, {"key_type": 0, "coordinator_keys": ["un"]}).coordinators[0]
+            assert (r.error_code, r.node_id) == (E.coordinator_not_available, -1)
+            m = Member(b, "un", "m", addr=addrs[survivor])
+            m.send_join()
+            assert m.join_response().error_code == E.coordinator_not_available
+            b.start_broker(node.node_id)  # the only replica is back: it leads the partition again
+            r = c2.request(ApiKey.FIND_COORDINATOR, 6, {"key_type": 0, "coordinator_keys": ["un"]}).coordinators[0]
+            assert (r.error_code, r.node_id) == (E.none, node.node_id)
+            c.close()
+            c2.close()
+
+
+class TestThrottledGroupApis:
+    def test_heartbeat_and_join_carry_the_request_quota_throttle(self, b):
+        a, f = stable_pair(b, "th")
+        b.set_quota(client_id="a", request_rate=1)  # KIP-124 draft quota: 1 request/s for client-id "a"
+        throttles = []
+        for _ in range(15):  # the rate is measured over the 10 s padded window: the 11th request exceeds it
+            r = a.c.request(HB, 4, {"group_id": "th", "generation_id": a.generation, "member_id": a.member_id,
+                                    "group_instance_id": None})
+            assert r.error_code == E.none
+            throttles.append(round(r.throttle_time.total_seconds() * 1000))
+            b.advance(throttles[-1])  # honour it: the mute ends at the deadline
+        assert throttles[:10] == [0] * 10 and all(t > 0 for t in throttles[10:]), throttles
+        assert b.group("th")["state"] == "Stable"
+        events = b.throttle_events(client_id="a")
+        assert [e["api_key"] for e in events] == [ApiKey.HEARTBEAT] * 5 and all(e["client_should_throttle"] for e in events)
+        assert all(e["next_request_ms"] is None or e["next_request_ms"] >= e["deadline_ms"] for e in events)
