@@ -2,8 +2,8 @@
 
 tests/integration/js/produce.js creates the topic with the kafkajs admin client and produces the
 records (explicit partition i % 3, key "k-<i>", a binary value of 10..300 bytes, header h="<i>");
-kafka-python then reads them back with assign() (no group, since the broker has no consumer groups
-yet and kafkajs can only consume through one) and the test compares them byte for byte.
+kafka-python then reads them back with assign() and the test compares them byte for byte (kafkajs
+can only consume through a group: test_kafkajs_group.py runs its consumers).
 
 Node dependencies live in tests/integration/js (package.json + package-lock.json); scripts/test.sh
 runs ``npm ci`` there before pytest. When node_modules is missing the test runs
