@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Install mockbroker with its test dependencies (pip, npm, Maven) and run the whole test suite.
-# Downloads are cached in the usual per-user caches (~/.cache/pip, ~/.npm, ~/.m2).
+# Install mockbroker with its test dependencies (pip, npm, Maven, Go modules) and run the whole test suite.
+# Downloads are cached in the usual per-user caches (~/.cache/pip, ~/.npm, ~/.m2, ~/go/pkg/mod).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
@@ -19,5 +19,12 @@ if command -v mvn >/dev/null 2>&1 && command -v javac >/dev/null 2>&1; then
     || echo "Maven could not resolve kafka-clients: the Java Admin client test will be skipped" >&2
 else
   echo "mvn or javac not found: the Java Admin client test will be skipped" >&2
+fi
+if command -v go >/dev/null 2>&1; then
+  # franz-go for the Go consumer-group test: modules from the Go proxy into ~/go/pkg/mod, build cache ~/.cache/go-build
+  (cd tests/integration/go && go build -o bin/groupconsumers .) \
+    || echo "go build failed: the franz-go test will be skipped" >&2
+else
+  echo "go not found: the franz-go test will be skipped" >&2
 fi
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

@@ -1,0 +1,79 @@
+"""franz-go (Go, v1.22) consumers in a classic group on the broker, with its cooperative-sticky balancer.
+
+tests/integration/go/main.go starts three kgo clients in one group over a six-partition topic.
+franz-go's default balancer is cooperative-sticky (KIP-429): incremental rebalances over the
+classic protocol, where members keep their partitions through a rebalance and give up only what
+moves, in a second JoinGroup round.  They must split the topic two each and read every record; one
+closes (revoke, commit, LeaveGroup) and the other two must own all six.  The broker's view is
+checked afterwards: the group chose "cooperative-sticky", and the committed offsets cover the topic.
+
+The program is built with ``go build`` into tests/integration/go/bin (ignored by git); modules come
+from the Go module proxy into the usual caches (~/go/pkg/mod, ~/.cache/go-build), so later builds
+are offline and quick.  Skips when ``go`` is not on PATH or the build fails (the reason is shown).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+kafka = pytest.importorskip("kafka")
+
+from mockbroker import MockBroker  # noqa: E402
+
+GO_DIR = Path(__file__).parent / "go"
+BINARY = GO_DIR / "bin" / "groupconsumers"
+N_RECORDS, PARTITIONS = 600, 6
+
+
+@pytest.fixture(scope="module")
+def franz_go() -> str:
+    go = shutil.which("go")
+    if go is None:
+        pytest.skip("the franz-go test needs the Go toolchain (go) on PATH")
+    sources = [GO_DIR / "main.go", GO_DIR / "go.mod", GO_DIR / "go.sum"]
+    if not BINARY.is_file() or any(BINARY.stat().st_mtime < s.stat().st_mtime for s in sources):
+        try:
+            r = subprocess.run([go, "build", "-o", str(BINARY), "."], cwd=GO_DIR, capture_output=True, text=True,
+                               timeout=600)
+        except subprocess.TimeoutExpired:
+            pytest.skip("go build of the franz-go test program timed out")
+        if r.returncode != 0:
+            pytest.skip("go build of the franz-go test program failed: "
+                        + " | ".join((r.stderr or r.stdout).strip().splitlines()[-5:]))
+    return str(BINARY)
+
+
+def test_franz_go_consumers_share_partitions_and_take_over(franz_go):
+    with MockBroker(config={"group.initial.rebalance.delay.ms": 100}) as b:
+        b.create_topic("franz-group", PARTITIONS)
+        p = kafka.KafkaProducer(bootstrap_servers=b.bootstrap_servers)
+        for i in range(N_RECORDS):
+            p.send("franz-group", str(i).encode(), partition=i % PARTITIONS)
+        p.flush(30)
+        p.close()
+        cmd = [franz_go, b.bootstrap_servers, "franz-group", "franz-g", "3", str(PARTITIONS), str(N_RECORDS)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            first = proc.stdout.readline()  # type: ignore[union-attr]  (the program exits by itself after 60 s)
+            during = b.group("franz-g")  # while the three are balanced
+            out, err = proc.communicate(timeout=90)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            pytest.fail(f"groupconsumers timed out\nstdout:\n{out}\nstderr:\n{err}")
+        report = f"exit {proc.returncode}\nstdout:\n{first}{out}\nstderr:\n{err[-3000:]}"
+        assert proc.returncode == 0, report
+        assert (first + out).split() == ["ASSIGNED", "[2,2,2]", "SEEN", str(N_RECORDS), "TAKEOVER", "[3,3]", "DONE"], \
+            report
+        assert during["protocol_name"] == "cooperative-sticky" and during["state"] == "Stable", during
+        assert len(during["members"]) == 3
+        assert b.committed_offsets("franz-g") == {("franz-group", q): N_RECORDS // PARTITIONS
+                                                  for q in range(PARTITIONS)}
+        g = b.group("franz-g")
+        assert g["state"] == "Empty" and g["members"] == [], g
+        joins = b.journal(api_key=11, client_id="franz-1")
+        assert joins and all(e["outcome"] == "response" for e in joins)
