@@ -1,10 +1,28 @@
-"""One client connection: framing, muting and in-order responses.
+"""One client connection: framing, the request memory pool, muting and in-order responses.
 
-Mirrors Kafka's ``KafkaChannel`` + the per-connection part of
-``SocketServer.Processor``.  It is an ``asyncio.Protocol`` that owns
+Mirrors Kafka's ``KafkaChannel`` + ``NetworkReceive`` + the per-connection part
+of ``SocketServer.Processor``.  It is an ``asyncio.BufferedProtocol`` that owns
 ``pause_reading``/``resume_reading`` itself: a StreamReader would resume a
 paused socket on its own (style-anchors section 3.3), which would break
 Kafka-style muting.
+
+Reading a request is ``NetworkReceive.readFrom``: first the 4-byte size
+prefix, which is checked (negative or above ``socket.request.max.bytes``
+closes), then a buffer of exactly that size is taken from the memory pool
+(KIP-72, ``memory_pool.py``) and the body is read straight into it.  Without a
+pool (``queued.max.request.bytes`` <= 0, ``MemoryPool.NONE``) the connection
+reads ahead into a 64 KiB staging buffer, so small pipelined requests cost one
+read each; with a pool it reads exactly the prefix before asking for memory,
+so a connection that gets none holds nothing but those 4 bytes.  A size of 0
+takes nothing from the pool (Kafka's empty buffer) and fails on its header.
+Frames read before SASL authentication completes are not taken from the pool
+either (Kafka's authenticator reads them with its own ``NetworkReceive``).
+
+A pool buffer belongs to its request until the request is done: it is
+released (exactly once) when the response is written (``send_response``,
+also with no response for acks=0), or when the connection closes with the
+request still being read, held, waiting in a purgatory or delayed by a
+throttle.
 
 Reading stops for any of these separate reasons (``MuteReason``); the socket
 is read again only when none holds (KafkaChannel's mute state machine, with
@@ -14,7 +32,9 @@ the memory-pool mute kept apart as ``Selector`` does):
   per connection at a time and answers in order.
 * ``THROTTLED``: KIP-219, the response was sent and the channel stays muted
   for the throttle time (set by the quota layer).
-* ``MEMORY``: the request memory pool is exhausted (KIP-72).
+* ``MEMORY``: the pool refused the buffer of the request whose size prefix was
+  just read (KIP-72); ``MemoryMutedChannels`` gives it the memory and unmutes
+  it when memory comes back.
 
 On a SASL_PLAINTEXT listener ``sasl`` holds the authenticator until
 authentication completes: frames are limited to ``sasl.server.max.receive.size``
@@ -27,15 +47,21 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import random
 from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ProtocolError
 from protocol.framing import SIZE_PREFIX_BYTES, read_frame_size
 
+from .memory_pool import MemoryPool
+
 if TYPE_CHECKING:
     from .server import BrokerServer
 
 log = logging.getLogger("mockbroker.connection")
+
+# Staging buffer without a pool: bytes read ahead of the current frame (several small frames per read).
+READ_AHEAD_BYTES = 64 * 1024
 
 
 class MuteReason(enum.Flag):
@@ -62,7 +88,67 @@ class CloseReason(enum.Enum):
     AUTHENTICATION_FAILED = "failed authentication"
 
 
-class KafkaConnection(asyncio.Protocol):
+class MemoryMutedChannels:
+    """The memory-pressure part of Kafka's ``Selector``, for one broker's pool.
+
+    A connection whose buffer the pool refuses mutes itself for ``MEMORY`` and
+    waits here.  When memory is released and the pool is no longer out of
+    memory (Selector.poll: ``!memoryPool.isOutOfMemory() && outOfMemory``), the
+    waiting connections are served: each takes its buffer and is unmuted, until
+    the pool runs out again; the others keep waiting for the next release.
+    Below ``lowMemThreshold`` (10 % of the pool) they are served in shuffled
+    order (``determineHandlingOrder``), so that no connection starves; above it,
+    in the order they started waiting.  Kafka unmutes every such channel and
+    lets them race for memory on their next read; here the pass hands the
+    memory out directly, which is the same race without the churn.
+    """
+
+    def __init__(self, pool: MemoryPool, loop: asyncio.AbstractEventLoop, rng: random.Random | None = None) -> None:
+        self.pool = pool
+        self.loop = loop
+        self.rng = rng or random.Random()
+        self.low_mem_threshold = int(0.1 * pool.size()) if pool.enabled else 0
+        self._waiting: dict[KafkaConnection, None] = {}  # an ordered set, oldest first
+        self._scheduled = False
+        self.passes = 0            # unmute passes run (mock statistic)
+        self.shuffled_passes = 0   # of which below lowMemThreshold, in shuffled order
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    def allocate(self, conn: "KafkaConnection", size: int) -> bytearray | None:
+        buf = self.pool.try_allocate(size)
+        if buf is None:
+            self._waiting[conn] = None
+        return buf
+
+    def release(self, buf: bytearray) -> None:
+        self.pool.release(buf)
+        if self._waiting and not self._scheduled:
+            self._scheduled = True
+            self.loop.call_soon(self._unmute)
+
+    def forget(self, conn: "KafkaConnection") -> None:
+        self._waiting.pop(conn, None)
+
+    def _unmute(self) -> None:
+        self._scheduled = False
+        pool = self.pool
+        if pool.is_out_of_memory() or not self._waiting:
+            return
+        order = list(self._waiting)
+        self.passes += 1
+        if pool.available_memory() < self.low_mem_threshold:
+            self.shuffled_passes += 1
+            self.rng.shuffle(order)
+        for conn in order:
+            if pool.is_out_of_memory():
+                break
+            if conn.retry_allocation():
+                self._waiting.pop(conn, None)
+
+
+class KafkaConnection(asyncio.BufferedProtocol):
     _ids = 0
 
     def __init__(self, server: "BrokerServer") -> None:
@@ -71,7 +157,17 @@ class KafkaConnection(asyncio.Protocol):
         self.conn_id = KafkaConnection._ids
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
-        self._buf = bytearray()
+        self._memory: MemoryMutedChannels = server.memory_mutes
+        # Bytes read but not yet in a request buffer: with a pool only the size prefix
+        # (allocated when needed, dropped when empty).
+        self._head_size = SIZE_PREFIX_BYTES if self._memory.pool.enabled else READ_AHEAD_BYTES
+        self._head: bytearray | None = None
+        self._head_len = 0
+        self._frame: bytearray | None = None  # the request being read (NetworkReceive's buffer)
+        self._frame_pos = 0
+        self._frame_pooled = False
+        self._wanted: int | None = None       # size of the request waiting for pool memory
+        self._inflight: bytearray | None = None  # pool buffer of the request being handled
         self.mute = MuteReason.NONE
         self._reading_paused = False
         self._write_paused = False
@@ -90,12 +186,19 @@ class KafkaConnection(asyncio.Protocol):
         self._throttle_ended_ms: int | None = None
 
     def __repr__(self) -> str:
+        frame = "" if self._frame is None else f" reading={self._frame_pos}/{len(self._frame)}"
         return (
             f"<KafkaConnection {self.conn_id} {self.peer} client_id={self.client_id!r} "
-            f"mute={self.mute} buffered={len(self._buf)}{' closed' if self.closed else ''}>"
+            f"mute={self.mute} buffered={self._head_len}{frame}{' closed' if self.closed else ''}>"
         )
 
-    # -- asyncio.Protocol ------------------------------------------------------------
+    @property
+    def memory_held(self) -> int:
+        """Pool bytes this connection holds (the request being read and the one being handled)."""
+        held = len(self._frame) if self._frame is not None and self._frame_pooled else 0
+        return held + (len(self._inflight) if self._inflight is not None else 0)
+
+    # -- asyncio.BufferedProtocol --------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
@@ -103,13 +206,27 @@ class KafkaConnection(asyncio.Protocol):
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.server.connection_opened(self)
 
-    def data_received(self, data: bytes) -> None:
-        self._buf += data
+    def get_buffer(self, sizehint: int) -> memoryview:
+        frame = self._frame
+        if frame is not None and self._frame_pos < len(frame):
+            return memoryview(frame)[self._frame_pos:]  # the body goes straight into its own buffer
+        head = self._head
+        if head is None:
+            head = self._head = bytearray(self._head_size)
+        # never full here: reading is paused whenever the head is (_needs_pause)
+        return memoryview(head)[self._head_len:]
+
+    def buffer_updated(self, nbytes: int) -> None:
         self.last_active_ms = self.server.clock.monotonic_ms()
-        if self.mute & MuteReason.RESPONSE_PENDING and not self._reading_paused and self.transport is not None:
-            # a request is in flight and the client sends more: stop reading, as Kafka's muted channel
-            self.transport.pause_reading()
-            self._reading_paused = True
+        frame = self._frame
+        if frame is not None and self._frame_pos < len(frame):
+            self._frame_pos += nbytes
+        else:
+            self._head_len += nbytes
+            if self.mute & MuteReason.RESPONSE_PENDING and not self._reading_paused and self.transport is not None:
+                # a request is in flight and the client sends more: stop reading, as Kafka's muted channel
+                self.transport.pause_reading()
+                self._reading_paused = True
         self._process()
 
     def eof_received(self) -> bool | None:
@@ -119,7 +236,7 @@ class KafkaConnection(asyncio.Protocol):
         if not self.closed:
             self.closed = True
             log.debug("connection %s from %s closed by client", self.conn_id, self.peer)
-        self._buf = bytearray()
+        self._release_all()
         self.server.connection_closed(self)
 
     def pause_writing(self) -> None:
@@ -142,54 +259,142 @@ class KafkaConnection(asyncio.Protocol):
             if self.mute == MuteReason.NONE and not self.closed:
                 self.server.loop.call_soon(self._process)
 
+    def _needs_pause(self) -> bool:
+        if self.mute & _PAUSE_EAGERLY:
+            return True
+        frame = self._frame
+        if frame is not None and self._frame_pos < len(frame):
+            return False  # a request with its memory: read its body
+        return self._head_len >= self._head_size  # nowhere to read into until a frame is taken
+
     def _update_reading(self) -> None:
         if self.transport is None or self.closed:
             return
-        want_paused = bool(self.mute & _PAUSE_EAGERLY)
-        if want_paused and not self._reading_paused:
-            self.transport.pause_reading()
-            self._reading_paused = True
-        elif not want_paused and self._reading_paused and not self.mute & MuteReason.RESPONSE_PENDING:
+        if self._needs_pause():
+            if not self._reading_paused:
+                self.transport.pause_reading()
+                self._reading_paused = True
+        elif self._reading_paused and not self.mute & MuteReason.RESPONSE_PENDING:
             self.transport.resume_reading()
             self._reading_paused = False
 
     # -- frames ------------------------------------------------------------------------
     def _process(self) -> None:
-        """Take complete frames off the buffer while nothing mutes the channel."""
+        """Take complete requests while nothing mutes the channel, one at a time."""
         if self._processing:
             return
         self._processing = True
         try:
             while not self.closed and self.mute == MuteReason.NONE and not self._write_paused:
-                sasl = self.sasl  # before authentication: sasl.server.max.receive.size
-                try:
-                    size = read_frame_size(self._buf, self.server.max_request_bytes if sasl is None
-                                           else sasl.max_receive_size)
-                except ProtocolError as e:
-                    if sasl is None:
-                        self.close(CloseReason.PROTOCOL_ERROR, str(e))
-                    else:  # a SaslAuthenticationException in Kafka: the delayed failure close
-                        sasl.close_after_failure(None, f"Failing SASL authentication due to invalid receive size: {e}")
+                if self._frame is None and not self._begin_receive():
                     return
-                if size is None or len(self._buf) < SIZE_PREFIX_BYTES + size:
-                    return
+                frame = self._frame
+                assert frame is not None
+                if self._frame_pos < len(frame):
+                    return  # the body is still arriving
                 if self._hold_until_deadline():
                     return
-                with memoryview(self._buf) as view:  # one copy out of the read buffer
-                    payload = bytes(view[SIZE_PREFIX_BYTES : SIZE_PREFIX_BYTES + size])
-                del self._buf[: SIZE_PREFIX_BYTES + size]
+                self._frame = None
+                self._frame_pos = 0
+                if self._frame_pooled:
+                    self._inflight = frame  # released once the request is done
+                    self._frame_pooled = False
                 self.mute |= MuteReason.RESPONSE_PENDING
                 self.requests_handled += 1
                 self._note_next_request()
+                payload = memoryview(frame).toreadonly()  # no copy: decoders read the request buffer
+                sasl = self.sasl
                 if sasl is not None and sasl.raw_tokens:  # after SaslHandshake v0: a bare SASL token
                     sasl.raw_token(payload)
                 else:
                     self.server.apis.handle(self, payload)
                 # handle() either answered synchronously (RESPONSE_PENDING cleared) or
                 # parked the request; in the latter case stop reading the socket.
-                self._update_reading()
         finally:
             self._processing = False
+            self._update_reading()
+
+    def _begin_receive(self) -> bool:
+        """The size prefix is read: check it and take the request's buffer (NetworkReceive.readFrom)."""
+        if self._head_len < SIZE_PREFIX_BYTES:
+            return False
+        head = self._head
+        assert head is not None
+        sasl = self.sasl  # before authentication: sasl.server.max.receive.size
+        try:
+            size = read_frame_size(head, self.server.max_request_bytes if sasl is None else sasl.max_receive_size)
+        except ProtocolError as e:
+            if sasl is None:
+                self.close(CloseReason.PROTOCOL_ERROR, str(e))
+            else:  # a SaslAuthenticationException in Kafka: the delayed failure close
+                sasl.close_after_failure(None, f"Failing SASL authentication due to invalid receive size: {e}")
+            return False
+        assert size is not None
+        self._consume_head(SIZE_PREFIX_BYTES)
+        if size == 0 or sasl is not None or not self._memory.pool.enabled:
+            self._set_frame(bytearray(size), pooled=False)
+            return True
+        buf = self._memory.allocate(self, size)
+        if buf is None:  # the pool is out of memory: mute until it gives us the buffer
+            self._wanted = size
+            self.mute_for(MuteReason.MEMORY)
+            return False
+        self._set_frame(buf, pooled=True)
+        return True
+
+    def retry_allocation(self) -> bool:
+        """Called by ``MemoryMutedChannels`` when memory came back: True once this connection
+        no longer waits (it got its buffer and is unmuted, or it is gone)."""
+        size = self._wanted
+        if self.closed or size is None:
+            return True
+        buf = self._memory.pool.try_allocate(size)
+        if buf is None:
+            return False
+        self._wanted = None
+        self._set_frame(buf, pooled=True)
+        self.unmute_for(MuteReason.MEMORY)
+        return True
+
+    def _set_frame(self, buf: bytearray, pooled: bool) -> None:
+        """Start reading a request into ``buf``, with the body bytes already read ahead."""
+        take = min(len(buf), self._head_len)
+        if take:
+            assert self._head is not None
+            buf[:take] = memoryview(self._head)[:take]
+            self._consume_head(take)
+        self._frame = buf
+        self._frame_pos = take
+        self._frame_pooled = pooled
+
+    def _consume_head(self, n: int) -> None:
+        head = self._head
+        assert head is not None
+        rest = self._head_len - n
+        if rest:
+            head[:rest] = head[n : n + rest]
+        self._head_len = rest
+        if not rest and len(head) > SIZE_PREFIX_BYTES:
+            self._head = None  # an idle connection keeps no read-ahead buffer
+
+    def _release_all(self) -> None:
+        """The connection is gone: return every pool buffer it holds (KafkaChannel.close)."""
+        if self._wanted is not None:
+            self._wanted = None
+            self._memory.forget(self)
+        frame, pooled = self._frame, self._frame_pooled
+        self._frame, self._frame_pooled, self._frame_pos = None, False, 0
+        if frame is not None and pooled:
+            self._memory.release(frame)
+        self._release_inflight()
+        self._head = None
+        self._head_len = 0
+
+    def _release_inflight(self) -> None:
+        buf = self._inflight
+        if buf is not None:
+            self._inflight = None
+            self._memory.release(buf)
 
     def send_response(self, frame: bytes | memoryview | None) -> None:
         """Called exactly once per request, with its framed response or None (acks=0)."""
@@ -198,7 +403,9 @@ class KafkaConnection(asyncio.Protocol):
         if frame is not None and self.transport is not None:
             self.transport.write(frame)
         self.last_active_ms = self.server.clock.monotonic_ms()
-        # RESPONSE_SENT: the request is done; reading resumes unless muted otherwise.
+        # RESPONSE_SENT: the request is done, its memory goes back to the pool;
+        # reading resumes unless muted otherwise.
+        self._release_inflight()
         self.mute &= ~MuteReason.RESPONSE_PENDING
         if not self._processing:
             self._update_reading()
@@ -265,6 +472,6 @@ class KafkaConnection(asyncio.Protocol):
         level = logging.WARNING if reason is CloseReason.PROTOCOL_ERROR else logging.INFO
         log.log(level, "closing connection %s from %s (client_id=%r): %s",
                 self.conn_id, self.peer, self.client_id, msg)
-        self._buf = bytearray()
+        self._release_all()
         if self.transport is not None:
             self.transport.close()

@@ -201,6 +201,17 @@ class MockBroker:
                     "Request": q.request.metrics("request-time"), "RequestRate": q.request_rate.metrics("request-rate")}
         return self.call(get)
 
+    def memory_pool_metrics(self, node_id: int | None = None) -> dict[str, float]:
+        """KIP-72 request memory pool of one broker (the first by default): Kafka's
+        ``MemoryPoolAvailable``, ``MemoryPoolUsed``, ``MemoryPoolAvgDepletedPercent`` (a fraction)
+        and ``MemoryPoolDepletedTimeTotal`` (ms), plus the mock's ``peak_used`` (most memory ever
+        allocated at once), ``refused`` (allocations refused) and ``memory_muted`` (connections
+        waiting for memory now)."""
+        def get(b: Broker) -> dict[str, float]:
+            s = b.servers[node_id if node_id is not None else next(iter(b.servers))]
+            return {**s.memory_pool.metrics(), "memory_muted": len(s.memory_mutes)}
+        return self.call(get)
+
     def set_quota(self, user: str | None = None, client_id: str | None = None, **values: float | None) -> None:
         """Set (or with None remove) quotas of an entity; "<default>" names the default entity."""
         from .quota.entities import validate_quota

@@ -21,12 +21,13 @@ from .apis import build_handlers
 from .clock import Clock, SystemClock
 from .cluster import BrokerNode, ClusterState, Partition, Topic
 from .config import BrokerConfig, parse_listener, parse_topic_spec
-from .connection import CloseReason, KafkaConnection
+from .connection import CloseReason, KafkaConnection, MemoryMutedChannels
 from .faults import FaultInjector
 from .journal import RequestJournal
 from .fetch_session import FetchManager
 from .group.coordinator import GroupCoordinator
 from .kafka_apis import KafkaApis
+from .memory_pool import memory_pool_for
 from .purgatory import DelayedOperationPurgatory, Timer
 from .quota.entities import QuotaStore
 from .quota.manager import QuotaManagers
@@ -63,6 +64,9 @@ class BrokerServer:
         self.apis = KafkaApis(self, self.registry, runtime.handlers)
         self.connections: set[KafkaConnection] = set()
         self.max_request_bytes: int = self.cluster.config["socket.request.max.bytes"]
+        # KIP-72: one request memory pool per broker (SocketServer's), MemoryPool.NONE when disabled
+        self.memory_pool = memory_pool_for(cfg["queued.max.request.bytes"], self.max_request_bytes, self.clock)
+        self.memory_mutes = MemoryMutedChannels(self.memory_pool, runtime.loop)
         self.security_protocol: str = runtime.security_protocol
         self._server: asyncio.AbstractServer | None = None
         self.loop: asyncio.AbstractEventLoop = runtime.loop
