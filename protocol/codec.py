@@ -41,6 +41,7 @@ from kio.serial._introspect import (
 )
 from kio.static.constants import EntityType
 
+from .bounds import check_request_bounds
 from .errors import InvalidRequest
 from .registry import ApiSpec, _payload_class
 
@@ -119,6 +120,7 @@ def decode_request(api_key: int, version: int, payload: bytes | memoryview, offs
     """Decode the request body that starts at ``offset``; wire faults raise InvalidRequest."""
     cls = request_class(api_key, version)
     try:
+        check_request_bounds(cls, payload, offset)  # kio's native reader trusts array lengths
         body, _end = _reader(cls)(payload, offset)
     except Exception as e:  # noqa: BLE001 - kio raises several types; all mean "does not parse"
         raise InvalidRequest(
