@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, InvalidRequest
 from protocol.registry import ApiKey
 
 from ..cluster import validate_topic_name
@@ -77,6 +77,9 @@ def handle(ctx: Any, req: Any) -> dict:
         for rt in requested:
             name = getattr(rt, "name", None)
             topic_id = getattr(rt, "topic_id", None)
+            if name is None and v < 12:
+                # KafkaApis: topic ids are not supported before v12 (InvalidRequestException)
+                raise InvalidRequest(f"Topic name can not be null for version {v}")
             if name is None and topic_id is not None and topic_id != ZERO_UUID:
                 t = cluster.topics_by_id.get(topic_id)
                 if t is None:

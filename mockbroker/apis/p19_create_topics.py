@@ -42,9 +42,31 @@ def topic_configs_out(cluster: Any, topic: Any) -> list[dict]:
     ]
 
 
+MAX_PARTITIONS_PER_BATCH = 10_000  # ReplicationControlManager: one controller batch
+
+
+def _total_partitions(req: Any, default: int) -> int:
+    """ReplicationControlManager.validateTotalNumberOfPartitions."""
+    total = 0
+    for t in req.topics:
+        if t.assignments:
+            total += len(t.assignments)
+        elif t.num_partitions == -1:
+            total += default
+        elif t.num_partitions > 0:
+            total += t.num_partitions
+    return total
+
+
 def handle(ctx: Any, req: Any) -> dict:
     cluster = ctx.cluster
     cfg = cluster.config
+    if _total_partitions(req, cfg["num.partitions"]) > MAX_PARTITIONS_PER_BATCH:
+        # the controller refuses the whole request (PolicyViolationException)
+        return {"topics": [{"name": t.name, "error_code": ErrorCode.policy_violation,
+                            "error_message": "Excessively large number of partitions per request.",
+                            "num_partitions": -1, "replication_factor": -1, "configs": None,
+                            "topic_config_error_code": 0} for t in req.topics]}
     counts = Counter(t.name for t in req.topics)
     out = []
     for t in req.topics:

@@ -336,11 +336,8 @@ def test_thousand_connections_opened_and_dropped(broker, witness):
     until(lambda: connections(broker) == base, f"connections back to {base} (now {connections(broker)})")
 
 
-# -- handler bugs this fuzzing found (not fixed here: mockbroker/apis belongs to another change) ----
+# -- handler bugs this fuzzing found (fixed) -------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="p03_metadata: a null topic name in Metadata v10-11 raises TypeError "
-                                       "while encoding (Kafka: InvalidRequestException 'Topic name can not be "
-                                       "null for version N'); the connection closes with a traceback logged")
 def test_metadata_v10_null_topic_name_is_refused_without_a_traceback(broker, caplog):
     caplog.set_level(logging.INFO)
     # topics=[{topic_id 0, name null}], allow auto-creation, no authorized operations
@@ -352,13 +349,10 @@ def test_metadata_v10_null_topic_name_is_refused_without_a_traceback(broker, cap
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
 
 
-@pytest.mark.xfail(strict=True, reason="p19_create_topics: no cap on partitions per request; Kafka's "
-                                       "ReplicationControlManager refuses more than 10,000 with POLICY_VIOLATION "
-                                       "'Excessively large number of partitions per request.' (a request for "
-                                       "2^31-1 partitions stalls the mock)")
 def test_create_topics_over_ten_thousand_partitions_is_a_policy_violation(broker):
     with RawKafkaClient.connect(broker.bootstrap_servers) as c:
         r = c.request(19, 7, {"topics": [{"name": "too-many", "num_partitions": 10_001, "replication_factor": 1,
                                           "assignments": [], "configs": []}],
                               "timeout_ms": 30_000, "validate_only": False})
     assert r.topics[0].error_code == ErrorCode.policy_violation
+    assert r.topics[0].error_message == "Excessively large number of partitions per request."
