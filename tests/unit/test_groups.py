@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import select
 import struct
-import time
 
 import pytest
 
@@ -18,6 +17,7 @@ from mockbroker import ManualClock, MockBroker
 from protocol.client import RawKafkaClient
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
+from tests.polling import until
 
 E = ErrorCode
 JOIN, SYNC, HB, LEAVE = ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP
@@ -38,12 +38,7 @@ def answered(c: RawKafkaClient, timeout: float = 0.2) -> bool:
 
 
 def wait_for(cond, timeout_s: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.005)
-    raise AssertionError("condition not reached")
+    until(cond, "the coordinator's state", timeout_s)
 
 
 class Member:

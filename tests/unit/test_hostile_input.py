@@ -29,6 +29,7 @@ from protocol.codec import build_request, encode_request, timedelta_ms
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
 from protocol.registry import any_spec
+from tests.polling import until
 
 from .test_delayed_ops import fetch_body, parked
 
@@ -44,17 +45,6 @@ def broker():
         b.create_topic("witness", 1)
         b.create_topic("target", 2)
         yield b
-
-
-def until(fn, what: str, timeout: float = 10.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.005)
 
 
 def connections(b: MockBroker) -> int:

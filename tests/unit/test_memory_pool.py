@@ -12,7 +12,6 @@ import asyncio
 import random
 import subprocess
 import sys
-import time
 
 import pytest
 from hypothesis import given
@@ -26,6 +25,7 @@ from protocol.codec import build_request, encode_request, timedelta_ms
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
 from protocol.registry import any_spec
+from tests.polling import until
 
 from .test_delayed_ops import answered, fetch_body, parked
 
@@ -225,18 +225,6 @@ def produce_frame(corr: int, topic: str = "pool", value_len: int = VALUE, acks: 
     body = build_request(0, 9, {"acks": acks, "timeout": 30_000, "topic_data": [{"name": topic, "partition_data": [
         {"index": 0, "records": build_batch([(b"k", b"v" * value_len, [])], base_timestamp=1)}]}]})
     return encode_request(0, 9, corr, client_id, body, any_spec(0))
-
-
-def until(fn, what: str, timeout: float = 5.0):
-    """Poll broker state until ``fn()`` is truthy (bounded)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.005)
 
 
 def used(b: MockBroker) -> int:
