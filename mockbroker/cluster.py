@@ -127,6 +127,8 @@ class Partition:
     replica_leo: dict[int, int] = field(default_factory=dict)
     # replicas a test forced out of the ISR (set_isr): they do not rejoin by catching up
     isr_pinned_out: set[int] = field(default_factory=set)
+    # when each follower was last caught up to the leader (Kafka's Replica.lastCaughtUpTimeMs)
+    caught_up_ms: dict[int, int] = field(default_factory=dict)
 
     @property
     def leader_epoch(self) -> int:

@@ -116,6 +116,8 @@ CONFIG_DEF: dict[str, ConfigKey] = {
         ConfigKey("num.partitions", _int, 1, "Partitions of an auto-created topic.", 1),
         ConfigKey("default.replication.factor", _int, 1, "Replication factor of an auto-created topic.", 1),
         ConfigKey("min.insync.replicas", _int, 1, "Default min.insync.replicas of topics.", 1),
+        ConfigKey("replica.lag.time.max.ms", _int, 30000,
+                  "A follower not caught up for this long leaves the ISR (checked every half of it).", 1),
         ConfigKey("message.max.bytes", _int, 1048588, "Default max.message.bytes of topics (largest batch).", 0),
         ConfigKey("log.retention.ms", _int, None, "Retention by time (overrides minutes and hours); -1 keeps forever.", -1),
         ConfigKey("log.retention.minutes", _int, None, "Retention by time in minutes (overrides hours).", -1),

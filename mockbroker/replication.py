@@ -12,6 +12,12 @@ when acks=all completes and what consumers may read:
   watching that partition (DelayedProduce, DelayedFetch).
 * A follower outside the ISR rejoins it once its LEO reaches the high
   watermark (``Partition.maybeExpandIsr``).
+* A follower that has not been caught up for ``replica.lag.time.max.ms``
+  leaves the ISR (``Partition.maybeShrinkIsr``, checked every half of it as
+  ReplicaManager's isr-expiration task does).  "Caught up" is Kafka's
+  ``lastCaughtUpTimeMs``: a fetch that reached the leader's log end as of the
+  fetch's start counts from that start, and a follower already at the log end
+  is caught up now.
 * Stopping a broker is a controlled shutdown: its replicas leave the ISR at
   once and partitions it led elect the first live ISR member in replica order
   (``PartitionLeaderElectionAlgorithms.offlinePartitionLeaderElection``),
@@ -69,30 +75,58 @@ class ReplicaManager:
         after the replication lag (at once for a lag of 0)."""
         leo, epoch = p.log.log_end_offset, p.leader_epoch
         lag = self.lag_ms(broker_id, p.topic.name)
+        issued = self.clock.monotonic_ms()
         if lag <= 0:
-            self.follower_caught_up(p, broker_id, leo, epoch)
+            self.follower_caught_up(p, broker_id, leo, epoch, issued)
         else:
-            self.clock.call_later(lag, lambda: self.follower_caught_up(p, broker_id, leo, epoch))
+            self.clock.call_later(lag, lambda: self.follower_caught_up(p, broker_id, leo, epoch, issued))
 
-    def follower_caught_up(self, p: "Partition", broker_id: int, leo: int, leader_epoch: int) -> None:
-        """A follower's fetch of the leader's log up to ``leo`` arrives.  A fetch issued under an older
-        leader epoch is stale (Kafka fences it with FENCED_LEADER_EPOCH) and credits nothing."""
+    def follower_caught_up(self, p: "Partition", broker_id: int, leo: int, leader_epoch: int,
+                           issued_ms: int | None = None) -> None:
+        """A follower's fetch of the leader's log up to ``leo`` (issued at ``issued_ms``) arrives.  A fetch
+        issued under an older leader epoch is stale (Kafka fences it with FENCED_LEADER_EPOCH) and credits
+        nothing."""
         if (p.topic.name not in self.cluster.topics or not self._alive(broker_id) or broker_id == p.leader_id
                 or leader_epoch != p.leader_epoch):
             return
         p.replica_leo[broker_id] = max(p.replica_leo.get(broker_id, 0), min(leo, p.log.log_end_offset))
+        if p.replica_leo[broker_id] >= leo:  # it reached the leader's end as of the fetch's start
+            start = issued_ms if issued_ms is not None else self.clock.monotonic_ms()
+            p.caught_up_ms[broker_id] = max(p.caught_up_ms.get(broker_id, start), start)
         self.maybe_update_isr_and_hw(p)
+
+    def shrink_lagging_isr(self, lag_time_max_ms: int) -> None:
+        """Partition.maybeShrinkIsr over every led partition: followers not caught up for longer than
+        replica.lag.time.max.ms leave the ISR (a test's set_isr pins are left as they are)."""
+        now = self.clock.monotonic_ms()
+        for t in list(self.cluster.topics.values()):
+            for p in t.partitions:
+                if p.leader_id < 0 or not self._alive(p.leader_id):
+                    continue
+                out = []
+                for r in p.isr:
+                    if r == p.leader_id:
+                        continue
+                    if p.replica_leo.get(r, -1) >= p.log.log_end_offset:
+                        p.caught_up_ms[r] = now  # at the log end: caught up now
+                    elif now - p.caught_up_ms.setdefault(r, now) > lag_time_max_ms:
+                        out.append(r)
+                if out:
+                    self.shrink_isr(p, out)
 
     def maybe_update_isr_and_hw(self, p: "Partition") -> None:
         if p.leader_id < 0:
             return
         log = p.log
         hw = log.high_watermark
-        for r in p.replicas:  # ISR expansion: a caught-up live follower rejoins
-            if (r not in p.isr and r not in p.isr_pinned_out and self._alive(r)
-                    and p.replica_leo.get(r, -1) >= max(hw, log.log_start_offset)):
-                p.isr.append(r)
+        # the high watermark over the current ISR first (maybeIncrementLeaderHW), so a follower that
+        # just left it is measured against the HW the others allow
         new_hw = min(p.replica_leo.get(r, 0) if r != p.leader_id else log.log_end_offset for r in p.isr)
+        for r in p.replicas:  # ISR expansion: a caught-up live follower rejoins (maybeExpandIsr)
+            if (r not in p.isr and r not in p.isr_pinned_out and self._alive(r)
+                    and p.replica_leo.get(r, -1) >= max(new_hw, hw, log.log_start_offset)):
+                p.isr.append(r)
+                p.caught_up_ms[r] = self.clock.monotonic_ms()
         if new_hw > hw:
             log.high_watermark = new_hw
             self.on_high_watermark(p)
@@ -172,6 +206,9 @@ class ReplicaManager:
         log.new_leader_epoch(log.leader_epoch + 1)
         p.replica_leo = {new_leader: log.log_end_offset, **{
             r: min(leo, log.log_end_offset) for r, leo in p.replica_leo.items() if r != new_leader}}
+        # a new leader starts every follower's lastCaughtUpTime at the election
+        now = self.clock.monotonic_ms()
+        p.caught_up_ms = {r: now for r in p.replicas if r != new_leader}
         if new_leader not in p.isr:
             p.isr.insert(0, new_leader)
         # the other replicas now fetch from the new leader (catch-ups from the old epoch are void)

@@ -221,6 +221,9 @@ class Broker:
                 self.create_topic(name, parts, rf)
         self._every(self.config["log.retention.check.interval.ms"], self.cluster.enforce_retention)
         self._every(self.config["offsets.retention.check.interval.ms"], self.groups.expire_offsets)
+        # ReplicaManager's isr-expiration task: every replica.lag.time.max.ms / 2
+        lag_max = self.config["replica.lag.time.max.ms"]
+        self._every(max(lag_max // 2, 1), lambda: self.replicas.shrink_lagging_isr(lag_max))
         # ClientQuotaManager: sensors idle for an hour are dropped (InactiveSensorExpirationTimeSeconds)
         self._every(60_000, self._expire_quota_sensors)
         idle = self.config["connections.max.idle.ms"]
@@ -268,8 +271,10 @@ class Broker:
     def create_topic(self, name: str, partitions: int, rf: int, configs: dict | None = None,
                      assignments: dict | None = None) -> Topic:
         topic = self.cluster.create_topic(name, partitions, rf, configs, assignments)
+        now = self.clock.monotonic_ms()
         for p in topic.partitions:
             p.replica_leo = {r: 0 for r in p.replicas}
+            p.caught_up_ms = {r: now for r in p.replicas if r != p.leader_id}
             live = [r for r in p.replicas if self.cluster.brokers[r].alive]
             p.isr[:] = live
             if p.leader_id not in live:

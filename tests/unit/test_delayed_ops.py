@@ -230,3 +230,39 @@ def test_unreplicated_records_are_truncated_when_leadership_moves(cluster):
     cluster.stop_broker(old)
     st = cluster.partition_state("trunc", 0)
     assert st["log_end_offset"] == st["high_watermark"] == 1  # the new leader never had offset 1
+
+
+class TestIsrShrink:
+    """replica.lag.time.max.ms: Partition.maybeShrinkIsr, checked every half of it."""
+
+    def test_lagging_follower_leaves_the_isr_and_acks_all_completes(self):
+        clock = ManualClock()
+        cfg = {"mock.num.brokers": 3, "default.replication.factor": 3, "replica.lag.time.max.ms": 10_000}
+        with MockBroker(config=cfg, clock=clock) as b:
+            b.create_topic("shr", 1, 3)
+            leader = b.partition_state("shr", 0)["leader"]
+            slow = next(r for r in b.partition_state("shr", 0)["replicas"] if r != leader)
+            b.set_replication_lag(60_000, broker_id=slow)  # this follower's fetches take a minute
+            with leader_client(b, "shr") as c:
+                corr = c.send(0, 9, produce_body("shr"))
+                parked(b, "Produce", leader)
+                # checks at 5 s and 10 s: not caught up for 10 s is not yet "more than" 10 s
+                b.advance(10_000)
+                assert not answered(c)
+                assert slow in b.partition_state("shr", 0)["isr"]
+                b.advance(5_000)  # the 15 s check: out of sync for 15 s > 10 s
+                st = b.partition_state("shr", 0)
+                assert slow not in st["isr"] and len(st["isr"]) == 2
+                r = c.response(0, 9, corr).responses[0].partition_responses[0]
+                assert (r.error_code, r.base_offset) == (E.none, 0)  # the smaller ISR has the record
+            b.set_replication_lag(0, broker_id=slow)
+            b.advance(45_000)  # the slow fetch lands at 60 s: the follower reaches the HW and rejoins
+            assert slow in b.partition_state("shr", 0)["isr"]
+
+    def test_idle_followers_stay_in_sync(self):
+        clock = ManualClock()
+        cfg = {"mock.num.brokers": 2, "default.replication.factor": 2, "replica.lag.time.max.ms": 1_000}
+        with MockBroker(config=cfg, clock=clock) as b:
+            b.create_topic("idle", 1, 2)
+            b.advance(60_000)  # no appends: every follower is at the log end
+            assert len(b.partition_state("idle", 0)["isr"]) == 2
