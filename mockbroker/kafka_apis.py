@@ -29,6 +29,7 @@ charged to quotas; a failed handshake or authentication is answered after
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from .server import BrokerServer
 
 log = logging.getLogger("mockbroker.apis")
+_THROTTLE = struct.Struct(">i")
 
 
 class _NoResponse:
@@ -111,6 +113,7 @@ class RequestContext:
     fetch_session_epoch: int | None = None  # set by Fetch (a throttled full fetch drops its new session)
     controller_throttle_ms: int = 0          # set by CreateTopics/DeleteTopics (KIP-599)
     sasl: Any = None                         # the authenticator when the request came before authentication
+    encoded: Any = None                      # (result, frame) when the Fetch byte quota already encoded it
 
     @property
     def cluster(self):  # type: ignore[no-untyped-def]
@@ -209,9 +212,19 @@ class KafkaApis:
         else:  # Kafka's authenticator answers these itself: no quotas
             throttle_ms, quota_type = 0, ""
             ctx.sasl.answered(ctx.api_key, result)
-        if ctx.spec.has_throttle_field(ctx.version):
-            result["throttle_time"] = throttle_ms
-        frame = encode_response(ctx.spec, ctx.version, ctx.correlation_id, build_response(ctx.api_key, ctx.version, result))
+        cached = ctx.encoded
+        if cached is not None and cached[0] is result:
+            # the consumer byte quota measured this very response by encoding it: send that frame,
+            # with the throttle time written into it (the body's first field from Fetch v1)
+            frame = cached[1]
+            if throttle_ms:
+                offset = 8 + (1 if ctx.spec.response_header_version(ctx.version) == 1 else 0)
+                _THROTTLE.pack_into(frame, offset, throttle_ms)
+        else:
+            if ctx.spec.has_throttle_field(ctx.version):
+                result["throttle_time"] = throttle_ms
+            frame = encode_response(ctx.spec, ctx.version, ctx.correlation_id,
+                                    build_response(ctx.api_key, ctx.version, result))
         self._journal(ctx, "response", throttle_ms)
         if ctx.sasl is not None and ctx.sasl.failure is not None:  # answered after a delay, then closed
             ctx.sasl.close_after_failure(frame)

@@ -139,8 +139,11 @@ class BrokerServer:
     def apply_quotas(self, ctx: Any, request: Any, result: dict) -> tuple[dict, int, str]:
         """Charge this response to the client's quotas: (result, throttle ms, quota type)."""
         def response_size() -> int:
-            return len(encode_response(ctx.spec, ctx.version, ctx.correlation_id,
-                                       build_response(ctx.api_key, ctx.version, result))) - 4
+            # Fetch only: the frame is kept and sent if the response stays as it is (one encode)
+            frame = encode_response(ctx.spec, ctx.version, ctx.correlation_id,
+                                    build_response(ctx.api_key, ctx.version, result))
+            ctx.encoded = (result, frame)
+            return len(frame) - 4
         return apply_quotas(self.quotas, ctx, request, result, response_size, self.clock.monotonic_ms())
 
     def record_throttle(self, conn: KafkaConnection, ctx: Any, throttle_ms: int, mode: str,

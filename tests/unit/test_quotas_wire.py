@@ -321,3 +321,33 @@ def test_fetch_size_capped_by_the_consumer_quota_window():
             assert 0 < throttle < 1000
     finally:
         b.stop()
+
+
+@pytest.mark.parametrize("version", [4, 11, 12, 16])
+def test_fetch_under_byte_quota_sends_the_measured_frame_with_the_request_throttle(version):
+    """With a consumer byte quota the response is encoded once to measure it; that frame is sent with
+    the throttle time written in (here a request-rate throttle, the byte quota not violated): the client
+    must see the same records and the throttle, in header v0 (v4, v11) and v1 (flexible v12+)."""
+    b, clock = start("observe", quotas="clients/f:consumer_byte_rate=1000000000,request_rate=1")
+    try:
+        with RawKafkaClient.connect(b.bootstrap_servers, client_id="p") as p:
+            batch = build_batch([(b"k", b"v" * 100, [])], base_timestamp=1)
+            p.request(0, 9, {"acks": 1, "timeout": 1000, "topic_data": [{"name": "q", "partition_data": [
+                {"index": 0, "records": batch}]}]})
+        topic_id = b.call(lambda br: br.cluster.topics["q"].topic_id)
+        with RawKafkaClient.connect(b.bootstrap_servers, client_id="f") as c:
+            body = {"replica_id": -1, "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+                    "session_id": 0, "session_epoch": -1, "topics": [{"topic": "q", "topic_id": topic_id, "partitions": [
+                        {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20, "log_start_offset": -1,
+                         "current_leader_epoch": -1}]}], "forgotten_topics_data": [], "rack_id": ""}
+            throttles = []
+            for _ in range(12):  # request_rate 1/s over the 10 s padded window: the 11th is throttled
+                r = c.request(1, version, body)
+                throttles.append(timedelta_ms(r.throttle_time))
+                part = r.responses[0].partitions[0]
+                got = bytes(part.records)  # as produced, but for the partition leader epoch the broker stamps
+                assert (part.error_code, part.high_watermark, got[:12], got[16:]) == (0, 1, batch[:12], batch[16:])
+                b.advance(throttles[-1])
+            assert throttles[:10] == [0] * 10 and all(t > 0 for t in throttles[10:]), throttles
+    finally:
+        b.stop()
