@@ -29,7 +29,6 @@ charged to quotas; a failed handshake or authentication is answered after
 from __future__ import annotations
 
 import logging
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -51,7 +50,6 @@ if TYPE_CHECKING:
     from .server import BrokerServer
 
 log = logging.getLogger("mockbroker.apis")
-_THROTTLE = struct.Struct(">i")
 
 
 class _NoResponse:
@@ -214,12 +212,9 @@ class KafkaApis:
             ctx.sasl.answered(ctx.api_key, result)
         cached = ctx.encoded
         if cached is not None and cached[0] is result:
-            # the consumer byte quota measured this very response by encoding it: send that frame,
-            # with the throttle time written into it (the body's first field from Fetch v1)
+            # the consumer byte quota measured this very response by encoding it (throttle 0: a
+            # throttled fetch is answered empty instead): send that frame
             frame = cached[1]
-            if throttle_ms:
-                offset = 8 + (1 if ctx.spec.response_header_version(ctx.version) == 1 else 0)
-                _THROTTLE.pack_into(frame, offset, throttle_ms)
         else:
             if ctx.spec.has_throttle_field(ctx.version):
                 result["throttle_time"] = throttle_ms

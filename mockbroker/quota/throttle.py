@@ -88,20 +88,24 @@ def apply_quotas(q: QuotaManagers, ctx: Any, request: Any, result: dict, respons
             q.request.record_throttle(user, cid, rq, now_ms)
         return result, throttle, quota_type
     if key == ApiKey.FETCH:
+        # KafkaApis.handleFetchRequest: both quotas are recorded; when either throttles, the
+        # byte-rate record is undone and the response is empty (the larger throttle applies)
         rq = request_throttle_ms(q, ctx, now_ms)
         bw = 0
+        size = 0
         if q.fetch.enabled:
             size = response_size()
             bw = q.fetch.maybe_record_and_get_throttle_time_ms(user, cid, size, now_ms)
-            if bw:
-                q.fetch.unrecord(user, cid, size, now_ms)
-                q.fetch.record_throttle(user, cid, bw, now_ms)
-        if rq:
-            q.request.record_throttle(user, cid, rq, now_ms)
         throttle = max(bw, rq)
-        if bw:
+        if throttle:
+            if q.fetch.enabled:
+                q.fetch.unrecord(user, cid, size, now_ms)
+            if bw > rq:
+                q.fetch.record_throttle(user, cid, bw, now_ms)
+            else:
+                q.request.record_throttle(user, cid, rq, now_ms)
             result = throttled_fetch_response(ctx, result)
-        return result, throttle, "Fetch" if bw >= rq else "Request"
+        return result, throttle, "Fetch" if bw > rq else "Request"
     rq = request_throttle_ms(q, ctx, now_ms)
     if rq:
         q.request.record_throttle(user, cid, rq, now_ms)
