@@ -1,0 +1,533 @@
+"""Client byte-rate quota convergence: a real Apache Kafka 4.1.1 broker and mockbroker, side by side.
+
+The workloads are those of tests/integration/test_quota_convergence.py, run unchanged against both
+brokers in one run:
+
+* producer: kafka-python KafkaProducer, client_id ``conv-p``, producer_byte_rate=100000, acks=1,
+  linger_ms=5, batch_size=16384, one request in flight, 1000-byte records, about 2 s of records
+  queued; the rate is the client's acknowledged record bytes per second;
+* consumer: 38 s of the quota pre-filled by confluent-kafka (no quota on its client id), then
+  kafka-python KafkaConsumer, client_id ``conv-c``, consumer_byte_rate=200000, assign() on one
+  partition from the earliest offset, max_partition_fetch_bytes = fetch_max_bytes = 64 KiB,
+  poll(timeout_ms=100); the rate is the client's consumed record value bytes per second.
+  librdkafka's default batch.size (1,000,000 B) makes the pre-filled batches ~1 MB each, and a
+  fetch returns at least one whole batch (KIP-74), so each Fetch carries ~1 MB;
+* consumer16k (not in the test): the same consumer on a topic pre-filled with batch.size=16384,
+  so that a 64 KiB fetch returns several small batches instead of one ~1 MB batch.
+
+Each run lasts 24 s and the rate is measured from 12 s to 24 s (after the 11 x 1 s quota window,
+Kafka's default and mockbroker's, has slid past the start-up burst). Every response's
+throttle_time_ms, as kafka-python received it, is recorded too (by wrapping
+``KafkaConnection._maybe_throttle``), with the record bytes each Fetch response carried.
+
+Real Kafka: a single-node KRaft broker+controller from the jars that bench/realkafka/pom.xml
+resolves (``mvn -q dependency:build-classpath -Dmdep.outputFile=cp.txt``, run here when cp.txt is
+missing or older than the pom), storage formatted with kafka.tools.StorageTool in a temp dir,
+quotas set with kafka.admin.ConfigCommand (kafka-configs --entity-type clients; kafka-python 3.0.12
+has no AlterClientQuotas call). mockbroker: ``MockBroker(config={"mock.quotas": ...})`` in this
+process, as the test does.
+
+Usage: .venv/bin/python bench/quota_vs_kafka.py [--only kafka|mock] [--workloads producer,consumer,consumer16k]
+Without java or mvn, or when Maven cannot resolve Kafka, it says why and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+KAFKA_DIR = Path(__file__).resolve().parent / "realkafka"
+POM = KAFKA_DIR / "pom.xml"
+CP_FILE = KAFKA_DIR / "cp.txt"
+LOG4J2 = KAFKA_DIR / "log4j2.properties"
+
+RUN_S = 24.0
+MEASURE_FROM_S = 12.0
+PRODUCER_QUOTA = 100_000
+CONSUMER_QUOTA = 200_000
+MAVEN_TIMEOUT_S = 600
+JAVA_TOOL_TIMEOUT_S = 90
+KAFKA_READY_TIMEOUT_S = 90
+KAFKA_STOP_TIMEOUT_S = 30
+JVM_OPTS = ["-Xms1g", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+            "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+            "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={LOG4J2}"]
+
+
+class Unavailable(Exception):
+    """Java, Maven or Kafka cannot be used here: the benchmark says why and exits 0."""
+
+
+def tail(text: str, n: int = 20) -> str:
+    return "\n".join(text.strip().splitlines()[-n:])
+
+
+# --- what the client saw: every response's throttle_time_ms -------------------------------------
+
+THROTTLES: list[tuple[float, str, int, int]] = []  # (monotonic, response class, throttle ms, record bytes)
+_THROTTLES_LOCK = threading.Lock()
+
+
+def _record_bytes(response) -> int:
+    """Record bytes a Fetch response carried (0 for other responses)."""
+    total = 0
+    for topic in getattr(response, "responses", None) or []:
+        for part in getattr(topic, "partitions", None) or []:
+            records = getattr(part, "records", None)
+            if records is None:
+                continue
+            try:
+                total += len(records)
+            except TypeError:
+                buf = getattr(records, "_buffer", None)
+                total += len(buf) if buf is not None else 0
+    return total
+
+
+def install_throttle_recorder() -> None:
+    from kafka.net.connection import KafkaConnection
+
+    original = KafkaConnection._maybe_throttle
+    if getattr(original, "_quota_bench", False):
+        return
+
+    def recording(self, response):
+        name = type(response).__name__
+        nbytes = _record_bytes(response) if "Fetch" in name else 0
+        with _THROTTLES_LOCK:
+            THROTTLES.append((time.monotonic(), name, int(getattr(response, "throttle_time_ms", 0) or 0), nbytes))
+        return original(self, response)
+
+    recording._quota_bench = True
+    KafkaConnection._maybe_throttle = recording
+
+
+def throttle_summary(kind: str, start: float) -> dict:
+    """Throttle times of the ``kind`` (Produce/Fetch) responses received in the measured window."""
+    with _THROTTLES_LOCK:
+        rows = [(t - start, ms, nb) for t, name, ms, nb in THROTTLES if kind in name]
+    inside = [(ms, nb) for t, ms, nb in rows if MEASURE_FROM_S <= t <= RUN_S]
+    throttled = [ms for ms, _ in inside if ms > 0]
+    return {
+        "responses": len(inside),
+        "throttled": len(throttled),
+        "avg_ms": sum(throttled) / len(throttled) if throttled else 0.0,
+        "max_ms": max(throttled, default=0),
+        # share of the measured window the client was told to wait (throttles may overlap a little)
+        "throttled_share": sum(throttled) / 1000 / (RUN_S - MEASURE_FROM_S),
+        "data_responses": sum(1 for _, nb in inside if nb > 0),
+        "throttled_with_data": sum(1 for ms, nb in inside if ms > 0 and nb > 0),
+        "bytes_per_data_response": (sum(nb for _, nb in inside) / max(1, sum(1 for _, nb in inside if nb > 0))),
+        "all_rows": len(rows),
+        # every response that carried records or a throttle, over the whole run: (s, throttle ms, bytes)
+        "timeline": [(t, ms, nb) for t, ms, nb in rows if ms > 0 or nb > 0],
+    }
+
+
+def rate_between(points, t0, t1):
+    """Rate of a cumulative counter sampled as (t, total) between t0 and t1."""
+    inside = [(t, v) for t, v in points if t0 <= t <= t1]
+    (ta, va), (tb, vb) = inside[0], inside[-1]
+    return (vb - va) / (tb - ta)
+
+
+# --- the workloads (as in tests/integration/test_quota_convergence.py) --------------------------
+
+def producer_workload(bootstrap: str, topic: str, probe=None) -> dict:
+    from kafka import KafkaProducer
+
+    quota = PRODUCER_QUOTA
+    p = KafkaProducer(bootstrap_servers=bootstrap, client_id="conv-p", acks=1, linger_ms=5,
+                      batch_size=16_384, max_in_flight_requests_per_connection=1)
+    acked = [0]
+    points: list[tuple[float, int]] = []
+    lock = threading.Lock()
+
+    def on_ack(_md, n=1000):
+        with lock:
+            acked[0] += n
+
+    with _THROTTLES_LOCK:
+        THROTTLES.clear()
+    start = time.monotonic()
+    payload = b"x" * 1000
+    sent = 0
+    while (now := time.monotonic() - start) < RUN_S:
+        with lock:
+            points.append((now, acked[0]))
+            backlog = sent - acked[0]
+        if backlog > 2 * quota:  # keep about 2 s of records queued: busy but bounded
+            time.sleep(0.02)
+            continue
+        for _ in range(50):
+            p.send(topic, payload).add_callback(on_ack)
+        sent += 50 * len(payload)
+    broker_rate = probe() if probe else None  # the broker's byte-rate metric while the client still sends
+    p.close(timeout=5)
+    return {"rate": rate_between(points, MEASURE_FROM_S, RUN_S), "broker_byte_rate": broker_rate,
+            "rate_0_12": rate_between(points, 0.0, MEASURE_FROM_S),
+            "throttle": throttle_summary("Produce", start)}
+
+
+def consumer_workload(bootstrap: str, topic: str, probe=None, fill_batch_size: int | None = None) -> dict:
+    import confluent_kafka
+    from kafka import KafkaConsumer, TopicPartition
+
+    quota = CONSUMER_QUOTA
+    fill = {"bootstrap.servers": bootstrap, "linger.ms": 20}
+    if fill_batch_size is not None:
+        fill["batch.size"] = fill_batch_size
+    p = confluent_kafka.Producer(fill)
+    fill_deadline = time.monotonic() + 120
+    for _ in range(int(quota * (RUN_S + 14) / 1000)):
+        while True:
+            try:
+                p.produce(topic, b"y" * 1000)
+                break
+            except BufferError:
+                if time.monotonic() > fill_deadline:
+                    raise RuntimeError("pre-filling the consumer topic took over 120 s")
+                p.poll(0.05)
+    left = p.flush(60)
+    if left:
+        raise RuntimeError(f"{left} records not delivered while pre-filling {topic}")
+    c = KafkaConsumer(bootstrap_servers=bootstrap, client_id="conv-c", auto_offset_reset="earliest",
+                      enable_auto_commit=False, max_partition_fetch_bytes=64 * 1024, fetch_max_bytes=64 * 1024)
+    c.assign([TopicPartition(topic, 0)])
+    got = 0
+    points = []
+    with _THROTTLES_LOCK:
+        THROTTLES.clear()
+    start = time.monotonic()
+    while (now := time.monotonic() - start) < RUN_S:
+        for msgs in c.poll(timeout_ms=100).values():
+            got += sum(len(m.value) for m in msgs)
+        points.append((now, got))
+    broker_rate = probe() if probe else None
+    c.close()
+    return {"rate": rate_between(points, MEASURE_FROM_S, RUN_S), "broker_byte_rate": broker_rate,
+            "rate_0_12": rate_between(points, 0.0, MEASURE_FROM_S),
+            "throttle": throttle_summary("Fetch", start)}
+
+
+WORKLOADS = {
+    "producer": ("conv-p", "producer_byte_rate", PRODUCER_QUOTA, producer_workload),
+    "consumer": ("conv-c", "consumer_byte_rate", CONSUMER_QUOTA, consumer_workload),
+    # not in the test: the same consumer, but the topic pre-filled in 16 KiB batches instead of
+    # librdkafka's default batch.size (1,000,000 B), so a 64 KiB fetch no longer returns one ~1 MB batch
+    "consumer16k": ("conv-c", "consumer_byte_rate", CONSUMER_QUOTA,
+                    lambda bootstrap, topic, probe=None: consumer_workload(bootstrap, topic, probe, 16_384)),
+}
+DEFAULT_WORKLOADS = "producer,consumer,consumer16k"
+
+
+# --- mockbroker ---------------------------------------------------------------------------------
+
+def run_mock(workloads: list[str]) -> dict:
+    from mockbroker import MockBroker
+
+    results = {}
+    for name in workloads:
+        client_id, key, quota, fn = WORKLOADS[name]
+        with MockBroker(config={"mock.quotas": f"clients/{client_id}:{key}={quota}"}) as b:
+            b.create_topic(name, 1)
+            api = "Produce" if name == "producer" else "Fetch"
+
+            def probe(b=b, api=api, client_id=client_id):
+                return b.quota_metrics().get(api, {}).get(("", client_id), {}).get("byte-rate")
+
+            results[name] = fn(b.bootstrap_servers, name, probe)
+        print(f"  mockbroker {name}: {results[name]['rate']:.0f} B/s", flush=True)
+    return results
+
+
+# --- real Kafka 4.1.1 ---------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def kafka_classpath() -> str:
+    tools = {name: shutil.which(name) for name in ("java", "mvn")}
+    absent = [name for name, path in tools.items() if path is None]
+    if absent:
+        raise Unavailable(f"needs java and mvn on PATH; missing: {', '.join(absent)}")
+    fresh = CP_FILE.is_file() and CP_FILE.stat().st_mtime >= POM.stat().st_mtime
+    if not fresh:
+        common = ["-q", "-B", "-Dstyle.color=never", "dependency:build-classpath", f"-Dmdep.outputFile={CP_FILE.name}"]
+        output = ""
+        for cmd in ([tools["mvn"], "-o", *common], [tools["mvn"], *common]):  # offline first, then online
+            CP_FILE.unlink(missing_ok=True)
+            try:
+                r = subprocess.run(cmd, cwd=KAFKA_DIR, capture_output=True, text=True, timeout=MAVEN_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                output = f"{' '.join(cmd)} timed out after {MAVEN_TIMEOUT_S}s"
+                continue
+            if r.returncode == 0 and CP_FILE.is_file():
+                break
+            output = f"{' '.join(cmd)} exited {r.returncode}\n{r.stdout}\n{r.stderr}"
+        else:
+            raise Unavailable(f"Maven could not resolve kafka_2.13 4.1.1 ({POM}):\n{tail(output)}")
+    cp = CP_FILE.read_text().strip()
+    missing = [p for p in cp.split(os.pathsep) if p and not Path(p).is_file()]
+    if not cp or missing:
+        CP_FILE.unlink(missing_ok=True)
+        raise Unavailable(f"{CP_FILE} lists missing jars ({missing[:3]}); rerun to resolve again")
+    return cp
+
+
+def java_tool(cp: str, main: str, *args: str) -> str:
+    cmd = ["java", f"-Dlog4j2.configurationFile={LOG4J2}", "-cp", cp, main, *args]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=JAVA_TOOL_TIMEOUT_S)
+    if r.returncode != 0:
+        raise RuntimeError(f"{main} {' '.join(args)} exited {r.returncode}:\n{tail(r.stdout + r.stderr)}")
+    return r.stdout.strip()
+
+
+def cluster_id() -> str:
+    for _ in range(100):  # Kafka's Uuid.randomUuid avoids ids that start with '-' (they look like options)
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
+    raise RuntimeError("no cluster id")
+
+
+class RealKafka:
+    """A single-node KRaft Kafka 4.1.1 (broker and controller) in a temp dir."""
+
+    def __init__(self, cp: str) -> None:
+        self.cp = cp
+        self.dir = Path(tempfile.mkdtemp(prefix="quota-bench-kafka-"))
+        self.port = free_port()
+        self.controller_port = free_port()
+        while self.controller_port == self.port:
+            self.controller_port = free_port()
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+        self.stderr = None
+
+    def start(self) -> None:
+        props = self.dir / "server.properties"
+        props.write_text("\n".join([
+            "process.roles=broker,controller",
+            "node.id=1",
+            f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+            f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names=CONTROLLER",
+            "inter.broker.listener.name=PLAINTEXT",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
+            f"log.dirs={self.dir / 'data'}",
+            "num.partitions=1",
+            "offsets.topic.replication.factor=1",
+            "transaction.state.log.replication.factor=1",
+            "transaction.state.log.min.isr=1",
+            "share.coordinator.state.topic.replication.factor=1",
+            "share.coordinator.state.topic.min.isr=1",
+            "group.initial.rebalance.delay.ms=0",
+            "quota.window.num=11",  # Kafka's defaults, stated: mockbroker uses the same
+            "quota.window.size.seconds=1",
+            "",
+        ]))
+        java_tool(self.cp, "kafka.tools.StorageTool", "format", "-t", cluster_id(), "-c", str(props))
+        self.stderr = open(self.dir / "kafka.stderr.log", "wb")
+        self.proc = subprocess.Popen(["java", *JVM_OPTS, "-cp", self.cp, "kafka.Kafka", str(props)],
+                                     stdout=self.stderr, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self._wait_ready()
+
+    def log_tail(self) -> str:
+        try:
+            return tail((self.dir / "kafka.stderr.log").read_text(errors="replace"))
+        except OSError:
+            return ""
+
+    def _wait_ready(self) -> None:
+        from kafka import KafkaAdminClient
+
+        deadline = time.monotonic() + KAFKA_READY_TIMEOUT_S
+        last = None
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"Kafka exited {self.proc.returncode} while starting:\n{self.log_tail()}")
+            try:  # listening at all? (keeps kafka-python from logging refused connections)
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+            except OSError as e:
+                last = e
+                time.sleep(0.3)
+                continue
+            try:
+                admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=5000,
+                                         client_id="quota-bench-admin")
+                try:
+                    admin.describe_cluster()
+                    return
+                finally:
+                    admin.close()
+            except Exception as e:  # not listening yet, or no metadata yet
+                last = e
+                time.sleep(0.5)
+        raise RuntimeError(f"Kafka not ready after {KAFKA_READY_TIMEOUT_S}s ({last!r}):\n{self.log_tail()}")
+
+    def create_topic(self, name: str) -> None:
+        from kafka import KafkaAdminClient
+
+        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=10000,
+                                 client_id="quota-bench-admin")
+        try:
+            admin.create_topics({name: {"num_partitions": 1, "replication_factor": 1}}, timeout_ms=10000)
+            admin.wait_for_topics([name], timeout_ms=30000)
+        finally:
+            admin.close()
+
+    def set_quota(self, client_id: str, key: str, value: int) -> str:
+        java_tool(self.cp, "kafka.admin.ConfigCommand", "--bootstrap-server", self.bootstrap, "--alter",
+                  "--add-config", f"{key}={value}", "--entity-type", "clients", "--entity-name", client_id)
+        return java_tool(self.cp, "kafka.admin.ConfigCommand", "--bootstrap-server", self.bootstrap, "--describe",
+                         "--entity-type", "clients", "--entity-name", client_id)
+
+    def stop(self) -> None:
+        try:
+            if self.proc is not None and self.proc.poll() is None:
+                self.proc.terminate()  # SIGTERM: Kafka's controlled shutdown
+                try:
+                    self.proc.wait(KAFKA_STOP_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    print(f"  Kafka still running {KAFKA_STOP_TIMEOUT_S}s after SIGTERM: killing it", flush=True)
+                    self.proc.kill()
+                    self.proc.wait(10)
+        finally:
+            if self.stderr is not None:
+                self.stderr.close()
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def run_kafka(cp: str, workloads: list[str]) -> dict:
+    kafka = RealKafka(cp)
+    results = {}
+    quotas_set: set[str] = set()
+    try:
+        t0 = time.monotonic()
+        kafka.start()
+        print(f"  Kafka 4.1.1 ready at {kafka.bootstrap} in {time.monotonic() - t0:.1f}s", flush=True)
+        for name in workloads:
+            client_id, key, quota, fn = WORKLOADS[name]
+            kafka.create_topic(name)
+            if client_id not in quotas_set:
+                print(f"  {kafka.set_quota(client_id, key, quota)}", flush=True)
+                quotas_set.add(client_id)
+                time.sleep(1.0)  # the quota travels through the metadata log to the broker: give it a moment
+            else:
+                # the previous run's byte-rate samples for this client id must leave the 11 s window
+                time.sleep(12.0)
+            results[name] = fn(kafka.bootstrap, name)  # Kafka's byte-rate is a JMX metric: not read here
+            print(f"  Kafka {name}: {results[name]['rate']:.0f} B/s", flush=True)
+    except Exception as e:
+        print(f"  Kafka run failed: {e!r}\n{kafka.log_tail()}", flush=True)
+        raise
+    finally:
+        kafka.stop()
+    return results
+
+
+# --- report -------------------------------------------------------------------------------------
+
+def deviation(rate: float | None, quota: int) -> str:
+    return "-" if rate is None else f"{(rate / quota - 1) * 100:+.1f}%"
+
+
+def report(workloads: list[str], kafka: dict, mock: dict) -> None:
+    print()
+    print(f"Byte rate at the client, {MEASURE_FROM_S:.0f}-{RUN_S:.0f} s of a {RUN_S:.0f} s run "
+          "(quota windows 11 x 1 s)")
+    head = (f"{'workload':<10} {'quota key':<20} {'quota B/s':>9} | {'Kafka B/s':>10} {'vs quota':>8} | "
+            f"{'mock B/s':>10} {'vs quota':>8} | {'mock/Kafka':>10}")
+    print(head)
+    print("-" * len(head))
+    for name in workloads:
+        _, key, quota, _ = WORKLOADS[name]
+        k = kafka.get(name, {}).get("rate")
+        m = mock.get(name, {}).get("rate")
+        ratio = f"{m / k:.3f}" if k and m else "-"
+        ks = f"{k:.0f}" if k is not None else "-"
+        ms = f"{m:.0f}" if m is not None else "-"
+        print(f"{name:<10} {key:<20} {quota:>9} | {ks:>10} {deviation(k, quota):>8} | "
+              f"{ms:>10} {deviation(m, quota):>8} | {ratio:>10}")
+    print()
+    print(f"Responses kafka-python received in {MEASURE_FROM_S:.0f}-{RUN_S:.0f} s (Produce for the producer, "
+          "Fetch for the consumer)")
+    head = (f"{'workload':<10} {'broker':<6} {'0-12s B/s':>9} {'responses':>9} {'throttled':>9} "
+            f"{'avg ms':>7} {'max ms':>6} {'thr.share':>9} {'w/ data':>7} {'thr+data':>8} {'B/data resp':>11}")
+    print(head)
+    print("-" * len(head))
+    for name in workloads:
+        for label, res in (("Kafka", kafka), ("mock", mock)):
+            r = res.get(name)
+            if not r:
+                continue
+            t = r["throttle"]
+            print(f"{name:<10} {label:<6} {r['rate_0_12']:>9.0f} {t['responses']:>9} {t['throttled']:>9} "
+                  f"{t['avg_ms']:>7.1f} {t['max_ms']:>6} {t['throttled_share']:>9.2f} {t['data_responses']:>7} "
+                  f"{t['throttled_with_data']:>8} {t['bytes_per_data_response']:>11.0f}")
+    if "consumer" in workloads:
+        print()
+        print("consumer: every Fetch response with records or a throttle, whole run (s: throttle ms / record bytes)")
+        for label, res in (("Kafka", kafka), ("mock", mock)):
+            r = res.get("consumer")
+            if r:
+                events = "  ".join(f"{t:.2f}:{ms}/{nb}" for t, ms, nb in r["throttle"]["timeline"])
+                print(f"  {label:<5} {events}")
+    for name in workloads:
+        b = mock.get(name, {}).get("broker_byte_rate")
+        if b is not None:
+            print(f"{name}: mockbroker's own byte-rate metric for {WORKLOADS[name][0]} at 24 s: {b:.0f} B/s")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--only", choices=("kafka", "mock"), help="run against one broker only")
+    ap.add_argument("--workloads", default=DEFAULT_WORKLOADS, help=f"comma-separated, of {DEFAULT_WORKLOADS}")
+    args = ap.parse_args()
+    workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    unknown = [w for w in workloads if w not in WORKLOADS]
+    if unknown:
+        ap.error(f"unknown workloads {unknown}; known: {list(WORKLOADS)}")
+
+    logging.basicConfig(level=logging.ERROR)  # kafka-python warns on every throttled response
+    logging.getLogger("kafka").setLevel(logging.ERROR)
+    install_throttle_recorder()
+
+    kafka: dict = {}
+    mock: dict = {}
+    if args.only != "mock":
+        try:
+            cp = kafka_classpath()
+        except Unavailable as e:
+            print(f"real Kafka unavailable, nothing compared: {e}")
+            return 0
+        print("real Kafka 4.1.1:", flush=True)
+        kafka = run_kafka(cp, workloads)
+    if args.only != "kafka":
+        print("mockbroker:", flush=True)
+        mock = run_mock(workloads)
+    report(workloads, kafka, mock)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
