@@ -135,6 +135,8 @@ def throttle_summary(kind: str, start: float) -> dict:
         "all_rows": len(rows),
         # every response that carried records or a throttle, over the whole run: (s, throttle ms, bytes)
         "timeline": [(t, ms, nb) for t, ms, nb in rows if ms > 0 or nb > 0],
+        # record bytes the Fetch responses carried in each second of the run
+        "per_second": [sum(nb for t, _, nb in rows if i <= t < i + 1) for i in range(int(RUN_S))],
     }
 
 
@@ -492,6 +494,17 @@ def report(workloads: list[str], kafka: dict, mock: dict) -> None:
             if r:
                 events = "  ".join(f"{t:.2f}:{ms}/{nb}" for t, ms, nb in r["throttle"]["timeline"])
                 print(f"  {label:<5} {events}")
+    shown = [n for n in workloads if n != "producer"]
+    if shown:
+        print()
+        print("record kB the Fetch responses carried in each second 0..23 of the run (| marks 12 s)")
+        for name in shown:
+            for label, res in (("Kafka", kafka), ("mock", mock)):
+                r = res.get(name)
+                if r:
+                    kb = [f"{b / 1000:.0f}" for b in r["throttle"]["per_second"]]
+                    half = int(MEASURE_FROM_S)
+                    print(f"  {name:<11} {label:<5} {' '.join(kb[:half])} | {' '.join(kb[half:])}")
     for name in workloads:
         b = mock.get(name, {}).get("broker_byte_rate")
         if b is not None:
