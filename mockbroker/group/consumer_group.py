@@ -33,18 +33,24 @@ heartbeat purgatory (Kafka uses its CoordinatorTimer for them).
 from __future__ import annotations
 
 import enum
-import re
+import functools
+import logging
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import re2
+
 from protocol.errors import ErrorCode
 
+from ..apis.common import AUTHORIZED_OPS_NOT_REQUESTED
 from ..purgatory import DelayedOperation
-from .metadata import GroupState, OffsetAndMetadata
+from .metadata import GROUP_OPERATIONS, GroupState, OffsetAndMetadata
 
 if TYPE_CHECKING:
     from .coordinator import GroupCoordinator
+
+log = logging.getLogger("mockbroker.group")
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
@@ -165,13 +171,9 @@ class ConsumerGroup:
 
     def subscribed_names(self, member: ConsumerGroupMember, topics: dict[str, Any]) -> set[str]:
         names = set(member.subscribed_topic_names)
-        if member.subscribed_topic_regex:
-            try:
-                rx = re.compile(member.subscribed_topic_regex)
-            except re.error:
-                rx = None
-            if rx is not None:
-                names.update(t for t in topics if not t.startswith("__") and rx.fullmatch(t))
+        if member.subscribed_topic_regex:  # validated when the heartbeat brought it
+            rx = topic_regex(member.subscribed_topic_regex)
+            names.update(t for t in topics if not t.startswith("__") and rx.fullmatch(t))
         return names
 
 
@@ -284,6 +286,17 @@ class DelayedMemberTimeout(DelayedOperation):
         self.coordinator.on_member_timeout(self.group_id, self.member_id, self.kind, self.epoch)
 
 
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # an invalid pattern is the client's error, answered INVALID_REQUEST
+
+
+@functools.lru_cache(maxsize=1024)
+def topic_regex(pattern: str) -> Any:
+    """A subscription regex compiled with RE2, as Kafka uses RE2/J: linear time in the topic name,
+    so a hostile pattern cannot stall the broker (Python's ``re`` backtracks exponentially)."""
+    return re2.compile(pattern, _RE2_OPTIONS)
+
+
 def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     return ("consumer-session", group_id, member_id)
 
@@ -347,8 +360,8 @@ class ConsumerGroupCoordinator:
         regex = getattr(req, "subscribed_topic_regex", None)
         if regex is not None:
             try:
-                re.compile(regex)
-            except re.error as e:
+                topic_regex(regex)
+            except re2.error as e:
                 raise invalid(f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {e}.") from None
         if req.server_assignor is not None and req.server_assignor not in self.assignors:
             raise HeartbeatError(ErrorCode.unsupported_assignor,
@@ -551,7 +564,6 @@ class ConsumerGroupCoordinator:
                 revoke[tid] = rev
             if add:
                 pending_assign[tid] = add
-        prev_epoch = member.member_epoch
         if revoke and self._owns_any(owned, revoke):
             member.state = MemberState.UNREVOKED_PARTITIONS
             self._set_epoch(member, epoch)
@@ -562,8 +574,6 @@ class ConsumerGroupCoordinator:
             member.state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
             self._set_epoch(member, group.assignment_epoch)
             member.assigned, member.pending_revocation = new_assigned, {}
-        if member.member_epoch == prev_epoch and member.state is MemberState.UNREVOKED_PARTITIONS:
-            pass
 
     @staticmethod
     def _set_epoch(member: ConsumerGroupMember, epoch: int) -> None:
@@ -585,7 +595,7 @@ class ConsumerGroupCoordinator:
                                  self.session_timeout_ms), [key])
         rkey = revocation_key(group.group_id, member.member_id)
         if member.state is MemberState.UNREVOKED_PARTITIONS:
-            if not purgatory._watchers.get(rkey):
+            if not purgatory.is_watching(rkey):  # one deadline per revocation, not one per heartbeat
                 purgatory.try_complete_else_watch(
                     DelayedMemberTimeout(self, group.group_id, member.member_id, "revocation", member.member_epoch,
                                          member.rebalance_timeout_ms), [rkey])
@@ -602,9 +612,7 @@ class ConsumerGroupCoordinator:
         if kind == "revocation" and (member.state is not MemberState.UNREVOKED_PARTITIONS
                                      or member.member_epoch != epoch):
             return
-        import logging
-
-        logging.getLogger("mockbroker.group").info(
+        log.info(
             "[GroupId %s] Member %s fenced from the group because its %s timeout expired.", group_id, member_id,
             "session" if kind == "session" else "rebalance")
         self._remove_member(group, member)
@@ -668,12 +676,10 @@ class ConsumerGroupCoordinator:
 
     # -- ConsumerGroupDescribe -------------------------------------------------------------------------
     def describe(self, node_id: int, group_id: str, include_ops: bool) -> dict:
-        from ..apis.p15_describe_groups import AUTHORIZED_OPERATIONS_OMITTED, GROUP_OPERATIONS
-
         out: dict[str, Any] = {"group_id": group_id, "error_code": ErrorCode.none, "error_message": None,
                                "group_state": "", "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "",
                                "members": [], "authorized_operations":
-                                   GROUP_OPERATIONS if include_ops else AUTHORIZED_OPERATIONS_OMITTED}
+                                   GROUP_OPERATIONS if include_ops else AUTHORIZED_OPS_NOT_REQUESTED}
         err = self.gc.validate_group_status(group_id, node_id)
         if err is not None:
             out["error_code"] = err

@@ -218,3 +218,31 @@ class TestOffsets:
         assert g.error_code == E.none and g.topics[0].partitions[0].committed_offset == 5
         assert fetch(a.member_id, a.epoch + 1).error_code == E.stale_member_epoch
         assert fetch(None, -1).error_code == E.none  # an admin client
+
+
+class TestRegexSubscription:
+    def _hb(self, b, group, regex):
+        c = RawKafkaClient.connect(b.bootstrap_servers, client_id="rx")
+        r = c.request(CGH, 1, {
+            "group_id": group, "member_id": str(uuid.uuid4()), "member_epoch": 0, "instance_id": None,
+            "rack_id": None, "rebalance_timeout": REBALANCE_TIMEOUT, "subscribed_topic_names": None,
+            "subscribed_topic_regex": regex, "server_assignor": None, "topic_partitions": []})
+        c.close()
+        return r
+
+    def test_regex_subscribes_matching_topics(self, b):
+        b.create_topic("rx-one", 2)
+        b.create_topic("rx-two", 1)
+        r = self._hb(b, "rx1", "rx-.*")
+        assert r.error_code == E.none and sum(len(tp.partitions) for tp in r.assignment.topic_partitions) == 3
+
+    def test_catastrophic_backtracking_pattern_is_matched_in_linear_time(self, b):
+        # with a backtracking engine (Python's re) this fullmatch takes about 2^100 steps: the answer
+        # would never come and every other client would stall with it
+        b.create_topic("a" * 100 + "b", 1)
+        r = self._hb(b, "rx2", "(a+)+")
+        assert r.error_code == E.none and r.assignment.topic_partitions == ()
+
+    def test_pattern_re2_cannot_compile_is_an_invalid_request(self, b):
+        r = self._hb(b, "rx3", "(?<=a)b")  # lookbehind: not in RE2 (nor in Kafka's RE2/J)
+        assert r.error_code == E.invalid_request and "not a valid regular expression" in r.error_message
