@@ -8,6 +8,7 @@ from typing import Any
 from protocol.errors import ErrorCode
 
 ZERO_UUID = uuid.UUID(int=0)
+AUTHORIZED_OPS_NOT_REQUESTED = -(2**31)  # Integer.MIN_VALUE: authorized operations not asked for
 
 
 def resolve_topic(ctx: Any, name: str | None, topic_id: uuid.UUID | None, by_id: bool) -> tuple[Any, ErrorCode]:

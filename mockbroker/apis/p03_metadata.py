@@ -28,11 +28,10 @@ from protocol.errors import ErrorCode, InvalidRequest
 from protocol.registry import ApiKey
 
 from ..cluster import validate_topic_name
-from .common import ZERO_UUID, node_endpoint
+from .common import AUTHORIZED_OPS_NOT_REQUESTED, ZERO_UUID, node_endpoint
 
 API_KEY = ApiKey.METADATA
 
-AUTHORIZED_OPS_NOT_REQUESTED = -(2**31)
 # All topic operations (READ..DESCRIBE_CONFIGS..) as a bit field, as an allow-all authorizer reports.
 ALL_TOPIC_OPS = sum(1 << op for op in (3, 4, 5, 6, 8, 9, 10))
 

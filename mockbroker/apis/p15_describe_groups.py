@@ -24,20 +24,18 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..group.consumer_group import ConsumerGroup
-from ..group.metadata import GroupState
+from ..group.metadata import GROUP_OPERATIONS, GroupState
+from .common import AUTHORIZED_OPS_NOT_REQUESTED
 
 API_KEY = ApiKey.DESCRIBE_GROUPS
 
-# AclOperation codes: READ 3, DELETE 6, DESCRIBE 8
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
-AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
 def _describe(ctx: Any, group_id: str, include_ops: bool) -> dict:
     coordinator = ctx.broker.runtime.groups
     out: dict[str, Any] = {"group_id": group_id, "error_code": ErrorCode.none, "error_message": None,
                            "group_state": "", "protocol_type": "", "protocol_data": "", "members": [],
-                           "authorized_operations": GROUP_OPERATIONS if include_ops else AUTHORIZED_OPERATIONS_OMITTED}
+                           "authorized_operations": GROUP_OPERATIONS if include_ops else AUTHORIZED_OPS_NOT_REQUESTED}
     err = coordinator.validate_group_status(group_id, ctx.node_id, allow_empty_id=True)
     if err is not None:
         out["error_code"] = err

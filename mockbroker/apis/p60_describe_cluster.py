@@ -18,6 +18,8 @@ from typing import Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
+from .common import AUTHORIZED_OPS_NOT_REQUESTED
+
 API_KEY = ApiKey.DESCRIBE_CLUSTER
 BROKERS, CONTROLLERS = 1, 2
 ALL_CLUSTER_OPS = sum(1 << op for op in (4, 7, 8, 9, 10, 11, 12))
@@ -26,7 +28,7 @@ ALL_CLUSTER_OPS = sum(1 << op for op in (4, 7, 8, 9, 10, 11, 12))
 def handle(ctx: Any, req: Any) -> dict:
     cluster = ctx.cluster
     endpoint_type = getattr(req, "endpoint_type", BROKERS)
-    ops = ALL_CLUSTER_OPS if req.include_cluster_authorized_operations else -(2**31)
+    ops = ALL_CLUSTER_OPS if req.include_cluster_authorized_operations else AUTHORIZED_OPS_NOT_REQUESTED
     if endpoint_type != BROKERS:
         return {"error_code": ErrorCode.unsupported_endpoint_type,
                 "error_message": "The broker does not support controller endpoints",

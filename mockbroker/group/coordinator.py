@@ -33,6 +33,7 @@ replica from what was last stored, as Kafka's ``onGroupUnloaded`` /
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -59,6 +60,7 @@ JoinCallback = Callable[[JoinGroupResult], None]
 SyncCallback = Callable[[SyncGroupResult], None]
 
 
+@functools.lru_cache(maxsize=65536)  # asked on every group request (coordinator check), per group id
 def java_string_hash(s: str) -> int:
     """Java's String.hashCode over UTF-16 code units (unsigned 32-bit)."""
     h = 0
@@ -100,7 +102,7 @@ class OffsetsTopicLeaders:
 
     def leader(self, partition: int) -> int:
         lead = self.leaders.get(partition)
-        if lead is None or (lead >= 0 and not self._alive(lead)) or lead < 0:
+        if lead is None or lead < 0 or not self._alive(lead):
             lead = next((r for r in self.replicas(partition) if self._alive(r)), -1)
             if lead >= 0 or partition in self.leaders:
                 self.leaders[partition] = lead

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from protocol.errors import ErrorCode
+
 
 class GroupState(enum.Enum):
     EMPTY = "Empty"
@@ -36,6 +38,9 @@ _VALID_PREVIOUS = {
     GroupState.PREPARING_REBALANCE: {GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY},
     GroupState.EMPTY: {GroupState.PREPARING_REBALANCE},
 }
+
+# What a group's authorized operations are without an authorizer: READ (3), DELETE (6), DESCRIBE (8)
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 
 UNKNOWN_MEMBER_ID = ""
 NO_GENERATION = -1
@@ -225,8 +230,6 @@ class GroupMetadata:
 
     def replace_static_member(self, group_instance_id: str, old_member_id: str, new_member_id: str) -> MemberMetadata:
         """GroupMetadata.replaceStaticMember: the old id's pending callbacks get FENCED_INSTANCE_ID."""
-        from protocol.errors import ErrorCode
-
         member = self.members.pop(old_member_id)
         if member.awaiting_join_callback is not None:
             cb, member.awaiting_join_callback = member.awaiting_join_callback, None

@@ -210,6 +210,10 @@ class DelayedOperationPurgatory:
     def gauges(self) -> dict[str, int]:
         return {"PurgatorySize": self.watched(), "NumDelayedOperations": self.num_delayed()}
 
+    def is_watching(self, key: Hashable) -> bool:
+        """Whether an operation not yet completed watches ``key``."""
+        return any(not op._completed for op in self._watchers.get(key, ()))
+
     def watch_keys(self) -> list[Hashable]:
         return list(self._watchers)
 

@@ -80,3 +80,15 @@ def consume_with_kafka_python(bootstrap: str, topic: str, deadline_s: float = 60
         return got
     finally:
         c.close()
+
+
+def produce_numbered(bootstrap: str, topic: str, n: int, partitions: int) -> None:
+    """Values "0".."n-1" with kafka-python, record i to partition i % partitions, every one acknowledged
+    (the group tests then check that each value was consumed)."""
+    from kafka import KafkaProducer
+
+    p = KafkaProducer(bootstrap_servers=bootstrap)
+    futures = [p.send(topic, str(i).encode(), partition=i % partitions) for i in range(n)]
+    p.flush(30)
+    p.close()
+    assert all(f.succeeded() for f in futures), [f.exception for f in futures if not f.succeeded()][:3]

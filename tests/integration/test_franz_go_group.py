@@ -24,6 +24,8 @@ kafka = pytest.importorskip("kafka")
 
 from mockbroker import MockBroker  # noqa: E402
 
+from .records import produce_numbered  # noqa: E402
+
 GO_DIR = Path(__file__).parent / "go"
 BINARY = GO_DIR / "bin" / "groupconsumers"
 N_RECORDS, PARTITIONS = 600, 6
@@ -50,11 +52,7 @@ def franz_go() -> str:
 def test_franz_go_consumers_share_partitions_and_take_over(franz_go):
     with MockBroker(config={"group.initial.rebalance.delay.ms": 100}) as b:
         b.create_topic("franz-group", PARTITIONS)
-        p = kafka.KafkaProducer(bootstrap_servers=b.bootstrap_servers)
-        for i in range(N_RECORDS):
-            p.send("franz-group", str(i).encode(), partition=i % PARTITIONS)
-        p.flush(30)
-        p.close()
+        produce_numbered(b.bootstrap_servers, "franz-group", N_RECORDS, PARTITIONS)
         cmd = [franz_go, b.bootstrap_servers, "franz-group", "franz-g", "3", str(PARTITIONS), str(N_RECORDS)]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:

@@ -19,6 +19,7 @@ import pytest
 from mockbroker import MockBroker
 
 from .javatools import JAVA_TIMEOUT_S, tail
+from .records import produce_numbered
 from .javatools import java_classpath as _java_classpath
 
 N_RECORDS, PARTITIONS = 600, 6
@@ -41,13 +42,7 @@ def broker():
 def test_java_consumers_share_partitions_and_take_over(java_classpath, broker, protocol):
     topic = f"java-{protocol}"
     broker.create_topic(topic, PARTITIONS)
-    from kafka import KafkaProducer
-
-    p = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
-    for i in range(N_RECORDS):
-        p.send(topic, str(i).encode(), partition=i % PARTITIONS)
-    p.flush(30)
-    p.close()
+    produce_numbered(broker.bootstrap_servers, topic, N_RECORDS, PARTITIONS)
     cmd = [shutil.which("java") or "java", "-cp", java_classpath, "GroupConsumers", broker.bootstrap_servers,
            topic, protocol, "3", str(PARTITIONS), str(N_RECORDS)]
     try:

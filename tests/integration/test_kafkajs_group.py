@@ -19,6 +19,7 @@ kafka = pytest.importorskip("kafka")
 
 from mockbroker import MockBroker  # noqa: E402
 
+from .records import produce_numbered  # noqa: E402
 from .test_kafkajs import node  # noqa: E402,F401  (the fixture: node on PATH, npm ci done)
 
 GROUP_JS = Path(__file__).parent / "js" / "group.js"
@@ -28,11 +29,7 @@ N_RECORDS, PARTITIONS = 600, 6
 def test_kafkajs_consumers_share_partitions_and_take_over(node):  # noqa: F811
     with MockBroker(config={"group.initial.rebalance.delay.ms": 100}) as b:
         b.create_topic("js-group", PARTITIONS)
-        p = kafka.KafkaProducer(bootstrap_servers=b.bootstrap_servers)
-        for i in range(N_RECORDS):
-            p.send("js-group", str(i).encode(), partition=i % PARTITIONS)
-        p.flush(30)
-        p.close()
+        produce_numbered(b.bootstrap_servers, "js-group", N_RECORDS, PARTITIONS)
         cmd = [node, str(GROUP_JS), b.bootstrap_servers, "js-group", "js-g", "3", str(PARTITIONS), str(N_RECORDS)]
         try:
             r = subprocess.run(cmd, cwd=GROUP_JS.parent, capture_output=True, text=True, timeout=90)

@@ -509,7 +509,7 @@ class TestCoordinatorUnavailable:
 
 
 class TestThrottledGroupApis:
-    def test_heartbeat_and_join_carry_the_request_quota_throttle(self, b):
+    def test_throttled_heartbeats_carry_the_throttle_and_keep_the_member(self, b):
         a, f = stable_pair(b, "th")
         b.set_quota(client_id="a", request_rate=1)  # KIP-124 draft quota: 1 request/s for client-id "a"
         throttles = []
