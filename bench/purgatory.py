@@ -1,7 +1,8 @@
 """Purgatory enqueue benchmark: the timing wheel vs a heap timer with full-scan purges.
 
-Reproduces, in-process and in real time, the benchmark of the seed article
-"Apache Kafka, Purgatory, and Hierarchical Timing Wheels":
+Reproduces, in-process and in real time, the benchmark of Confluent's article
+"Apache Kafka, Purgatory, and Hierarchical Timing Wheels" (2015), which
+introduced Kafka's timing-wheel purgatory:
 
 * requests arrive with exponential inter-arrival times at a target rate;
 * each has a 200 ms timeout and a completion time drawn from a log-normal
@@ -21,7 +22,7 @@ Implementations, each fed the same generated workload in the same run:
   until its deadline), one ``call_later`` for the earliest deadline (the
   reaper), and every ``purge_interval`` newly watched requests a full scan of
   the heap and of all watcher lists;
-* ``heap+size``: the same, with the trigger the seed article describes for
+* ``heap+size``: the same, with the trigger that article describes for
   the old purgatory: after each reaper wake-up, scan the heap when it holds
   >= ``purge_interval`` entries and the watcher lists when they do.
   (Kafka 0.8 checked after every expired request; batching all expirations

@@ -14,7 +14,7 @@ import signal
 import sys
 
 from .config import BrokerConfig, ConfigError
-from .server import Broker
+from .cluster import Cluster
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -31,16 +31,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 async def _serve(cfg: BrokerConfig, host: str | None, port: int | None) -> int:
-    broker = Broker(cfg, host=host, port=port)
-    await broker.start()
+    cluster = Cluster(cfg, host=host, port=port)
+    await cluster.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    sys.stdout.write(f"mockbroker ready bootstrap={broker.bootstrap_servers}\n")
+    sys.stdout.write(f"mockbroker ready bootstrap={cluster.bootstrap_servers}\n")
     sys.stdout.flush()
     await stop.wait()
-    await broker.stop()
+    await cluster.stop()
     logging.getLogger("mockbroker").info("stopped")
     return 0
 

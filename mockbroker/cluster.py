@@ -1,284 +1,167 @@
-"""Cluster metadata and partition state shared by the simulated brokers.
+"""The mockbroker process: every simulated broker, on one event loop (kfake's ``Cluster``).
 
-Mirrors what Kafka spreads over ``MetadataCache``, ``ReplicaManager`` and
-``Partition``: topics with ids, partitions with leader, replicas and ISR, the
-log and the idempotent-producer state of each partition.  One instance per
-``MockBroker``; every simulated broker (listener) reads the same instance, as
-every real broker reads the same KRaft metadata.
+Three names, three things:
+
+* ``Cluster`` (this module): what one mockbroker process runs — one
+  ``Broker`` per ``mock.num.brokers``, the state they share (metadata, the
+  controller, simulated replication, the group coordinator, the configured
+  quotas, the request journal), and the housekeeping timers.
+* ``Broker`` (``broker.py``): one simulated broker — a listener, its
+  ``KafkaApis``, ``ReplicaManager``, quota managers and memory pool.
+* ``MockBroker`` (``runner.py``): the Python handle tests use — a ``Cluster``
+  on a background thread, steered through ``call``.
+
+Calls go one way: the cluster builds the brokers and the shared state, and
+wires the few signals that flow back (a high-watermark move completes
+delayed operations through the ``ActionQueue``; a deleted topic drops its
+committed offsets) as callbacks it registers.
 """
 
 from __future__ import annotations
 
-import re
-import uuid
-from dataclasses import dataclass, field
-from typing import Any
+import asyncio
+from collections import deque
+from collections.abc import Callable
 
-from protocol.errors import ErrorCode
+from protocol.registry import ApiRegistry
 
-from .clock import Clock
-from .config import BrokerConfig
-from .log import PartitionLog
-from .producer_state import ProducerStateManager
-
-# Topic.java: legal characters and the length limit.
-_TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]+$")
-MAX_TOPIC_NAME_LENGTH = 249
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-
-
-def validate_topic_name(name: str) -> str | None:
-    """Kafka's ``Topic.validate``: the error message, or None when legal."""
-    if not name:
-        return "Topic name is illegal, it can't be empty"
-    if name in (".", ".."):
-        return "Topic name cannot be \".\" or \"..\""
-    if len(name) > MAX_TOPIC_NAME_LENGTH:
-        return f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, topic name: {name}"
-    if not _TOPIC_RE.match(name):
-        return (
-            f"Topic name \"{name}\" is illegal, it contains a character other than "
-            "ASCII alphanumerics, '.', '_' and '-'"
-        )
-    return None
+from .apis import build_handlers
+from .broker import Broker, SharedState
+from .clock import Clock, SystemClock, TimerHandle
+from .config import BrokerConfig, parse_listener, parse_topic_spec, parse_users
+from .controller import Controller
+from .faults import FaultInjector
+from .group.coordinator import GroupCoordinator
+from .journal import RequestJournal
+from .metadata import ClusterMetadata, Topic
+from .quota.entities import QuotaStore
+from .quota.throttle import ThrottleEvent
+from .replica_manager import ActionQueue
+from .replication import ReplicationSimulator
+from .sasl_mechanisms import CredentialStore
 
 
-# Topic configs: name -> (broker default key or literal default, parser, documented type).
-# The broker-backed ones are enforced; the others are stored and reported as Kafka does.
-def _long(v: str) -> int:
-    return int(v)
+class Cluster:
+    """Every simulated broker of one mockbroker process, on one event loop."""
 
-
-def _policy(v: str) -> str:
-    parts = [p.strip() for p in v.split(",")]
-    if not parts or any(p not in ("delete", "compact") for p in parts):
-        raise ValueError("cleanup.policy must be delete and/or compact")
-    return v
-
-
-def _ts_type(v: str) -> str:
-    if v not in ("CreateTime", "LogAppendTime"):
-        raise ValueError("must be CreateTime or LogAppendTime")
-    return v
-
-
-def _compression(v: str) -> str:
-    if v not in ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"):
-        raise ValueError(f"invalid compression.type {v}")
-    return v
-
-
-def _bool_str(v: str) -> str:
-    if v.lower() not in ("true", "false"):
-        raise ValueError("must be true or false")
-    return v.lower()
-
-
-TOPIC_CONFIGS: dict[str, tuple[str | None, Any, Any]] = {
-    # name: (broker key for the default, literal default, parser)
-    "retention.ms": ("@retention_ms", None, _long),
-    "retention.bytes": ("log.retention.bytes", None, _long),
-    "segment.bytes": ("log.segment.bytes", None, _long),
-    "segment.ms": ("log.roll.ms", None, _long),
-    "max.message.bytes": ("message.max.bytes", None, _long),
-    "message.timestamp.type": ("log.message.timestamp.type", None, _ts_type),
-    "min.insync.replicas": ("min.insync.replicas", None, _long),
-    "cleanup.policy": (None, "delete", _policy),
-    "compression.type": (None, "producer", _compression),
-    "unclean.leader.election.enable": (None, "false", _bool_str),
-    "message.timestamp.before.max.ms": (None, "9223372036854775807", _long),
-    "message.timestamp.after.max.ms": (None, "3600000", _long),
-    "delete.retention.ms": (None, "86400000", _long),
-    "file.delete.delay.ms": (None, "60000", _long),
-    "flush.messages": (None, "9223372036854775807", _long),
-    "flush.ms": (None, "9223372036854775807", _long),
-    "index.interval.bytes": (None, "4096", _long),
-    "max.compaction.lag.ms": (None, "9223372036854775807", _long),
-    "min.compaction.lag.ms": (None, "0", _long),
-    "min.cleanable.dirty.ratio": (None, "0.5", float),
-    "preallocate": (None, "false", _bool_str),
-    "segment.index.bytes": (None, "10485760", _long),
-    "segment.jitter.ms": (None, "0", _long),
-    "local.retention.ms": (None, "-2", _long),
-    "local.retention.bytes": (None, "-2", _long),
-    "remote.storage.enable": (None, "false", _bool_str),
-}
-
-
-@dataclass(slots=True)
-class BrokerNode:
-    node_id: int
-    host: str
-    port: int
-    rack: str | None = None
-    alive: bool = True
-
-
-@dataclass(slots=True)
-class Partition:
-    topic: "Topic"
-    index: int
-    replicas: list[int]
-    isr: list[int]
-    leader_id: int
-    log: PartitionLog
-    producers: ProducerStateManager = field(default_factory=ProducerStateManager)
-    # log end offset of each replica as the leader knows it (Kafka's Replica state)
-    replica_leo: dict[int, int] = field(default_factory=dict)
-    # replicas a test forced out of the ISR (set_isr): they do not rejoin by catching up
-    isr_pinned_out: set[int] = field(default_factory=set)
-    # when each follower was last caught up to the leader (Kafka's Replica.lastCaughtUpTimeMs)
-    caught_up_ms: dict[int, int] = field(default_factory=dict)
-
-    @property
-    def leader_epoch(self) -> int:
-        return self.log.leader_epoch
-
-
-@dataclass(slots=True)
-class Topic:
-    name: str
-    topic_id: uuid.UUID
-    partitions: list[Partition]
-    overrides: dict[str, str]
-    internal: bool = False
-
-
-class ClusterState:
-    def __init__(self, config: BrokerConfig, clock: Clock) -> None:
+    def __init__(self, config: BrokerConfig, clock: Clock | None = None,
+                 host: str | None = None, port: int | None = None) -> None:
         self.config = config
-        self.clock = clock
-        self.cluster_id = config["mock.cluster.id"]
-        self.brokers: dict[int, BrokerNode] = {}
-        self.topics: dict[str, Topic] = {}
-        self.topics_by_id: dict[uuid.UUID, Topic] = {}
-        self._next_producer_id = 1000
-        self._topic_seq = 0
+        self.clock: Clock = clock or SystemClock()
+        self.loop = asyncio.get_running_loop()
+        bind = getattr(self.clock, "bind", None)
+        if bind is not None:
+            bind(self.loop)
+        self.metadata = ClusterMetadata(config, self.clock)
+        self.actions = ActionQueue(self.loop)
+        self.replication = ReplicationSimulator(self.metadata, config["mock.replication.lag.ms"], self.actions.add)
+        self.controller = Controller(self.metadata, self.replication)
+        self.groups = GroupCoordinator(self.metadata, self.clock, config)
+        self.controller.on_topic_deleted(self.groups.delete_topic_offsets)
+        self.registry = ApiRegistry(config["mock.kafka.version"], set(build_handlers()))
+        self.faults = FaultInjector()
+        self.journal = RequestJournal(config["mock.journal.max.entries"])
+        self.quota_store = QuotaStore()
+        self.quota_store.load(config["mock.quotas"])
+        self.throttle_events: deque[ThrottleEvent] = deque(maxlen=config["mock.journal.max.entries"] or None)
+        security_protocol, lhost, lport = parse_listener(config["listeners"])
+        # SCRAM credentials are derived once, at start-up (random salt per user and mechanism)
+        credentials = (
+            CredentialStore(parse_users(config["mock.sasl.users"]), config["sasl.enabled.mechanisms"])
+            if security_protocol == "SASL_PLAINTEXT" else None
+        )
+        shared = SharedState(config, self.clock, self.loop, self.metadata, self.controller, self.replication,
+                             self.actions, self.groups, self.quota_store, self.registry, self.journal,
+                             self.faults, self.throttle_events, security_protocol, credentials)
+        if host is not None:
+            lhost = host
+        if port is not None:
+            lport = port
+        advertised = parse_listener(config["advertised.listeners"])[1:] if config["advertised.listeners"] else None
+        first = config["node.id"]
+        self.brokers: dict[int, Broker] = {}
+        for i in range(config["mock.num.brokers"]):
+            p = 0 if lport == 0 else lport + i
+            adv = (advertised[0], advertised[1] + i if advertised[1] else 0) if advertised else None
+            self.brokers[first + i] = Broker(shared, first + i, lhost, p, adv)
+        self._timers: list[TimerHandle] = []
+        self._stopped = False
 
-    # -- brokers -----------------------------------------------------------------
-    def add_broker(self, node: BrokerNode) -> None:
-        self.brokers[node.node_id] = node
+    async def start(self) -> None:
+        for b in self.brokers.values():
+            await b.start()
+        for item in self.config["mock.topics"]:
+            name, parts, rf = parse_topic_spec(item)
+            if name not in self.metadata.topics:
+                self.controller.create_topic(name, parts, rf)
+        self._every(self.config["log.retention.check.interval.ms"], self.metadata.enforce_retention)
+        self._every(self.config["offsets.retention.check.interval.ms"], self.groups.expire_offsets)
+        # ReplicaManager's isr-expiration task: every replica.lag.time.max.ms / 2
+        lag_max = self.config["replica.lag.time.max.ms"]
+        self._every(max(lag_max // 2, 1), lambda: self.replication.shrink_lagging_isr(lag_max))
+        # ClientQuotaManager: sensors idle for an hour are dropped (InactiveSensorExpirationTimeSeconds)
+        self._every(60_000, self._expire_quota_sensors)
+        idle = self.config["connections.max.idle.ms"]
+        self._every(min(max(idle // 10, 1000), 30_000), lambda: self._close_idle(idle))
+
+    def _every(self, interval_ms: int, fn: Callable[[], object]) -> None:
+        def tick() -> None:
+            if self._stopped:
+                return
+            try:
+                fn()
+            finally:
+                self._timers.append(self.clock.call_later(interval_ms, tick))
+
+        self._timers.append(self.clock.call_later(interval_ms, tick))
+
+    def _expire_quota_sensors(self) -> None:
+        now = self.clock.monotonic_ms()
+        for b in self.brokers.values():
+            b.quotas.expire(now)
+
+    def _close_idle(self, idle_ms: int) -> None:
+        now = self.clock.monotonic_ms()
+        for b in self.brokers.values():
+            b.close_idle(now, idle_ms)
+
+    async def stop(self) -> None:
+        self._stopped = True
+        for t in self._timers:
+            t.cancel()
+        for b in self.brokers.values():
+            await b.stop()
 
     @property
-    def controller_id(self) -> int:
-        # KRaft brokers report a random live broker as the controller to clients.
-        return min(self.brokers) if self.brokers else -1
+    def bootstrap_servers(self) -> str:
+        out = []
+        for b in self.brokers.values():
+            node = self.metadata.brokers.get(b.node_id)
+            host = node.host if node else b.bind_host
+            port = node.port if node else b.port
+            out.append(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+        return ",".join(out)
 
-    def live_brokers(self) -> list[BrokerNode]:
-        return [b for b in self.brokers.values() if b.alive]
+    def broker(self, node_id: int | None = None) -> Broker:
+        """One simulated broker (the first by default)."""
+        return self.brokers[node_id if node_id is not None else next(iter(self.brokers))]
 
-    # -- topic configs -------------------------------------------------------------
-    def topic_config(self, topic: Topic, name: str) -> Any:
-        raw = topic.overrides.get(name)
-        key, literal, parse = TOPIC_CONFIGS[name]
-        if raw is not None:
-            return parse(raw)
-        if key == "@retention_ms":
-            return self.config.retention_ms
-        if key is not None:
-            return self.config[key]
-        return parse(literal)
+    def create_topic(self, name: str, partitions: int, replication_factor: int,
+                     configs: dict[str, str] | None = None) -> Topic:
+        return self.controller.create_topic(name, partitions, replication_factor, configs)
 
-    def topic_config_source(self, topic: Topic, name: str) -> int:
-        """DescribeConfigs ConfigSource: 1 topic, 4 static broker, 5 default."""
-        if name in topic.overrides:
-            return 1
-        key = TOPIC_CONFIGS[name][0]
-        if key == "@retention_ms":
-            explicit = any(self.config.is_explicit(k) for k in ("log.retention.ms", "log.retention.minutes", "log.retention.hours"))
-            return 4 if explicit else 5
-        if key is not None and self.config.is_explicit(key):
-            return 4
-        return 5
+    # -- broker membership (runtime) --------------------------------------------------------------
+    async def stop_broker(self, node_id: int) -> None:
+        """Close a broker's listener and connections; its leadership moves, its replicas leave the ISR."""
+        await self.brokers[node_id].stop()
+        self.replication.broker_stopped(node_id)
+        self.groups.on_brokers_changed()
 
-    @staticmethod
-    def validate_topic_configs(configs: dict[str, str | None]) -> str | None:
-        for name, value in configs.items():
-            spec = TOPIC_CONFIGS.get(name)
-            if spec is None:
-                return f"Unknown topic config name: {name}"
-            if value is None:
-                return f"Null value not supported for topic configs: {name}"
-            try:
-                spec[2](value)
-            except (TypeError, ValueError) as e:
-                return f"Invalid value {value} for configuration {name}: {e}"
-        return None
-
-    # -- topics ------------------------------------------------------------------------
-    def check_new_topic(
-        self, name: str, num_partitions: int, replication_factor: int, configs: dict[str, str | None]
-    ) -> tuple[ErrorCode, str | None]:
-        msg = validate_topic_name(name)
-        if msg:
-            return ErrorCode.invalid_topic_exception, msg
-        if name in self.topics:
-            return ErrorCode.topic_already_exists, f"Topic '{name}' already exists."
-        if num_partitions < 1:
-            return ErrorCode.invalid_partitions, "Number of partitions must be larger than 0."
-        if replication_factor < 1:
-            return ErrorCode.invalid_replication_factor, "Replication factor must be larger than 0."
-        if replication_factor > len(self.brokers):
-            return (
-                ErrorCode.invalid_replication_factor,
-                f"Unable to replicate the partition {replication_factor} time(s): "
-                f"The target replication factor of {replication_factor} cannot be reached "
-                f"because only {len(self.brokers)} broker(s) are registered.",
-            )
-        msg = self.validate_topic_configs(configs)
-        if msg:
-            return ErrorCode.invalid_config, msg
-        return ErrorCode.none, None
-
-    def create_topic(
-        self,
-        name: str,
-        num_partitions: int,
-        replication_factor: int,
-        configs: dict[str, str] | None = None,
-        assignments: dict[int, list[int]] | None = None,
-    ) -> Topic:
-        ids = sorted(self.brokers)
-        now = self.clock.time_ms()
-        self._topic_seq += 1
-        topic = Topic(name, uuid.uuid4(), [], dict(configs or {}), internal=name in INTERNAL_TOPICS)
-        start = self._topic_seq  # spread leaders over brokers, as the controller's placement does
-        for p in range(num_partitions):
-            if assignments and p in assignments:
-                replicas = list(assignments[p])
-            else:
-                replicas = [ids[(start + p + i) % len(ids)] for i in range(replication_factor)]
-            topic.partitions.append(
-                Partition(topic, p, replicas, list(replicas), replicas[0], PartitionLog(now))
-            )
-        self.topics[name] = topic
-        self.topics_by_id[topic.topic_id] = topic
-        return topic
-
-    def delete_topic(self, topic: Topic) -> None:
-        self.topics.pop(topic.name, None)
-        self.topics_by_id.pop(topic.topic_id, None)
-
-    def partition(self, topic: str, index: int) -> Partition | None:
-        t = self.topics.get(topic)
-        if t is None or not 0 <= index < len(t.partitions):
-            return None
-        return t.partitions[index]
-
-    # -- producer ids ------------------------------------------------------------------
-    def allocate_producer_id(self) -> int:
-        pid = self._next_producer_id
-        self._next_producer_id += 1
-        return pid
-
-    # -- housekeeping --------------------------------------------------------------------
-    def enforce_retention(self) -> int:
-        now = self.clock.time_ms()
-        dropped = 0
-        for t in self.topics.values():
-            r_ms = self.topic_config(t, "retention.ms")
-            r_bytes = self.topic_config(t, "retention.bytes")
-            for p in t.partitions:
-                dropped += p.log.enforce_retention(now, r_ms, r_bytes)
-                p.producers.expire(now, self.config["producer.id.expiration.ms"])
-        return dropped
+    async def start_broker(self, node_id: int) -> None:
+        """Reopen a stopped broker on its port; its replicas catch up and rejoin the ISR."""
+        broker = self.brokers[node_id]
+        if broker.running:
+            return
+        await broker.start()
+        self.replication.broker_started(node_id)
+        self.groups.on_brokers_changed()

@@ -19,6 +19,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from protocol.registry import KAFKA_RELEASES
+
+from .quota.entities import QuotaStore, parse_quota_spec
+
 ENV_PREFIX = "MOCKBROKER_"
 
 
@@ -45,10 +49,6 @@ def _int(v: Any) -> int:
     return int(str(v).strip())
 
 
-def _float(v: Any) -> float:
-    return float(v)
-
-
 def _str(v: Any) -> str:
     return str(v)
 
@@ -67,20 +67,33 @@ def _assignors(v: Any) -> list[str]:
     return items
 
 
-def _users(v: Any) -> list[str]:
-    from .sasl import parse_users
+def parse_users(items: Iterable[str]) -> dict[str, str]:
+    """``mock.sasl.users``: ``user:password`` items (the password may contain ':') -> {user: password}."""
+    users: dict[str, str] = {}
+    for item in items:
+        user, sep, password = item.partition(":")
+        if not sep or not user or not password:
+            raise ValueError(f"mock.sasl.users item {item!r} is not user:password")
+        if user in users:
+            raise ValueError(f"mock.sasl.users names {user!r} twice")
+        users[user] = password
+    return users
 
+
+def _users(v: Any) -> list[str]:
     items = _list(v)
     parse_users(items)  # validates user:password items
     return items
 
 
 def _quotas(v: Any) -> list[dict[str, Any]]:
-    from .quota.entities import QuotaStore, parse_quota_spec
-
     items = parse_quota_spec(v) if isinstance(v, str) else [dict(x) for x in v]
     QuotaStore().load(items)  # validates keys, values and entities
     return items
+
+
+# The SASL mechanisms mockbroker serves (sasl_mechanisms.MECHANISMS; a unit test keeps them equal).
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +116,9 @@ CONFIG_DEF: dict[str, ConfigKey] = {
         ConfigKey("advertised.listeners", _str, "", "Listener advertised in Metadata when it differs from the bound one (docker-compose)."),
         ConfigKey("socket.request.max.bytes", _int, 104857600, "Largest request frame accepted; larger closes the connection.", 1),
         ConfigKey("queued.max.request.bytes", _int, -1, "KIP-72 request memory pool size (-1: no pool).", None),
-        ConfigKey("queued.max.requests", _int, 500, "Requests queued before the network layer stops reading.", 1),
+        ConfigKey("queued.max.requests", _int, 500,
+                  "Accepted with Kafka's validation; bounds nothing here (requests are handled as they are "
+                  "read: there is no request queue).", 1),
         ConfigKey("connections.max.idle.ms", _int, 600000, "Idle connections are closed after this long.", 1),
         ConfigKey("sasl.enabled.mechanisms", _list, ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"],
                   "SASL mechanisms of a SASL_PLAINTEXT listener: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 "
@@ -270,8 +285,6 @@ class BrokerConfig(Mapping[str, Any]):
             self._explicit.add(key)
 
     def _check(self) -> None:
-        from protocol.registry import KAFKA_RELEASES
-
         q = self["queued.max.request.bytes"]
         if q > 0 and q <= self["socket.request.max.bytes"]:
             # KafkaConfig: queued.max.request.bytes must be larger than socket.request.max.bytes
@@ -288,8 +301,6 @@ class BrokerConfig(Mapping[str, Any]):
         self._check_listeners()
 
     def _check_listeners(self) -> None:
-        from .sasl import MECHANISMS
-
         protocol, _, _ = parse_listener(self["listeners"])
         if self["advertised.listeners"]:
             adv = parse_listener(self["advertised.listeners"])[0]
@@ -306,10 +317,10 @@ class BrokerConfig(Mapping[str, Any]):
         mechanisms = self["sasl.enabled.mechanisms"]
         if not mechanisms:
             raise ConfigError("a SASL_PLAINTEXT listener needs sasl.enabled.mechanisms (no SASL mechanisms are enabled)")
-        unknown = [m for m in mechanisms if m not in MECHANISMS]
+        unknown = [m for m in mechanisms if m not in SASL_MECHANISMS]
         if unknown:
             raise ConfigError(f"sasl.enabled.mechanisms: {', '.join(unknown)} not served; "
-                              f"the mock serves {', '.join(MECHANISMS)}")
+                              f"the mock serves {', '.join(SASL_MECHANISMS)}")
         if not self["mock.sasl.users"]:
             raise ConfigError("a SASL_PLAINTEXT listener needs users: set mock.sasl.users to user:password items")
 

@@ -2,9 +2,16 @@
 
 Mirrors Kafka's ``KafkaChannel`` + ``NetworkReceive`` + the per-connection part
 of ``SocketServer.Processor``.  It is an ``asyncio.BufferedProtocol`` that owns
-``pause_reading``/``resume_reading`` itself: a StreamReader would resume a
-paused socket on its own (style-anchors section 3.3), which would break
+``pause_reading``/``resume_reading`` itself: asyncio's StreamReader resumes a
+paused socket on its own once its buffer drains, which would break
 Kafka-style muting.
+
+The connection knows only its ``ConnectionOwner`` (the broker that accepted
+it: clock, memory pool, the dispatcher to hand requests to) and, on a
+SASL_PLAINTEXT listener, an ``Authenticator`` until authentication completes.
+It does not know the broker, the quota code or SASL: those call it through
+``send_response``, ``close``, ``close_after``, ``start_throttling`` /
+``end_throttling``, ``hold_until`` and ``authenticated``.
 
 Reading a request is ``NetworkReceive.readFrom``: first the 4-byte size
 prefix, which is checked (negative or above ``socket.request.max.bytes``
@@ -24,68 +31,70 @@ also with no response for acks=0), or when the connection closes with the
 request still being read, held, waiting in a purgatory or delayed by a
 throttle.
 
-Reading stops for any of these separate reasons (``MuteReason``); the socket
-is read again only when none holds (KafkaChannel's mute state machine, with
-the memory-pool mute kept apart as ``Selector`` does):
+Reading stops for any of these separate reasons (``channel.MuteReason``); the
+socket is read again only when none holds (KafkaChannel's mute state machine,
+with the memory-pool mute kept apart as ``Selector`` does):
 
 * ``RESPONSE_PENDING``: a request is being handled; Kafka processes one request
   per connection at a time and answers in order.
 * ``THROTTLED``: KIP-219, the response was sent and the channel stays muted
-  for the throttle time (set by the quota layer).
+  for the throttle time (``start_throttling``/``end_throttling``, called by
+  ``quota.throttle.ThrottledChannel``).
 * ``MEMORY``: the pool refused the buffer of the request whose size prefix was
   just read (KIP-72); ``MemoryMutedChannels`` gives it the memory and unmutes
   it when memory comes back.
+* ``HELD`` (observe mode, ``hold_until``) and ``CLOSING`` (``close_after``).
 
-On a SASL_PLAINTEXT listener ``sasl`` holds the authenticator until
-authentication completes: frames are limited to ``sasl.server.max.receive.size``
-meanwhile, and after a SaslHandshake v0 the frames are raw SASL tokens (no
-Kafka header) that go to the authenticator instead of the dispatcher.
+On a SASL_PLAINTEXT listener ``authenticator`` is set until authentication
+completes: frames are limited to its ``max_receive_size`` meanwhile, and after
+a SaslHandshake v0 the frames are raw SASL tokens (no Kafka header) that go to
+the authenticator instead of the dispatcher.
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
+import itertools
 import logging
 import random
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Protocol
 
 from protocol.errors import ProtocolError
 from protocol.framing import SIZE_PREFIX_BYTES, read_frame_size
 
+from .channel import Authenticator, CloseReason, MuteReason
+from .clock import Clock
 from .memory_pool import MemoryPool
-
-if TYPE_CHECKING:
-    from .server import BrokerServer
 
 log = logging.getLogger("mockbroker.connection")
 
 # Staging buffer without a pool: bytes read ahead of the current frame (several small frames per read).
 READ_AHEAD_BYTES = 64 * 1024
 
-
-class MuteReason(enum.Flag):
-    NONE = 0
-    RESPONSE_PENDING = enum.auto()
-    THROTTLED = enum.auto()
-    MEMORY = enum.auto()
-    HELD = enum.auto()  # observe mode: a request waits for the throttle deadline; the socket is still read
-
-
 # Reasons that stop reading the socket at once.  RESPONSE_PENDING pauses lazily, only
 # when more bytes arrive (no epoll churn per long poll); HELD never pauses.
-_PAUSE_EAGERLY = MuteReason.THROTTLED | MuteReason.MEMORY
+_PAUSE_EAGERLY = MuteReason.THROTTLED | MuteReason.MEMORY | MuteReason.CLOSING
+
+_CONNECTION_IDS = itertools.count(1)
 
 
-class CloseReason(enum.Enum):
-    CLIENT_CLOSED = "closed by client"
-    PROTOCOL_ERROR = "protocol error"
-    IDLE = "idle longer than connections.max.idle.ms"
-    SHUTDOWN = "broker shutting down"
-    BROKER_STOPPED = "broker stopped"
-    ERROR_WITH_ACKS0 = "error on a produce with acks=0"
-    INJECTED = "injected fault"
-    AUTHENTICATION_FAILED = "failed authentication"
+class ConnectionOwner(Protocol):
+    """What a connection needs from the broker that accepted it (Kafka's ``Processor``)."""
+
+    clock: Clock
+    loop: asyncio.AbstractEventLoop
+    max_request_bytes: int                 # socket.request.max.bytes
+    memory_mutes: "MemoryMutedChannels"    # the broker's request memory pool and its waiting channels
+
+    def new_authenticator(self, conn: "KafkaConnection") -> Authenticator | None: ...
+
+    def dispatch(self, conn: "KafkaConnection", payload: memoryview) -> None:
+        """Handle one complete request; it answers through ``send_response`` exactly once."""
+
+    def connection_opened(self, conn: "KafkaConnection") -> None: ...
+
+    def connection_closed(self, conn: "KafkaConnection") -> None: ...
 
 
 class MemoryMutedChannels:
@@ -149,15 +158,13 @@ class MemoryMutedChannels:
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
-    _ids = 0
-
-    def __init__(self, server: "BrokerServer") -> None:
-        self.server = server
-        KafkaConnection._ids += 1
-        self.conn_id = KafkaConnection._ids
+    def __init__(self, owner: ConnectionOwner) -> None:
+        self.owner = owner
+        self.clock = owner.clock
+        self.conn_id = next(_CONNECTION_IDS)
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
-        self._memory: MemoryMutedChannels = server.memory_mutes
+        self._memory: MemoryMutedChannels = owner.memory_mutes
         # Bytes read but not yet in a request buffer: with a pool only the size prefix
         # (allocated when needed, dropped when empty).
         self._head_size = SIZE_PREFIX_BYTES if self._memory.pool.enabled else READ_AHEAD_BYTES
@@ -176,14 +183,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.client_id = ""
         self.client_software: tuple[str, str] | None = None
         self.principal = "ANONYMOUS"  # the SASL username once authenticated
-        # SASL_PLAINTEXT: the authenticator until authentication completes (see sasl.py); else None
-        self.sasl = server.new_authenticator(self)
-        self.last_active_ms = server.clock.monotonic_ms()
+        # SASL_PLAINTEXT: the authenticator until authentication completes; else None
+        self.authenticator: Authenticator | None = owner.new_authenticator(self)
+        self.last_active_ms = owner.clock.monotonic_ms()
         self.requests_handled = 0
-        self.attrs: dict[str, Any] = {}
-        self.last_throttle: Any = None
-        self.throttle_deadline_ms: int | None = None
-        self._throttle_ended_ms: int | None = None
+        # called once with the monotonic ms at which the next request is taken (or held, observe mode)
+        self.next_request_observer: Callable[[int], None] | None = None
+        self.hold_deadline_ms: int | None = None  # observe mode: requests before this wait for it
 
     def __repr__(self) -> str:
         frame = "" if self._frame is None else f" reading={self._frame_pos}/{len(self._frame)}"
@@ -204,7 +210,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.transport = transport
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
-        self.server.connection_opened(self)
+        self.owner.connection_opened(self)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         frame = self._frame
@@ -217,7 +223,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         return memoryview(head)[self._head_len:]
 
     def buffer_updated(self, nbytes: int) -> None:
-        self.last_active_ms = self.server.clock.monotonic_ms()
+        self.last_active_ms = self.clock.monotonic_ms()
         frame = self._frame
         if frame is not None and self._frame_pos < len(frame):
             self._frame_pos += nbytes
@@ -237,7 +243,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self.closed = True
             log.debug("connection %s from %s closed by client", self.conn_id, self.peer)
         self._release_all()
-        self.server.connection_closed(self)
+        self.owner.connection_closed(self)
 
     def pause_writing(self) -> None:
         self._write_paused = True
@@ -257,7 +263,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self.mute &= ~reason
             self._update_reading()
             if self.mute == MuteReason.NONE and not self.closed:
-                self.server.loop.call_soon(self._process)
+                self.owner.loop.call_soon(self._process)
 
     def _needs_pause(self) -> bool:
         if self.mute & _PAUSE_EAGERLY:
@@ -301,13 +307,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     self._frame_pooled = False
                 self.mute |= MuteReason.RESPONSE_PENDING
                 self.requests_handled += 1
-                self._note_next_request()
+                self._observe_next_request(self.clock.monotonic_ms())
                 payload = memoryview(frame).toreadonly()  # no copy: decoders read the request buffer
-                sasl = self.sasl
-                if sasl is not None and sasl.raw_tokens:  # after SaslHandshake v0: a bare SASL token
-                    sasl.raw_token(payload)
+                auth = self.authenticator
+                if auth is not None and auth.raw_tokens:  # after SaslHandshake v0: a bare SASL token
+                    auth.raw_token(payload)
                 else:
-                    self.server.apis.handle(self, payload)
+                    self.owner.dispatch(self, payload)
                 # handle() either answered synchronously (RESPONSE_PENDING cleared) or
                 # parked the request; in the latter case stop reading the socket.
         finally:
@@ -320,18 +326,18 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return False
         head = self._head
         assert head is not None
-        sasl = self.sasl  # before authentication: sasl.server.max.receive.size
+        auth = self.authenticator  # before authentication: sasl.server.max.receive.size
         try:
-            size = read_frame_size(head, self.server.max_request_bytes if sasl is None else sasl.max_receive_size)
+            size = read_frame_size(head, self.owner.max_request_bytes if auth is None else auth.max_receive_size)
         except ProtocolError as e:
-            if sasl is None:
+            if auth is None:
                 self.close(CloseReason.PROTOCOL_ERROR, str(e))
-            else:  # a SaslAuthenticationException in Kafka: the delayed failure close
-                sasl.close_after_failure(None, f"Failing SASL authentication due to invalid receive size: {e}")
+            else:
+                auth.invalid_receive_size(str(e))
             return False
         assert size is not None
         self._consume_head(SIZE_PREFIX_BYTES)
-        if size == 0 or sasl is not None or not self._memory.pool.enabled:
+        if size == 0 or auth is not None or not self._memory.pool.enabled:
             self._set_frame(bytearray(size), pooled=False)
             return True
         buf = self._memory.allocate(self, size)
@@ -402,7 +408,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         if frame is not None and self.transport is not None:
             self.transport.write(frame)
-        self.last_active_ms = self.server.clock.monotonic_ms()
+        self.last_active_ms = self.clock.monotonic_ms()
         # RESPONSE_SENT: the request is done, its memory goes back to the pool;
         # reading resumes unless muted otherwise.
         self._release_inflight()
@@ -410,66 +416,71 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if not self._processing:
             self._update_reading()
             if self.mute == MuteReason.NONE:
-                self.server.loop.call_soon(self._process)
+                self.owner.loop.call_soon(self._process)
 
-    # -- throttling (KIP-219) --------------------------------------------------------------
-    def deliver(self, frame: bytes | memoryview, throttle_ms: int, ctx: Any, quota_type: str) -> None:
-        """Send a response carrying ``throttle_ms`` as ``mock.throttle.mode`` says."""
-        if throttle_ms <= 0:
-            self.send_response(frame)
-            return
-        mode = self.server.throttle_mode
-        clock = self.server.clock
-        event = self.server.record_throttle(self, ctx, throttle_ms, mode, quota_type)
-        self.last_throttle = event
-        if mode == "delay":  # Kafka < 2.0 ThrottledResponse: hold the response itself
-            clock.call_later(throttle_ms, lambda: self.send_response(frame))
-            return
-        self.send_response(frame)
-        if mode == "mute":  # ThrottledChannel: startThrottling now, endThrottling at the deadline
-            self.mute_for(MuteReason.THROTTLED)
-            clock.call_later(throttle_ms, self._end_throttle)
-        else:  # observe: keep reading; requests arriving early are held in _hold_until_deadline
-            self.throttle_deadline_ms = event.deadline_ms
+    # -- throttling (KIP-219), called by quota.throttle.ThrottledChannel -----------------------
+    def start_throttling(self) -> None:
+        """KafkaChannel's MUTED_AND_THROTTLED: the response was sent, nothing is read until the end."""
+        self.mute_for(MuteReason.THROTTLED)
 
-    def _end_throttle(self) -> None:
-        self._throttle_ended_ms = self.server.clock.monotonic_ms()
+    def end_throttling(self) -> None:
         self.unmute_for(MuteReason.THROTTLED)
 
+    def hold_until(self, deadline_ms: int) -> None:
+        """observe mode: keep reading, but a request complete before ``deadline_ms`` waits for it."""
+        self.hold_deadline_ms = deadline_ms
+
     def _hold_until_deadline(self) -> bool:
-        """observe mode: a complete request before the deadline waits, its arrival recorded."""
-        deadline = self.throttle_deadline_ms
+        """observe mode: a complete request before the deadline waits, its arrival observed."""
+        deadline = self.hold_deadline_ms
         if deadline is None:
             return False
-        now = self.server.clock.monotonic_ms()
+        now = self.clock.monotonic_ms()
         if now >= deadline:
-            self.throttle_deadline_ms = None
+            self.hold_deadline_ms = None
             return False
-        ev = self.last_throttle
-        if ev is not None and ev.next_request_ms is None:
-            ev.next_request_ms = now
-            ev.early_ms = deadline - now
+        self._observe_next_request(now)
         self.mute |= MuteReason.HELD
-        self.server.clock.call_later(deadline - now, lambda: self.unmute_for(MuteReason.HELD))
+        self.clock.call_later(deadline - now, lambda: self.unmute_for(MuteReason.HELD))
         return True
 
-    def _note_next_request(self) -> None:
-        ev = self.last_throttle
-        if ev is None or ev.next_request_ms is not None:
-            return
-        now = self.server.clock.monotonic_ms()
-        ev.next_request_ms = now
-        ev.early_ms = max(ev.deadline_ms - now, 0)
-        if ev.mode == "mute":
-            # read within a tick of the mute ending: the request was waiting in the socket
-            ev.held_while_muted = self._throttle_ended_ms is not None and now - self._throttle_ended_ms <= 1
+    def _observe_next_request(self, now_ms: int) -> None:
+        observer = self.next_request_observer
+        if observer is not None:
+            self.next_request_observer = None
+            observer(now_ms)
+
+    # -- authentication ------------------------------------------------------------------------
+    def authenticated(self, principal: str) -> None:
+        """SASL completed: every later request takes the ordinary path, as ``principal``."""
+        self.principal = principal
+        self.authenticator = None
+
+    # -- closing -------------------------------------------------------------------------------
+    def close_after(self, delay_ms: int, response: bytes | memoryview | None, reason: CloseReason,
+                    detail: str = "") -> None:
+        """Read nothing more; after ``delay_ms`` send ``response`` (if any) and close (Kafka's
+        ``Selector.maybeDelayCloseOnAuthenticationFailure``)."""
+        self.mute_for(MuteReason.CLOSING)
+
+        def complete() -> None:
+            if self.closed:
+                return
+            if response is not None:
+                self.send_response(response)
+            self.close(reason, detail)
+
+        if delay_ms > 0:
+            self.clock.call_later(delay_ms, complete)
+        else:
+            complete()
 
     def close(self, reason: CloseReason, detail: str = "") -> None:
         if self.closed:
             return
         self.closed = True
         msg = f"{reason.value}: {detail}" if detail else reason.value
-        level = logging.WARNING if reason is CloseReason.PROTOCOL_ERROR else logging.INFO
+        level = logging.WARNING if reason in (CloseReason.PROTOCOL_ERROR, CloseReason.INTERNAL_ERROR) else logging.INFO
         log.log(level, "closing connection %s from %s (client_id=%r): %s",
                 self.conn_id, self.peer, self.client_id, msg)
         self._release_all()

@@ -6,35 +6,37 @@ NOT_LEADER_OR_FOLLOWER), when the log was truncated below the fetch offset,
 or when the bytes readable from each fetch offset up to the high watermark
 (last stable offset for read_committed), each capped at its
 partition_max_bytes, add up to min_bytes.  On completion or expiry the logs
-are read again and the response built then; expiry is not an error.
+are read again and the ``ReplicaManager.fetch_messages`` callback answered
+then; expiry is not an error.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
+from .fetch_session import CachedPartition
+from .metadata import ClusterMetadata
 from .purgatory import DelayedOperation
 
 READ_COMMITTED = 1
 
 
 class DelayedFetch(DelayedOperation):
-    def __init__(self, delay_ms: int, partitions: list[Any], by_id: bool, isolation: int, min_bytes: int,
-                 node_id: int, cluster: Any, respond: Callable[[], None]) -> None:
+    def __init__(self, delay_ms: int, partitions: list[CachedPartition], by_id: bool, isolation: int,
+                 min_bytes: int, node_id: int, metadata: ClusterMetadata, on_complete: Callable[[], None]) -> None:
         super().__init__(delay_ms)
         self.partitions = partitions
         self.by_id = by_id
         self.isolation = isolation
         self.min_bytes = min_bytes
         self.node_id = node_id
-        self.cluster = cluster
-        self.respond = respond
+        self.metadata = metadata
+        self._on_complete = on_complete
 
     def try_complete(self) -> bool:
         accumulated = 0
+        topics = self.metadata.topics_by_id if self.by_id else self.metadata.topics
         for cp in self.partitions:
-            topics = self.cluster.topics_by_id if self.by_id else self.cluster.topics
             topic = topics.get(cp.topic_id if self.by_id else cp.topic)
             if topic is None or not 0 <= cp.partition < len(topic.partitions):
                 return self.force_complete()
@@ -55,4 +57,4 @@ class DelayedFetch(DelayedOperation):
         pass
 
     def on_complete(self) -> None:
-        self.respond()
+        self._on_complete()

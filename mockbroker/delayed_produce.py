@@ -6,55 +6,69 @@ the request's timeout); ``try_complete`` checks each pending partition as
 ``Partition.checkEnoughReplicasReachOffset`` does — leadership lost gives
 NOT_LEADER_OR_FOLLOWER, a high watermark at or past the required offset gives
 NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below
-min.insync.replicas meanwhile.
+min.insync.replicas meanwhile.  On completion (or expiry) it calls the
+``ReplicaManager.append_records`` callback with every partition's status.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from protocol.errors import ErrorCode
 
-from .kafka_apis import Deferred
+from .metadata import ClusterMetadata, Partition
 from .purgatory import DelayedOperation
 
 
-class ProducePartitionStatus:
-    __slots__ = ("partition", "required_offset", "entry", "pending", "node_id")
+@dataclass(slots=True)
+class PartitionResponse:
+    """One partition's answer to a produce (Kafka's ``ProduceResponse.PartitionResponse``)."""
 
-    def __init__(self, partition: Any, required_offset: int, entry: dict, node_id: int) -> None:
+    error: ErrorCode = ErrorCode.none
+    base_offset: int = -1
+    log_append_time_ms: int = -1
+    log_start_offset: int = -1
+    error_message: str | None = None
+
+
+class ProducePartitionStatus:
+    """A partition an acks=-1 produce waits on (Kafka's ``ProducePartitionStatus``)."""
+
+    __slots__ = ("partition", "required_offset", "response", "pending")
+
+    def __init__(self, partition: Partition, required_offset: int, response: PartitionResponse) -> None:
         self.partition = partition
         self.required_offset = required_offset
-        self.entry = entry
+        self.response = response
         self.pending = True
-        self.node_id = node_id
-        entry["error_code"] = ErrorCode.request_timed_out
+        response.error = ErrorCode.request_timed_out
 
 
 class DelayedProduce(DelayedOperation):
-    def __init__(self, delay_ms: int, statuses: list[ProducePartitionStatus], response: dict,
-                 cluster: Any, deferred: Deferred) -> None:
+    def __init__(self, delay_ms: int, statuses: list[ProducePartitionStatus], node_id: int,
+                 metadata: ClusterMetadata, on_complete: Callable[[], None]) -> None:
         super().__init__(delay_ms)
         self.statuses = statuses
-        self.response = response
-        self.cluster = cluster
-        self.deferred = deferred
+        self.node_id = node_id
+        self.metadata = metadata
+        self._on_complete = on_complete
 
     def try_complete(self) -> bool:
         for st in self.statuses:
             if not st.pending:
                 continue
             p = st.partition
-            topic = self.cluster.topics.get(p.topic.name)
+            topic = self.metadata.topics.get(p.topic.name)
             if topic is None or topic is not p.topic:
-                st.entry["error_code"] = ErrorCode.unknown_topic_or_partition
+                st.response.error = ErrorCode.unknown_topic_or_partition
                 st.pending = False
-            elif p.leader_id != st.node_id:
-                st.entry["error_code"] = ErrorCode.not_leader_or_follower
+            elif p.leader_id != self.node_id:
+                st.response.error = ErrorCode.not_leader_or_follower
                 st.pending = False
             elif p.log.high_watermark >= st.required_offset:
-                min_isr = self.cluster.topic_config(topic, "min.insync.replicas")
-                st.entry["error_code"] = (
+                min_isr = self.metadata.topic_config(topic, "min.insync.replicas")
+                st.response.error = (
                     ErrorCode.not_enough_replicas_after_append if len(p.isr) < min_isr else ErrorCode.none
                 )
                 st.pending = False
@@ -66,4 +80,4 @@ class DelayedProduce(DelayedOperation):
         pass  # pending partitions keep REQUEST_TIMED_OUT
 
     def on_complete(self) -> None:
-        self.deferred.complete(self.response)
+        self._on_complete()

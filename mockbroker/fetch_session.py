@@ -49,20 +49,19 @@ class CachedPartition:
     last_log_start: int = -1
     current_leader_epoch: int = -1
 
-    def maybe_update_response(self, resp: dict) -> bool:
+    def maybe_update_response(self, error: ErrorCode, high_watermark: int, log_start_offset: int,
+                              has_records: bool) -> bool:
         """CachedPartition.maybeUpdateResponseData: whether an incremental response needs it."""
-        must = False
-        if resp["records_size"] > 0:
-            must = True
-        if resp["error_code"] is not ErrorCode.none:
+        must = has_records
+        if error is not ErrorCode.none:
             must = True
             self.high_watermark = -1  # re-send once the error clears
-        elif resp["high_watermark"] != self.high_watermark:
+        elif high_watermark != self.high_watermark:
             must = True
-            self.high_watermark = resp["high_watermark"]
-        if resp["log_start_offset"] != self.last_log_start:
+            self.high_watermark = high_watermark
+        if log_start_offset != self.last_log_start:
             must = True
-            self.last_log_start = resp["log_start_offset"]
+            self.last_log_start = log_start_offset
         return must
 
 

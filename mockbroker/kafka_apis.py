@@ -1,37 +1,31 @@
-"""Request dispatch: decode -> (quota) -> API handler -> (purgatory) -> encode -> socket.
+"""Request dispatch: decode -> API handler -> (purgatory) -> quota -> encode -> throttle/mute -> socket.
 
 Kafka splits this over ``SocketServer.Processor`` (header parsing, version
 checks), ``RequestChannel`` and ``KafkaApis`` (per-API handling and
-``RequestHandlerHelper.sendResponseMaybeThrottle``).  Here one object per
-simulated broker does it, in that order, on the event loop.
-
-Handlers are plain functions ``handle(ctx, request) -> Result`` where Result is
-
-* a ``dict``: the response, described once for every version (``protocol.codec.build``
-  keeps the fields the negotiated version has);
-* ``NO_RESPONSE``: nothing is sent (Produce with acks=0);
-* ``CloseConnection``: Kafka closes the connection (an error on acks=0);
-* ``Deferred``: the answer comes later (purgatory); the connection stays
-  muted with the request pending until ``Deferred.complete`` is called.
+``RequestHandlerHelper.sendResponseMaybeThrottle``).  Here one ``KafkaApis``
+per simulated broker does it, in that order, on the event loop.  The handler
+contract (what a handler gets and returns) is in ``request.py``.
 
 Violations of the wire protocol raise ``ProtocolError`` and close the
-connection with one log line, never a traceback to the client.
+connection with one log line, never a traceback to the client.  An
+unexpected exception, in a handler or in a completion a purgatory runs
+later, is the broker's own fault: that one connection is closed with one
+line (and the traceback at DEBUG), every other connection and every other
+completion goes on.
 
-On a SASL_PLAINTEXT listener ``conn.sasl`` holds the authenticator until
-authentication completes; the gate in ``_handle`` lets only what its state
-allows through (ApiVersions, SaslHandshake, SaslAuthenticate) and closes the
-connection on anything else, before decoding it.  Those responses are not
-charged to quotas; a failed handshake or authentication is answered after
-``connection.failed.authentication.delay.ms`` and the connection then closed
-(see ``sasl.py``).
+On a SASL_PLAINTEXT listener the connection's authenticator gates the
+requests before anything is decoded (ApiVersions, SaslHandshake,
+SaslAuthenticate only, in the order its state allows); those responses are
+not charged to quotas, and a failed handshake or authentication is answered
+after ``connection.failed.authentication.delay.ms`` and the connection then
+closed (see ``sasl_authenticator.py``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections import deque
+from typing import Any
 
 from protocol.codec import (
     build_response,
@@ -43,116 +37,50 @@ from protocol.codec import (
 from protocol.errors import ErrorCode, ProtocolError, UnsupportedVersion
 from protocol.registry import ApiKey, ApiRegistry, ApiSpec
 
-from .connection import CloseReason, KafkaConnection
-from .journal import JournalEntry
-
-if TYPE_CHECKING:
-    from .server import BrokerServer
+from .channel import CloseReason
+from .clock import Clock
+from .connection import KafkaConnection
+from .faults import FaultInjector
+from .journal import JournalEntry, RequestJournal
+from .quota.throttle import ThrottleEvent, apply_quotas, send_response_maybe_throttle
+from .request import NO_RESPONSE, BrokerServices, CloseConnection, Deferred, Handler, RequestContext
 
 log = logging.getLogger("mockbroker.apis")
 
 
-class _NoResponse:
-    def __repr__(self) -> str:
-        return "NO_RESPONSE"
-
-
-NO_RESPONSE = _NoResponse()
-
-
-@dataclass(slots=True)
-class CloseConnection:
-    reason: str
-
-
-class Deferred:
-    """A response that a delayed operation will produce (see the purgatory).
-
-    ``complete`` may run before the dispatcher attaches its callback (an
-    operation that completes inside ``try_complete_else_watch``); the result
-    is then kept and delivered on attach.
-    """
-
-    __slots__ = ("_callback", "_result", "done")
-
-    def __init__(self) -> None:
-        self._callback: Callable[[Any], None] | None = None
-        self._result: Any = None
-        self.done = False
-
-    def complete(self, result: Any) -> None:
-        if self.done:
-            return
-        self.done = True
-        self._result = result
-        if self._callback is not None:
-            self._callback(result)
-
-    def attach(self, callback: Callable[[Any], None]) -> None:
-        self._callback = callback
-        if self.done:
-            callback(self._result)
-
-
-@dataclass(slots=True)
-class RequestContext:
-    """What a handler knows about the request besides its body (Kafka's RequestContext)."""
-
-    conn: KafkaConnection
-    broker: "BrokerServer"
-    spec: ApiSpec
-    api_key: int
-    version: int
-    correlation_id: int
-    client_id: str
-    size_bytes: int
-    received_ns: int
-    handler_ns: int = 0                     # time in the handler (request_percentage quota)
-    fetch_session_epoch: int | None = None  # set by Fetch (a throttled full fetch drops its new session)
-    controller_throttle_ms: int = 0          # set by CreateTopics/DeleteTopics (KIP-599)
-    sasl: Any = None                         # the authenticator when the request came before authentication
-    encoded: Any = None                      # (result, frame) when the Fetch byte quota already encoded it
-
-    @property
-    def cluster(self):  # type: ignore[no-untyped-def]
-        return self.broker.cluster
-
-    @property
-    def node_id(self) -> int:
-        return self.broker.node_id
-
-    @property
-    def principal(self) -> str:
-        return self.conn.principal
-
-
-Handler = Callable[[RequestContext, Any], Any]
-
 class KafkaApis:
-    def __init__(self, broker: "BrokerServer", registry: ApiRegistry, handlers: dict[int, Handler]) -> None:
+    def __init__(self, broker: BrokerServices, registry: ApiRegistry, handlers: dict[int, Handler],
+                 journal: RequestJournal, faults: FaultInjector, throttle_mode: str,
+                 throttle_events: deque[ThrottleEvent]) -> None:
         self.broker = broker
         self.registry = registry
         self.handlers = handlers
-        self.clock = broker.clock
+        self.clock: Clock = broker.clock
+        self.journal = journal
+        self.faults = faults
+        self.throttle_mode = throttle_mode
+        self.throttle_events = throttle_events
         self.requests_by_api: dict[int, int] = {}
-        self.journal = broker.journal
 
     # -- entry point from the connection ------------------------------------------
-    def handle(self, conn: KafkaConnection, payload: bytes) -> None:
+    def handle(self, conn: KafkaConnection, payload: memoryview) -> None:
         try:
             self._handle(conn, payload)
         except ProtocolError as e:
             conn.close(CloseReason.PROTOCOL_ERROR, str(e))
-        except Exception:  # noqa: BLE001 - a broker bug must not take other clients down
-            log.exception("unexpected error handling a request from %s", conn.peer)
-            conn.close(CloseReason.PROTOCOL_ERROR, "internal error while handling the request")
+        except Exception as e:  # noqa: BLE001 - a broker bug must not take other clients down
+            self._internal_error(conn, e)
 
-    def _handle(self, conn: KafkaConnection, payload: bytes) -> None:
+    def _internal_error(self, conn: KafkaConnection, e: Exception) -> None:
+        log.debug("internal error on connection %s from %s", conn.conn_id, conn.peer, exc_info=e)
+        conn.close(CloseReason.INTERNAL_ERROR, f"{type(e).__name__}: {e}")
+
+    def _handle(self, conn: KafkaConnection, payload: memoryview) -> None:
         received_ns = self.clock.monotonic_ns()
         api_key, version, correlation_id = peek_api(payload)
-        sasl = conn.sasl
-        if sasl is not None:  # SASL listener, not yet authenticated: only ApiVersions and the SASL APIs
-            sasl.check_request(api_key)
+        auth = conn.authenticator
+        if auth is not None:  # SASL listener, not yet authenticated: only ApiVersions and the SASL APIs
+            auth.check_request(api_key)
         spec = self.registry.get(api_key)
         if api_key == ApiKey.API_VERSIONS and spec is not None and not (
             spec.min_version <= version <= spec.max_version
@@ -173,23 +101,39 @@ class KafkaApis:
         conn.client_id = header.client_id
         ctx = RequestContext(
             conn, self.broker, spec, api_key, version, correlation_id, header.client_id,
-            len(payload) + 4, received_ns, sasl=sasl,
+            len(payload) + 4, received_ns, sasl=auth,
         )
         self.requests_by_api[api_key] = self.requests_by_api.get(api_key, 0) + 1
         t0 = self.clock.monotonic_ns()
         result = self.handlers[api_key](ctx, request)
         ctx.handler_ns = self.clock.monotonic_ns() - t0
         if isinstance(result, Deferred):
-            result.attach(lambda r, ctx=ctx, request=request: self._finish(ctx, request, r))
+            if result.done:  # completed inside the handler (acks=1, a fetch with data)
+                self._finish(conn, ctx, result.resolve())
+            else:
+                result.attach(lambda d, conn=conn, ctx=ctx: self._complete(conn, ctx, d))
         else:
-            self._finish(ctx, request, result)
+            self._finish(conn, ctx, result)
 
-    def _finish(self, ctx: RequestContext, request: Any, result: Any) -> None:
-        conn = ctx.conn
+    def _complete(self, conn: KafkaConnection, ctx: RequestContext, deferred: Deferred) -> None:
+        """A deferred response, completed later from a purgatory or the group coordinator.
+
+        It runs inside someone else's loop (the purgatory's completions, the action queue, a
+        coordinator's join phase): an exception here closes this one connection, as the
+        synchronous path does, and must not escape and drop the completions that come after it.
+        """
+        try:
+            self._finish(conn, ctx, deferred.resolve())
+        except ProtocolError as e:
+            conn.close(CloseReason.PROTOCOL_ERROR, str(e))
+        except Exception as e:  # noqa: BLE001 - see the docstring
+            self._internal_error(conn, e)
+
+    def _finish(self, conn: KafkaConnection, ctx: RequestContext, result: Any) -> None:
         if conn.closed:
             self._journal(ctx, "closed")
             return
-        fault = self.broker.faults.take(ctx.api_key)
+        fault = self.faults.take(ctx.api_key)
         if fault == "close":
             self._journal(ctx, "lost")
             conn.close(CloseReason.INJECTED, f"response to {ctx.spec.name} v{ctx.version} lost (close)")
@@ -205,11 +149,13 @@ class KafkaApis:
             self._journal(ctx, "closed")
             conn.close(CloseReason.ERROR_WITH_ACKS0, result.reason)
             return
-        if ctx.sasl is None:
-            result, throttle_ms, quota_type = self.broker.apply_quotas(ctx, request, result)
+        sasl = ctx.sasl
+        if sasl is None:
+            result, throttle_ms, quota_type = apply_quotas(
+                self.broker.quotas, ctx, result, lambda: self._measure(ctx, result), self.clock.monotonic_ms())
         else:  # Kafka's authenticator answers these itself: no quotas
             throttle_ms, quota_type = 0, ""
-            ctx.sasl.answered(ctx.api_key, result)
+            sasl.answered(ctx.api_key, result)
         cached = ctx.encoded
         if cached is not None and cached[0] is result:
             # the consumer byte quota measured this very response by encoding it (throttle 0: a
@@ -221,10 +167,20 @@ class KafkaApis:
             frame = encode_response(ctx.spec, ctx.version, ctx.correlation_id,
                                     build_response(ctx.api_key, ctx.version, result))
         self._journal(ctx, "response", throttle_ms)
-        if ctx.sasl is not None and ctx.sasl.failure is not None:  # answered after a delay, then closed
-            ctx.sasl.close_after_failure(frame)
+        if sasl is not None and sasl.failure is not None:  # answered after a delay, then closed
+            sasl.close_after_failure(frame)
             return
-        conn.deliver(frame, throttle_ms, ctx, quota_type)
+        send_response_maybe_throttle(conn, frame, throttle_ms, ctx, quota_type, self.throttle_mode, self.clock,
+                                     self.throttle_events)
+
+    @staticmethod
+    def _measure(ctx: RequestContext, result: dict[str, Any]) -> int:
+        """The size of a Fetch response as sent (the consumer byte quota charges it); the frame is
+        kept and sent if the response stays as it is (one encode)."""
+        frame = encode_response(ctx.spec, ctx.version, ctx.correlation_id,
+                                build_response(ctx.api_key, ctx.version, result))
+        ctx.encoded = (result, frame)
+        return len(frame) - 4
 
     def _journal(self, ctx: RequestContext, outcome: str, throttle_ms: int = 0) -> None:
         c = ctx.conn

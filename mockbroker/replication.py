@@ -29,21 +29,21 @@ when acks=all completes and what consumers may read:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .cluster import ClusterState, Partition
+from .metadata import ClusterMetadata, Partition
 
 
-class ReplicaManager:
-    def __init__(self, cluster: "ClusterState", default_lag_ms: int,
-                 on_high_watermark: Callable[["Partition"], None]) -> None:
+class ReplicationSimulator:
+    """The followers of every partition, simulated in this process (one per ``Cluster``)."""
+
+    def __init__(self, cluster: ClusterMetadata, default_lag_ms: int,
+                 try_complete_delayed_requests: Callable[[Partition], None]) -> None:
         self.cluster = cluster
         self.clock = cluster.clock
         self.default_lag_ms = default_lag_ms
         self.lag_by_broker: dict[int, int] = {}
         self.lag_by_topic: dict[str, int] = {}
-        self.on_high_watermark = on_high_watermark
+        self.try_complete_delayed_requests = try_complete_delayed_requests
 
     # -- lag knobs -------------------------------------------------------------------
     def lag_ms(self, broker_id: int, topic: str) -> int:
@@ -63,14 +63,14 @@ class ReplicaManager:
             self.lag_by_broker.clear()
 
     # -- appends and follower progress ----------------------------------------------------
-    def on_leader_append(self, p: "Partition") -> None:
+    def on_leader_append(self, p: Partition) -> None:
         p.replica_leo[p.leader_id] = p.log.log_end_offset
         for r in p.replicas:
             if r != p.leader_id and self._alive(r):
                 self.schedule_catch_up(p, r)
         self.maybe_update_isr_and_hw(p)
 
-    def schedule_catch_up(self, p: "Partition", broker_id: int) -> None:
+    def schedule_catch_up(self, p: Partition, broker_id: int) -> None:
         """The follower on ``broker_id`` fetches the leader's log as it is now; the fetch lands
         after the replication lag (at once for a lag of 0)."""
         leo, epoch = p.log.log_end_offset, p.leader_epoch
@@ -81,7 +81,7 @@ class ReplicaManager:
         else:
             self.clock.call_later(lag, lambda: self.follower_caught_up(p, broker_id, leo, epoch, issued))
 
-    def follower_caught_up(self, p: "Partition", broker_id: int, leo: int, leader_epoch: int,
+    def follower_caught_up(self, p: Partition, broker_id: int, leo: int, leader_epoch: int,
                            issued_ms: int | None = None) -> None:
         """A follower's fetch of the leader's log up to ``leo`` (issued at ``issued_ms``) arrives.  A fetch
         issued under an older leader epoch is stale (Kafka fences it with FENCED_LEADER_EPOCH) and credits
@@ -114,7 +114,7 @@ class ReplicaManager:
                 if out:
                     self.shrink_isr(p, out)
 
-    def maybe_update_isr_and_hw(self, p: "Partition") -> None:
+    def maybe_update_isr_and_hw(self, p: Partition) -> None:
         if p.leader_id < 0:
             return
         log = p.log
@@ -129,14 +129,14 @@ class ReplicaManager:
                 p.caught_up_ms[r] = self.clock.monotonic_ms()
         if new_hw > hw:
             log.high_watermark = new_hw
-            self.on_high_watermark(p)
+            self.try_complete_delayed_requests(p)
 
     def _alive(self, broker_id: int) -> bool:
         node = self.cluster.brokers.get(broker_id)
         return node is not None and node.alive
 
     # -- membership changes ------------------------------------------------------------------
-    def set_isr(self, p: "Partition", isr: list[int]) -> None:
+    def set_isr(self, p: Partition, isr: list[int]) -> None:
         """Force the ISR (tests): replicas left out stay out until a later set_isr names them;
         the leader always stays in it while alive."""
         p.isr_pinned_out = {r for r in p.replicas if r not in isr and r != p.leader_id}
@@ -146,11 +146,11 @@ class ReplicaManager:
                 p.isr.append(r)
         self.maybe_update_isr_and_hw(p)
 
-    def shrink_isr(self, p: "Partition", removed: list[int]) -> None:
+    def shrink_isr(self, p: Partition, removed: list[int]) -> None:
         p.isr[:] = [r for r in p.isr if r not in removed or r == p.leader_id]
         # A smaller ISR can let the high watermark move up (the slow follower no longer counts).
         self.maybe_update_isr_and_hw(p)
-        self.on_high_watermark(p)  # wake waiters: NOT_ENOUGH_REPLICAS_AFTER_APPEND may now apply
+        self.try_complete_delayed_requests(p)  # wake waiters: NOT_ENOUGH_REPLICAS_AFTER_APPEND may now apply
 
     def broker_stopped(self, broker_id: int) -> None:
         for t in list(self.cluster.topics.values()):
@@ -163,7 +163,7 @@ class ReplicaManager:
                     p.isr[:] = [r for r in p.isr if r != broker_id]
                     p.replica_leo.pop(broker_id, None)
                     self.maybe_update_isr_and_hw(p)
-                    self.on_high_watermark(p)
+                    self.try_complete_delayed_requests(p)
 
     def broker_started(self, broker_id: int) -> None:
         for t in list(self.cluster.topics.values()):
@@ -181,7 +181,7 @@ class ReplicaManager:
                 p.replica_leo.setdefault(broker_id, 0)
                 self.schedule_catch_up(p, broker_id)
 
-    def elect_leader(self, p: "Partition", exclude: int | None = None, preferred: int | None = None) -> None:
+    def elect_leader(self, p: Partition, exclude: int | None = None, preferred: int | None = None) -> None:
         candidates = [r for r in p.replicas if r in p.isr and r != exclude and self._alive(r)]
         if preferred is not None and preferred in candidates:
             candidates.insert(0, preferred)
@@ -191,11 +191,11 @@ class ReplicaManager:
         if not candidates:
             p.leader_id = -1
             p.log.new_leader_epoch(p.log.leader_epoch + 1)
-            self.on_high_watermark(p)
+            self.try_complete_delayed_requests(p)
             return
         self._set_leader(p, candidates[0])
 
-    def _set_leader(self, p: "Partition", new_leader: int) -> None:
+    def _set_leader(self, p: Partition, new_leader: int) -> None:
         old_leader = p.leader_id
         log = p.log
         new_leo = log.log_end_offset if old_leader == new_leader else p.replica_leo.get(new_leader, log.log_end_offset)
@@ -216,4 +216,15 @@ class ReplicaManager:
             if r != new_leader and self._alive(r):
                 self.schedule_catch_up(p, r)
         self.maybe_update_isr_and_hw(p)
-        self.on_high_watermark(p)
+        self.try_complete_delayed_requests(p)
+
+    def partitions_created(self, partitions: list[Partition]) -> None:
+        """New partitions (a topic created): every live replica starts in the ISR, caught up at
+        offset 0; a partition whose first replica is down elects another leader."""
+        now = self.clock.monotonic_ms()
+        for p in partitions:
+            p.replica_leo = {r: 0 for r in p.replicas}
+            p.caught_up_ms = {r: now for r in p.replicas if r != p.leader_id}
+            p.isr[:] = [r for r in p.replicas if self._alive(r)]
+            if p.leader_id not in p.isr:
+                self.elect_leader(p)

@@ -1,11 +1,13 @@
-"""``MockBroker``: the broker on a background thread, for tests and scripts.
+"""``MockBroker``: the Python handle on a mockbroker ``Cluster`` running on a background
+thread, for tests and scripts.
 
     with MockBroker(config={"num.partitions": 3}) as broker:
         producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
 
-The broker's state lives on its own event loop; ``call`` runs a function
-there and returns its result, so tests never touch broker state from another
-thread.
+One ``MockBroker`` runs one ``Cluster`` (``mock.num.brokers`` simulated
+brokers, one by default).  The cluster's state lives on its own event loop;
+``call`` runs a function there and returns its result, so tests never touch
+broker state from another thread.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from typing import Any, TypeVar
 
 from .clock import Clock, ManualClock
 from .config import BrokerConfig
-from .server import Broker
+from .quota.entities import validate_quota
+from .cluster import Cluster
 
 T = TypeVar("T")
 
@@ -37,7 +40,7 @@ class MockBroker:
         self.host = host
         self.port = port
         self.clock = clock
-        self.broker: Broker | None = None
+        self.cluster: Cluster | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stop: asyncio.Event | None = None
@@ -50,14 +53,14 @@ class MockBroker:
             self._loop = asyncio.get_running_loop()
             self._stop = asyncio.Event()
             try:
-                self.broker = Broker(self.config, self.clock, self.host, self.port)
-                await self.broker.start()
+                self.cluster = Cluster(self.config, self.clock, self.host, self.port)
+                await self.cluster.start()
             except BaseException as e:  # noqa: BLE001 - reported to the starting thread
                 ready.set_exception(e)
                 return
             ready.set_result(None)
             await self._stop.wait()
-            await self.broker.stop()
+            await self.cluster.stop()
 
         self._thread = threading.Thread(target=asyncio.run, args=(main(),), name="mockbroker", daemon=True)
         self._thread.start()
@@ -78,23 +81,23 @@ class MockBroker:
     # -- access ----------------------------------------------------------------------------
     @property
     def bootstrap_servers(self) -> str:
-        assert self.broker is not None, "broker not started"
-        return self.broker.bootstrap_servers
+        assert self.cluster is not None, "broker not started"
+        return self.cluster.bootstrap_servers
 
-    def call(self, fn: Callable[[Broker], T], timeout: float = 10) -> T:
-        """Run ``fn(broker)`` on the broker's loop and return its result."""
-        assert self._loop is not None and self.broker is not None
-        broker = self.broker
+    def call(self, fn: Callable[[Cluster], T], timeout: float = 10) -> T:
+        """Run ``fn(cluster)`` on the cluster's loop and return its result."""
+        assert self._loop is not None and self.cluster is not None
+        cluster = self.cluster
 
         async def run() -> T:
-            return fn(broker)
+            return fn(cluster)
 
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout)
 
-    def call_async(self, fn: Callable[[Broker], Any], timeout: float = 10) -> Any:
-        """Await ``fn(broker)`` (a coroutine function) on the broker's loop."""
-        assert self._loop is not None and self.broker is not None
-        return asyncio.run_coroutine_threadsafe(fn(self.broker), self._loop).result(timeout)
+    def call_async(self, fn: Callable[[Cluster], Any], timeout: float = 10) -> Any:
+        """Await ``fn(cluster)`` (a coroutine function) on the cluster's loop."""
+        assert self._loop is not None and self.cluster is not None
+        return asyncio.run_coroutine_threadsafe(fn(self.cluster), self._loop).result(timeout)
 
     # -- cluster control (the control-plane issue exposes these over HTTP) -------------------
     def stop_broker(self, node_id: int) -> None:
@@ -107,25 +110,25 @@ class MockBroker:
 
     def set_replication_lag(self, lag_ms: int, broker_id: int | None = None, topic: str | None = None) -> None:
         """How long followers (on ``broker_id``, or of ``topic``, or all) take to catch up."""
-        self.call(lambda b: b.replicas.set_lag(lag_ms, broker_id, topic))
+        self.call(lambda b: b.replication.set_lag(lag_ms, broker_id, topic))
 
     def set_isr(self, topic: str, partition: int, isr: list[int]) -> None:
-        self.call(lambda b: b.replicas.set_isr(b.cluster.partition(topic, partition), list(isr)))
+        self.call(lambda b: b.replication.set_isr(b.metadata.partition(topic, partition), list(isr)))
 
     def elect_leader(self, topic: str, partition: int, node_id: int) -> None:
         """Move leadership to ``node_id`` (an ISR member), as a preferred-replica election does;
         the old leader stays up and answers NOT_LEADER_OR_FOLLOWER."""
-        def elect(b: Broker) -> None:
-            p = b.cluster.partition(topic, partition)
+        def elect(b: Cluster) -> None:
+            p = b.metadata.partition(topic, partition)
             if node_id not in p.isr:
                 raise ValueError(f"broker {node_id} is not in the ISR {p.isr} of {topic}-{partition}")
-            b.replicas.elect_leader(p, preferred=node_id)
+            b.replication.elect_leader(p, preferred=node_id)
         self.call(elect)
 
     def partition_state(self, topic: str, partition: int) -> dict[str, Any]:
         """Leader, leader epoch, replicas, ISR, high watermark and log end offset of a partition."""
-        def get(b: Broker) -> dict[str, Any]:
-            p = b.cluster.partition(topic, partition)
+        def get(b: Cluster) -> dict[str, Any]:
+            p = b.metadata.partition(topic, partition)
             return {"leader": p.leader_id, "leader_epoch": p.leader_epoch, "replicas": list(p.replicas),
                     "isr": list(p.isr), "high_watermark": p.log.high_watermark,
                     "log_end_offset": p.log.log_end_offset, "log_start_offset": p.log.log_start_offset}
@@ -133,15 +136,14 @@ class MockBroker:
 
     def purgatory_gauges(self, node_id: int | None = None) -> dict[str, dict[str, int]]:
         """PurgatorySize and NumDelayedOperations per purgatory of a broker (the first by default)."""
-        def get(b: Broker) -> dict[str, dict[str, int]]:
-            s = b.servers[node_id if node_id is not None else next(iter(b.servers))]
-            return {"Produce": s.produce_purgatory.gauges(), "Fetch": s.fetch_purgatory.gauges()}
+        def get(b: Cluster) -> dict[str, dict[str, int]]:
+            return b.broker(node_id).replica_manager.gauges()
         return self.call(get)
 
     def group(self, group_id: str) -> dict[str, Any] | None:
         """A consumer group as the coordinator holds it (None when it has none): state, generation,
         protocol, leader, coordinator node, members (id, instance id, client id, assignment bytes)."""
-        def get(b: Broker) -> dict[str, Any] | None:
+        def get(b: Cluster) -> dict[str, Any] | None:
             g = b.groups.get_group(group_id)
             if g is None:
                 return None
@@ -195,8 +197,8 @@ class MockBroker:
         """Kafka's per-entity quota metrics of one broker, keyed by (user, client-id) tags:
         Produce/Fetch ``byte-rate`` and ``throttle-time``, Request ``request-time`` and
         ``throttle-time`` (plus RequestRate ``request-rate`` for the KIP-124 draft quota)."""
-        def get(b: Broker) -> dict[str, dict[tuple[str, str], dict[str, float]]]:
-            q = b.servers[node_id if node_id is not None else next(iter(b.servers))].quotas
+        def get(b: Cluster) -> dict[str, dict[tuple[str, str], dict[str, float]]]:
+            q = b.broker(node_id).quotas
             return {"Produce": q.produce.metrics("byte-rate"), "Fetch": q.fetch.metrics("byte-rate"),
                     "Request": q.request.metrics("request-time"), "RequestRate": q.request_rate.metrics("request-rate")}
         return self.call(get)
@@ -207,15 +209,13 @@ class MockBroker:
         and ``MemoryPoolDepletedTimeTotal`` (ms), plus the mock's ``peak_used`` (most memory ever
         allocated at once), ``refused`` (allocations refused) and ``memory_muted`` (connections
         waiting for memory now)."""
-        def get(b: Broker) -> dict[str, float]:
-            s = b.servers[node_id if node_id is not None else next(iter(b.servers))]
+        def get(b: Cluster) -> dict[str, float]:
+            s = b.broker(node_id)
             return {**s.memory_pool.metrics(), "memory_muted": len(s.memory_mutes)}
         return self.call(get)
 
     def set_quota(self, user: str | None = None, client_id: str | None = None, **values: float | None) -> None:
         """Set (or with None remove) quotas of an entity; "<default>" names the default entity."""
-        from .quota.entities import validate_quota
-
         for k, v in values.items():
             msg = None if v is None else validate_quota(k, float(v))
             if msg:
@@ -228,12 +228,12 @@ class MockBroker:
 
     def partition_records(self, topic: str, partition: int) -> list[bytes]:
         """The stored batches of a partition (bytes exactly as served)."""
-        def get(b: Broker) -> list[bytes]:
-            p = b.cluster.partition(topic, partition)
+        def get(b: Cluster) -> list[bytes]:
+            p = b.metadata.partition(topic, partition)
             if p is None:
                 raise KeyError(f"{topic}-{partition}")
             return [batch for seg in p.log.segments for batch in seg.batches]
         return self.call(get)
 
     def log_end_offset(self, topic: str, partition: int) -> int:
-        return self.call(lambda b: b.cluster.partition(topic, partition).log.log_end_offset)
+        return self.call(lambda b: b.metadata.partition(topic, partition).log.log_end_offset)

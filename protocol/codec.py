@@ -12,12 +12,20 @@ leaves to its caller:
   a version lacks are dropped, fields it has and the handler did not set take
   the schema default (or the type's zero).  This is how franz-go's kfake
   handlers fill ``kmsg`` structs for every version with one code path.
+
+  Dropping what a version lacks would also drop a misspelt key silently (the
+  field it meant then goes out as its zero value: error code 0).  With strict
+  keys on (the test suite turns them on, and ``PROTOCOL_STRICT_KEYS=1``
+  does for a broker process) ``build_response``/``build_request`` refuse, with
+  ``UnknownFieldError``, a key that no version of the message has at that
+  place in the tree.  Off, the check costs nothing.
 """
 
 from __future__ import annotations
 
 import datetime
 import io
+import os
 import struct
 import uuid
 from collections.abc import Mapping
@@ -43,7 +51,7 @@ from kio.static.constants import EntityType
 
 from .bounds import check_request_bounds
 from .errors import InvalidRequest
-from .registry import ApiSpec, _payload_class
+from .registry import ApiSpec, _payload_class, schema_versions
 
 _HEADER_PREFIX = struct.Struct(">hhi")
 _I32 = struct.Struct(">i")
@@ -227,6 +235,60 @@ def _plan(cls: type) -> tuple[tuple[str, Any, str, Any], ...]:
     return tuple(plan)
 
 
+class UnknownFieldError(KeyError):
+    """A dict key that no version of the message has at that place (strict keys only)."""
+
+
+_strict_keys = os.environ.get("PROTOCOL_STRICT_KEYS") == "1"
+
+
+def set_strict_keys(on: bool) -> None:
+    """Refuse keys no version of a message has (the test suite turns this on)."""
+    global _strict_keys
+    _strict_keys = on
+
+
+@cache
+def _known_keys(api_key: int, entity_type: EntityType) -> dict[tuple[str, ...], frozenset[str]]:
+    """The field names at each path of a message's tree (a path is the field names from the
+    root), over every version kio has of it."""
+    known: dict[tuple[str, ...], set[str]] = {}
+
+    def walk(cls: type, path: tuple[str, ...]) -> None:
+        names = known.setdefault(path, set())
+        for name, kind, _kafka_type, _f in _plan(cls):
+            names.add(name)
+            if isinstance(kind, (EntityField, EntityTupleField)):
+                walk(kind.type_, (*path, name))
+
+    suffix = "Request" if entity_type is EntityType.request else "Response"
+    for v in schema_versions(api_key):
+        walk(_payload_class(load_payload_module(api_key, v, entity_type), suffix), ())
+    return {path: frozenset(names) for path, names in known.items()}
+
+
+def _check_keys(data: Any, known: dict[tuple[str, ...], frozenset[str]], path: tuple[str, ...],
+                where: str) -> None:
+    if data is None or not isinstance(data, Mapping):
+        return  # a kio entity given as is, or null
+    names = known.get(path)
+    if names is None:
+        return
+    unknown = set(data) - names
+    if unknown:
+        at = ".".join(path) or "the top level"
+        raise UnknownFieldError(f"{where}: no version has {sorted(unknown)} at {at}")
+    for key, value in data.items():
+        sub = (*path, key)
+        if sub not in known:
+            continue
+        if isinstance(value, (list, tuple)):
+            for item in value:
+                _check_keys(item, known, sub, where)
+        else:
+            _check_keys(value, known, sub, where)
+
+
 def build(cls: type, data: Mapping[str, Any]) -> Any:
     """Build kio entity ``cls`` from a plain dict tree, whatever its version."""
     kwargs = {}
@@ -253,10 +315,14 @@ def build(cls: type, data: Mapping[str, Any]) -> Any:
 
 
 def build_response(api_key: int, version: int, data: Mapping[str, Any]) -> Any:
+    if _strict_keys:
+        _check_keys(data, _known_keys(api_key, EntityType.response), (), f"response of api key {api_key}")
     return build(response_class(api_key, version), data)
 
 
 def build_request(api_key: int, version: int, data: Mapping[str, Any]) -> Any:
+    if _strict_keys:
+        _check_keys(data, _known_keys(api_key, EntityType.request), (), f"request of api key {api_key}")
     return build(request_class(api_key, version), data)
 
 
@@ -266,14 +332,6 @@ def timedelta_ms(value: datetime.timedelta | int | None) -> int:
         return 0
     if isinstance(value, datetime.timedelta):
         return (value.days * 86_400_000) + (value.seconds * 1000) + (value.microseconds // 1000)
-    return int(value)
-
-
-def datetime_ms(value: datetime.datetime | int | None) -> int:
-    if value is None:
-        return -1
-    if isinstance(value, datetime.datetime):
-        return int((value - _EPOCH) / datetime.timedelta(milliseconds=1))
     return int(value)
 
 

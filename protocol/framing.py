@@ -37,6 +37,3 @@ def frame(payload: bytes | bytearray) -> bytes:
     """Prefix ``payload`` with its 4-byte size."""
     return _SIZE.pack(len(payload)) + payload
 
-
-def size_prefix(size: int) -> bytes:
-    return _SIZE.pack(size)

@@ -7,13 +7,13 @@ special-casing APIs:
   schemas (generated from Kafka's JSON), so they cannot drift from the wire.
 * ``client_throttle_from`` is the first response version at which a client
   backs off by itself on ``throttle_time_ms`` (KIP-219).  It is the
-  ``shouldClientThrottle(version)`` of each Kafka ``*Response.java`` (3.9),
-  see ``shared/reference/kafka-semantics.md`` section 2.2.  ``None`` means the
+  ``shouldClientThrottle(version)`` of each Kafka ``*Response.java`` (3.9,
+  ``clients/src/main/java/org/apache/kafka/common/requests/``).  ``None`` means the
   Java client never backs off on that response although it carries the field
   (the broker still mutes).
 * ``KAFKA_RELEASES`` holds the ranges a real broker of each release advertises
-  in ApiVersions (franz-go ``pkg/kversion``, cross-checked against
-  ``shared/reference/clients.md`` 1.5 and ``kafka-semantics.md`` 3).
+  in ApiVersions (franz-go ``pkg/kversion``, cross-checked against the
+  ApiVersions a real Kafka 4.0.0 answers kafka-python).
   ``mock.kafka.version`` picks one.
 
 What a broker *serves* and *advertises* is the release's range cut to the
@@ -100,8 +100,8 @@ CLIENT_THROTTLE_FROM: dict[int, int] = {
 # Pre-4.0 releases are franz-go's ZooKeeper tables (every min 0); 4.x are its
 # KRaft broker tables (KIP-896 minimums).  4.0 is 4.0.0: JoinGroup 2-9 (v0-1
 # came back in 4.0.1/4.1, KAFKA-19444) and Produce advertised from 0
-# (KAFKA-18659).  Agrees with clients.md 1.5 and kafka-semantics.md 3
-# (kafka-python's recorded 4.0.0 ApiVersions).  ConsumerGroupDescribe (69) is
+# (KAFKA-18659).  Agrees with the ApiVersions a real 4.0.0 broker answers
+# (recorded by kafka-python).  ConsumerGroupDescribe (69) is
 # added to the 4.x tables: KIP-848 is GA in 4.0 (v0); v1 (member type,
 # KIP-1099) came with 4.1.
 KAFKA_RELEASES: dict[str, dict[int, tuple[int, int]]] = {

@@ -7,35 +7,32 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
+from ..metadata import BrokerNode, ClusterMetadata, Partition, Topic
+from ..request import RequestContext
+
 ZERO_UUID = uuid.UUID(int=0)
 AUTHORIZED_OPS_NOT_REQUESTED = -(2**31)  # Integer.MIN_VALUE: authorized operations not asked for
 
 
-def resolve_topic(ctx: Any, name: str | None, topic_id: uuid.UUID | None, by_id: bool) -> tuple[Any, ErrorCode]:
+def resolve_topic(metadata: ClusterMetadata, name: str | None, topic_id: uuid.UUID | None,
+                  by_id: bool) -> tuple[Topic | None, ErrorCode]:
     """The topic a request names, by id (Fetch v13+, Produce v13) or by name."""
-    cluster = ctx.cluster
     if by_id:
-        t = cluster.topics_by_id.get(topic_id) if topic_id else None
+        t = metadata.topics_by_id.get(topic_id) if topic_id else None
         return t, (ErrorCode.none if t else ErrorCode.unknown_topic_id)
-    t = cluster.topics.get(name or "")
+    t = metadata.topics.get(name or "")
     return t, (ErrorCode.none if t else ErrorCode.unknown_topic_or_partition)
 
 
-def node_endpoint(node: Any) -> dict:
+def node_endpoint(node: BrokerNode) -> dict[str, Any]:
     return {"node_id": node.node_id, "host": node.host, "port": node.port, "rack": node.rack}
 
 
-def leader_info(partition: Any) -> dict:
+def leader_info(partition: Partition) -> dict[str, Any]:
     return {"leader_id": partition.leader_id, "leader_epoch": partition.leader_epoch}
 
 
-def timeout_ms(value: Any) -> int:
-    from protocol.codec import timedelta_ms
-
-    return timedelta_ms(value)
-
-
-def controller_quota_refused(ctx: Any, strict_since: int) -> bool:
+def controller_quota_refused(ctx: RequestContext, strict_since: int) -> bool:
     """KIP-599 strict quota (StrictControllerMutationQuota): True when this request version is
     strict and the entity's token bucket is already empty; the wait goes into the response."""
     if ctx.version < strict_since:
@@ -46,7 +43,7 @@ def controller_quota_refused(ctx: Any, strict_since: int) -> bool:
     return throttle > 0
 
 
-def controller_quota_record(ctx: Any, partitions: int) -> None:
+def controller_quota_record(ctx: RequestContext, partitions: int) -> None:
     """Charge created or deleted partitions to the controller mutation quota."""
     quota = ctx.broker.quotas.controller_mutation
     throttle = quota.record(ctx.principal, ctx.client_id, partitions, ctx.broker.clock.monotonic_ms())
@@ -57,7 +54,7 @@ THROTTLING_QUOTA_EXCEEDED = {"error_code": ErrorCode.throttling_quota_exceeded,
                              "error_message": "The throttling quota has been exceeded."}
 
 
-def client_host(ctx: Any) -> str:
+def client_host(ctx: RequestContext) -> str:
     """The client's address as Kafka's RequestContext.clientAddress prints it ("/127.0.0.1")."""
     peer = ctx.conn.peer
     host = peer.rsplit(":", 1)[0] if ":" in peer else peer

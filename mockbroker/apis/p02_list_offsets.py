@@ -26,6 +26,7 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
+from ..request import RequestContext
 
 API_KEY = ApiKey.LIST_OFFSETS
 
@@ -47,8 +48,8 @@ def _lookup(p: Any, ts: int, isolation: int) -> tuple[int, int]:
     return (found[1], found[0]) if found else (-1, -1)
 
 
-def handle(ctx: Any, req: Any) -> dict:
-    cluster = ctx.cluster
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    cluster = ctx.metadata
     isolation = getattr(req, "isolation_level", 0)
     topics = []
     for t in req.topics:

@@ -27,8 +27,9 @@ from typing import Any
 from protocol.errors import ErrorCode, InvalidRequest
 from protocol.registry import ApiKey
 
-from ..cluster import validate_topic_name
+from ..metadata import validate_topic_name
 from .common import AUTHORIZED_OPS_NOT_REQUESTED, ZERO_UUID, node_endpoint
+from ..request import RequestContext
 
 API_KEY = ApiKey.METADATA
 
@@ -36,8 +37,8 @@ API_KEY = ApiKey.METADATA
 ALL_TOPIC_OPS = sum(1 << op for op in (3, 4, 5, 6, 8, 9, 10))
 
 
-def topic_entry(ctx: Any, topic: Any, include_ops: bool) -> dict:
-    cluster = ctx.cluster
+def topic_entry(ctx: RequestContext, topic: Any, include_ops: bool) -> dict:
+    cluster = ctx.metadata
     alive = {b.node_id for b in cluster.live_brokers()}
     parts = []
     for p in topic.partitions:
@@ -63,8 +64,8 @@ def topic_entry(ctx: Any, topic: Any, include_ops: bool) -> dict:
     }
 
 
-def handle(ctx: Any, req: Any) -> dict:
-    cluster = ctx.cluster
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    cluster = ctx.metadata
     v = ctx.version
     include_ops = bool(getattr(req, "include_topic_authorized_operations", False))
     allow_auto = v < 4 or bool(getattr(req, "allow_auto_topic_creation", True))
@@ -96,7 +97,7 @@ def handle(ctx: Any, req: Any) -> dict:
             if validate_topic_name(name or "") is not None:
                 err = ErrorCode.invalid_topic_exception
             elif allow_auto and cluster.config["auto.create.topics.enable"]:
-                ctx.broker.auto_create_topic(name)
+                ctx.broker.controller.auto_create_topic(name)
                 err = ErrorCode.leader_not_available
             topics_out.append({"error_code": err, "name": name, "topic_id": ZERO_UUID, "partitions": []})
     resp = {

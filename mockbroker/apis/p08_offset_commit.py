@@ -28,22 +28,25 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..group.metadata import OffsetAndMetadata
-from .common import resolve_topic, timeout_ms
+from protocol.codec import timedelta_ms
+
+from .common import resolve_topic
+from ..request import RequestContext
 
 API_KEY = ApiKey.OFFSET_COMMIT
 
 
-def handle(ctx: Any, req: Any) -> dict:
-    groups = ctx.broker.runtime.groups
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    groups = ctx.broker.groups
     now = ctx.broker.clock.time_ms()
     by_id = ctx.version >= 10
     retention = getattr(req, "retention_time", None)
-    retention_ms = timeout_ms(retention) if retention is not None else -1
+    retention_ms = timedelta_ms(retention) if retention is not None else -1
     offsets: dict[tuple[str, int], Any] = {}
     layout: list[tuple[Any, Any, list[tuple[int, tuple[str, int]]]]] = []  # (name, id, [(index, key)])
     for t in req.topics:
         name, topic_id = getattr(t, "name", None), getattr(t, "topic_id", None)
-        topic, err = resolve_topic(ctx, name, topic_id, by_id)
+        topic, err = resolve_topic(ctx.metadata, name, topic_id, by_id)
         tname = topic.name if topic is not None else (name or f"<unknown {topic_id}>")
         parts = []
         for p in t.partitions:

@@ -25,6 +25,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..group.consumer_group import ConsumerGroup
+from ..request import RequestContext
 
 API_KEY = ApiKey.OFFSET_FETCH
 
@@ -37,9 +38,9 @@ def _partition(index: int, om: Any, error: ErrorCode = ErrorCode.none) -> dict:
             "metadata": om.metadata, "error_code": error}
 
 
-def _group_topics(ctx: Any, group_id: str, topics: Any, by_id: bool) -> list[dict]:
-    cluster = ctx.cluster
-    coordinator = ctx.broker.runtime.groups
+def _group_topics(ctx: RequestContext, group_id: str, topics: Any, by_id: bool) -> list[dict]:
+    cluster = ctx.metadata
+    coordinator = ctx.broker.groups
     if topics is None:  # every committed partition
         by_topic: dict[str, list] = {}
         for (tname, idx), om in sorted(coordinator.fetch_offsets(group_id, None).items()):
@@ -49,7 +50,10 @@ def _group_topics(ctx: Any, group_id: str, topics: Any, by_id: bool) -> list[dic
             t = cluster.topics.get(tname)
             if by_id and t is None:
                 continue
-            out.append({"name": tname, "topic_id": t.topic_id if t is not None else None, "partitions": parts})
+            entry = {"name": tname, "partitions": parts}
+            if by_id:  # only the v10 groups' topics have an id
+                entry["topic_id"] = t.topic_id if t is not None else None
+            out.append(entry)
         return out
     out = []
     for t in topics:
@@ -63,14 +67,14 @@ def _group_topics(ctx: Any, group_id: str, topics: Any, by_id: bool) -> list[dic
         else:
             tname = t.name
         stored = coordinator.fetch_offsets(group_id, [(tname, i) for i in t.partition_indexes])
-        out.append({"name": tname, "topic_id": getattr(t, "topic_id", None),
+        out.append({"name": tname, **({"topic_id": t.topic_id} if by_id else {}),
                     "partitions": [_partition(i, stored[(tname, i)]) for i in t.partition_indexes]})
     return out
 
 
-def _one(ctx: Any, group_id: str, topics: Any, by_id: bool, member: tuple[str | None, int] | None = None
+def _one(ctx: RequestContext, group_id: str, topics: Any, by_id: bool, member: tuple[str | None, int] | None = None
          ) -> tuple[ErrorCode, list[dict]]:
-    coordinator = ctx.broker.runtime.groups
+    coordinator = ctx.broker.groups
     err = coordinator.validate_group_status(group_id, ctx.node_id, allow_empty_id=True)
     if err is not None:
         return err, []
@@ -83,7 +87,7 @@ def _one(ctx: Any, group_id: str, topics: Any, by_id: bool, member: tuple[str | 
     return ErrorCode.none, _group_topics(ctx, group_id, topics, by_id)
 
 
-def handle(ctx: Any, req: Any) -> dict:
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     if ctx.version >= 8:
         groups = []
         for g in req.groups:

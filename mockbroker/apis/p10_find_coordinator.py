@@ -19,18 +19,19 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
+from ..request import RequestContext
 
 API_KEY = ApiKey.FIND_COORDINATOR
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
 
 
-def coordinator_for(ctx: Any, key: str) -> Any:
+def coordinator_for(ctx: RequestContext, key: str) -> Any:
     """The leader of the group's ``__consumer_offsets`` partition (see group/coordinator.py)."""
-    return ctx.broker.runtime.groups.coordinator_node(key)
+    return ctx.broker.groups.coordinator_node(key)
 
 
-def _lookup(ctx: Any, key: str, key_type: int) -> dict:
+def _lookup(ctx: RequestContext, key: str, key_type: int) -> dict:
     if key_type not in (GROUP, TRANSACTION, SHARE):
         return {"key": key, "error_code": ErrorCode.invalid_request, "error_message": f"Invalid key type {key_type}",
                 "node_id": -1, "host": "", "port": -1}
@@ -42,7 +43,7 @@ def _lookup(ctx: Any, key: str, key_type: int) -> dict:
             "node_id": node.node_id, "host": node.host, "port": node.port}
 
 
-def handle(ctx: Any, req: Any) -> dict:
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     key_type = getattr(req, "key_type", GROUP)
     if ctx.version >= 4:
         return {"coordinators": [_lookup(ctx, k, key_type) for k in req.coordinator_keys]}

@@ -26,8 +26,10 @@ from typing import Any
 from protocol.registry import ApiKey
 
 from ..group.metadata import JoinGroupResult
-from ..kafka_apis import Deferred
-from .common import client_host, timeout_ms
+from ..request import Deferred, RequestContext
+from protocol.codec import timedelta_ms
+
+from .common import client_host
 
 API_KEY = ApiKey.JOIN_GROUP
 
@@ -46,15 +48,15 @@ def _response(version: int, r: JoinGroupResult) -> dict:
     }
 
 
-def handle(ctx: Any, req: Any) -> Deferred:
+def handle(ctx: RequestContext, req: Any) -> Deferred:
     v = ctx.version
     deferred = Deferred()
-    session = timeout_ms(req.session_timeout)
-    rebalance = timeout_ms(req.rebalance_timeout) if v >= 1 else session
-    ctx.broker.runtime.groups.handle_join_group(
+    session = timedelta_ms(req.session_timeout)
+    rebalance = timedelta_ms(req.rebalance_timeout) if v >= 1 else session
+    ctx.broker.groups.handle_join_group(
         ctx.node_id, req.group_id, req.member_id, getattr(req, "group_instance_id", None),
         v >= 4, ctx.client_id, client_host(ctx), rebalance, session, req.protocol_type,
         [(p.name, bytes(p.metadata)) for p in req.protocols],
-        lambda r: deferred.complete(_response(v, r)), getattr(req, "reason", None),
+        lambda r: deferred.complete_with(lambda: _response(v, r)), getattr(req, "reason", None),
     )
     return deferred

@@ -17,11 +17,12 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.registry import ApiKey
+from ..request import RequestContext
 
 API_KEY = ApiKey.HEARTBEAT
 
 
-def handle(ctx: Any, req: Any) -> dict:
-    err = ctx.broker.runtime.groups.handle_heartbeat(
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    err = ctx.broker.groups.handle_heartbeat(
         ctx.node_id, req.group_id, req.member_id, getattr(req, "group_instance_id", None), req.generation_id)
     return {"error_code": err}

@@ -18,16 +18,17 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
+from ..request import RequestContext
 
 API_KEY = ApiKey.LEAVE_GROUP
 
 
-def handle(ctx: Any, req: Any) -> dict:
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     if ctx.version >= 3:
         leaving = [(m.member_id, m.group_instance_id, getattr(m, "reason", None)) for m in req.members]
     else:
         leaving = [(req.member_id, None, None)]
-    top, errors = ctx.broker.runtime.groups.handle_leave_group(ctx.node_id, req.group_id, leaving)
+    top, errors = ctx.broker.groups.handle_leave_group(ctx.node_id, req.group_id, leaving)
     if ctx.version < 3:
         # LeaveGroupResponse for v0-2: the top-level error, else the member's
         err = top if top is not ErrorCode.none else next((e for e in errors if e is not ErrorCode.none),

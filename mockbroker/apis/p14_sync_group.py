@@ -23,7 +23,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..group.metadata import SyncGroupResult
-from ..kafka_apis import Deferred
+from ..request import Deferred, RequestContext, Result
 
 API_KEY = ApiKey.SYNC_GROUP
 
@@ -33,16 +33,16 @@ def _response(r: SyncGroupResult) -> dict:
             "assignment": r.assignment}
 
 
-def handle(ctx: Any, req: Any) -> Any:
+def handle(ctx: RequestContext, req: Any) -> Result:
     protocol_type = getattr(req, "protocol_type", None)
     protocol_name = getattr(req, "protocol_name", None)
     if ctx.version >= 5 and (protocol_type is None or protocol_name is None):
         # SyncGroupRequest.areMandatoryProtocolTypeAndNamePresent
         return _response(SyncGroupResult(ErrorCode.inconsistent_group_protocol))
     deferred = Deferred()
-    ctx.broker.runtime.groups.handle_sync_group(
+    ctx.broker.groups.handle_sync_group(
         ctx.node_id, req.group_id, req.generation_id, req.member_id, protocol_type, protocol_name,
         getattr(req, "group_instance_id", None), {a.member_id: bytes(a.assignment) for a in req.assignments},
-        lambda r: deferred.complete(_response(r)),
+        lambda r: deferred.complete_with(lambda: _response(r)),
     )
     return deferred

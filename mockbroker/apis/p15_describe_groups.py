@@ -26,13 +26,14 @@ from protocol.registry import ApiKey
 from ..group.consumer_group import ConsumerGroup
 from ..group.metadata import GROUP_OPERATIONS, GroupState
 from .common import AUTHORIZED_OPS_NOT_REQUESTED
+from ..request import RequestContext
 
 API_KEY = ApiKey.DESCRIBE_GROUPS
 
 
 
-def _describe(ctx: Any, group_id: str, include_ops: bool) -> dict:
-    coordinator = ctx.broker.runtime.groups
+def _describe(ctx: RequestContext, group_id: str, include_ops: bool) -> dict:
+    coordinator = ctx.broker.groups
     out: dict[str, Any] = {"group_id": group_id, "error_code": ErrorCode.none, "error_message": None,
                            "group_state": "", "protocol_type": "", "protocol_data": "", "members": [],
                            "authorized_operations": GROUP_OPERATIONS if include_ops else AUTHORIZED_OPS_NOT_REQUESTED}
@@ -68,6 +69,6 @@ def _describe(ctx: Any, group_id: str, include_ops: bool) -> dict:
     return out
 
 
-def handle(ctx: Any, req: Any) -> dict:
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     include = bool(getattr(req, "include_authorized_operations", False))
     return {"groups": [_describe(ctx, gid, include) for gid in req.groups]}

@@ -17,15 +17,16 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
+from ..request import RequestContext
 
 API_KEY = ApiKey.LIST_GROUPS
 
 
-def handle(ctx: Any, req: Any) -> dict:
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     states = {s.lower() for s in getattr(req, "states_filter", ()) or ()}
     types = {t.lower() for t in getattr(req, "types_filter", ()) or ()}
     groups = []
-    for g in ctx.broker.runtime.groups.list_groups(ctx.node_id):
+    for g in ctx.broker.groups.list_groups(ctx.node_id):
         group_type = getattr(g, "group_type", "classic")
         if (states and g.state.value.lower() not in states) or (types and group_type not in types):
             continue

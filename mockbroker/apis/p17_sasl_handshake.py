@@ -30,11 +30,12 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
+from ..request import RequestContext
 
 API_KEY = ApiKey.SASL_HANDSHAKE
 
 
-def handle(ctx: Any, req: Any) -> dict:
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     auth = ctx.sasl  # set only while the connection is authenticating (the gate allowed this request)
     if auth is None:
         return {"error_code": ErrorCode.illegal_sasl_state, "mechanisms": []}

@@ -26,6 +26,7 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
+from ..request import RequestContext
 
 API_KEY = ApiKey.API_VERSIONS
 
@@ -33,7 +34,7 @@ API_KEY = ApiKey.API_VERSIONS
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
-def handle(ctx: Any, req: Any) -> dict:
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     if ctx.version >= 3:
         name = req.client_software_name
         ver = req.client_software_version

@@ -27,8 +27,9 @@ from typing import Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..cluster import TOPIC_CONFIGS
+from ..metadata import TOPIC_CONFIGS
 from .common import THROTTLING_QUOTA_EXCEEDED, controller_quota_record, controller_quota_refused
+from ..request import RequestContext
 
 API_KEY = ApiKey.CREATE_TOPICS
 STRICT_SINCE = 6  # KafkaApis: newQuotaFor(request, strictSinceVersion = 6)
@@ -58,8 +59,8 @@ def _total_partitions(req: Any, default: int) -> int:
     return total
 
 
-def handle(ctx: Any, req: Any) -> dict:
-    cluster = ctx.cluster
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    cluster = ctx.metadata
     cfg = cluster.config
     if _total_partitions(req, cfg["num.partitions"]) > MAX_PARTITIONS_PER_BATCH:
         # the controller refuses the whole request (PolicyViolationException)
@@ -109,7 +110,7 @@ def handle(ctx: Any, req: Any) -> dict:
         if controller_quota_refused(ctx, STRICT_SINCE):
             res.update(THROTTLING_QUOTA_EXCEEDED)
             continue
-        topic = ctx.broker.create_topic(t.name, nparts, rf, configs, assignments or None)
+        topic = ctx.broker.controller.create_topic(t.name, nparts, rf, configs, assignments or None)
         controller_quota_record(ctx, nparts)
         res.update(topic_id=topic.topic_id, num_partitions=nparts, replication_factor=rf,
                    configs=topic_configs_out(cluster, topic))

@@ -20,14 +20,15 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from .common import THROTTLING_QUOTA_EXCEEDED, controller_quota_record, controller_quota_refused
+from ..request import RequestContext
 
 API_KEY = ApiKey.DELETE_TOPICS
 STRICT_SINCE = 5  # KafkaApis: newQuotaFor(request, strictSinceVersion = 5)
 ZERO = uuid.UUID(int=0)
 
 
-def handle(ctx: Any, req: Any) -> dict:
-    cluster = ctx.cluster
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    cluster = ctx.metadata
     if ctx.version >= 6:
         wanted = [(t.name, t.topic_id) for t in req.topics]
     else:
@@ -50,6 +51,6 @@ def handle(ctx: Any, req: Any) -> dict:
             res.update(THROTTLING_QUOTA_EXCEEDED)
             continue
         res.update(name=topic.name, topic_id=topic.topic_id)
-        ctx.broker.delete_topic(topic)
+        ctx.broker.controller.delete_topic(topic)
         controller_quota_record(ctx, len(topic.partitions))
     return {"responses": out}

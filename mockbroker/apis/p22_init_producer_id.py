@@ -19,12 +19,13 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
+from ..request import RequestContext
 
 API_KEY = ApiKey.INIT_PRODUCER_ID
 
 
-def handle(ctx: Any, req: Any) -> dict:
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     if req.transactional_id is not None:
         return {"error_code": ErrorCode.transactional_id_authorization_failed, "producer_id": -1,
                 "producer_epoch": -1}
-    return {"error_code": ErrorCode.none, "producer_id": ctx.cluster.allocate_producer_id(), "producer_epoch": 0}
+    return {"error_code": ErrorCode.none, "producer_id": ctx.broker.controller.allocate_producer_id(), "producer_epoch": 0}

@@ -22,12 +22,13 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
+from ..request import RequestContext
 
 API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
 
 
-def handle(ctx: Any, req: Any) -> dict:
-    cluster = ctx.cluster
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    cluster = ctx.metadata
     topics = []
     for t in req.topics:
         topic = cluster.topics.get(t.topic)

@@ -22,8 +22,9 @@ from typing import Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..cluster import TOPIC_CONFIGS
+from ..metadata import TOPIC_CONFIGS
 from ..config import CONFIG_DEF
+from ..request import RequestContext
 
 API_KEY = ApiKey.DESCRIBE_CONFIGS
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
@@ -61,8 +62,8 @@ def _entry(name: str, value: Any, source: int, read_only: bool, synonyms: bool) 
     }
 
 
-def handle(ctx: Any, req: Any) -> dict:
-    cluster = ctx.cluster
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    cluster = ctx.metadata
     synonyms = bool(getattr(req, "include_synonyms", False))
     results = []
     for r in req.resources:

@@ -2,7 +2,7 @@
 
 Behavior:
 * After SaslHandshake v1 on a SASL_PLAINTEXT listener, each request carries
-  one SASL token to the chosen mechanism (``mockbroker/sasl.py``): PLAIN
+  one SASL token to the chosen mechanism (``mockbroker/sasl_mechanisms.py``): PLAIN
   (RFC 4616) in one round, SCRAM-SHA-256/512 (RFC 5802/7677) in two
   (server-first, then server-final with ``v=``).  On success the username
   becomes the connection's principal (the quota user).
@@ -32,11 +32,12 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
+from ..request import RequestContext
 
 API_KEY = ApiKey.SASL_AUTHENTICATE
 
 
-def handle(ctx: Any, req: Any) -> dict:
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     auth = ctx.sasl  # set only while the connection is authenticating (the gate allowed this request)
     if auth is None:
         return {"error_code": ErrorCode.illegal_sasl_state,

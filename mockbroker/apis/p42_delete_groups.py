@@ -14,10 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.registry import ApiKey
+from ..request import RequestContext
 
 API_KEY = ApiKey.DELETE_GROUPS
 
 
-def handle(ctx: Any, req: Any) -> dict:
-    errors = ctx.broker.runtime.groups.delete_groups(ctx.node_id, list(req.groups_names))
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    errors = ctx.broker.groups.delete_groups(ctx.node_id, list(req.groups_names))
     return {"results": [{"group_id": gid, "error_code": errors[gid]} for gid in req.groups_names]}

@@ -22,6 +22,7 @@ from protocol.registry import ApiKey
 
 from ..quota.entities import DEFAULT
 from .client_quota_entities import CLIENT_ID, ENTITY_TYPES, IP, USER, to_wire
+from ..request import RequestContext
 
 API_KEY = ApiKey.DESCRIBE_CLIENT_QUOTAS
 EXACT, DEFAULT_MATCH, SPECIFIED = 0, 1, 2
@@ -31,7 +32,7 @@ def _error(msg: str) -> dict:
     return {"error_code": ErrorCode.invalid_request, "error_message": msg, "entries": None}
 
 
-def handle(ctx: Any, req: Any) -> dict:
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     comps: dict[str, tuple[int, str | None]] = {}
     for c in req.components:
         if c.entity_type not in ENTITY_TYPES:
@@ -46,7 +47,7 @@ def handle(ctx: Any, req: Any) -> dict:
     if IP in comps and (USER in comps or CLIENT_ID in comps):
         return _error("Invalid entity filter component combination, IP filter component should not be used "
                       "with user or clientId filter component.")
-    store = ctx.broker.runtime.quota_store
+    store = ctx.broker.quota_store
     candidates: list[tuple[dict[str, str], list[dict], dict[str, float]]] = []
     for (user, client), values in store.describe():
         parts = {t: n for t, n in ((USER, user), (CLIENT_ID, client)) if n is not None}

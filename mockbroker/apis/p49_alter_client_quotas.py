@@ -25,6 +25,7 @@ from protocol.registry import ApiKey
 
 from ..quota.entities import validate_quota
 from .client_quota_entities import from_wire
+from ..request import RequestContext
 
 API_KEY = ApiKey.ALTER_CLIENT_QUOTAS
 IP_KEYS = ("connection_creation_rate",)
@@ -46,8 +47,8 @@ def _check(entity: Any, ip: str | None, ops: Any) -> str | None:
     return None
 
 
-def handle(ctx: Any, req: Any) -> dict:
-    store = ctx.broker.runtime.quota_store
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    store = ctx.broker.quota_store
     out = []
     for e in req.entries:
         entity, ip, msg = from_wire(e.entity)

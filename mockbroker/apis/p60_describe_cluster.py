@@ -19,14 +19,15 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from .common import AUTHORIZED_OPS_NOT_REQUESTED
+from ..request import RequestContext
 
 API_KEY = ApiKey.DESCRIBE_CLUSTER
 BROKERS, CONTROLLERS = 1, 2
 ALL_CLUSTER_OPS = sum(1 << op for op in (4, 7, 8, 9, 10, 11, 12))
 
 
-def handle(ctx: Any, req: Any) -> dict:
-    cluster = ctx.cluster
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    cluster = ctx.metadata
     endpoint_type = getattr(req, "endpoint_type", BROKERS)
     ops = ALL_CLUSTER_OPS if req.include_cluster_authorized_operations else AUTHORIZED_OPS_NOT_REQUESTED
     if endpoint_type != BROKERS:

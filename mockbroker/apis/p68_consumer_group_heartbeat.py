@@ -20,10 +20,11 @@ from typing import Any
 from protocol.registry import ApiKey
 
 from .common import client_host
+from ..request import RequestContext
 
 API_KEY = ApiKey.CONSUMER_GROUP_HEARTBEAT
 
 
-def handle(ctx: Any, req: Any) -> dict:
-    return ctx.broker.runtime.groups.consumer.heartbeat(ctx.node_id, ctx.version, req, ctx.client_id,
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    return ctx.broker.groups.consumer.heartbeat(ctx.node_id, ctx.version, req, ctx.client_id,
                                                         client_host(ctx))

@@ -15,11 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.registry import ApiKey
+from ..request import RequestContext
 
 API_KEY = ApiKey.CONSUMER_GROUP_DESCRIBE
 
 
-def handle(ctx: Any, req: Any) -> dict:
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     include = bool(req.include_authorized_operations)
-    consumer = ctx.broker.runtime.groups.consumer
+    consumer = ctx.broker.groups.consumer
     return {"groups": [consumer.describe(ctx.node_id, gid, include) for gid in req.group_ids]}

@@ -10,7 +10,7 @@ tuples now, group ids later) and in a ``Timer``; an event on a key
 Purging. Completing an operation removes it from the timer at once (O(1)),
 but not from the watcher lists of its other keys, nor from the list of a key
 that never sees another event. Those completed-but-watched operations are
-dropped by a purge, triggered by the seed article's estimated-count rule:
+dropped by a purge, triggered by Kafka's estimated-count rule:
 
 1. ``_estimated`` (Kafka's ``estimatedTotalOperations``) grows by one per
    operation that gets watched;
@@ -235,7 +235,7 @@ class DelayedOperationPurgatory:
 
     def _purge(self) -> None:
         # Reset first: operations watched by callbacks during the purge then
-        # count on top (a small overestimate, as the seed article accepts).
+        # count on top (a small overestimate, which the rule tolerates).
         self._estimated = self._delayed.value
         self._purges += 1
         purged = 0

@@ -141,10 +141,6 @@ class Timer:
         """Items in the bucket priority queue (Kafka's ``DelayQueue`` size)."""
         return len(self._heap)
 
-    @property
-    def next_expiration_ms(self) -> int | None:
-        return self._heap[0][0] if self._heap else None
-
     def __len__(self) -> int:
         return self._counter.value
 

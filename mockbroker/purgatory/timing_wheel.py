@@ -244,10 +244,6 @@ class TimingWheel:
         self._buckets = [TimerTaskList(task_counter) for _ in range(wheel_size)]
         self._overflow: TimingWheel | None = None
 
-    @property
-    def overflow_wheel(self) -> TimingWheel | None:
-        return self._overflow
-
     def _add_overflow_wheel(self) -> TimingWheel:
         # Created lazily: most deadlines (a 200 ms produce timeout at tick 1, size 20) need two levels.
         if self._overflow is None:

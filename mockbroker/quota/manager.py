@@ -92,10 +92,6 @@ class ClientQuotaManager:
         if self.enabled:
             self._sensors(user, client_id, now_ms).quota.record(-value, now_ms, check_quota=False)
 
-    def record_no_throttle(self, user: str, client_id: str, value: float, now_ms: int) -> None:
-        if self.enabled:
-            self._sensors(user, client_id, now_ms).quota.record(value, now_ms, check_quota=False)
-
     def record_throttle(self, user: str, client_id: str, throttle_ms: int, now_ms: int) -> None:
         if self.enabled:
             s = self._sensors(user, client_id, now_ms)
@@ -121,9 +117,8 @@ class ClientQuotaManager:
 class ControllerMutationQuotaManager:
     """KIP-599: partitions created/deleted per second, a token bucket per entity."""
 
-    def __init__(self, store: QuotaStore, clock: Clock, samples: int, window_ms: int) -> None:
+    def __init__(self, store: QuotaStore, samples: int, window_ms: int) -> None:
         self.store = store
-        self.clock = clock
         self.samples = samples
         self.window_ms = window_ms
         self.buckets: dict[tuple[str, str], TokenBucket] = {}
@@ -174,7 +169,7 @@ class QuotaManagers:
         self.request_rate = ClientQuotaManager("RequestRate", "request_rate", store, clock, samples, window_ms,
                                                max_throttle_ms=window_ms)
         self.controller_mutation = ControllerMutationQuotaManager(
-            store, clock, config["controller.quota.window.num"], config["controller.quota.window.size.seconds"] * 1000)
+            store, config["controller.quota.window.num"], config["controller.quota.window.size.seconds"] * 1000)
 
     def expire(self, now_ms: int) -> None:
         for m in (self.produce, self.fetch, self.request, self.request_rate):

@@ -1,6 +1,11 @@
 """Applying quotas to a response and delivering the throttle (KafkaApis' quota calls,
 ``RequestHandlerHelper.sendResponseMaybeThrottle``, ``ThrottledChannel``).
 
+The dispatcher calls ``apply_quotas`` after the handler and
+``send_response_maybe_throttle`` with the encoded response; the connection
+only offers ``send_response``, ``start_throttling``/``end_throttling`` and
+``hold_until``, and reports its next request to the ``ThrottledChannel``.
+
 Which quotas a response is charged, as Kafka 4.x does:
 
 * Produce: ``producer_byte_rate`` with the request size, and the request
@@ -25,11 +30,16 @@ Delivery (``mock.throttle.mode``):
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from protocol.registry import ApiKey
 
+from ..clock import Clock
+from ..connection import KafkaConnection
+from ..request import RequestContext
 from .manager import QuotaManagers
 
 MODES = ("mute", "delay", "observe")
@@ -48,6 +58,7 @@ class ThrottleEvent:
     api_version: int
     client_should_throttle: bool  # KIP-219: does this response version make clients back off
     mode: str
+    quota_type: str               # the quota that throttled: Produce, Fetch, Request, ControllerMutation
     start_ms: int                 # monotonic ms when the response was sent (mute/observe) or queued (delay)
     throttle_ms: int
     next_request_ms: int | None = None  # when the connection's next request arrived (observe: exactly)
@@ -64,7 +75,7 @@ class ThrottleEvent:
         return d
 
 
-def request_throttle_ms(q: QuotaManagers, ctx: Any, now_ms: int) -> int:
+def request_throttle_ms(q: QuotaManagers, ctx: RequestContext, now_ms: int) -> int:
     user, cid = ctx.principal, ctx.client_id
     pct = ctx.handler_ns * 100 / 1e9  # ClientRequestQuotaManager.nanosToPercentage
     t1 = q.request.maybe_record_and_get_throttle_time_ms(user, cid, pct, now_ms)
@@ -72,8 +83,8 @@ def request_throttle_ms(q: QuotaManagers, ctx: Any, now_ms: int) -> int:
     return max(t1, t2)
 
 
-def apply_quotas(q: QuotaManagers, ctx: Any, request: Any, result: dict, response_size: Any,
-                 now_ms: int) -> tuple[dict, int, str]:
+def apply_quotas(q: QuotaManagers, ctx: RequestContext, result: dict[str, Any],
+                 response_size: Callable[[], int], now_ms: int) -> tuple[dict[str, Any], int, str]:
     """Charge the quotas for this response: (possibly replaced result, throttle ms, quota type)."""
     user, cid = ctx.principal, ctx.client_id
     key = ctx.api_key
@@ -115,13 +126,64 @@ def apply_quotas(q: QuotaManagers, ctx: Any, request: Any, result: dict, respons
     return result, rq, "Request"
 
 
-def throttled_fetch_response(ctx: Any, result: dict) -> dict:
+def throttled_fetch_response(ctx: RequestContext, result: dict[str, Any]) -> dict[str, Any]:
     """FetchContext.getThrottledResponse: no partitions; a full or sessionless fetch
     answers session id 0 (a session just created for it is dropped), an incremental one
     keeps its session id."""
     session_id = result.get("session_id", 0)
-    req_session = getattr(ctx, "fetch_session_epoch", None)
-    if session_id and req_session == 0:  # a full fetch that would have created this session
+    if session_id and ctx.fetch_session_epoch == 0:  # a full fetch that would have created this session
         ctx.broker.fetch_manager.sessions.pop(session_id, None)
         session_id = 0
     return {"error_code": result.get("error_code", 0), "session_id": session_id, "responses": []}
+
+
+class ThrottledChannel:
+    """One throttled response on one connection (Kafka's ``ThrottledChannel``), in the mode
+    ``mock.throttle.mode`` chose; it records what the client did next in its ``ThrottleEvent``."""
+
+    __slots__ = ("conn", "event", "clock", "ended_ms")
+
+    def __init__(self, conn: KafkaConnection, event: ThrottleEvent, clock: Clock) -> None:
+        self.conn = conn
+        self.event = event
+        self.clock = clock
+        self.ended_ms: int | None = None  # mute mode: when reading resumed
+
+    def start(self, frame: bytes | memoryview) -> None:
+        conn, event = self.conn, self.event
+        conn.next_request_observer = self.observe_next_request
+        if event.mode == "delay":  # Kafka < 2.0 ThrottledResponse: the response itself is held
+            self.clock.call_later(event.throttle_ms, lambda: conn.send_response(frame))
+            return
+        conn.send_response(frame)
+        if event.mode == "mute":  # startThrottling now, endThrottling at the deadline
+            conn.start_throttling()
+            self.clock.call_later(event.throttle_ms, self.notify_throttling_done)
+        else:  # observe: keep reading; a request arriving early is held until the deadline
+            conn.hold_until(event.deadline_ms)
+
+    def notify_throttling_done(self) -> None:
+        self.ended_ms = self.clock.monotonic_ms()
+        self.conn.end_throttling()
+
+    def observe_next_request(self, now_ms: int) -> None:
+        ev = self.event
+        ev.next_request_ms = now_ms
+        ev.early_ms = max(ev.deadline_ms - now_ms, 0)
+        if ev.mode == "mute":
+            # read within a tick of the mute ending: the request was waiting in the socket
+            ev.held_while_muted = self.ended_ms is not None and now_ms - self.ended_ms <= 1
+
+
+def send_response_maybe_throttle(conn: KafkaConnection, frame: bytes | memoryview, throttle_ms: int,
+                                 ctx: RequestContext, quota_type: str, mode: str, clock: Clock,
+                                 events: deque[ThrottleEvent]) -> None:
+    """Send a response carrying ``throttle_ms`` as ``mode`` says, recording the throttle."""
+    if throttle_ms <= 0:
+        conn.send_response(frame)
+        return
+    event = ThrottleEvent(ctx.node_id, conn.conn_id, conn.peer, ctx.principal, ctx.client_id, ctx.api_key,
+                          ctx.version, ctx.spec.client_throttles(ctx.version), mode, quota_type,
+                          clock.monotonic_ms(), throttle_ms)
+    events.append(event)
+    ThrottledChannel(conn, event, clock).start(frame)

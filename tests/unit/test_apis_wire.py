@@ -6,6 +6,8 @@ import uuid
 
 import pytest
 
+from mockbroker import MockBroker
+from protocol.client import RawKafkaClient
 from protocol.codec import timedelta_ms
 from protocol.errors import ErrorCode
 from protocol.records import build_batch, parse_header
@@ -314,3 +316,23 @@ def test_every_served_api_and_version_answers_with_its_throttle_field(raw, broke
                 assert timedelta_ms(resp.throttle_time) == 0
             seen += 1
     assert seen > 80
+
+
+def test_controller_id_is_a_live_broker_after_a_stop():
+    """Metadata and DescribeCluster name a controller that is in the broker list they return: after
+    broker 0 stops, it is no longer 0 (the lowest live id, as clients need one they can reach)."""
+    with MockBroker(config={"mock.num.brokers": 3}) as b:
+        addrs = b.bootstrap_servers.split(",")
+        with RawKafkaClient.connect(addrs[1]) as c:
+            before = c.request(3, 12, {"topics": None})
+            assert before.controller_id == 0
+            b.stop_broker(0)
+            for version in (1, 12):
+                m = c.request(3, version, {"topics": None})
+                assert {x.node_id for x in m.brokers} == {1, 2}
+                assert m.controller_id == 1
+            d = c.request(60, 0, {"include_cluster_authorized_operations": False})
+            assert {x.broker_id for x in d.brokers} == {1, 2}
+            assert d.controller_id == 1
+            b.start_broker(0)
+            assert c.request(3, 12, {"topics": None}).controller_id == 0

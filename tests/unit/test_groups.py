@@ -405,7 +405,7 @@ class TestOffsets:
                                   {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
                                    "committed_metadata": ""}]}]})
         assert b.committed_offsets("o5") == {("gone", 0): 1}
-        c.request(ApiKey.DELETE_TOPICS, 4, {"topic_names": ["gone"], "timeout_ms": 1000})
+        c.request(ApiKey.DELETE_TOPICS, 4, {"topic_names": ["gone"], "timeout": 1000})
         assert b.committed_offsets("o5") == {}
         c.close()
 

@@ -48,7 +48,7 @@ def broker():
 
 
 def connections(b: MockBroker) -> int:
-    return b.call(lambda br: sum(len(s.connections) for s in br.servers.values()))
+    return b.call(lambda br: sum(len(s.connections) for s in br.brokers.values()))
 
 
 def produce_frame(topic: str, partition: int, records: bytes, corr: int = 1, acks: int = 1,
@@ -343,6 +343,6 @@ def test_create_topics_over_ten_thousand_partitions_is_a_policy_violation(broker
     with RawKafkaClient.connect(broker.bootstrap_servers) as c:
         r = c.request(19, 7, {"topics": [{"name": "too-many", "num_partitions": 10_001, "replication_factor": 1,
                                           "assignments": [], "configs": []}],
-                              "timeout_ms": 30_000, "validate_only": False})
+                              "timeout": 30_000, "validate_only": False})
     assert r.topics[0].error_code == ErrorCode.policy_violation
     assert r.topics[0].error_message == "Excessively large number of partitions per request."

@@ -18,7 +18,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mockbroker import ConfigError, ManualClock, MockBroker
-from mockbroker.connection import MemoryMutedChannels, MuteReason
+from mockbroker.channel import MuteReason
+from mockbroker.connection import MemoryMutedChannels
 from mockbroker.memory_pool import LONG_MAX, MemoryPool, SimpleMemoryPool, memory_pool_for
 from protocol.client import RawKafkaClient
 from protocol.codec import build_request, encode_request, timedelta_ms
@@ -240,7 +241,7 @@ def conn_state(b: MockBroker, c: RawKafkaClient) -> tuple[int, MuteReason, bool]
     port = c.sock.getsockname()[1]
 
     def get(broker):
-        s = next(iter(broker.servers.values()))
+        s = next(iter(broker.brokers.values()))
         conn = next(x for x in s.connections if x.peer.endswith(f":{port}"))
         return conn.memory_held, conn.mute, conn.transport.is_reading()
     return b.call(get)
@@ -466,7 +467,7 @@ def test_reading_resumes_only_when_no_reason_holds(pooled):
         port = c.sock.getsockname()[1]
 
         def steps(broker):
-            s = next(iter(broker.servers.values()))
+            s = next(iter(broker.brokers.values()))
             conn = next(x for x in s.connections if x.peer.endswith(f":{port}"))
             seen = []
             for action, reason in [("mute", MuteReason.THROTTLED), ("mute", MuteReason.MEMORY),

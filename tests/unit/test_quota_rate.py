@@ -1,6 +1,7 @@
 """Quota rates and throttle times (mockbroker.quota.rate) against Kafka 3.8+ semantics.
 
-The worked example is the table in kafka-semantics.md §1.4; the model test
+The worked example is a 1,000,000 B/s quota worked by hand
+through Kafka's formula, window by window; the model test
 replays random record / measure sequences against ``RefRate``, the documented
 SampledStat algorithm written differently (a deque of the last samples+1
 windows instead of a ring of slots).
@@ -39,7 +40,7 @@ def produce(sensor: Sensor, nbytes: int, now_ms: int) -> tuple[int, int]:
     return ws, throttle_time_ms(observed, sensor.bound, ws)
 
 
-# --- (1) the worked example of §1.4 -------------------------------------------------------
+# --- (1) the worked example (1,000,000 B/s, 11 x 1 s windows) -------------------------------------------------------
 
 
 def test_worked_example_table() -> None:
@@ -195,7 +196,7 @@ def test_steady_stream_keeps_samples_plus_one_windows() -> None:
 
 
 class RefRate:
-    """The §1.3 algorithm written differently: a deque of the last samples+1 windows, newest last."""
+    """SampledStat and Rate written differently: a deque of the last samples+1 windows, newest last."""
 
     def __init__(self, samples: int, window_ms: int) -> None:
         self.samples, self.window_ms = samples, window_ms

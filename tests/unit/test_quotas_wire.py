@@ -20,7 +20,7 @@ QUOTA_BPS = 10_000  # producer_byte_rate
 
 
 class ReferenceRate:
-    """The documented algorithm (kafka-semantics.md 1.3-1.4), written out independently."""
+    """Kafka's SampledStat/Rate and QuotaUtils.throttleTime (3.8+), written out independently."""
 
     def __init__(self, samples=11, window_ms=1000):
         self.s, self.w = samples, window_ms
@@ -201,7 +201,7 @@ def test_fetch_over_consumer_byte_rate_is_empty_and_uncharged():
             r = c.request(1, 12, body)
             assert timedelta_ms(r.throttle_time) > 0
             assert (r.error_code, r.session_id, list(r.responses)) == (0, 0, [])  # empty, no session
-            assert b.call(lambda br: br.servers[0].fetch_manager.sessions) == {}
+            assert b.call(lambda br: br.brokers[0].fetch_manager.sessions) == {}
             # un-charged: the same fetch after the mute is throttled for the same window, not twice as long
             first = timedelta_ms(r.throttle_time)
             b.advance(first)
@@ -305,8 +305,8 @@ def test_fetch_size_capped_by_the_consumer_quota_window():
     # so 24 KB waiting costs a throttle of a few ms (header overhead), not the ~14 s the whole would
     b, clock = start("mute", quotas="clients/f:consumer_byte_rate=1000")
     try:
-        assert b.call(lambda br: br.servers[0].quotas.fetch.max_value_in_quota_window("ANONYMOUS", "f")) == 10_000
-        assert b.call(lambda br: br.servers[0].quotas.fetch.max_value_in_quota_window("ANONYMOUS", "x")) == float("inf")
+        assert b.call(lambda br: br.brokers[0].quotas.fetch.max_value_in_quota_window("ANONYMOUS", "f")) == 10_000
+        assert b.call(lambda br: br.brokers[0].quotas.fetch.max_value_in_quota_window("ANONYMOUS", "x")) == float("inf")
         with RawKafkaClient.connect(b.bootstrap_servers, client_id="p") as p:
             for _ in range(8):
                 p.request(0, 9, {"acks": 1, "timeout": 1000, "topic_data": [{"name": "q", "partition_data": [
@@ -334,7 +334,7 @@ def test_fetch_throttled_by_the_request_quota_is_empty_too(version):
             batch = build_batch([(b"k", b"v" * 100, [])], base_timestamp=1)
             p.request(0, 9, {"acks": 1, "timeout": 1000, "topic_data": [{"name": "q", "partition_data": [
                 {"index": 0, "records": batch}]}]})
-        topic_id = b.call(lambda br: br.cluster.topics["q"].topic_id)
+        topic_id = b.call(lambda br: br.metadata.topics["q"].topic_id)
         with RawKafkaClient.connect(b.bootstrap_servers, client_id="f") as c:
             body = {"replica_id": -1, "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
                     "session_id": 0, "session_epoch": -1, "topics": [{"topic": "q", "topic_id": topic_id, "partitions": [

@@ -1,7 +1,7 @@
 """Kafka release tables (``mock.kafka.version``) and their cut to kio's schemas.
 
-Reference values: franz-go pkg/kversion (the source of ``KAFKA_RELEASES``),
-``shared/reference/clients.md`` 1.5 and ``kafka-semantics.md`` 3.
+Reference values: franz-go pkg/kversion (the source of ``KAFKA_RELEASES``) and
+the ApiVersions ranges real brokers of those releases answer.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def test_1_1_spot_checks():
 
 
 def test_2_0_spot_checks():
-    # clients.md 1.5: Produce 0-6, Fetch 0-8, ListOffsets 0-3, Metadata 0-6,
+    # Kafka 2.0's ranges: Produce 0-6, Fetch 0-8, ListOffsets 0-3, Metadata 0-6,
     # OffsetCommit/Fetch 0-4, FindCoordinator 0-2, JoinGroup 0-3, ApiVersions 0-2,
     # InitProducerId 0-1.
     r = ranges("2.0")

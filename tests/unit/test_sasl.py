@@ -14,15 +14,15 @@ import struct
 import pytest
 
 from mockbroker import ManualClock, MockBroker
-from mockbroker.config import BrokerConfig, ConfigError, parse_listener
-from mockbroker.sasl import (
+from mockbroker.config import SASL_MECHANISMS, BrokerConfig, ConfigError, parse_listener, parse_users
+from mockbroker.sasl_mechanisms import (
+    MECHANISMS,
     CredentialStore,
     PlainServer,
     SaslAuthenticationFailed,
     SaslFailed,
     ScramCredential,
     ScramServer,
-    parse_users,
 )
 from protocol.client import RawKafkaClient
 from protocol.codec import build_request, encode_request, timedelta_ms
@@ -252,7 +252,7 @@ def sraw(sasl_broker):
 def principal_of(b, client):
     host, port = client.sock.getsockname()
     peer = f"{host}:{port}"
-    return b.call(lambda br: [c.principal for s in br.servers.values() for c in s.connections if c.peer == peer][0])
+    return b.call(lambda br: [c.principal for s in br.brokers.values() for c in s.connections if c.peer == peer][0])
 
 
 def handshake(c, mechanism, version=1):
@@ -516,3 +516,9 @@ def test_failed_authentication_is_answered_after_the_delay():
 def test_failed_authentication_delay_must_be_below_idle():
     with pytest.raises(ConfigError, match="connections.max.idle.ms"):
         BrokerConfig({"connection.failed.authentication.delay.ms": 1000, "connections.max.idle.ms": 1000})
+
+
+def test_config_offers_exactly_the_served_mechanisms():
+    """config.py validates sasl.enabled.mechanisms without importing the SASL code: its list must
+    be the one sasl_mechanisms serves."""
+    assert tuple(SASL_MECHANISMS) == tuple(MECHANISMS)

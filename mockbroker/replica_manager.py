@@ -1,0 +1,271 @@
+"""One broker's ``ReplicaManager``: appending produced records and reading them for fetches.
+
+Mirrors Kafka's ``kafka.server.ReplicaManager`` as ``KafkaApis`` uses it: the
+Produce handler makes one call down, ``append_records(entries, acks, timeout,
+on_done)``, and the Fetch handler one, ``fetch_messages(params, partitions,
+on_done)``; each answers through its callback, at once or later from this
+broker's purgatory (``DelayedProduce``, ``DelayedFetch``).  The handlers only
+map the wire to these calls and the results back to the wire.
+
+``append_records`` checks, in Kafka's order: the required acks (-1, 0 or 1,
+else INVALID_REQUIRED_ACKS for every partition and nothing appended), then
+per partition: leadership (``getPartitionOrException``:
+NOT_LEADER_OR_FOLLOWER), exactly one v2 batch (INVALID_RECORD), zstd below
+Produce v7 (UNSUPPORTED_COMPRESSION_TYPE), the batch itself
+(``protocol.records.validate_batch``: base offset 0, max.message.bytes,
+CRC32C, record count), a transactional batch (INVALID_TXN_STATE: no
+transaction coordinator is simulated), min.insync.replicas for acks=-1
+(``Partition.appendRecordsToLeader``: NOT_ENOUGH_REPLICAS, nothing appended),
+then the idempotent producer's sequence and epoch (``ProducerStateManager``;
+a duplicate of one of the last five batches is answered with its original
+offsets).  A partition that fails appends nothing; the others still append.
+The batch is stored as bytes with its offsets assigned (LogAppendTime: the
+broker's time written and the CRC recomputed); records are never decoded.
+
+Appends and high-watermark moves complete delayed operations through the
+``ActionQueue``: after the current request's response is sent, as Kafka runs
+``ReplicaManager.tryCompleteActions`` in the ``finally`` of
+``KafkaApis.handle``, so a Produce is acknowledged before the fetches it
+wakes are answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from protocol.errors import CorruptRecordBatch, ErrorCode
+from protocol.records import Compression, split_batches, validate_batch
+
+from .clock import Clock
+from .delayed_fetch import READ_COMMITTED, DelayedFetch
+from .delayed_produce import DelayedProduce, PartitionResponse, ProducePartitionStatus
+from .fetch_session import CachedPartition
+from .metadata import ClusterMetadata, Partition
+from .purgatory import DelayedOperationPurgatory, Timer
+from .replication import ReplicationSimulator
+
+PartitionKey = tuple[str, int]
+
+
+class ActionQueue:
+    """Delayed operations to re-check once the current request is answered (Kafka's ``ActionQueue``).
+
+    Appends and replication events add the partitions they touched; one pass
+    per event-loop turn asks every broker's ``ReplicaManager`` to complete
+    what now can (a leader change must also answer the old leader's waiters).
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.completers: list[Callable[[PartitionKey], None]] = []
+        self._pending: set[PartitionKey] = set()
+        self._scheduled = False
+
+    def add(self, partition: Partition) -> None:
+        self._pending.add((partition.topic.name, partition.index))
+        if not self._scheduled:
+            self._scheduled = True
+            self.loop.call_soon(self.try_complete_actions)
+
+    def try_complete_actions(self) -> None:
+        self._scheduled = False
+        keys, self._pending = self._pending, set()
+        for key in keys:
+            for complete in self.completers:
+                complete(key)
+
+
+@dataclass(slots=True)
+class ProduceEntry:
+    """One partition of a Produce request: its partition (known to exist) and its records."""
+
+    partition: Partition
+    records: bytes | memoryview | None
+
+
+@dataclass(slots=True)
+class FetchParams:
+    """Kafka's ``FetchParams``: how long and for how much a fetch may wait, and how much it reads."""
+
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int          # min(request max_bytes, fetch.max.bytes, the consumer quota's window)
+    isolation_level: int
+    by_topic_id: bool
+
+
+@dataclass(slots=True)
+class LogReadResult:
+    """One partition's read (Kafka's ``LogReadResult``); ``partition`` is set once it was found."""
+
+    error: ErrorCode = ErrorCode.none
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    records: bytes | memoryview = b""
+    size_bytes: int = 0
+    partition: Partition | None = None
+
+
+@dataclass(slots=True)
+class _Appended:
+    response: PartitionResponse
+    next_offset: int = -1  # the offset acks=-1 waits for the high watermark to reach
+    produced: bool = False  # appended now or before (a duplicate): acks=-1 waits for it
+
+
+class ReplicaManager:
+    def __init__(self, node_id: int, metadata: ClusterMetadata, replication: ReplicationSimulator,
+                 actions: ActionQueue, clock: Clock, produce_purge_interval: int, fetch_purge_interval: int) -> None:
+        self.node_id = node_id
+        self.metadata = metadata
+        self.replication = replication
+        self.actions = actions
+        self.clock = clock
+        # One timer per purgatory, as Kafka gives each DelayedOperationPurgatory its own SystemTimer.
+        self.produce_purgatory = DelayedOperationPurgatory("Produce", Timer(clock), purge_interval=produce_purge_interval)
+        self.fetch_purgatory = DelayedOperationPurgatory("Fetch", Timer(clock), purge_interval=fetch_purge_interval)
+        actions.completers.append(self.try_complete_delayed)
+
+    def try_complete_delayed(self, key: PartitionKey) -> None:
+        """Complete the delayed produces and fetches watching ``key`` that now can."""
+        self.produce_purgatory.check_and_complete(key)
+        self.fetch_purgatory.check_and_complete(key)
+
+    # -- produce ---------------------------------------------------------------------------------
+    def append_records(self, entries: list[ProduceEntry], acks: int, timeout_ms: int, api_version: int,
+                       on_done: Callable[[list[PartitionResponse]], None]) -> None:
+        """Append every entry (those that fail append nothing) and call ``on_done`` with one
+        response per entry, in order: at once, or for acks=-1 once the ISR has the records or
+        ``timeout_ms`` passed."""
+        if acks not in (-1, 0, 1):
+            on_done([PartitionResponse(ErrorCode.invalid_required_acks) for _ in entries])
+            return
+        now_ms = self.clock.time_ms()
+        appended = [self._append_to_leader(e, acks, api_version, now_ms) for e in entries]
+        responses = [a.response for a in appended]
+        waiting = [ProducePartitionStatus(e.partition, a.next_offset, a.response)
+                   for e, a in zip(entries, appended) if acks == -1 and a.produced]
+        if not waiting:
+            on_done(responses)
+            return
+        op = DelayedProduce(timeout_ms, waiting, self.node_id, self.metadata, lambda: on_done(responses))
+        keys = [(st.partition.topic.name, st.partition.index) for st in waiting]
+        self.produce_purgatory.try_complete_else_watch(op, keys)
+
+    def _append_to_leader(self, entry: ProduceEntry, acks: int, api_version: int, now_ms: int) -> _Appended:
+        p = entry.partition
+        metadata = self.metadata
+        topic = p.topic
+        if p.leader_id != self.node_id:
+            return _Appended(PartitionResponse(ErrorCode.not_leader_or_follower))
+        if entry.records is None:
+            return _Appended(PartitionResponse(ErrorCode.invalid_record, error_message="Produce request has no records"))
+        try:
+            batches = split_batches(entry.records)
+            if len(batches) != 1:
+                return _Appended(PartitionResponse(
+                    ErrorCode.invalid_record, error_message=(
+                        "Produce requests with version 3 and above must have exactly one record batch per partition")))
+            batch = batches[0]
+            if len(batch) > 21 and batch[16] == 2 and api_version < 7 and (batch[22] & 0x07) == Compression.ZSTD:
+                return _Appended(PartitionResponse(
+                    ErrorCode.unsupported_compression_type,
+                    error_message="Produce requests with version below 7 cannot use ZStandard compression"))
+            header = validate_batch(batch, metadata.topic_config(topic, "max.message.bytes"))
+        except CorruptRecordBatch as e:
+            return _Appended(PartitionResponse(e.error, error_message=str(e)))
+        if header.is_transactional:
+            return _Appended(PartitionResponse(
+                ErrorCode.invalid_txn_state,
+                error_message="mockbroker does not simulate transactions: no AddPartitionsToTxn preceded this batch"))
+        log = p.log
+        min_isr = metadata.topic_config(topic, "min.insync.replicas")
+        if acks == -1 and len(p.isr) < min_isr:
+            return _Appended(PartitionResponse(
+                ErrorCode.not_enough_replicas, log_start_offset=log.log_start_offset, error_message=(
+                    f"The size of the current ISR {sorted(p.isr)} is insufficient to satisfy the min.isr "
+                    f"requirement of {min_isr} for partition {topic.name}-{p.index}")))
+        err, duplicate, message = p.producers.check(header)
+        if err is not ErrorCode.none:
+            return _Appended(PartitionResponse(err, log_start_offset=log.log_start_offset, error_message=message))
+        log_append = metadata.topic_config(topic, "message.timestamp.type") == "LogAppendTime"
+        if duplicate is not None:
+            # ProducerStateManager found the batch among the last 5: answer with the original offsets
+            return _Appended(PartitionResponse(
+                base_offset=duplicate.first_offset, log_append_time_ms=duplicate.timestamp if log_append else -1,
+                log_start_offset=log.log_start_offset), duplicate.last_offset + 1, produced=True)
+        base, last = log.append(batch, header, now_ms, metadata.topic_config(topic, "segment.bytes"),
+                                metadata.topic_config(topic, "segment.ms"), log_append)
+        p.producers.update(header, base, last, now_ms)
+        self.replication.on_leader_append(p)
+        self.actions.add(p)
+        return _Appended(PartitionResponse(base_offset=base, log_append_time_ms=now_ms if log_append else -1,
+                                           log_start_offset=log.log_start_offset), last + 1, produced=True)
+
+    # -- fetch -----------------------------------------------------------------------------------
+    def fetch_messages(self, params: FetchParams, partitions: list[CachedPartition],
+                       on_done: Callable[[list[LogReadResult]], None]) -> None:
+        """Read every partition and call ``on_done`` with one result per partition, in order: at
+        once when nothing is worth waiting for (``ReplicaManager.fetchMessages``: max_wait 0,
+        min_bytes readable, an error, or nothing asked), else from the fetch purgatory when
+        min_bytes become readable or max_wait passes (read again then)."""
+        results = self.read_from_local_log(params, partitions)
+        readable = sum(r.size_bytes for r in results)
+        errors = any(r.error is not ErrorCode.none for r in results)
+        if params.max_wait_ms <= 0 or not partitions or readable >= params.min_bytes or errors:
+            on_done(results)
+            return
+        op = DelayedFetch(params.max_wait_ms, list(partitions), params.by_topic_id, params.isolation_level,
+                          params.min_bytes, self.node_id, self.metadata,
+                          lambda: on_done(self.read_from_local_log(params, partitions)))
+        self.fetch_purgatory.try_complete_else_watch(op, [(cp.topic, cp.partition) for cp in partitions])
+
+    def read_from_local_log(self, params: FetchParams, partitions: list[CachedPartition]) -> list[LogReadResult]:
+        """``ReplicaManager.readFromLocalLog``: the response is bounded by ``params.max_bytes``,
+        each partition by its partition_max_bytes and what is left; the first partition with data
+        returns at least one whole batch (KIP-74)."""
+        limit = params.max_bytes
+        min_one = True
+        out = []
+        for cp in partitions:
+            r = self._read_partition(cp, params, max(limit, 0), min_one)
+            if r.size_bytes:
+                min_one = False
+                limit -= r.size_bytes
+            out.append(r)
+        return out
+
+    def _read_partition(self, cp: CachedPartition, params: FetchParams, limit: int, min_one: bool) -> LogReadResult:
+        metadata = self.metadata
+        topic = metadata.topics_by_id.get(cp.topic_id) if params.by_topic_id else metadata.topics.get(cp.topic)
+        if topic is None:
+            return LogReadResult(ErrorCode.unknown_topic_id if params.by_topic_id
+                                 else ErrorCode.unknown_topic_or_partition)
+        if not 0 <= cp.partition < len(topic.partitions):
+            return LogReadResult(ErrorCode.unknown_topic_or_partition)
+        p = topic.partitions[cp.partition]
+        if p.leader_id != self.node_id:
+            return LogReadResult(ErrorCode.not_leader_or_follower, partition=p)
+        req_epoch = cp.current_leader_epoch
+        if req_epoch >= 0 and req_epoch != p.leader_epoch:
+            return LogReadResult(ErrorCode.fenced_leader_epoch if req_epoch < p.leader_epoch
+                                 else ErrorCode.unknown_leader_epoch, partition=p)
+        log = p.log
+        result = LogReadResult(high_watermark=log.high_watermark, last_stable_offset=log.last_stable_offset,
+                               log_start_offset=log.log_start_offset, partition=p)
+        if cp.fetch_offset < log.log_start_offset or cp.fetch_offset > log.log_end_offset:
+            result.error = ErrorCode.offset_out_of_range
+            return result
+        upper = log.last_stable_offset if params.isolation_level == READ_COMMITTED else log.high_watermark
+        sl = log.read(cp.fetch_offset, min(cp.max_bytes, limit), upper, min_one)
+        if sl.size_bytes:
+            result.records = sl.chunks[0] if len(sl.chunks) == 1 else b"".join(sl.chunks)
+            result.size_bytes = sl.size_bytes
+        return result
+
+    def gauges(self) -> dict[str, dict[str, int]]:
+        """PurgatorySize and NumDelayedOperations of this broker's purgatories."""
+        return {"Produce": self.produce_purgatory.gauges(), "Fetch": self.fetch_purgatory.gauges()}
