@@ -20,7 +20,7 @@ ci_enabled() {
 toolchain_unavailable() {
   local step=$1 problem=$2 tests=$3
   if ci_enabled; then
-    echo "ERROR: toolchain step '$step' failed: $problem; $tests cannot run, and CI=$CI must run them" >&2
+    echo "ERROR: toolchain step '$step' failed: $problem; $tests cannot run, and with CI=$CI they must" >&2
     return 1
   fi
   echo "WARNING: toolchain step '$step': $problem; $tests will be skipped" >&2
