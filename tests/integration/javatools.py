@@ -4,18 +4,18 @@ Maven (tests/integration/java/pom.xml) only resolves kafka-clients and writes th
 cp.txt; scripts/test.sh does that online once, so the artifacts sit in ~/.m2 and the tests run
 offline. When cp.txt is missing, ``java_classpath`` runs Maven itself (offline first, then online)
 and skips with Maven's last lines when that fails; it skips too when java, javac or mvn is not on
-PATH. Programs in tests/integration/java/src are compiled with plain javac into
-tests/integration/java/out (ignored by git).
+PATH. Under CI those skips are failures (tests/toolchains.py). Programs in
+tests/integration/java/src are compiled with plain javac into tests/integration/java/out (ignored
+by git).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
+from tests.toolchains import unavailable, which
 
 JAVA_DIR = Path(__file__).parent / "java"
 POM = JAVA_DIR / "pom.xml"
@@ -54,26 +54,23 @@ def _maven_classpath(mvn: str) -> str:
                 break
             output = f"{' '.join(cmd)} exited {r.returncode}\n{r.stdout}\n{r.stderr}"
         else:
-            pytest.skip(f"Maven could not resolve kafka-clients (see {POM}):\n{tail(output)}")
+            unavailable(f"Maven could not resolve kafka-clients (see {POM}):\n{tail(output)}")
     cp = CLASSPATH_FILE.read_text().strip()
     missing = [p for p in cp.split(os.pathsep) if p and not Path(p).is_file()]
     if not cp or missing:
         CLASSPATH_FILE.unlink(missing_ok=True)  # stale (e.g. ~/.m2 emptied): rebuilt next run
-        pytest.skip(f"{CLASSPATH_FILE} lists jars that are missing: {missing[:3]}; rerun to resolve again")
+        unavailable(f"{CLASSPATH_FILE} lists jars that are missing: {missing[:3]}; rerun to resolve again")
     return cp
 
 
 def java_classpath(*programs: str) -> str:
     """The classpath to run ``programs`` (class names of tests/integration/java/src/*.java), compiled."""
-    tools = {name: shutil.which(name) for name in ("java", "javac", "mvn")}
-    absent = [name for name, path in tools.items() if path is None]
-    if absent:
-        pytest.skip(f"the Java client tests need java, javac and mvn on PATH; missing: {', '.join(absent)}")
-    cp = _maven_classpath(tools["mvn"])
+    _java, javac, mvn = which("java", "javac", "mvn", needed_by="the Java client tests")
+    cp = _maven_classpath(mvn)
     for program in programs:
         source = JAVA_DIR / "src" / f"{program}.java"
         if not _newer(OUT_DIR / f"{program}.class", source, CLASSPATH_FILE):
-            cmd = [tools["javac"], "-cp", cp, "-d", str(OUT_DIR), str(source)]
+            cmd = [javac, "-cp", cp, "-d", str(OUT_DIR), str(source)]
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=MAVEN_TIMEOUT_S)
             assert r.returncode == 0, f"javac failed:\n{r.stdout}\n{r.stderr}"
     return cp + os.pathsep + str(OUT_DIR)

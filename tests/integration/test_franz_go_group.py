@@ -9,14 +9,13 @@ checked afterwards: the group chose "cooperative-sticky", and the committed offs
 
 The program is built with ``go build`` into tests/integration/go/bin (ignored by git); modules come
 from the Go module proxy into the usual caches (~/go/pkg/mod, ~/.cache/go-build), so later builds
-are offline and quick.  Skips when ``go`` is not on PATH or the build fails (the reason is shown).
+are offline and quick.  Skips when ``go`` is not on PATH or the build fails (the reason is shown),
+and fails with that reason under CI (gotools.py, tests/toolchains.py).
 """
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -24,29 +23,15 @@ kafka = pytest.importorskip("kafka")
 
 from mockbroker import MockBroker  # noqa: E402
 
+from .gotools import franz_go_binary  # noqa: E402
 from .records import produce_numbered  # noqa: E402
 
-GO_DIR = Path(__file__).parent / "go"
-BINARY = GO_DIR / "bin" / "groupconsumers"
 N_RECORDS, PARTITIONS = 600, 6
 
 
 @pytest.fixture(scope="module")
 def franz_go() -> str:
-    go = shutil.which("go")
-    if go is None:
-        pytest.skip("the franz-go test needs the Go toolchain (go) on PATH")
-    sources = [GO_DIR / "main.go", GO_DIR / "go.mod", GO_DIR / "go.sum"]
-    if not BINARY.is_file() or any(BINARY.stat().st_mtime < s.stat().st_mtime for s in sources):
-        try:
-            r = subprocess.run([go, "build", "-o", str(BINARY), "."], cwd=GO_DIR, capture_output=True, text=True,
-                               timeout=600)
-        except subprocess.TimeoutExpired:
-            pytest.skip("go build of the franz-go test program timed out")
-        if r.returncode != 0:
-            pytest.skip("go build of the franz-go test program failed: "
-                        + " | ".join((r.stderr or r.stdout).strip().splitlines()[-5:]))
-    return str(BINARY)
+    return franz_go_binary()
 
 
 def test_franz_go_consumers_share_partitions_and_take_over(franz_go):

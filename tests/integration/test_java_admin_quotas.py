@@ -10,6 +10,7 @@ Maven (tests/integration/java/pom.xml) only resolves kafka-clients and writes th
 cp.txt; scripts/test.sh does that online once, so the artifacts sit in ~/.m2 and this test runs
 offline. When cp.txt is missing the test runs Maven itself (offline first, then online) and skips
 with Maven's last lines when that fails; it skips too when java, javac or mvn is not on PATH.
+Under CI those skips are failures (tests/toolchains.py).
 The program is compiled with plain javac into tests/integration/java/out (ignored by git).
 """
 

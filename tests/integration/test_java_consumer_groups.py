@@ -6,7 +6,7 @@ Java client's default range + cooperative-sticky assignors) and group.protocol=c
 (ConsumerGroupHeartbeat with the server-side uniform assignor).  It waits until the partitions are
 split two each and every record was read, commits, closes one member and waits until the other two
 own all six.  The broker's view is then checked: the group's state, its members and the committed
-offsets.  Skips without java, javac or mvn (see javatools.py).
+offsets.  Skips without java, javac or mvn, fails under CI (see javatools.py).
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ can only consume through a group: test_kafkajs_group.py runs its consumers).
 
 Node dependencies live in tests/integration/js (package.json + package-lock.json); scripts/test.sh
 runs ``npm ci`` there before pytest. When node_modules is missing the test runs
-``npm ci --prefer-offline`` itself, and skips when node/npm are absent or that fails.
+``npm ci --prefer-offline`` itself, and skips when node/npm are absent or that fails (jstools.py);
+under CI those skips are failures (tests/toolchains.py), as is a codec whose plugin is missing.
 
 Codecs covered: none, gzip (built into kafkajs), snappy (kafkajs-snappy, pure JS via snappyjs) and
 lz4 (kafkajs-lz4). kafkajs-lz4 needs the native ``lz4`` npm package, built by node-gyp at install
@@ -22,20 +23,18 @@ with it; cppzst ships no prebuilt binary that installs from the npm registry alo
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
 kafka = pytest.importorskip("kafka")
 
 from protocol.records import parse_header  # noqa: E402
+from tests.toolchains import unavailable  # noqa: E402
 
+from .jstools import JS_DIR, node_with_kafkajs  # noqa: E402
 from .records import assert_stored_codec, consume_with_kafka_python  # noqa: E402
 
-JS_DIR = Path(__file__).parent / "js"
 PRODUCE_JS = JS_DIR / "produce.js"
 N_RECORDS = 10_000
 N_PARTITIONS = 3
@@ -56,33 +55,9 @@ def expected_record(i: int) -> tuple[bytes, bytes, list[tuple[str, bytes]]]:
 
 # ---- node / npm ----------------------------------------------------------------------------------
 
-def _node_modules_ok() -> bool:
-    return (JS_DIR / "node_modules" / "kafkajs" / "package.json").is_file()
-
-
 @pytest.fixture(scope="module")
 def node() -> str:
-    node_bin, npm_bin = shutil.which("node"), shutil.which("npm")
-    if node_bin is None or npm_bin is None:
-        pytest.skip(f"kafkajs tests need node and npm on PATH (node={node_bin}, npm={npm_bin})")
-    if not _node_modules_ok():
-        # The default npm cache (~/.npm) keeps downloads between runs.
-        cmd = [npm_bin, "ci", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"]
-        env = dict(os.environ)
-        # node-gyp (the native build of lz4 behind kafkajs-lz4) downloads Node's headers unless
-        # told where the installed ones are: point it at them when node came with its headers.
-        prefix = Path(node_bin).resolve().parent.parent
-        if (prefix / "include" / "node" / "node.h").is_file():
-            env.setdefault("npm_config_nodedir", str(prefix))
-        try:
-            r = subprocess.run(cmd, cwd=JS_DIR, env=env, capture_output=True, text=True, timeout=240)
-        except subprocess.TimeoutExpired:
-            pytest.skip(f"{' '.join(cmd)} in {JS_DIR} timed out: kafkajs is not installed")
-        if r.returncode != 0 or not _node_modules_ok():
-            tail = (r.stderr or r.stdout).strip().splitlines()[-5:]
-            pytest.skip(f"kafkajs is not installed and `{' '.join(cmd)}` failed (rc={r.returncode}): "
-                        + " | ".join(tail))
-    return node_bin
+    return node_with_kafkajs()
 
 
 @pytest.fixture(scope="module")
@@ -156,7 +131,7 @@ def stored_headers(broker, topic: str, p: int):
 @pytest.mark.parametrize("acks", [0, 1, -1], ids=lambda a: f"acks{a}")
 def test_kafkajs_produce_roundtrip(broker, node, codecs, acks, codec):
     if codec not in codecs["codecs"]:
-        pytest.skip(f"kafkajs {codec} codec not installed (an optional npm dependency whose native build may "
+        unavailable(f"kafkajs {codec} codec not installed (an optional npm dependency whose native build may "
                     f"have failed): {codecs['unavailable'].get(codec, '?')}")
     topic = f"kjs-{codec}-acks{acks}"
     summary = run_produce(node, broker.bootstrap_servers, topic, {"acks": acks, "compression": codec})

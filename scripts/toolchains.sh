@@ -1,0 +1,128 @@
+# Toolchain steps of scripts/test.sh, one function a step; sourced, run from the repository root.
+#
+# Each step builds what the non-Python client tests need: npm ci (kafkajs), the Maven resolve of
+# kafka-clients (Java clients, writes cp.txt), go build (franz-go).  When a toolchain is missing or
+# its step fails, the step warns that those tests will be skipped and returns 0 -- unless CI is set
+# (to anything but empty, 0, false, no or off, as tests/toolchains.py reads it): then it prints an
+# error naming the step and returns 1, because CI must run every client's tests.
+# Downloads go to the usual per-user caches (~/.npm, ~/.m2, ~/go/pkg/mod, ~/.cache/go-build).
+
+# ci_enabled: whether CI is set to a value that means CI.
+ci_enabled() {
+  local ci=${CI:-}
+  case "${ci,,}" in
+    "" | 0 | false | no | off) return 1 ;;
+    *) return 0 ;;
+  esac
+}
+
+# toolchain_unavailable STEP PROBLEM TESTS: under CI an error and status 1, otherwise a warning and 0.
+toolchain_unavailable() {
+  local step=$1 problem=$2 tests=$3
+  if ci_enabled; then
+    echo "ERROR: toolchain step '$step' failed: $problem; $tests cannot run, and with CI=$CI they must" >&2
+    return 1
+  fi
+  echo "WARNING: toolchain step '$step': $problem; $tests will be skipped" >&2
+  return 0
+}
+
+# missing_tools TOOL...: prints the TOOLs not on PATH; status 0 when some are missing, 1 when none is.
+missing_tools() {
+  local tool absent=()
+  for tool in "$@"; do
+    command -v "$tool" >/dev/null 2>&1 || absent+=("$tool")
+  done
+  [ "${#absent[@]}" -ne 0 ] || return 1
+  echo "${absent[*]}"
+}
+
+# npm ci in tests/integration/js: kafkajs and its codec plugins into node_modules.
+toolchain_npm() {
+  local step="npm ci" dir=tests/integration/js rc=0
+  local tests="the kafkajs tests (test_kafkajs.py, test_kafkajs_group.py)"
+  local absent
+  if absent=$(missing_tools node npm); then
+    toolchain_unavailable "$step" "not found on PATH: $absent" "$tests"
+    return
+  fi
+  if [ ! -f "$dir/package-lock.json" ]; then
+    toolchain_unavailable "$step" "$dir/package-lock.json is missing" "$tests"
+    return
+  fi
+  # kafkajs-lz4 builds a native module: point node-gyp at the system Node headers (no download)
+  (
+    cd "$dir" || exit
+    if [ -f /usr/include/node/node.h ]; then export npm_config_nodedir=/usr; fi
+    npm ci --no-audit --no-fund --loglevel=error
+  ) || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    toolchain_unavailable "$step" "npm ci in $dir exited $rc" "$tests"
+    return
+  fi
+  if [ ! -f "$dir/node_modules/kafkajs/package.json" ]; then
+    toolchain_unavailable "$step" "npm ci in $dir left no node_modules/kafkajs" "$tests"
+    return
+  fi
+}
+
+# Maven resolve in tests/integration/java: kafka-clients into ~/.m2, its classpath into cp.txt, so the
+# Java tests then run offline.
+toolchain_maven() {
+  local step="Maven resolve" dir=tests/integration/java rc=0
+  local tests="the Java client tests (test_java_admin_quotas.py, test_java_consumer_groups.py)"
+  local absent
+  if absent=$(missing_tools java javac mvn); then
+    toolchain_unavailable "$step" "not found on PATH: $absent" "$tests"
+    return
+  fi
+  (
+    cd "$dir" || exit
+    mvn -q -B dependency:resolve dependency:build-classpath -Dmdep.outputFile=cp.txt
+  ) || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    toolchain_unavailable "$step" "mvn could not resolve kafka-clients in $dir (exit $rc)" "$tests"
+    return
+  fi
+  if [ ! -s "$dir/cp.txt" ]; then
+    toolchain_unavailable "$step" "mvn left no classpath in $dir/cp.txt" "$tests"
+    return
+  fi
+}
+
+# go build in tests/integration/go: the franz-go program, bin/groupconsumers (modules from the Go proxy).
+toolchain_go() {
+  local step="go build" dir=tests/integration/go rc=0
+  local tests="the franz-go test (test_franz_go_group.py)"
+  local absent
+  if absent=$(missing_tools go); then
+    toolchain_unavailable "$step" "not found on PATH: $absent" "$tests"
+    return
+  fi
+  (
+    cd "$dir" || exit
+    go build -o bin/groupconsumers .
+  ) || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    toolchain_unavailable "$step" "go build in $dir exited $rc" "$tests"
+    return
+  fi
+  if [ ! -x "$dir/bin/groupconsumers" ]; then
+    toolchain_unavailable "$step" "go build in $dir left no bin/groupconsumers" "$tests"
+    return
+  fi
+}
+
+# toolchain_steps: every step (each reports its own problem); under CI, status 1 when any failed.
+toolchain_steps() {
+  local failed=()
+  toolchain_npm || failed+=("npm ci")
+  toolchain_maven || failed+=("Maven resolve")
+  toolchain_go || failed+=("go build")
+  if [ "${#failed[@]}" -ne 0 ]; then
+    local joined
+    joined=$(printf "'%s', " "${failed[@]}")
+    echo "ERROR: CI=${CI:-} and toolchain step(s) ${joined%, } failed (see above): not running the tests" >&2
+    return 1
+  fi
+}

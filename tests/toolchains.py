@@ -1,0 +1,51 @@
+"""Skip, or fail under CI, when a test's toolchain or built artifact is missing.
+
+The kafkajs, franz-go and Java client tests need Node/npm, Go and a JDK with Maven, and what
+scripts/test.sh builds with them (node_modules, bin/groupconsumers, cp.txt).  A developer may lack
+a toolchain: there those tests skip with a clear reason.  CI has them all and must run every
+client's tests, so there the same situation fails the test with the same reason: a CI run cannot
+pass by skipping a whole client.  scripts/toolchains.sh makes the same decision for the build steps,
+with the same reading of the CI variable (``in_ci``).
+
+Every toolchain-dependent test goes through ``unavailable`` (or ``require`` / ``which``) instead of
+calling ``pytest.skip`` itself.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import NoReturn
+
+import pytest
+
+#: Values of CI that mean "not CI" (case-insensitive); any other non-empty value means CI.
+NOT_CI = frozenset({"", "0", "false", "no", "off"})
+
+
+def in_ci() -> bool:
+    """True when the CI environment variable is set to anything but empty, 0, false, no or off."""
+    return os.environ.get("CI", "").lower() not in NOT_CI
+
+
+def unavailable(reason: str) -> NoReturn:
+    """The toolchain or artifact a test needs is missing: skip with ``reason``, or fail with it under CI."""
+    if in_ci():
+        pytest.fail(f"{reason}\n(CI={os.environ.get('CI')}: a missing toolchain fails the run in CI "
+                    f"instead of skipping; see tests/toolchains.py)", pytrace=False)
+    pytest.skip(reason)
+
+
+def require(condition: object, reason: str) -> None:
+    """Go on when ``condition`` holds; otherwise ``unavailable(reason)``."""
+    if not condition:
+        unavailable(reason)
+
+
+def which(*names: str, needed_by: str) -> list[str]:
+    """The paths of the programs ``names`` on PATH; ``unavailable`` naming the absent ones otherwise."""
+    paths = {name: shutil.which(name) for name in names}
+    absent = [name for name, path in paths.items() if path is None]
+    require(not absent, f"{needed_by} cannot run: {', '.join(absent)} not found on PATH "
+                        f"(needs {', '.join(names)})")
+    return [paths[name] for name in names]  # type: ignore[misc]

@@ -1,0 +1,412 @@
+"""A missing or failing client toolchain skips its tests on a developer machine and fails CI.
+
+Two layers, both tested here without running any real go, npm, mvn or javac:
+
+* scripts/toolchains.sh, sourced by scripts/test.sh: one function a toolchain step (npm ci, Maven
+  resolve, go build).  They run in a bash whose PATH holds only stub programs (Python scripts that
+  log their calls, create the step's artifact or exit 1), in a scratch copy of the repository layout.
+* tests/toolchains.py, which every toolchain-dependent test goes through (gotools.py, jstools.py,
+  javatools.py): ``pytest.skip`` without CI, ``pytest.fail`` with the same reason under CI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+from subprocess import run
+
+import pytest
+
+from tests.integration import gotools, javatools, jstools
+from tests.toolchains import in_ci, require, unavailable, which
+
+pytest_plugins = ["pytester"]
+
+REPO = Path(__file__).resolve().parents[2]
+TOOLCHAINS_SH = REPO / "scripts" / "toolchains.sh"
+BASH = shutil.which("bash") or "/bin/bash"
+
+Skipped, Failed = pytest.skip.Exception, pytest.fail.Exception
+
+
+def outcome_of(fn, *args, **kwargs) -> Skipped | Failed:
+    """The skip or failure ``fn`` raises.  Caught here, so that a skip where a failure is expected fails
+    this test instead of skipping it (``pytest.raises(Failed)`` would let the skip through)."""
+    try:
+        fn(*args, **kwargs)
+    except (Skipped, Failed) as e:
+        return e
+    raise AssertionError(f"{fn.__name__} neither skipped nor failed")
+
+
+def assert_outcome(mode: str, e: Skipped | Failed, pattern: str) -> None:
+    want = Failed if mode == "ci" else Skipped
+    assert type(e) is want, f"{type(e).__name__} ({e.msg!r}), want {want.__name__}"
+    assert re.search(pattern, e.msg), e.msg
+
+
+# ---- stub programs on a PATH of their own ----------------------------------------------------------
+
+STUB = """#!{python}
+import json, os, sys
+from pathlib import Path
+with open({log!r}, "a") as f:
+    f.write(json.dumps([{name!r}, os.getcwd(), sys.argv[1:]]) + "\\n")
+if {rc} == 0:
+    for rel in {creates!r}:
+        p = Path(rel)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("built by the stub")
+        p.chmod(0o755)
+else:
+    print("stub {name}: simulated failure", file=sys.stderr)
+sys.exit({rc})
+"""
+
+
+class Stubs:
+    """A directory of stub programs, meant to be the whole PATH."""
+
+    def __init__(self, root: Path) -> None:
+        self.dir = root / "stubbin"
+        self.dir.mkdir()
+        self.log = root / "calls.jsonl"
+
+    def add(self, name: str, rc: int = 0, creates: tuple[str, ...] = ()) -> None:
+        path = self.dir / name
+        path.write_text(STUB.format(python=sys.executable, log=str(self.log), name=name, rc=rc,
+                                    creates=list(creates)))
+        path.chmod(0o755)
+
+    def link(self, name: str) -> None:
+        """The real program ``name`` (e.g. dirname for scripts/test.sh)."""
+        (self.dir / name).symlink_to(shutil.which(name))
+
+    def calls(self) -> list[tuple[str, str, list[str]]]:
+        if not self.log.exists():
+            return []
+        return [tuple(json.loads(line)) for line in self.log.read_text().splitlines()]
+
+
+@pytest.fixture
+def stubs(tmp_path: Path) -> Stubs:
+    return Stubs(tmp_path)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """The layout of the repository that the toolchain steps look at, without artifacts."""
+    root = tmp_path / "repo"
+    files = {"tests/integration/js/package-lock.json": "{}", "tests/integration/java/pom.xml": "<project/>",
+             "tests/integration/go/main.go": "package main", "tests/integration/go/go.mod": "module x",
+             "tests/integration/go/go.sum": ""}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def bash(script: str, cwd: Path, stubs: Stubs, ci: str | None):
+    env = {"PATH": str(stubs.dir), "HOME": os.environ.get("HOME", str(cwd))}
+    if ci is not None:
+        env["CI"] = ci
+    return run([BASH, "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+
+
+# ---- scripts/toolchains.sh: one function a step ------------------------------------------------------
+
+# step -> (function, {tool: what its stub creates when it succeeds}, the tool that does the work,
+#          its directory, the artifact the tests need)
+STEPS = {
+    "npm ci": ("toolchain_npm", {"node": (), "npm": ("node_modules/kafkajs/package.json",)}, "npm",
+               "tests/integration/js", "tests/integration/js/node_modules/kafkajs/package.json"),
+    "Maven resolve": ("toolchain_maven", {"java": (), "javac": (), "mvn": ("cp.txt",)}, "mvn",
+                      "tests/integration/java", "tests/integration/java/cp.txt"),
+    "go build": ("toolchain_go", {"go": ("bin/groupconsumers",)}, "go",
+                 "tests/integration/go", "tests/integration/go/bin/groupconsumers"),
+}
+ABSENT = [(step, tool) for step, (_, tools, *_rest) in STEPS.items() for tool in tools]  # a step without one tool
+
+
+def run_step(step: str, repo: Path, stubs: Stubs, ci: str | None):
+    return bash(f"source {TOOLCHAINS_SH} && {STEPS[step][0]}", repo, stubs, ci)
+
+
+@pytest.mark.parametrize("step,tool", ABSENT, ids=[f"{s}-without-{t}" for s, t in ABSENT])
+def test_step_without_its_tool_fails_under_ci(step, tool, repo, stubs):
+    for name, creates in STEPS[step][1].items():
+        if name != tool:
+            stubs.add(name, creates=creates)
+    r = run_step(step, repo, stubs, ci="true")
+    assert r.returncode == 1, r
+    assert f"ERROR: toolchain step '{step}' failed: not found on PATH: {tool}" in r.stderr, r.stderr
+    assert stubs.calls() == []
+
+
+@pytest.mark.parametrize("step,tool", ABSENT, ids=[f"{s}-without-{t}" for s, t in ABSENT])
+def test_step_without_its_tool_warns_without_ci(step, tool, repo, stubs):
+    for name, creates in STEPS[step][1].items():
+        if name != tool:
+            stubs.add(name, creates=creates)
+    r = run_step(step, repo, stubs, ci=None)
+    assert r.returncode == 0, r
+    assert f"WARNING: toolchain step '{step}': not found on PATH: {tool};" in r.stderr, r.stderr
+    assert "will be skipped" in r.stderr and "ERROR" not in r.stderr
+
+
+@pytest.mark.parametrize("ci", ["true", None])
+@pytest.mark.parametrize("step", STEPS)
+def test_step_whose_tool_fails(step, ci, repo, stubs):
+    _, tools, worker, _, artifact = STEPS[step]
+    for name, creates in tools.items():
+        stubs.add(name, rc=1 if name == worker else 0, creates=creates)
+    r = run_step(step, repo, stubs, ci=ci)
+    assert [c[0] for c in stubs.calls()] == [worker], stubs.calls()
+    assert "stub " + worker + ": simulated failure" in r.stderr
+    assert not (repo / artifact).exists()
+    if ci:
+        assert r.returncode == 1, r
+        assert re.search(f"ERROR: toolchain step '{step}' failed: .*exit(ed)? 1", r.stderr), r.stderr
+        assert f"cannot run, and with CI={ci} they must" in r.stderr
+    else:
+        assert r.returncode == 0, r
+        assert f"WARNING: toolchain step '{step}'" in r.stderr and "will be skipped" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_step_that_builds_passes_under_ci(step, repo, stubs):
+    _, tools, worker, workdir, artifact = STEPS[step]
+    for name, creates in tools.items():
+        stubs.add(name, creates=creates)
+    r = run_step(step, repo, stubs, ci="true")
+    assert r.returncode == 0 and r.stderr == "", r
+    assert (repo / artifact).is_file()
+    [(name, cwd, args)] = stubs.calls()
+    assert (name, Path(cwd)) == (worker, repo / workdir)
+    want = {"npm": args[:1] == ["ci"],
+            "mvn": "dependency:build-classpath" in args and "-Dmdep.outputFile=cp.txt" in args,
+            "go": args == ["build", "-o", "bin/groupconsumers", "."]}
+    assert want[worker], args
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_step_that_leaves_no_artifact_fails_under_ci(step, repo, stubs):
+    tools = STEPS[step][1]
+    for name in tools:
+        stubs.add(name)  # exits 0 but builds nothing
+    r = run_step(step, repo, stubs, ci="true")
+    assert r.returncode == 1, r
+    assert f"ERROR: toolchain step '{step}' failed: " in r.stderr, r.stderr
+
+
+def test_all_steps_without_toolchains(repo, stubs):
+    r = bash(f"source {TOOLCHAINS_SH} && toolchain_steps", repo, stubs, ci="true")
+    assert r.returncode == 1, r
+    for step in STEPS:
+        assert f"ERROR: toolchain step '{step}' failed" in r.stderr
+    assert "toolchain step(s) 'npm ci', 'Maven resolve', 'go build' failed" in r.stderr, r.stderr
+    r = bash(f"source {TOOLCHAINS_SH} && toolchain_steps", repo, stubs, ci=None)
+    assert r.returncode == 0, r
+    assert r.stderr.count("WARNING: toolchain step") == 3 and "ERROR" not in r.stderr, r.stderr
+
+
+CI_VALUES = [None, "", "0", "false", "False", "FALSE", "no", "off", "true", "TRUE", "1", "yes", "github"]
+
+
+@pytest.mark.parametrize("value", CI_VALUES)
+def test_shell_and_python_read_ci_alike(value, repo, stubs, monkeypatch):
+    r = bash(f"source {TOOLCHAINS_SH} && ci_enabled", repo, stubs, ci=value)
+    if value is None:
+        monkeypatch.delenv("CI", raising=False)
+    else:
+        monkeypatch.setenv("CI", value)
+    assert (r.returncode == 0) == in_ci() == (value in {"true", "TRUE", "1", "yes", "github"})
+
+
+# ---- scripts/test.sh and .ci/run as a whole (python3 and pytest stubbed) ---------------------------
+
+FAKE_PYTHON3 = """#!{python}
+import sys
+from pathlib import Path
+assert sys.argv[1:] == ["-m", "venv", ".venv"], sys.argv
+bin = Path(".venv/bin")
+bin.mkdir(parents=True)
+(bin / "pip").write_text("#!/bin/sh\\nexit 0\\n")
+(bin / "python").write_text('#!/bin/sh\\necho "PYTEST-RAN $*"\\n')
+for p in bin.iterdir():
+    p.chmod(0o755)
+"""
+
+
+@pytest.fixture
+def checkout(repo: Path, stubs: Stubs) -> Path:
+    """``repo`` with scripts/ and .ci/ copied in, and python3 stubbed (a fake .venv whose python echoes)."""
+    for rel in ("scripts/test.sh", "scripts/toolchains.sh", ".ci/run"):
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / rel, repo / rel)
+    (stubs.dir / "python3").write_text(FAKE_PYTHON3.format(python=sys.executable))
+    (stubs.dir / "python3").chmod(0o755)
+    stubs.link("dirname")
+    stubs.link("bash")
+    return repo
+
+
+def test_test_sh_stops_before_pytest_under_ci(checkout, stubs):
+    r = bash("bash scripts/test.sh tests/x", checkout, stubs, ci="true")
+    assert r.returncode == 1, r
+    assert "PYTEST-RAN" not in r.stdout
+    assert "toolchain step(s) 'npm ci', 'Maven resolve', 'go build' failed" in r.stderr, r.stderr
+
+
+def test_test_sh_warns_and_runs_pytest_without_ci(checkout, stubs):
+    r = bash("bash scripts/test.sh tests/x", checkout, stubs, ci=None)
+    assert r.returncode == 0, r
+    assert r.stdout.strip() == "PYTEST-RAN -m pytest -q -p no:cacheprovider tests/x"
+    assert r.stderr.count("will be skipped") == 3, r.stderr
+
+
+def test_test_sh_builds_then_runs_pytest_under_ci(checkout, stubs):
+    for _, tools, *_rest in STEPS.values():
+        for name, creates in tools.items():
+            stubs.add(name, creates=creates)
+    r = bash("bash scripts/test.sh tests/x", checkout, stubs, ci="true")
+    assert r.returncode == 0, r
+    assert r.stdout.strip() == "PYTEST-RAN -m pytest -q -p no:cacheprovider tests/x"
+    assert [c[0] for c in stubs.calls()] == ["npm", "mvn", "go"]
+
+
+def test_ci_entry_point_is_ci_even_when_unset(checkout, stubs):
+    r = bash("bash .ci/run", checkout, stubs, ci=None)
+    assert r.returncode == 1, r
+    assert "CI=true and toolchain step(s)" in r.stderr and "PYTEST-RAN" not in r.stdout, r
+
+
+# ---- tests/toolchains.py: skip, or fail under CI -----------------------------------------------------
+
+@pytest.fixture
+def no_ci(monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+
+
+@pytest.fixture
+def ci(monkeypatch):
+    monkeypatch.setenv("CI", "true")
+
+
+REASON = "the frobnicator test needs frob on PATH"
+
+
+def test_unavailable_skips_without_ci(no_ci):
+    e = outcome_of(unavailable, REASON)
+    assert type(e) is Skipped and e.msg == REASON
+
+
+def test_unavailable_fails_under_ci(ci):
+    e = outcome_of(unavailable, REASON)
+    assert type(e) is Failed, e
+    assert e.msg.startswith(REASON) and "CI=true" in e.msg
+    assert e.pytrace is False
+
+
+@pytest.mark.parametrize("mode", ["no_ci", "ci"])
+def test_require(mode, request):
+    request.getfixturevalue(mode)
+    assert require(True, REASON) is None
+    assert_outcome(mode, outcome_of(require, False, REASON), re.escape(REASON))
+
+
+@pytest.mark.parametrize("mode", ["no_ci", "ci"])
+def test_which(mode, request, stubs, monkeypatch):
+    request.getfixturevalue(mode)
+    stubs.add("frob")
+    monkeypatch.setenv("PATH", str(stubs.dir))
+    assert which("frob", needed_by="the frobnicator test") == [str(stubs.dir / "frob")]
+    e = outcome_of(which, "frob", "nitz", needed_by="the frobnicator test")
+    assert_outcome(mode, e, "frobnicator test cannot run: nitz not found")
+
+
+def test_a_test_failed_by_the_helper_fails_the_run(pytester, monkeypatch):
+    """End to end in a pytest run: the same test is a skip without CI and a failure with CI=true."""
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    pytester.makepyfile(test_tool="""
+        from tests.toolchains import require
+
+        def test_needs_tool():
+            require(False, "the frobnicator test needs frob on PATH")
+    """)
+    monkeypatch.delenv("CI", raising=False)
+    pytester.runpytest_subprocess("-rs").assert_outcomes(skipped=1)
+    monkeypatch.setenv("CI", "true")
+    r = pytester.runpytest_subprocess()
+    r.assert_outcomes(failed=1)
+    r.stdout.fnmatch_lines(["*the frobnicator test needs frob on PATH*"])
+
+
+# ---- every toolchain-dependent test resolves its toolchain through the helper ----------------------
+
+RESOLVERS = {
+    "franz-go": (gotools.franz_go_binary, "go"),
+    "kafkajs": (jstools.node_with_kafkajs, "node, npm"),
+    "java": (javatools.java_classpath, "java, javac, mvn"),
+}
+
+
+@pytest.mark.parametrize("mode", ["no_ci", "ci"])
+@pytest.mark.parametrize("client", RESOLVERS)
+def test_resolver_without_toolchain(client, mode, request, stubs, monkeypatch):
+    request.getfixturevalue(mode)
+    monkeypatch.setenv("PATH", str(stubs.dir))  # nothing on it
+    resolve, tools = RESOLVERS[client]
+    assert_outcome(mode, outcome_of(resolve), f"cannot run: {tools} not found on PATH")
+
+
+@pytest.fixture
+def failing_builds(tmp_path, stubs, monkeypatch):
+    """Every build tool on PATH exits 1; the client directories are empty scratch ones."""
+    for name in ("go", "node", "npm", "java", "javac", "mvn"):
+        stubs.add(name, rc=0 if name in ("node", "java", "javac") else 1)
+    monkeypatch.setenv("PATH", str(stubs.dir))
+    monkeypatch.setattr(gotools, "GO_DIR", tmp_path / "go")
+    for f in ("main.go", "go.mod", "go.sum"):
+        (tmp_path / "go" / f).parent.mkdir(exist_ok=True)
+        (tmp_path / "go" / f).write_text("")
+    monkeypatch.setattr(jstools, "JS_DIR", tmp_path / "js")
+    (tmp_path / "js").mkdir()
+    java_dir = tmp_path / "java"
+    java_dir.mkdir()
+    for attr, value in {"JAVA_DIR": java_dir, "POM": java_dir / "pom.xml", "CLASSPATH_FILE": java_dir / "cp.txt",
+                        "OUT_DIR": java_dir / "out"}.items():
+        monkeypatch.setattr(javatools, attr, value)
+    return stubs
+
+
+BUILD_FAILURES = {
+    "franz-go": (gotools.franz_go_binary, "go build of the franz-go test program .* failed \\(exit 1\\)"),
+    "kafkajs": (jstools.node_with_kafkajs, "kafkajs is not installed and `.*npm ci .*` .* failed \\(rc=1\\)"),
+    "java": (javatools.java_classpath, "Maven could not resolve kafka-clients"),
+}
+
+
+@pytest.mark.parametrize("mode", ["no_ci", "ci"])
+@pytest.mark.parametrize("client", BUILD_FAILURES)
+def test_resolver_whose_build_fails(client, mode, request, failing_builds):
+    request.getfixturevalue(mode)
+    resolve, pattern = BUILD_FAILURES[client]
+    e = outcome_of(resolve)
+    assert_outcome(mode, e, pattern)
+    assert "simulated failure" in e.msg
+    assert failing_builds.calls(), "the build tool was not run"
+
+
+def test_no_direct_skips_in_toolchain_tests():
+    """The non-Python client tests skip only through tests/toolchains.py (Python imports aside)."""
+    integration = REPO / "tests" / "integration"
+    names = ["gotools.py", "jstools.py", "javatools.py", "test_franz_go_group.py", "test_kafkajs.py",
+             "test_kafkajs_group.py", "test_java_admin_quotas.py", "test_java_consumer_groups.py"]
+    for name in names:
+        text = (integration / name).read_text()
+        assert not re.search(r"pytest\.skip\(|mark\.skip", text), f"{name} skips directly, not via tests/toolchains.py"
