@@ -22,11 +22,21 @@ Measured:
 * broker RSS (psutil): idle after the ready line, and the peak of a 100 ms
   sampler thread during each phase.  The broker keeps its log in memory, so
   the peak includes the stored records.
+
+Comparing two versions side by side (``--baseline DIR``: another checkout of
+mockbroker, e.g. a ``git worktree`` of an older commit): each run starts the
+broker from this checkout and from DIR in turn (``python -m mockbroker`` with
+the checkout as working directory), ``--runs`` times, alternating, so both
+see the same machine at the same time; the medians and the ratio
+candidate/baseline are printed.  ``-c key=value`` is passed to both brokers.
 """
 
 from __future__ import annotations
 
+import argparse
+import statistics
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -35,7 +45,7 @@ from typing import Callable
 import psutil
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-VENV_BIN = Path(__file__).resolve().parent.parent / ".venv" / "bin"
+HERE = Path(__file__).resolve().parent.parent
 TOPIC = "bench"
 PARTITIONS = 3
 RECORDS = 1_000_000
@@ -120,14 +130,18 @@ def consume(bootstrap: str, expected: int) -> tuple[int, float]:
     return got, elapsed
 
 
-def main() -> None:
-    proc = subprocess.Popen(
-        [str(VENV_BIN / "mockbroker"), "serve", "--port", "0", "--log-level", "WARNING",
-         "-c", f"mock.topics={TOPIC}:{PARTITIONS}"],
-        stdout=subprocess.PIPE, text=True,  # stderr (warnings and errors) passes through
-    )
+Row = tuple[str, int, float, float, int]  # phase, records, seconds, broker CPU seconds, peak RSS
+
+
+def run_once(source: Path, extra_config: list[str]) -> tuple[int, list[Row]]:
+    """Start ``mockbroker serve`` from the checkout ``source``, produce then consume: (idle RSS, rows)."""
+    args = [sys.executable, "-m", "mockbroker", "serve", "--port", "0", "--log-level", "WARNING",
+            "-c", f"mock.topics={TOPIC}:{PARTITIONS}"]
+    for item in extra_config:
+        args += ["-c", item]
+    proc = subprocess.Popen(args, cwd=source, stdout=subprocess.PIPE, text=True)  # stderr passes through
     try:
-        line = proc.stdout.readline()
+        line = proc.stdout.readline() if proc.stdout else ""
         if not line.startswith("mockbroker ready bootstrap="):
             raise RuntimeError(f"unexpected first line: {line!r}")
         bootstrap = line.split("=", 1)[1].strip()
@@ -137,7 +151,7 @@ def main() -> None:
         sampler = RssSampler(broker)
         sampler.start()
 
-        rows = []
+        rows: list[Row] = []
 
         def phase(name: str, run: Callable[[], tuple[int, float]]) -> int:
             sampler.reset()
@@ -152,10 +166,11 @@ def main() -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+    return idle_rss, rows
 
-    print(f"{RECORDS:,} records x {RECORD_BYTES} B asked, {PARTITIONS} partitions, acks=1, "
-          f"linger.ms=5, batch.size=1000000, time limit {TIME_LIMIT_S:.0f}s per phase")
-    print(f"broker RSS idle after start: {idle_rss / 2**20:.1f} MiB")
+
+def print_rows(label: str, idle_rss: int, rows: list[Row]) -> None:
+    print(f"[{label}] broker RSS idle after start: {idle_rss / 2**20:.1f} MiB")
     head = (f"{'phase':<8} {'records':>9} {'seconds':>8} {'MB/s':>7} {'records/s':>10} "
             f"{'broker CPU %':>13} {'peak RSS MiB':>13}")
     print(head)
@@ -163,6 +178,38 @@ def main() -> None:
     for name, records, seconds, cpu, peak in rows:
         print(f"{name:<8} {records:>9,} {seconds:>8.2f} {records * RECORD_BYTES / seconds / MB:>7.1f} "
               f"{records / seconds:>10,.0f} {100 * cpu / seconds:>13.0f} {peak / 2**20:>13.1f}")
+
+
+def main() -> None:
+    global RECORDS
+    ap = argparse.ArgumentParser(description="produce/consume throughput of mockbroker serve (confluent-kafka)")
+    ap.add_argument("--baseline", type=Path, help="another mockbroker checkout to measure side by side")
+    ap.add_argument("--runs", type=int, default=1, help="runs per checkout, alternating (default 1)")
+    ap.add_argument("--records", type=int, default=RECORDS, help=f"records per run (default {RECORDS:,})")
+    ap.add_argument("-c", dest="config", action="append", default=[], metavar="KEY=VALUE",
+                    help="broker configuration for every run (repeatable)")
+    args = ap.parse_args()
+    RECORDS = args.records
+    sources = [("candidate", HERE)] + ([("baseline", args.baseline.resolve())] if args.baseline else [])
+    print(f"{RECORDS:,} records x {RECORD_BYTES} B asked, {PARTITIONS} partitions, acks=1, "
+          f"linger.ms=5, batch.size=1000000, time limit {TIME_LIMIT_S:.0f}s per phase"
+          + (f", config {' '.join(args.config)}" if args.config else ""))
+    rates: dict[str, dict[str, list[float]]] = {label: {"produce": [], "consume": []} for label, _ in sources}
+    for run in range(args.runs):
+        for label, source in (sources if run % 2 == 0 else sources[::-1]):
+            idle, rows = run_once(source, args.config)
+            print_rows(f"{label} run {run + 1}: {source}", idle, rows)
+            for name, records, seconds, _cpu, _peak in rows:
+                rates[label][name].append(records / seconds)
+    print()
+    print(f"medians over {args.runs} run(s), records/s:")
+    for name in ("produce", "consume"):
+        cand = statistics.median(rates["candidate"][name])
+        line = f"  {name:<8} candidate {cand:>10,.0f}"
+        if args.baseline:
+            base = statistics.median(rates["baseline"][name])
+            line += f"   baseline {base:>10,.0f}   ratio candidate/baseline {cand / base:.3f}"
+        print(line)
 
 
 if __name__ == "__main__":

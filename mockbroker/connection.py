@@ -241,7 +241,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.closed:
             self.closed = True
-            log.debug("connection %s from %s closed by client", self.conn_id, self.peer)
+            log.debug("connection %s from %s: %s", self.conn_id, self.peer, CloseReason.CLIENT_CLOSED.value)
         self._release_all()
         self.owner.connection_closed(self)
 

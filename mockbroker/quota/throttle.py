@@ -42,8 +42,6 @@ from ..connection import KafkaConnection
 from ..request import RequestContext
 from .manager import QuotaManagers
 
-MODES = ("mute", "delay", "observe")
-
 
 @dataclass(slots=True)
 class ThrottleEvent:

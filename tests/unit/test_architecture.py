@@ -1,0 +1,68 @@
+"""The import graph of protocol/ and mockbroker/ (scripts/import_graph.py): calls and data go one
+way, from the wire up to the process, so nothing may import a module of a higher layer and no
+modules may import each other in a circle — counting imports under TYPE_CHECKING and inside
+functions, which are edges all the same."""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("import_graph", ROOT / "scripts" / "import_graph.py")
+assert _spec is not None and _spec.loader is not None
+import_graph = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(import_graph)
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return import_graph.graph()
+
+
+def test_no_import_circles(graph):
+    assert import_graph.circles(graph) == []
+
+
+def test_no_upward_imports(graph):
+    assert import_graph.upward(graph) == []
+
+
+def test_every_module_has_a_layer(graph):
+    unplaced = [m for m in graph if import_graph.layer_of(m) == len(import_graph.LAYERS)]
+    assert unplaced == [], "add these modules to a layer in scripts/import_graph.py"
+
+
+def test_protocol_imports_nothing_from_mockbroker(graph):
+    assert [(a, b) for a, deps in graph.items() if a.startswith("protocol") for b in deps
+            if b.startswith("mockbroker")] == []
+
+
+def test_handlers_reach_the_broker_only_through_the_contract(graph):
+    """apis/ never imports the dispatcher, the connection, a broker or the cluster."""
+    forbidden = ("mockbroker.kafka_apis", "mockbroker.connection", "mockbroker.broker", "mockbroker.cluster",
+                 "mockbroker.runner", "mockbroker.sasl_authenticator")
+    bad = [(a, b) for a, deps in graph.items() if a.startswith("mockbroker.apis") for b in deps if b in forbidden]
+    assert bad == []
+
+
+def test_the_checker_finds_a_circle_and_an_upward_import():
+    """The checks above can fail: a graph with a circle and an upward edge is reported."""
+    g = {"mockbroker.metadata": {"mockbroker.replication"}, "mockbroker.replication": {"mockbroker.metadata"},
+         "mockbroker.clock": {"mockbroker.cluster"}, "mockbroker.cluster": set()}
+    assert import_graph.circles(g) == [["mockbroker.metadata", "mockbroker.replication"]]
+    assert ("mockbroker.clock", "mockbroker.cluster") in import_graph.upward(g)
+
+
+def test_type_checking_and_function_imports_count(tmp_path, monkeypatch):
+    pkg = tmp_path / "mockbroker"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import X\n")
+    (pkg / "b.py").write_text("def f():\n    from . import a\n")
+    monkeypatch.setattr(import_graph, "ROOT", tmp_path)
+    monkeypatch.setattr(import_graph, "PACKAGES", ("mockbroker",))
+    g = import_graph.graph()
+    assert g["mockbroker.a"] == {"mockbroker.b"} and g["mockbroker.b"] == {"mockbroker.a"}
