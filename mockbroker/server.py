@@ -25,7 +25,7 @@ from .connection import CloseReason, KafkaConnection, MemoryMutedChannels
 from .faults import FaultInjector
 from .journal import RequestJournal
 from .fetch_session import FetchManager
-from .group.coordinator import GroupCoordinator
+from .group.service import GroupCoordinatorService
 from .kafka_apis import KafkaApis
 from .memory_pool import memory_pool_for
 from .purgatory import DelayedOperationPurgatory, Timer
@@ -50,6 +50,7 @@ class BrokerServer:
         self.registry: ApiRegistry = runtime.registry
         self.faults: FaultInjector = runtime.faults
         self.journal: RequestJournal = runtime.journal
+        self.groups: GroupCoordinatorService = runtime.groups
         # Quotas are enforced by each broker on its own (Kafka's QuotaFactory per broker);
         # the configured quotas are cluster-wide.
         self.quotas = QuotaManagers(runtime.quota_store, self.clock, self.cluster.config)
@@ -187,7 +188,7 @@ class Broker:
         self.registry = ApiRegistry(config["mock.kafka.version"], set(self.handlers))
         self.faults = FaultInjector()
         self.journal = RequestJournal(config["mock.journal.max.entries"])
-        self.groups = GroupCoordinator(self.cluster, self.clock, config)
+        self.groups = GroupCoordinatorService(self.cluster, self.clock, config)
         self.quota_store = QuotaStore()
         self.quota_store.load(config["mock.quotas"])
         maxlen = config["mock.journal.max.entries"] or None

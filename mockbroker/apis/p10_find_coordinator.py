@@ -26,8 +26,8 @@ GROUP, TRANSACTION, SHARE = 0, 1, 2
 
 
 def coordinator_for(ctx: Any, key: str) -> Any:
-    """The leader of the group's ``__consumer_offsets`` partition (see group/coordinator.py)."""
-    return ctx.broker.runtime.groups.coordinator_node(key)
+    """The leader of the group's ``__consumer_offsets`` partition (see group/registry.py)."""
+    return ctx.broker.groups.find_coordinator(key)
 
 
 def _lookup(ctx: Any, key: str, key_type: int) -> dict:

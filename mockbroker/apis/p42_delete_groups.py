@@ -1,6 +1,6 @@
 """DeleteGroups (key 42): v0-2.
 
-Behavior (Kafka's GroupCoordinator.handleDeleteGroups): an Empty group is
+Behavior (Kafka's GroupCoordinatorService.deleteGroups): an Empty group is
 removed with its committed offsets; a group with members gets
 NON_EMPTY_GROUP, an unknown group GROUP_ID_NOT_FOUND, a group coordinated
 elsewhere NOT_COORDINATOR.
@@ -19,5 +19,5 @@ API_KEY = ApiKey.DELETE_GROUPS
 
 
 def handle(ctx: Any, req: Any) -> dict:
-    errors = ctx.broker.runtime.groups.delete_groups(ctx.node_id, list(req.groups_names))
+    errors = ctx.broker.groups.delete_groups(ctx.node_id, list(req.groups_names))
     return {"results": [{"group_id": gid, "error_code": errors[gid]} for gid in req.groups_names]}
