@@ -59,8 +59,12 @@ class OffsetsTopicLeaders:
         self.leaders: dict[int, int] = {}
 
     def partition_for(self, group_id: str) -> int:
-        # GroupCoordinator.partitionFor: Utils.abs(groupId.hashCode) % offsets.topic.num.partitions
-        return (java_string_hash(group_id) & 0x7FFFFFFF) % self.num_partitions
+        """GroupCoordinatorService.partitionFor: Utils.abs(groupId.hashCode()) % offsets.topic.num.partitions.
+        Utils.abs is Math.abs except that Integer.MIN_VALUE gives 0 (not the 0x7fffffff mask, which
+        differs for every other negative hash)."""
+        h = java_string_hash(group_id)
+        signed = h - (1 << 32) if h >= 1 << 31 else h
+        return (0 if signed == -(1 << 31) else abs(signed)) % self.num_partitions
 
     def replicas(self, partition: int) -> list[int]:
         ids = sorted(self.cluster.brokers)

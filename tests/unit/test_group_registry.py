@@ -1,7 +1,7 @@
 """The group registry and the Group protocol, without a broker.
 
 * placement: a group is coordinated by the leader of __consumer_offsets
-  partition (Java hashCode) % offsets.topic.num.partitions; the expected
+  partition abs(Java hashCode) % offsets.topic.num.partitions; the expected
   hash codes and partitions were printed by Java with kafka-clients 4.1.1's
   ``Utils.abs(groupId.hashCode()) % 50``;
 * a coordinator move (its broker stops) is told to the listeners, once;
@@ -66,6 +66,8 @@ JAVA = [
     ("polygenelubricants", -2147483648, 0),  # Integer.MIN_VALUE: Utils.abs gives 0
     ("\U0001F600", 1772899, 49),              # one code point, two UTF-16 units
     ("console-consumer-12345", 158455506, 6),
+    ("my-group", -1906497762, 12),            # negative: Math.abs, not a bit mask (that gives 36)
+    ("test-group-42", -559024281, 31),
 ]
 
 
@@ -138,10 +140,10 @@ def test_a_replaced_group_keeps_its_owner_and_a_removed_one_forgets_it():
 
 def test_groups_coordinated_by_a_node():
     reg, _, clock = registry(n_brokers=3)
-    for gid in ("hello", "console-consumer-12345"):  # brokers 1, 0 (partitions 22, 6)
+    for gid in ("hello", "my-group", "test-group-42"):  # brokers 1, 0, 1 (partitions 22, 12, 31)
         reg.put(GroupMetadata(gid, clock.time_ms()))
-    assert [g.group_id for g in reg.groups_coordinated_by(1)] == ["hello"]
-    assert [g.group_id for g in reg.groups_coordinated_by(0)] == ["console-consumer-12345"]
+    assert sorted(g.group_id for g in reg.groups_coordinated_by(1)) == ["hello", "test-group-42"]
+    assert [g.group_id for g in reg.groups_coordinated_by(0)] == ["my-group"]
     assert reg.groups_coordinated_by(2) == []
 
 
