@@ -30,7 +30,7 @@ from .connection import KafkaConnection, MemoryMutedChannels
 from .controller import Controller
 from .faults import FaultInjector
 from .fetch_session import FetchManager
-from .group.coordinator import GroupCoordinator
+from .group.service import GroupCoordinatorService
 from .journal import RequestJournal
 from .kafka_apis import KafkaApis
 from .memory_pool import memory_pool_for
@@ -57,7 +57,7 @@ class SharedState:
     controller: Controller
     replication: ReplicationSimulator
     actions: ActionQueue
-    groups: GroupCoordinator
+    groups: GroupCoordinatorService
     quota_store: QuotaStore
     registry: ApiRegistry
     journal: RequestJournal
@@ -85,7 +85,7 @@ class Broker:
         self.registry: ApiRegistry = shared.registry
         self.metadata: ClusterMetadata = shared.metadata
         self.controller: Controller = shared.controller
-        self.groups: GroupCoordinator = shared.groups
+        self.groups: GroupCoordinatorService = shared.groups
         self.quota_store: QuotaStore = shared.quota_store
         self.quotas = QuotaManagers(shared.quota_store, self.clock, cfg)
         self.fetch_manager = FetchManager(cfg["max.incremental.fetch.session.cache.slots"])

@@ -31,7 +31,7 @@ from .clock import Clock, SystemClock, TimerHandle
 from .config import BrokerConfig, parse_listener, parse_topic_spec, parse_users
 from .controller import Controller
 from .faults import FaultInjector
-from .group.coordinator import GroupCoordinator
+from .group.service import GroupCoordinatorService
 from .journal import RequestJournal
 from .metadata import ClusterMetadata, Topic
 from .quota.entities import QuotaStore
@@ -56,7 +56,7 @@ class Cluster:
         self.actions = ActionQueue(self.loop)
         self.replication = ReplicationSimulator(self.metadata, config["mock.replication.lag.ms"], self.actions.add)
         self.controller = Controller(self.metadata, self.replication)
-        self.groups = GroupCoordinator(self.metadata, self.clock, config)
+        self.groups = GroupCoordinatorService(self.metadata, self.clock, config)
         self.controller.on_topic_deleted(self.groups.delete_topic_offsets)
         self.registry = ApiRegistry(config["mock.kafka.version"], set(build_handlers()))
         self.faults = FaultInjector()
@@ -131,6 +131,8 @@ class Cluster:
             t.cancel()
         for b in self.brokers.values():
             await b.stop()
+            b.replica_manager.shutdown()
+        self.groups.shutdown()
 
     @property
     def bootstrap_servers(self) -> str:

@@ -266,6 +266,11 @@ class ReplicaManager:
             result.size_bytes = sl.size_bytes
         return result
 
+    def shutdown(self) -> None:
+        """The process stops: nothing in the purgatories expires any more."""
+        self.produce_purgatory.shutdown()
+        self.fetch_purgatory.shutdown()
+
     def gauges(self) -> dict[str, dict[str, int]]:
         """PurgatorySize and NumDelayedOperations of this broker's purgatories."""
         return {"Produce": self.produce_purgatory.gauges(), "Fetch": self.fetch_purgatory.gauges()}

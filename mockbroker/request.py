@@ -37,7 +37,7 @@ from .channel import Authenticator
 from .clock import Clock
 from .controller import Controller
 from .fetch_session import FetchManager
-from .group.coordinator import GroupCoordinator
+from .group.service import GroupCoordinatorService
 from .metadata import ClusterMetadata
 from .quota.entities import QuotaStore
 from .quota.manager import QuotaManagers
@@ -134,7 +134,7 @@ class BrokerServices(Protocol):
     controller: Controller          # topic creation/deletion, producer ids (forwarded to the controller)
     replica_manager: ReplicaManager  # append_records, fetch_messages, this broker's purgatories
     fetch_manager: FetchManager     # this broker's KIP-227 fetch sessions
-    groups: GroupCoordinator        # the group coordinator (checks itself which broker leads a group)
+    groups: GroupCoordinatorService  # the group coordinator (checks itself which broker leads a group)
     quotas: QuotaManagers           # this broker's quota managers (Kafka's QuotaFactory)
     quota_store: QuotaStore         # the configured client quotas, cluster-wide (Describe/AlterClientQuotas)
 

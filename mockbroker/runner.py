@@ -147,7 +147,7 @@ class MockBroker:
             g = b.groups.get_group(group_id)
             if g is None:
                 return None
-            node = b.groups.coordinator_node(group_id)
+            node = b.groups.find_coordinator(group_id)
             return {"state": g.state.value, "generation_id": g.generation_id, "protocol_type": g.protocol_type,
                     "protocol_name": g.protocol_name, "leader_id": g.leader_id,
                     "coordinator": node.node_id if node is not None else -1,
@@ -163,7 +163,7 @@ class MockBroker:
 
     def committed_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
         """The group's committed offsets by (topic, partition)."""
-        return self.call(lambda b: {tp: om.offset for tp, om in b.groups.fetch_offsets(group_id, None).items()})
+        return self.call(lambda b: {tp: om.offset for tp, om in b.groups.committed_offsets(group_id).items()})
 
     def group_rebalances(self) -> int:
         """Join phases completed so far by the coordinator (every group)."""

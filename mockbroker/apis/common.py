@@ -12,6 +12,8 @@ from ..request import RequestContext
 
 ZERO_UUID = uuid.UUID(int=0)
 AUTHORIZED_OPS_NOT_REQUESTED = -(2**31)  # Integer.MIN_VALUE: authorized operations not asked for
+# What a group's authorized operations are without an authorizer: READ (3), DELETE (6), DESCRIBE (8)
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 
 
 def resolve_topic(metadata: ClusterMetadata, name: str | None, topic_id: uuid.UUID | None,

@@ -1,6 +1,7 @@
 """OffsetCommit (key 8): v2-10.
 
-Behavior (Kafka's KafkaApis.handleOffsetCommitRequest + GroupCoordinator.handleCommitOffsets):
+Behavior (Kafka's KafkaApis.handleOffsetCommitRequest + OffsetMetadataManager.commitOffset,
+see ``mockbroker/group/offsets.py``):
 * A member commits with its member id and generation: UNKNOWN_MEMBER_ID,
   ILLEGAL_GENERATION, FENCED_INSTANCE_ID when they do not match, and
   REBALANCE_IN_PROGRESS while the group waits for SyncGroup; a commit during
@@ -27,7 +28,7 @@ from typing import Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..group.metadata import OffsetAndMetadata
+from ..group.group import OffsetAndMetadata
 from protocol.codec import timedelta_ms
 
 from .common import resolve_topic
@@ -54,17 +55,14 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             meta = p.committed_metadata if p.committed_metadata is not None else ""
             if topic is None or not 0 <= p.partition_index < len(topic.partitions):
                 offsets[key] = err if topic is None else ErrorCode.unknown_topic_or_partition
-            elif len(meta.encode()) > groups.offset_metadata_max_bytes:
-                offsets[key] = ErrorCode.offset_metadata_too_large
-            else:
+            else:  # OFFSET_METADATA_TOO_LARGE is the offset manager's check
                 offsets[key] = OffsetAndMetadata(
                     p.committed_offset, getattr(p, "committed_leader_epoch", -1), meta, now,
                     now + retention_ms if retention_ms >= 0 else None)
             parts.append((p.partition_index, key))
         layout.append((name, topic_id, parts))
-    errors = groups.handle_commit_offsets(ctx.node_id, req.group_id, req.member_id,
-                                          getattr(req, "group_instance_id", None),
-                                          req.generation_id_or_member_epoch, offsets, ctx.version)
+    errors = groups.commit_offsets(ctx.node_id, req.group_id, req.member_id, getattr(req, "group_instance_id", None),
+                                   req.generation_id_or_member_epoch, offsets, ctx.version)
     return {"topics": [
         {"name": name, "topic_id": topic_id,
          "partitions": [{"partition_index": idx, "error_code": errors[key]} for idx, key in parts]}

@@ -1,6 +1,7 @@
 """OffsetFetch (key 9): v1-10.
 
-Behavior (Kafka's GroupCoordinator.handleFetchOffsets):
+Behavior (Kafka's OffsetMetadataManager.fetchOffsets / fetchAllOffsets, see
+``mockbroker/group/offsets.py``):
 * Committed offsets of the asked partitions, offset -1 and empty metadata for a
   partition without a commit; a null topic list (v2+) returns every committed
   partition of the group.  A group the coordinator does not know answers -1s.
@@ -13,7 +14,8 @@ Behavior (Kafka's GroupCoordinator.handleFetchOffsets):
 Version notes:
 * v2 top-level error, null topics = all.  v3 throttle.  v4 clients back off.
 * v5 committed leader epoch.  v6 flexible.  v7 require_stable.
-* v8 several groups (KIP-709).  v9 member id and epoch (KIP-848; not checked for
+* v8 several groups (KIP-709).  v9 member id and epoch (KIP-848: a consumer
+  group's member gets UNKNOWN_MEMBER_ID / STALE_MEMBER_EPOCH; not checked for
   classic groups).  v10 topic ids.
 """
 
@@ -23,8 +25,6 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
-
-from ..group.consumer_group import ConsumerGroup
 from ..request import RequestContext
 
 API_KEY = ApiKey.OFFSET_FETCH
@@ -38,60 +38,52 @@ def _partition(index: int, om: Any, error: ErrorCode = ErrorCode.none) -> dict:
             "metadata": om.metadata, "error_code": error}
 
 
-def _group_topics(ctx: RequestContext, group_id: str, topics: Any, by_id: bool) -> list[dict]:
+def _one(ctx: RequestContext, group_id: str, topics: Any, by_id: bool, member: tuple[str | None, int] = (None, -1)
+         ) -> tuple[ErrorCode, list[dict]]:
+    """The group's error and its topics; ``member`` (id, epoch) comes with v9+."""
     cluster = ctx.metadata
-    coordinator = ctx.broker.groups
     if topics is None:  # every committed partition
+        err, stored = ctx.broker.groups.fetch_offsets(ctx.node_id, group_id, None, *member)
         by_topic: dict[str, list] = {}
-        for (tname, idx), om in sorted(coordinator.fetch_offsets(group_id, None).items()):
+        for (tname, idx), om in sorted(stored.items()):
             by_topic.setdefault(tname, []).append(_partition(idx, om))
         out = []
         for tname, parts in by_topic.items():
             t = cluster.topics.get(tname)
             if by_id and t is None:
                 continue
-            entry = {"name": tname, "partitions": parts}
+            entry: dict[str, Any] = {"name": tname, "partitions": parts}
             if by_id:  # only the v10 groups' topics have an id
                 entry["topic_id"] = t.topic_id if t is not None else None
             out.append(entry)
-        return out
-    out = []
+        return err, out
+    asked: list[tuple[Any, str | None]] = []  # (the request's topic, its name; None: an unknown topic id)
     for t in topics:
         if by_id:
             topic = cluster.topics_by_id.get(t.topic_id) if t.topic_id else None
-            if topic is None:
-                out.append({"topic_id": t.topic_id, "partitions": [
-                    _partition(i, None, ErrorCode.unknown_topic_id) for i in t.partition_indexes]})
-                continue
-            tname = topic.name
+            asked.append((t, topic.name if topic is not None else None))
         else:
-            tname = t.name
-        stored = coordinator.fetch_offsets(group_id, [(tname, i) for i in t.partition_indexes])
+            asked.append((t, t.name))
+    partitions = [(tname, i) for t, tname in asked if tname is not None for i in t.partition_indexes]
+    err, stored = ctx.broker.groups.fetch_offsets(ctx.node_id, group_id, partitions, *member)
+    if err is not ErrorCode.none:
+        return err, []
+    out = []
+    for t, tname in asked:
+        if tname is None:
+            out.append({"topic_id": t.topic_id, "partitions": [
+                _partition(i, None, ErrorCode.unknown_topic_id) for i in t.partition_indexes]})
+            continue
         out.append({"name": tname, **({"topic_id": t.topic_id} if by_id else {}),
                     "partitions": [_partition(i, stored[(tname, i)]) for i in t.partition_indexes]})
-    return out
-
-
-def _one(ctx: RequestContext, group_id: str, topics: Any, by_id: bool, member: tuple[str | None, int] | None = None
-         ) -> tuple[ErrorCode, list[dict]]:
-    coordinator = ctx.broker.groups
-    err = coordinator.validate_group_status(group_id, ctx.node_id, allow_empty_id=True)
-    if err is not None:
-        return err, []
-    group = coordinator.get_group(group_id)
-    if member is not None and isinstance(group, ConsumerGroup):
-        # ConsumerGroup.validateOffsetFetch: a member id and epoch (v9+) must match
-        err = coordinator.consumer.validate_offset_fetch(group, member[0], member[1])
-        if err is not None:
-            return err, []
-    return ErrorCode.none, _group_topics(ctx, group_id, topics, by_id)
+    return ErrorCode.none, out
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     if ctx.version >= 8:
         groups = []
         for g in req.groups:
-            member = (g.member_id, g.member_epoch) if ctx.version >= 9 else None
+            member = (g.member_id, g.member_epoch) if ctx.version >= 9 else (None, -1)
             err, topics = _one(ctx, g.group_id, g.topics, ctx.version >= 10, member)
             groups.append({"group_id": g.group_id, "error_code": err, "topics": topics})
         return {"groups": groups}

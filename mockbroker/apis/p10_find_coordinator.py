@@ -27,8 +27,8 @@ GROUP, TRANSACTION, SHARE = 0, 1, 2
 
 
 def coordinator_for(ctx: RequestContext, key: str) -> Any:
-    """The leader of the group's ``__consumer_offsets`` partition (see group/coordinator.py)."""
-    return ctx.broker.groups.coordinator_node(key)
+    """The leader of the group's ``__consumer_offsets`` partition (see group/registry.py)."""
+    return ctx.broker.groups.find_coordinator(key)
 
 
 def _lookup(ctx: RequestContext, key: str, key_type: int) -> dict:

@@ -1,6 +1,6 @@
 """JoinGroup (key 11): v0-9.
 
-Behavior (Kafka's GroupCoordinator.handleJoinGroup, see ``mockbroker/group``):
+Behavior (Kafka's GroupMetadataManager.classicGroupJoin, see ``mockbroker/group/coordinator.py``):
 * A member without an id gets MEMBER_ID_REQUIRED and a new id from v4 (KIP-394);
   before v4 it joins at once.  The answer waits in the rebalance purgatory until
   every member rejoined or the rebalance timeout passed; the first rebalance of
@@ -53,7 +53,7 @@ def handle(ctx: RequestContext, req: Any) -> Deferred:
     deferred = Deferred()
     session = timedelta_ms(req.session_timeout)
     rebalance = timedelta_ms(req.rebalance_timeout) if v >= 1 else session
-    ctx.broker.groups.handle_join_group(
+    ctx.broker.groups.join_group(
         ctx.node_id, req.group_id, req.member_id, getattr(req, "group_instance_id", None),
         v >= 4, ctx.client_id, client_host(ctx), rebalance, session, req.protocol_type,
         [(p.name, bytes(p.metadata)) for p in req.protocols],

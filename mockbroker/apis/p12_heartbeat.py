@@ -1,6 +1,6 @@
 """Heartbeat (key 12): v0-4.
 
-Behavior (Kafka's GroupCoordinator.handleHeartbeat): a heartbeat completes the
+Behavior (Kafka's GroupMetadataManager.classicGroupHeartbeat): a heartbeat completes the
 member's DelayedHeartbeat and schedules the next one session.timeout.ms ahead.
 Answers NONE in Stable and CompletingRebalance, REBALANCE_IN_PROGRESS while the
 group prepares a rebalance (the member must rejoin), ILLEGAL_GENERATION,
@@ -23,6 +23,6 @@ API_KEY = ApiKey.HEARTBEAT
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    err = ctx.broker.groups.handle_heartbeat(
+    err = ctx.broker.groups.heartbeat(
         ctx.node_id, req.group_id, req.member_id, getattr(req, "group_instance_id", None), req.generation_id)
     return {"error_code": err}

@@ -1,6 +1,6 @@
 """LeaveGroup (key 13): v0-5.
 
-Behavior (Kafka's GroupCoordinator.handleLeaveGroup): each leaving member is
+Behavior (Kafka's GroupMetadataManager.classicGroupLeave): each leaving member is
 removed and the group rebalances (or its join phase completes sooner); a member
 given only by group.instance.id (v3+, administrative removal, KIP-345) is
 removed by that id; unknown members get UNKNOWN_MEMBER_ID, a static member
@@ -28,7 +28,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         leaving = [(m.member_id, m.group_instance_id, getattr(m, "reason", None)) for m in req.members]
     else:
         leaving = [(req.member_id, None, None)]
-    top, errors = ctx.broker.groups.handle_leave_group(ctx.node_id, req.group_id, leaving)
+    top, errors = ctx.broker.groups.leave_group(ctx.node_id, req.group_id, leaving)
     if ctx.version < 3:
         # LeaveGroupResponse for v0-2: the top-level error, else the member's
         err = top if top is not ErrorCode.none else next((e for e in errors if e is not ErrorCode.none),

@@ -1,6 +1,6 @@
 """SyncGroup (key 14): v0-5.
 
-Behavior (Kafka's GroupCoordinator.handleSyncGroup):
+Behavior (Kafka's GroupMetadataManager.classicGroupSync):
 * In CompletingRebalance a follower waits for the leader's SyncGroup; the
   leader's assignment is stored and every waiting member answered (members the
   leader left out get an empty assignment); the group becomes Stable.
@@ -40,7 +40,7 @@ def handle(ctx: RequestContext, req: Any) -> Result:
         # SyncGroupRequest.areMandatoryProtocolTypeAndNamePresent
         return _response(SyncGroupResult(ErrorCode.inconsistent_group_protocol))
     deferred = Deferred()
-    ctx.broker.groups.handle_sync_group(
+    ctx.broker.groups.sync_group(
         ctx.node_id, req.group_id, req.generation_id, req.member_id, protocol_type, protocol_name,
         getattr(req, "group_instance_id", None), {a.member_id: bytes(a.assignment) for a in req.assignments},
         lambda r: deferred.complete_with(lambda: _response(r)),

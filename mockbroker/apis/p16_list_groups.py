@@ -23,13 +23,8 @@ API_KEY = ApiKey.LIST_GROUPS
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    states = {s.lower() for s in getattr(req, "states_filter", ()) or ()}
-    types = {t.lower() for t in getattr(req, "types_filter", ()) or ()}
-    groups = []
-    for g in ctx.broker.groups.list_groups(ctx.node_id):
-        group_type = getattr(g, "group_type", "classic")
-        if (states and g.state.value.lower() not in states) or (types and group_type not in types):
-            continue
-        groups.append({"group_id": g.group_id, "protocol_type": g.protocol_type or "",
-                       "group_state": g.state.value, "group_type": group_type})
-    return {"error_code": ErrorCode.none, "groups": groups}
+    listed = ctx.broker.groups.list_groups(ctx.node_id, getattr(req, "states_filter", ()) or (),
+                                           getattr(req, "types_filter", ()) or ())
+    return {"error_code": ErrorCode.none, "groups": [
+        {"group_id": g.group_id, "protocol_type": g.protocol_type, "group_state": g.state,
+         "group_type": g.group_type.value} for g in listed]}

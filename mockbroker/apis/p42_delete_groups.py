@@ -1,6 +1,6 @@
 """DeleteGroups (key 42): v0-2.
 
-Behavior (Kafka's GroupCoordinator.handleDeleteGroups): an Empty group is
+Behavior (Kafka's GroupCoordinatorService.deleteGroups): an Empty group is
 removed with its committed offsets; a group with members gets
 NON_EMPTY_GROUP, an unknown group GROUP_ID_NOT_FOUND, a group coordinated
 elsewhere NOT_COORDINATOR.

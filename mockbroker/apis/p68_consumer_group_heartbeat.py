@@ -1,6 +1,6 @@
 """ConsumerGroupHeartbeat (key 68): v0-1 (KIP-848).
 
-Behavior: see ``mockbroker/group/consumer_group.py`` (Kafka's
+Behavior: see ``mockbroker/group/consumer_coordinator.py`` (Kafka's
 GroupMetadataManager.consumerGroupHeartbeat): joining with epoch 0, the
 server-side assignor (uniform, range), per-member reconciliation with
 revocation before assignment, epochs and FENCED_MEMBER_EPOCH, leaving with
@@ -26,5 +26,10 @@ API_KEY = ApiKey.CONSUMER_GROUP_HEARTBEAT
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    return ctx.broker.groups.consumer.heartbeat(ctx.node_id, ctx.version, req, ctx.client_id,
-                                                        client_host(ctx))
+    r = ctx.broker.groups.consumer_group_heartbeat(ctx.node_id, ctx.version, req, ctx.client_id, client_host(ctx))
+    assignment = None
+    if r.assignment is not None:
+        assignment = {"topic_partitions": [{"topic_id": tid, "partitions": sorted(ps)}
+                                           for tid, ps in sorted(r.assignment.items(), key=lambda kv: str(kv[0]))]}
+    return {"error_code": r.error, "error_message": r.error_message, "member_id": r.member_id,
+            "member_epoch": r.member_epoch, "heartbeat_interval": r.heartbeat_interval_ms, "assignment": assignment}

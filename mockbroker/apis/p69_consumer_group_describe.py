@@ -15,12 +15,35 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.registry import ApiKey
+
+from ..group.consumer_group import ConsumerGroupDescription
+from .common import AUTHORIZED_OPS_NOT_REQUESTED, GROUP_OPERATIONS
 from ..request import RequestContext
 
 API_KEY = ApiKey.CONSUMER_GROUP_DESCRIBE
 
 
+def _described(d: ConsumerGroupDescription, names: dict[Any, str], include_ops: bool) -> dict:
+    def assignment(a: dict) -> dict:
+        return {"topic_partitions": [{"topic_id": tid, "topic_name": names.get(tid, ""), "partitions": sorted(ps)}
+                                     for tid, ps in sorted(a.items(), key=lambda kv: str(kv[0]))]}
+
+    return {
+        "group_id": d.group_id, "error_code": d.error, "error_message": d.error_message, "group_state": d.state,
+        "group_epoch": d.group_epoch, "assignment_epoch": d.assignment_epoch, "assignor_name": d.assignor_name,
+        "members": [{
+            "member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
+            "member_epoch": m.member_epoch, "client_id": m.client_id, "client_host": m.client_host,
+            "subscribed_topic_names": m.subscribed_topic_names, "subscribed_topic_regex": m.subscribed_topic_regex,
+            "assignment": assignment(m.assignment), "target_assignment": assignment(m.target_assignment),
+            "member_type": 1,  # consumer protocol (KIP-1099: -1 unknown, 0 classic, 1 consumer)
+        } for m in d.members],
+        "authorized_operations": GROUP_OPERATIONS if include_ops else AUTHORIZED_OPS_NOT_REQUESTED,
+    }
+
+
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     include = bool(req.include_authorized_operations)
-    consumer = ctx.broker.groups.consumer
-    return {"groups": [consumer.describe(ctx.node_id, gid, include) for gid in req.group_ids]}
+    names = {t.topic_id: n for n, t in ctx.metadata.topics.items()}
+    return {"groups": [_described(d, names, include)
+                       for d in ctx.broker.groups.consumer_group_describe(ctx.node_id, req.group_ids)]}

@@ -1,6 +1,16 @@
-"""Consumer groups: the classic group coordinator (Kafka's GroupCoordinator / GroupMetadata)."""
+"""Consumer groups, classic and KIP-848, as Kafka 4.x's group coordinator.
 
-from .coordinator import GroupCoordinator, OffsetsTopicLeaders
-from .metadata import GroupMetadata, GroupState, MemberMetadata
+The broker touches only ``GroupCoordinatorService`` (``service.py``).  Inside:
+``registry.py`` (the groups and where each is coordinated), ``coordinator.py``
+(the classic protocol) with ``metadata.py`` (the classic group) and
+``delayed.py`` (its delayed operations), ``consumer_coordinator.py`` (KIP-848)
+with ``consumer_group.py`` (the consumer group) and ``assignors.py``,
+``offsets.py`` (committed offsets), ``group.py`` (the ``Group`` protocol both
+group types implement) and ``cluster_metadata.py`` (what the package reads of
+the cluster).
+"""
 
-__all__ = ["GroupCoordinator", "GroupMetadata", "GroupState", "MemberMetadata", "OffsetsTopicLeaders"]
+from .group import Group, GroupType
+from .service import GroupCoordinatorService
+
+__all__ = ["Group", "GroupCoordinatorService", "GroupType"]

@@ -1,56 +1,48 @@
-"""The classic group coordinator.
+"""The classic group protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup.
 
-Mirrors Kafka's ``GroupCoordinator`` (core ``kafka.coordinator.group``, the
-3.x classic-protocol coordinator; 4.x's ``GroupMetadataManager`` for classic
-groups keeps its rules and errors): JoinGroup with MEMBER_ID_REQUIRED
-(KIP-394), protocol selection and leader election; SyncGroup with the
-leader's assignment; Heartbeat; LeaveGroup (batched, KIP-345 removal by
-instance id); static membership with FENCED_INSTANCE_ID; group.max.size;
-committed offsets and their expiry (KIP-211); ListGroups, DescribeGroups,
-DeleteGroups.
+Mirrors the classic-protocol part of Kafka 4.x's ``GroupMetadataManager``
+(``classicGroupJoin``, ``classicGroupSync``, ``classicGroupHeartbeat``,
+``classicGroupLeave``; the 3.x ``GroupCoordinator`` of core
+``kafka.coordinator.group`` had the same rules and errors): JoinGroup with
+MEMBER_ID_REQUIRED (KIP-394), protocol selection and leader election;
+SyncGroup with the leader's assignment; Heartbeat; LeaveGroup (batched,
+KIP-345 removal by instance id); static membership with FENCED_INSTANCE_ID;
+group.max.size.  The deadlines are the delayed operations of ``delayed.py``
+in two purgatories, as Kafka's ``heartbeatPurgatory`` and
+``rebalancePurgatory``.
 
-Deadlines are delayed operations in two purgatories on the timing wheel, as
-Kafka's ``heartbeatPurgatory`` and ``rebalancePurgatory``:
-
-* ``DelayedHeartbeat`` (key: group, member) expires a member after
-  session.timeout.ms without a heartbeat (a pending member, after
-  MEMBER_ID_REQUIRED, also expires if it does not rejoin in time);
-* ``DelayedJoin`` / ``InitialDelayedJoin`` (key: the group's join key)
-  complete the join phase when every member rejoined, or at the rebalance
-  timeout (the first rebalance of an Empty group waits
-  group.initial.rebalance.delay.ms, extended while members keep coming);
-* ``DelayedSync`` (key: the group's sync key) removes members that did not
-  send SyncGroup within the rebalance timeout (KAFKA-13766).
-
-One coordinator object serves every simulated broker; the group's
-coordinator broker is the leader of its ``__consumer_offsets`` partition
-(``OffsetsTopicLeaders``), and a request to any other broker gets
-NOT_COORDINATOR.  When that broker stops, its groups are unloaded (waiting
-JoinGroup/SyncGroup calls get NOT_COORDINATOR) and loaded on the next
-replica from what was last stored, as Kafka's ``onGroupUnloaded`` /
-``onGroupLoaded`` do after a partition leader change.
+The groups live in the ``GroupRegistry``, with the KIP-848 ones; a request to
+a broker that does not coordinate the group gets NOT_COORDINATOR there.  When
+a group's coordinator moves (a broker stopped or started), the registry tells
+this coordinator: the group is unloaded (waiting JoinGroup/SyncGroup calls get
+NOT_COORDINATOR) and loaded on the new coordinator from what was last stored,
+as Kafka's ``onGroupUnloaded`` / ``onGroupLoaded`` do after a partition leader
+change.  Committed offsets are the ``OffsetMetadataManager``'s
+(``offsets.py``), which reschedules a member's heartbeat on a commit through
+``reschedule_member_heartbeat``.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from protocol.errors import ErrorCode
 
-from ..purgatory import DelayedOperation, DelayedOperationPurgatory, Timer
-from .consumer_group import ConsumerGroup, ConsumerGroupCoordinator
+from ..clock import Clock
+from ..purgatory import DelayedOperationPurgatory
+from .delayed import DelayedHeartbeat, DelayedJoin, DelayedSync, InitialDelayedJoin, join_key, member_key, sync_key
+from .group import Group, GroupType
 from .metadata import (
     UNKNOWN_MEMBER_ID,
     GroupMetadata,
     GroupState,
     JoinGroupResult,
     MemberMetadata,
-    OffsetAndMetadata,
     SyncGroupResult,
 )
+from .registry import GroupRegistry
 
 log = logging.getLogger("mockbroker.group")
 
@@ -60,261 +52,50 @@ JoinCallback = Callable[[JoinGroupResult], None]
 SyncCallback = Callable[[SyncGroupResult], None]
 
 
-@functools.lru_cache(maxsize=65536)  # asked on every group request (coordinator check), per group id
-def java_string_hash(s: str) -> int:
-    """Java's String.hashCode over UTF-16 code units (unsigned 32-bit)."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h
+class ClassicGroupCoordinator:
+    """The classic half of GroupMetadataManager; its groups live in the registry with the KIP-848 ones."""
 
-
-class OffsetsTopicLeaders:
-    """Who leads each ``__consumer_offsets`` partition, hence coordinates its groups.
-
-    Partition p's replicas are min(offsets.topic.replication.factor, brokers)
-    brokers starting at broker p % n (Kafka's round-robin replica placement
-    without racks); the first live replica leads.  A stopped leader's
-    partitions move to the next live replica; a partition with no live
-    replica has no leader (COORDINATOR_NOT_AVAILABLE) until one returns.
-    Leadership does not move back by itself when a broker returns (as with
-    no preferred-leader election yet).
-    """
-
-    def __init__(self, cluster: Any, num_partitions: int, replication_factor: int) -> None:
-        self.cluster = cluster
-        self.num_partitions = num_partitions
-        self.replication_factor = replication_factor
-        self.leaders: dict[int, int] = {}
-
-    def partition_for(self, group_id: str) -> int:
-        # GroupCoordinator.partitionFor: Utils.abs(groupId.hashCode) % offsets.topic.num.partitions
-        return (java_string_hash(group_id) & 0x7FFFFFFF) % self.num_partitions
-
-    def replicas(self, partition: int) -> list[int]:
-        ids = sorted(self.cluster.brokers)
-        if not ids:
-            return []
-        rf = max(1, min(self.replication_factor, len(ids)))
-        start = partition % len(ids)
-        return [ids[(start + i) % len(ids)] for i in range(rf)]
-
-    def leader(self, partition: int) -> int:
-        lead = self.leaders.get(partition)
-        if lead is None or lead < 0 or not self._alive(lead):
-            lead = next((r for r in self.replicas(partition) if self._alive(r)), -1)
-            if lead >= 0 or partition in self.leaders:
-                self.leaders[partition] = lead
-        return lead
-
-    def _alive(self, node_id: int) -> bool:
-        node = self.cluster.brokers.get(node_id)
-        return node is not None and node.alive
-
-    def coordinator(self, group_id: str) -> Any:
-        lead = self.leader(self.partition_for(group_id))
-        return self.cluster.brokers.get(lead) if lead >= 0 else None
-
-
-# -- delayed operations -----------------------------------------------------------------------
-class DelayedHeartbeat(DelayedOperation):
-    """Kafka's DelayedHeartbeat: the member's session expires unless a heartbeat completes this first."""
-
-    __slots__ = ("coordinator", "group", "member_id", "is_pending")
-
-    def __init__(self, coordinator: "GroupCoordinator", group: GroupMetadata, member_id: str, is_pending: bool,
-                 timeout_ms: int) -> None:
-        super().__init__(timeout_ms)
-        self.coordinator = coordinator
-        self.group = group
-        self.member_id = member_id
-        self.is_pending = is_pending
-
-    def try_complete(self) -> bool:
-        group = self.group
-        if group.is_state(GroupState.DEAD):
-            return self.force_complete()
-        if self.is_pending:
-            return self.force_complete() if group.has(self.member_id) else False
-        member = group.members.get(self.member_id)
-        if member is None or member.is_leaving or member.has_satisfied_heartbeat():
-            return self.force_complete()
-        return False
-
-    def on_expiration(self) -> None:
-        self.coordinator.on_expire_heartbeat(self.group, self.member_id, self.is_pending)
-
-    def on_complete(self) -> None:
-        pass
-
-
-class DelayedJoin(DelayedOperation):
-    """Kafka's DelayedJoin: the join phase ends when every member rejoined or at the rebalance timeout."""
-
-    __slots__ = ("coordinator", "group")
-
-    def __init__(self, coordinator: "GroupCoordinator", group: GroupMetadata, timeout_ms: int) -> None:
-        super().__init__(timeout_ms)
-        self.coordinator = coordinator
-        self.group = group
-
-    def try_complete(self) -> bool:
-        if self.group.has_all_members_joined():
-            return self.force_complete()
-        return False
-
-    def on_expiration(self) -> None:
-        pass
-
-    def on_complete(self) -> None:
-        self.coordinator.on_complete_join(self.group)
-
-
-class InitialDelayedJoin(DelayedJoin):
-    """Kafka's InitialDelayedJoin: group.initial.rebalance.delay.ms for an Empty group's first
-    rebalance, extended (up to the rebalance timeout) while new members keep joining."""
-
-    __slots__ = ("configured_delay", "remaining_ms")
-
-    def __init__(self, coordinator: "GroupCoordinator", group: GroupMetadata, configured_delay: int,
-                 delay_ms: int, remaining_ms: int) -> None:
-        super().__init__(coordinator, group, delay_ms)
-        self.configured_delay = configured_delay
-        self.remaining_ms = remaining_ms
-
-    def try_complete(self) -> bool:
-        return False
-
-    def on_complete(self) -> None:
-        group = self.group
-        if group.new_member_added and self.remaining_ms != 0:
-            group.new_member_added = False
-            delay = min(self.configured_delay, self.remaining_ms)
-            remaining = max(self.remaining_ms - self.delay_ms, 0)
-            self.coordinator.rebalance_purgatory.try_complete_else_watch(
-                InitialDelayedJoin(self.coordinator, group, self.configured_delay, delay, remaining),
-                [join_key(group.group_id)])
-        else:
-            super().on_complete()
-
-
-class DelayedSync(DelayedOperation):
-    """Kafka's DelayedSync (KAFKA-13766): members that do not SyncGroup within the rebalance timeout go."""
-
-    __slots__ = ("coordinator", "group", "generation_id")
-
-    def __init__(self, coordinator: "GroupCoordinator", group: GroupMetadata, generation_id: int,
-                 timeout_ms: int) -> None:
-        super().__init__(timeout_ms)
-        self.coordinator = coordinator
-        self.group = group
-        self.generation_id = generation_id
-
-    def try_complete(self) -> bool:
-        g = self.group
-        if (self.generation_id != g.generation_id
-                or g.state in (GroupState.DEAD, GroupState.EMPTY, GroupState.PREPARING_REBALANCE)
-                or not g.pending_sync_members):
-            return self.force_complete()
-        return False
-
-    def on_expiration(self) -> None:
-        self.coordinator.on_expire_pending_sync(self.group, self.generation_id)
-
-    def on_complete(self) -> None:
-        pass
-
-
-def join_key(group_id: str) -> tuple[str, str]:
-    return ("join", group_id)
-
-
-def sync_key(group_id: str) -> tuple[str, str]:
-    return ("sync", group_id)
-
-
-def member_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return ("member", group_id, member_id)
-
-
-# -- the coordinator -----------------------------------------------------------------------------
-class GroupCoordinator:
-    def __init__(self, cluster: Any, clock: Any, config: Any) -> None:
-        self.cluster = cluster
+    def __init__(self, registry: GroupRegistry, clock: Clock, heartbeat_purgatory: DelayedOperationPurgatory,
+                 rebalance_purgatory: DelayedOperationPurgatory, config: Mapping[str, Any]) -> None:
+        self.registry = registry
         self.clock = clock
+        self.heartbeat_purgatory = heartbeat_purgatory
+        self.rebalance_purgatory = rebalance_purgatory
         self.min_session_timeout_ms: int = config["group.min.session.timeout.ms"]
         self.max_session_timeout_ms: int = config["group.max.session.timeout.ms"]
         self.initial_rebalance_delay_ms: int = config["group.initial.rebalance.delay.ms"]
         self.max_group_size: int = config["group.max.size"]
-        self.offset_metadata_max_bytes: int = config["offset.metadata.max.bytes"]
-        self.offsets_retention_ms: int = config["offsets.retention.minutes"] * 60_000
-        self.leaders = OffsetsTopicLeaders(cluster, config["offsets.topic.num.partitions"],
-                                           config["offsets.topic.replication.factor"])
-        self.heartbeat_purgatory = DelayedOperationPurgatory("Heartbeat", Timer(clock))
-        self.rebalance_purgatory = DelayedOperationPurgatory("Rebalance", Timer(clock))
-        self.groups: dict[str, GroupMetadata] = {}
-        # which broker coordinates each loaded group (to unload/load on a move)
-        self._owner: dict[str, int] = {}
         self.rebalances = 0  # completed join phases (Kafka's group-completed-rebalance sensor counts syncs)
-        # injected: __consumer_offsets partitions "loading" until a monotonic deadline (ms)
-        self._loading_until: dict[int, int] = {}
-        # KIP-848 groups (ConsumerGroupHeartbeat) share ``groups``, the offsets and the purgatories
-        self.consumer = ConsumerGroupCoordinator(self, config)
-
-    # -- placement -------------------------------------------------------------------------
-    def coordinator_node(self, group_id: str) -> Any:
-        return self.leaders.coordinator(group_id)
-
-    def validate_group_status(self, group_id: str | None, node_id: int, allow_empty_id: bool = False) -> ErrorCode | None:
-        """GroupCoordinator.validateGroupStatus: INVALID_GROUP_ID, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR."""
-        if group_id is None or (not group_id and not allow_empty_id):
-            return ErrorCode.invalid_group_id
-        node = self.coordinator_node(group_id)
-        if node is None:
-            return ErrorCode.coordinator_not_available
-        if self._loading_until and self.is_loading(group_id):
-            return ErrorCode.coordinator_load_in_progress
-        if node.node_id != node_id:
-            return ErrorCode.not_coordinator
-        return None
-
-    def inject_loading(self, group_id: str, duration_ms: int) -> None:
-        """Make the group's __consumer_offsets partition load for ``duration_ms`` (a fault: Kafka
-        answers COORDINATOR_LOAD_IN_PROGRESS only while a new coordinator reads the partition)."""
-        part = self.leaders.partition_for(group_id)
-        self._loading_until[part] = self.clock.monotonic_ms() + duration_ms
-
-    def is_loading(self, group_id: str) -> bool:
-        part = self.leaders.partition_for(group_id)
-        until = self._loading_until.get(part)
-        if until is None:
-            return False
-        if self.clock.monotonic_ms() >= until:
-            del self._loading_until[part]
-            return False
-        return True
+        registry.add_listener(self.on_coordinator_moved)
 
     def _now(self) -> int:
         return self.clock.time_ms()
 
-    def get_group(self, group_id: str) -> GroupMetadata | None:
-        return self.groups.get(group_id)
+    def _group(self, group_id: str) -> GroupMetadata | None:
+        """The classic group of that id (None: no group, or a KIP-848 one)."""
+        group = self.registry.get(group_id)
+        if group is None or group.group_type is not GroupType.CLASSIC:
+            return None
+        return cast(GroupMetadata, group)
 
-    def _get_or_create(self, group_id: str) -> GroupMetadata:
-        g = self.groups.get(group_id)
-        if g is None:
-            g = self.groups[group_id] = GroupMetadata(group_id, self._now())
-            node = self.coordinator_node(group_id)
-            self._owner[group_id] = node.node_id if node is not None else -1
-        return g
+    def get_or_create(self, group_id: str) -> GroupMetadata:
+        """GroupMetadataManager.getOrMaybeCreateClassicGroup: the classic group of that id, created
+        Empty when there is no group of that id."""
+        existing = self.registry.get(group_id)
+        if existing is not None:
+            if existing.group_type is not GroupType.CLASSIC:
+                raise ValueError(f"group {group_id} is a {existing.group_type} group, not a classic one")
+            return cast(GroupMetadata, existing)
+        group = GroupMetadata(group_id, self._now())
+        self.registry.put(group)
+        return group
 
     # -- JoinGroup ----------------------------------------------------------------------------
-    def handle_join_group(self, node_id: int, group_id: str, member_id: str, group_instance_id: str | None,
+    def join_group(self, node_id: int, group_id: str, member_id: str, group_instance_id: str | None,
                           require_known_member_id: bool, client_id: str, client_host: str,
                           rebalance_timeout_ms: int, session_timeout_ms: int, protocol_type: str,
                           protocols: list[tuple[str, bytes]], callback: JoinCallback, reason: str | None) -> None:
-        err = self.validate_group_status(group_id, node_id)
+        err = self.registry.validate_group_status(group_id, node_id)
         if err is not None:
             callback(JoinGroupResult(member_id, err))
             return
@@ -322,21 +103,21 @@ class GroupCoordinator:
             callback(JoinGroupResult(member_id, ErrorCode.invalid_session_timeout))
             return
         is_unknown = member_id == UNKNOWN_MEMBER_ID
-        group = self.groups.get(group_id)
-        if isinstance(group, ConsumerGroup):
-            if group.members:  # a KIP-848 group with members: online migration is not simulated
+        existing: Group | None = self.registry.get(group_id)
+        if existing is not None and existing.group_type is GroupType.CONSUMER:
+            if existing.has_members():  # a KIP-848 group with members: online migration is not simulated
                 callback(JoinGroupResult(member_id, ErrorCode.inconsistent_group_protocol))
                 return
-            old = group  # an empty consumer group becomes a classic one, keeping its offsets
-            group = GroupMetadata(group_id, self._now())
-            group.offsets = old.offsets
-            self.groups[group_id] = group
+            converted = GroupMetadata(group_id, self._now())  # an empty consumer group becomes a classic
+            converted.offsets = existing.offsets              # one, keeping its offsets
+            self.registry.put(converted)
+        group = self._group(group_id)
         if group is None:
             if not is_unknown:
                 # a known member id for a group the coordinator does not have
                 callback(JoinGroupResult(member_id, ErrorCode.unknown_member_id))
                 return
-            group = self._get_or_create(group_id)
+            group = self.get_or_create(group_id)
         if not self._accept_joining_member(group, member_id):
             group.remove(member_id)
             self._remove_heartbeat_for_leaving_member(group, member_id)
@@ -416,7 +197,7 @@ class GroupCoordinator:
                                            client_id, client_host, protocol_type, protocols, group, callback,
                                            reason)
             return
-        err = self._validate_current_member(group, member_id, group_instance_id, "join-group")
+        err = group.validate_member(member_id, group_instance_id, "join-group")
         if err is not None:
             callback(JoinGroupResult(member_id, err))
             return
@@ -460,19 +241,6 @@ class GroupCoordinator:
             group.current_member_metadata() if include_members else [],
         )
 
-    def _validate_current_member(self, group: GroupMetadata, member_id: str, group_instance_id: str | None,
-                                 operation: str) -> ErrorCode | None:
-        """GroupCoordinator.validateCurrentMember: FENCED_INSTANCE_ID or UNKNOWN_MEMBER_ID."""
-        if group_instance_id is not None:
-            current = group.current_static_member_id(group_instance_id)
-            if current is None:
-                return ErrorCode.unknown_member_id
-            if current != member_id:
-                log.info("Request memberId=%s for static member with groupInstanceId=%s is fenced by current "
-                         "memberId=%s during operation %s", member_id, group_instance_id, current, operation)
-                return ErrorCode.fenced_instance_id
-            return None
-        return None if group.has(member_id) else ErrorCode.unknown_member_id
 
     def _add_member_and_rebalance(self, rebalance_timeout_ms: int, session_timeout_ms: int, member_id: str,
                                   group_instance_id: str | None, client_id: str, client_host: str,
@@ -575,10 +343,10 @@ class GroupCoordinator:
             DelayedSync(self, group, group.generation_id, group.rebalance_timeout_ms()), [sync_key(group.group_id)])
 
     # -- SyncGroup --------------------------------------------------------------------------------
-    def handle_sync_group(self, node_id: int, group_id: str, generation_id: int, member_id: str,
+    def sync_group(self, node_id: int, group_id: str, generation_id: int, member_id: str,
                           protocol_type: str | None, protocol_name: str | None, group_instance_id: str | None,
                           assignments: dict[str, bytes], callback: SyncCallback) -> None:
-        err = self.validate_group_status(group_id, node_id)
+        err = self.registry.validate_group_status(group_id, node_id)
         if err is ErrorCode.coordinator_load_in_progress:
             # the state of the rebalance is lost while loading: rejoin without rediscovering the
             # coordinator (older clients do not expect COORDINATOR_LOAD_IN_PROGRESS here)
@@ -586,14 +354,14 @@ class GroupCoordinator:
         if err is not None:
             callback(SyncGroupResult(err))
             return
-        group = self.groups.get(group_id)
-        if group is None or isinstance(group, ConsumerGroup):
+        group = self._group(group_id)
+        if group is None:
             callback(SyncGroupResult(ErrorCode.unknown_member_id))
             return
         if group.is_state(GroupState.DEAD):
             callback(SyncGroupResult(ErrorCode.coordinator_not_available))
             return
-        err = self._validate_current_member(group, member_id, group_instance_id, "sync-group")
+        err = group.validate_member(member_id, group_instance_id, "sync-group")
         if err is not None:
             callback(SyncGroupResult(err))
             return
@@ -667,19 +435,19 @@ class GroupCoordinator:
             self._prepare_rebalance(group, f"Removing {pending} on pending sync request expiration")
 
     # -- Heartbeat --------------------------------------------------------------------------------
-    def handle_heartbeat(self, node_id: int, group_id: str, member_id: str, group_instance_id: str | None,
+    def heartbeat(self, node_id: int, group_id: str, member_id: str, group_instance_id: str | None,
                          generation_id: int) -> ErrorCode:
-        err = self.validate_group_status(group_id, node_id)
+        err = self.registry.validate_group_status(group_id, node_id)
         if err is ErrorCode.coordinator_load_in_progress:
             return ErrorCode.none  # the group is still loading: answered blindly, as Kafka does
         if err is not None:
             return err
-        group = self.groups.get(group_id)
-        if group is None or isinstance(group, ConsumerGroup):
+        group = self._group(group_id)
+        if group is None:
             return ErrorCode.unknown_member_id
         if group.is_state(GroupState.DEAD):
             return ErrorCode.coordinator_not_available
-        err = self._validate_current_member(group, member_id, group_instance_id, "heartbeat")
+        err = group.validate_member(member_id, group_instance_id, "heartbeat")
         if err is not None:
             return err
         if generation_id != group.generation_id:
@@ -689,6 +457,11 @@ class GroupCoordinator:
             return ErrorCode.unknown_member_id
         self._complete_and_schedule_next_heartbeat_expiration(group, group.get(member_id))
         return ErrorCode.rebalance_in_progress if st is GroupState.PREPARING_REBALANCE else ErrorCode.none
+
+    def reschedule_member_heartbeat(self, group: GroupMetadata, member_id: str) -> None:
+        """GroupMetadataManager.rescheduleClassicGroupMemberHeartbeat: an offset commit of a member
+        of a Stable or PreparingRebalance group also counts as its heartbeat."""
+        self._complete_and_schedule_next_heartbeat_expiration(group, group.get(member_id))
 
     def _complete_and_schedule_next_heartbeat_expiration(self, group: GroupMetadata, member: MemberMetadata) -> None:
         self._complete_and_schedule_next_expiration(group, member, member.session_timeout_ms)
@@ -739,14 +512,14 @@ class GroupCoordinator:
             self.rebalance_purgatory.check_and_complete(join_key(group.group_id))
 
     # -- LeaveGroup ---------------------------------------------------------------------------------
-    def handle_leave_group(self, node_id: int, group_id: str,
-                           leaving: list[tuple[str, str | None, str | None]]) -> tuple[ErrorCode, list[ErrorCode]]:
+    def leave_group(self, node_id: int, group_id: str,
+                    leaving: list[tuple[str, str | None, str | None]]) -> tuple[ErrorCode, list[ErrorCode]]:
         """(top-level error, one error per leaving (member id, instance id, reason))."""
-        err = self.validate_group_status(group_id, node_id)
+        err = self.registry.validate_group_status(group_id, node_id)
         if err is not None:
             return err, []
-        group = self.groups.get(group_id)
-        if group is None or isinstance(group, ConsumerGroup):
+        group = self._group(group_id)
+        if group is None:
             return ErrorCode.none, [ErrorCode.unknown_member_id for _ in leaving]
         if group.is_state(GroupState.DEAD):
             return ErrorCode.coordinator_not_available, []
@@ -766,7 +539,7 @@ class GroupCoordinator:
                 self._remove_heartbeat_for_leaving_member(group, member_id)
                 out.append(ErrorCode.none)
             else:
-                e = self._validate_current_member(group, member_id, instance_id, "leave-group")
+                e = group.validate_member(member_id, instance_id, "leave-group")
                 if e is None:
                     self._remove_current_member(group, member_id, why)
                     e = ErrorCode.none
@@ -781,117 +554,6 @@ class GroupCoordinator:
         self._remove_heartbeat_for_leaving_member(group, member_id)
         log.info("Member %s has left group %s through explicit LeaveGroup; client reason: %s",
                  member_id, group.group_id, reason)
-
-    # -- offsets ------------------------------------------------------------------------------------
-    def handle_commit_offsets(self, node_id: int, group_id: str, member_id: str, group_instance_id: str | None,
-                              generation_id: int, offsets: dict[tuple[str, int], OffsetAndMetadata | ErrorCode],
-                              version: int = 9) -> dict[tuple[str, int], ErrorCode]:
-        """Per partition: the error; entries given as an ErrorCode are answered with it (unknown topic,
-        metadata too large) and not stored."""
-        err = self.validate_group_status(group_id, node_id, allow_empty_id=True)
-        if err is not None:
-            return {tp: err for tp in offsets}
-        group = self.groups.get(group_id)
-        if group is None:
-            if generation_id >= 0:
-                # from an older generation of a group that is gone: reject
-                return {tp: ErrorCode.illegal_generation for tp in offsets}
-            group = self._get_or_create(group_id)  # a group that uses Kafka only to store offsets
-        if isinstance(group, ConsumerGroup):
-            err = self.consumer.validate_offset_commit(group, member_id, generation_id, version)
-            if err is not None:
-                return {tp: err for tp in offsets}
-            return self._store_offsets(group, offsets)
-        err = self._validate_offset_commit(group, generation_id, member_id, group_instance_id)
-        if err is None:
-            st = group.state
-            if st is GroupState.COMPLETING_REBALANCE:
-                err = ErrorCode.rebalance_in_progress
-            elif st in (GroupState.STABLE, GroupState.PREPARING_REBALANCE):
-                # a commit also counts as a heartbeat
-                self._complete_and_schedule_next_heartbeat_expiration(group, group.get(member_id))
-        if err is not None:
-            return {tp: err for tp in offsets}
-        return self._store_offsets(group, offsets)
-
-    @staticmethod
-    def _store_offsets(group: Any, offsets: dict[tuple[str, int], Any]) -> dict[tuple[str, int], ErrorCode]:
-        out = {}
-        for tp, om in offsets.items():
-            if isinstance(om, ErrorCode):
-                out[tp] = om
-            else:
-                group.offsets[tp] = om
-                out[tp] = ErrorCode.none
-        return out
-
-    def _validate_offset_commit(self, group: GroupMetadata, generation_id: int, member_id: str,
-                                group_instance_id: str | None) -> ErrorCode | None:
-        if group.is_state(GroupState.DEAD):
-            return ErrorCode.coordinator_not_available
-        if generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID or group_instance_id is not None:
-            err = self._validate_current_member(group, member_id, group_instance_id, "offset-commit")
-            if err is not None:
-                return err
-            return ErrorCode.illegal_generation if generation_id != group.generation_id else None
-        if not group.is_state(GroupState.EMPTY):
-            return ErrorCode.unknown_member_id  # only members commit to a non-empty group
-        return None
-
-    def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
-                      ) -> dict[tuple[str, int], OffsetAndMetadata | None]:
-        """Committed offsets of the asked partitions (None: all committed ones)."""
-        group = self.groups.get(group_id)
-        stored = group.offsets if group is not None else {}
-        if partitions is None:
-            return dict(stored)
-        return {tp: stored.get(tp) for tp in partitions}
-
-    def delete_topic_offsets(self, topic: str) -> None:
-        """GroupMetadataManager.cleanupGroupMetadata for a deleted topic's partitions."""
-        for g in self.groups.values():
-            for tp in [tp for tp in g.offsets if tp[0] == topic]:
-                del g.offsets[tp]
-
-    def expire_offsets(self) -> int:
-        """offsets.retention.check.interval.ms: drop expired offsets, then Empty groups without offsets."""
-        now = self._now()
-        removed = 0
-        for gid, g in list(self.groups.items()):
-            removed += len(g.remove_expired_offsets(now, self.offsets_retention_ms))
-            if g.is_state(GroupState.EMPTY) and not g.offsets:
-                g.transition_to(GroupState.DEAD, now)
-                del self.groups[gid]
-                self._owner.pop(gid, None)
-                log.info("Group %s transitioned to Dead", gid)
-        return removed
-
-    # -- ListGroups / DescribeGroups / DeleteGroups --------------------------------------------------------
-    def list_groups(self, node_id: int) -> list[GroupMetadata]:
-        return [g for gid, g in self.groups.items() if self._coordinator_id(gid) == node_id]
-
-    def _coordinator_id(self, group_id: str) -> int:
-        node = self.coordinator_node(group_id)
-        return node.node_id if node is not None else -1
-
-    def delete_groups(self, node_id: int, group_ids: list[str]) -> dict[str, ErrorCode]:
-        out = {}
-        for gid in group_ids:
-            err = self.validate_group_status(gid, node_id, allow_empty_id=True)
-            if err is not None:
-                out[gid] = err
-                continue
-            g = self.groups.get(gid)
-            if g is None:
-                out[gid] = ErrorCode.group_id_not_found
-            elif not g.is_state(GroupState.EMPTY) and not g.is_state(GroupState.DEAD):
-                out[gid] = ErrorCode.non_empty_group
-            else:
-                g.transition_to(GroupState.DEAD, self._now())
-                del self.groups[gid]
-                self._owner.pop(gid, None)
-                out[gid] = ErrorCode.none
-        return out
 
     # -- storing and moving ---------------------------------------------------------------------------
     def _store_group(self, group: GroupMetadata) -> None:
@@ -908,24 +570,18 @@ class GroupCoordinator:
             ],
         }
 
-    def on_brokers_changed(self) -> None:
-        """A broker stopped or started: groups whose coordinator changed are unloaded and reloaded."""
-        for gid in list(self.groups):
-            new = self._coordinator_id(gid)
-            if self._owner.get(gid) == new:
-                continue
-            old_group = self.groups[gid]
-            if isinstance(old_group, ConsumerGroup):
-                # its records are all in __consumer_offsets: members carry on with the new coordinator
-                self._owner[gid] = new
-                continue
-            self._unload(old_group)
-            if new < 0:
-                self._owner[gid] = -1  # reloaded when a replica comes back
-                continue
-            self.groups[gid] = self._load(old_group)
-            self._owner[gid] = new
-            log.info("Group %s moved to coordinator %s", gid, new)
+    def on_coordinator_moved(self, group: Group, old_node_id: int, new_node_id: int) -> None:
+        """The registry's listener: a classic group whose coordinator changed is unloaded and loaded
+        again on the new one (with no live replica, when one comes back).  A consumer group's records
+        are all in __consumer_offsets: its members carry on with the new coordinator."""
+        if group.group_type is not GroupType.CLASSIC:
+            return
+        old_group = cast(GroupMetadata, group)
+        self._unload(old_group)
+        if new_node_id < 0:
+            return
+        self.registry.put(self._load(old_group))
+        log.info("Group %s moved to coordinator %s", group.group_id, new_node_id)
 
     def _unload(self, group: GroupMetadata) -> None:
         """GroupCoordinator.onGroupUnloaded."""
@@ -954,8 +610,6 @@ class GroupCoordinator:
             if stored is not None:
                 g.generation_id = stored["generation_id"]
                 g.protocol_type = stored["protocol_type"]
-            elif old.offsets:
-                g.protocol_type = None
             g.stored = stored
             return g
         g.generation_id = stored["generation_id"]
@@ -973,5 +627,3 @@ class GroupCoordinator:
             self._complete_and_schedule_next_heartbeat_expiration(g, m)
         return g
 
-    def gauges(self) -> dict[str, dict[str, int]]:
-        return {"Heartbeat": self.heartbeat_purgatory.gauges(), "Rebalance": self.rebalance_purgatory.gauges()}

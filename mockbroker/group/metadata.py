@@ -1,24 +1,32 @@
 """Group and member state of the classic group protocol.
 
 Mirrors Kafka's ``GroupMetadata`` and ``MemberMetadata`` (core
-``kafka.coordinator.group``, 3.x; the 4.x ``ClassicGroup`` and
-``ClassicGroupMember`` in the group-coordinator module keep the same rules):
-the five states and their legal transitions, the members with their
-protocols, awaiting-join / awaiting-sync callbacks, static members
-(KIP-345), pending members (KIP-394, MEMBER_ID_REQUIRED) and pending-sync
-members, protocol selection by vote, and the committed offsets.
+``kafka.coordinator.group``, 3.x), which 4.x's group coordinator calls
+``ClassicGroup`` and ``ClassicGroupMember`` with the same rules: the five
+states and their legal transitions, the members with their protocols,
+awaiting-join / awaiting-sync callbacks, static members (KIP-345), pending
+members (KIP-394, MEMBER_ID_REQUIRED) and pending-sync members, protocol
+selection by vote, and the committed offsets.  ``GroupMetadata`` implements
+``Group`` (``group.py``): ClassicGroup.validateOffsetCommit and
+validateMember live here; ``ClassicGroup`` is another name for it.
 """
 
 from __future__ import annotations
 
 import enum
+import logging
 import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from protocol.codec import decode_consumer_subscription
 from protocol.errors import ErrorCode
+
+from .group import DescribedGroup, DescribedMember, GroupType, ListedGroup, OffsetAndMetadata
+
+log = logging.getLogger("mockbroker.group")
 
 
 class GroupState(enum.Enum):
@@ -38,9 +46,6 @@ _VALID_PREVIOUS = {
     GroupState.PREPARING_REBALANCE: {GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY},
     GroupState.EMPTY: {GroupState.PREPARING_REBALANCE},
 }
-
-# What a group's authorized operations are without an authorizer: READ (3), DELETE (6), DESCRIBE (8)
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 
 UNKNOWN_MEMBER_ID = ""
 NO_GENERATION = -1
@@ -65,17 +70,6 @@ class SyncGroupResult:
     protocol_type: str | None = None
     protocol_name: str | None = None
     assignment: bytes = b""
-
-
-@dataclass(slots=True)
-class OffsetAndMetadata:
-    """A committed offset (Kafka's ``OffsetAndMetadata`` with its commit record's timestamps)."""
-
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp: int
-    expire_timestamp: int | None = None  # OffsetCommit v2-4 retention_time (old per-offset expiry)
 
 
 class MemberMetadata:
@@ -143,6 +137,10 @@ class MemberMetadata:
 
 
 class GroupMetadata:
+    """A classic group (Kafka's ClassicGroup); a ``Group``."""
+
+    group_type = GroupType.CLASSIC
+
     def __init__(self, group_id: str, now_ms: int) -> None:
         self.group_id = group_id
         self.state = GroupState.EMPTY
@@ -180,6 +178,77 @@ class GroupMetadata:
                                f"before moving to {state.value}, but it is in {self.state.value}")
         self.state = state
         self.state_timestamp_ms = now_ms
+
+    # -- Group ---------------------------------------------------------------------------------
+    def state_as_string(self) -> str:
+        return self.state.value
+
+    def is_empty(self) -> bool:
+        return self.state is GroupState.EMPTY
+
+    def has_members(self) -> bool:
+        return bool(self.members or self.pending_members)
+
+    def transition_to_dead(self, now_ms: int) -> None:
+        self.transition_to(GroupState.DEAD, now_ms)
+
+    def validate_member(self, member_id: str, group_instance_id: str | None, operation: str) -> ErrorCode | None:
+        """ClassicGroup.validateMember: FENCED_INSTANCE_ID or UNKNOWN_MEMBER_ID, else None."""
+        if group_instance_id is not None:
+            current = self.current_static_member_id(group_instance_id)
+            if current is None:
+                return ErrorCode.unknown_member_id
+            if current != member_id:
+                log.info("Request memberId=%s for static member with groupInstanceId=%s is fenced by current "
+                         "memberId=%s during operation %s", member_id, group_instance_id, current, operation)
+                return ErrorCode.fenced_instance_id
+            return None
+        return None if self.has(member_id) else ErrorCode.unknown_member_id
+
+    def validate_offset_commit(self, member_id: str, group_instance_id: str | None,
+                               generation_id_or_member_epoch: int, api_version: int) -> ErrorCode | None:
+        """ClassicGroup.validateOffsetCommit: a member commits with its id and generation, and not
+        while the group waits for SyncGroup; anyone else (generation -1, no member id: a consumer
+        using assign()) only to a group without members."""
+        generation_id = generation_id_or_member_epoch
+        if self.is_state(GroupState.DEAD):
+            return ErrorCode.coordinator_not_available
+        if generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID or group_instance_id is not None:
+            err = self.validate_member(member_id, group_instance_id, "offset-commit")
+            if err is not None:
+                return err
+            if generation_id != self.generation_id:
+                return ErrorCode.illegal_generation
+            if self.is_state(GroupState.COMPLETING_REBALANCE):
+                return ErrorCode.rebalance_in_progress  # the member has no assignment yet
+            return None
+        if not self.is_state(GroupState.EMPTY):
+            return ErrorCode.unknown_member_id  # only members commit to a non-empty group
+        return None
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode | None:
+        """Classic groups do not check OffsetFetch v9's member id and epoch (a Dead group is never
+        asked: its coordinator answers COORDINATOR_NOT_AVAILABLE until the group is loaded again)."""
+        return None
+
+    def validate_delete_group(self) -> ErrorCode | None:
+        if self.state in (GroupState.EMPTY, GroupState.DEAD):
+            return None
+        return ErrorCode.non_empty_group
+
+    def as_listed_group(self) -> ListedGroup:
+        return ListedGroup(self.group_id, self.protocol_type or "", self.state.value, GroupType.CLASSIC)
+
+    def as_described_group(self) -> DescribedGroup:
+        """GroupMetadata.summary: protocol, member metadata and assignments only when Stable."""
+        stable = self.is_state(GroupState.STABLE)
+        return DescribedGroup(
+            self.group_id, state=self.state.value, protocol_type=self.protocol_type or "",
+            protocol_data=(self.protocol_name or "") if stable else "",
+            members=[DescribedMember(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                     m.metadata(self.protocol_name) if stable and self.protocol_name else b"",
+                                     m.assignment if stable else b"")
+                     for m in self.members.values()])
 
     # -- members -------------------------------------------------------------------------
     def has(self, member_id: str) -> bool:
@@ -345,8 +414,6 @@ class GroupMetadata:
         """Topics the members subscribe to, for offset expiry; None when not known (not 'consumer')."""
         if self.protocol_type != CONSUMER_PROTOCOL_TYPE or self.protocol_name is None:
             return None if self.members else set()
-        from protocol.codec import decode_consumer_subscription
-
         topics: set[str] = set()
         for m in self.members.values():
             subscribed = decode_consumer_subscription(m.metadata(self.protocol_name))
@@ -384,3 +451,6 @@ class GroupMetadata:
         for tp in gone:
             del self.offsets[tp]
         return gone
+
+
+ClassicGroup = GroupMetadata  # Kafka 4.x's name for it

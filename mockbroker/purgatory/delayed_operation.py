@@ -226,6 +226,10 @@ class DelayedOperationPurgatory:
         """Number of purges run so far (for tests and benchmarks)."""
         return self._purges
 
+    def shutdown(self) -> None:
+        """Disarm the timer: nothing expires any more (DelayedOperationPurgatory.shutdown)."""
+        self.timer.close()
+
     def _maybe_purge(self) -> None:
         if self._estimated - self._delayed.value > self.purge_interval:
             self._purge()

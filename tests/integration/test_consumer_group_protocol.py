@@ -23,6 +23,7 @@ confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka import Consumer, Producer  # noqa: E402
 
 from mockbroker import MockBroker  # noqa: E402
+from mockbroker.group.consumer_group import ConsumerGroupDescription  # noqa: E402
 
 SESSION_MS, INTERVAL_MS = 3000, 300
 N_RECORDS = 600
@@ -45,8 +46,8 @@ def assignments(cs: list[Consumer]) -> list[list[int]]:
     return [sorted(tp.partition for tp in c.assignment()) for c in cs]
 
 
-def describe(b: MockBroker, group: str) -> dict:
-    return b.call(lambda br: br.groups.consumer.describe(br.groups.coordinator_node(group).node_id, group, False))
+def describe(b: MockBroker, group: str) -> ConsumerGroupDescription:
+    return b.call(lambda br: br.groups.consumer_group_describe(br.groups.find_coordinator(group).node_id, [group])[0])
 
 
 def test_three_members_split_six_partitions_then_take_over(broker):
@@ -56,7 +57,7 @@ def test_three_members_split_six_partitions_then_take_over(broker):
         c.subscribe(["kip848"])
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and not (all(len(x) == 2 for x in assignments(cs))
-                                               and describe(broker, "g848")["group_state"] == "Stable"):
+                                               and describe(broker, "g848").state == "Stable"):
         for c in cs:
             c.poll(0.02)
     a = assignments(cs)
@@ -75,11 +76,11 @@ def test_three_members_split_six_partitions_then_take_over(broker):
     assert sorted(seen) == list(range(N_RECORDS))  # every record exactly once: each partition had one owner
     assert assignments(cs) == a  # no rebalance meanwhile
     d = describe(broker, "g848")
-    assert d["group_state"] == "Stable" and len(d["members"]) == 3
-    assert {m["member_epoch"] for m in d["members"]} == {d["assignment_epoch"]}
+    assert d.state == "Stable" and len(d.members) == 3
+    assert {m.member_epoch for m in d.members} == {d.assignment_epoch}
     for c in cs:
         c.commit(asynchronous=False)
-    epoch = d["group_epoch"]
+    epoch = d.group_epoch
     cs[0].close()  # leaves with epoch -1
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
@@ -90,7 +91,7 @@ def test_three_members_split_six_partitions_then_take_over(broker):
             break
     assert sorted(p for x in a for p in x) == list(range(6)) and all(len(x) == 3 for x in a), a
     d = describe(broker, "g848")
-    assert len(d["members"]) == 2 and d["group_epoch"] == epoch + 1
+    assert len(d.members) == 2 and d.group_epoch == epoch + 1
     committed = broker.committed_offsets("g848")
     assert committed == {("kip848", q): N_RECORDS // 6 for q in range(6)}
     for c in cs[1:]:
@@ -141,7 +142,7 @@ def test_killed_member_is_fenced_after_the_session_timeout(broker):
         gone = None
         while time.monotonic() - killed < SESSION_MS / 1000 + 5:
             survivor.poll(0.02)
-            if len(describe(broker, "g848k")["members"]) == 1:
+            if len(describe(broker, "g848k").members) == 1:
                 gone = time.monotonic() - killed
                 break
         assert gone is not None, "the killed member was never fenced"

@@ -59,5 +59,6 @@ def test_java_consumers_share_partitions_and_take_over(java_classpath, broker, p
         g = broker.group(group)
         assert (g["protocol_type"], g["state"], g["members"]) == ("consumer", "Empty", []), g  # all left with LeaveGroup
     else:
-        d = broker.call(lambda b: b.groups.consumer.describe(b.groups.coordinator_node(group).node_id, group, False))
-        assert d["members"] == [] and d["group_state"] == "Empty", d
+        d = broker.call(lambda b: b.groups.consumer_group_describe(b.groups.find_coordinator(group).node_id,
+                                                                   [group])[0])
+        assert d.members == [] and d.state == "Empty", d

@@ -14,6 +14,7 @@ import uuid
 import pytest
 
 from mockbroker import ManualClock, MockBroker
+from mockbroker.group.consumer_group import ConsumerGroupDescription
 from protocol.client import RawKafkaClient
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
@@ -64,8 +65,8 @@ def b():
         yield broker
 
 
-def describe(b: MockBroker, group: str) -> dict:
-    return b.call(lambda br: br.groups.consumer.describe(0, group, False))
+def describe(b: MockBroker, group: str) -> ConsumerGroupDescription:
+    return b.call(lambda br: br.groups.consumer_group_describe(0, [group])[0])
 
 
 class TestJoinAndReconcile:
@@ -78,7 +79,7 @@ class TestJoinAndReconcile:
         r = m2.hb()
         # group epoch 2; m2's target partitions are still owned by a: UNRELEASED, nothing yet
         assert (r.member_epoch, m2.partitions()) == (2, [])
-        assert describe(b, "r1")["group_state"] == "Reconciling"
+        assert describe(b, "r1").state == "Reconciling"
         r = a.hb()  # a must revoke two partitions first: it keeps epoch 1
         assert (r.member_epoch, len(a.partitions())) == (1, 2)
         kept = a.partitions()
@@ -86,7 +87,7 @@ class TestJoinAndReconcile:
         assert a.hb().member_epoch == 2 and a.partitions() == kept
         r = m2.hb()
         assert r.member_epoch == 2 and sorted(kept + m2.partitions()) == [0, 1, 2, 3]
-        assert describe(b, "r1")["group_state"] == "Stable"
+        assert describe(b, "r1").state == "Stable"
 
     def test_owner_still_reporting_revoked_partitions_keeps_its_epoch(self, b):
         a = Member(b, "r2")
@@ -108,7 +109,7 @@ class TestJoinAndReconcile:
         ids = sorted([a.member_id, m2.member_id])
         first = a if a.member_id == ids[0] else m2
         assert first.partitions() == [0, 1]  # contiguous ranges in member order
-        assert describe(b, "r3")["assignor_name"] == "range"
+        assert describe(b, "r3").assignor_name == "range"
 
 
 class TestFencing:
@@ -129,9 +130,9 @@ class TestFencing:
         assert len(a.partitions()) == len(m2.partitions()) == 2
         b.advance(SESSION - 1)
         a.hb()
-        assert len(describe(b, "f2")["members"]) == 2
+        assert len(describe(b, "f2").members) == 2
         b.advance(1)  # m2 silent for the session timeout
-        assert [m["member_id"] for m in describe(b, "f2")["members"]] == [a.member_id]
+        assert [m.member_id for m in describe(b, "f2").members] == [a.member_id]
         r = a.hb()
         assert r.member_epoch == 3 and a.partitions() == [0, 1, 2, 3]  # epochs: a joins 1, m2 joins 2, m2 fenced 3
         assert m2.hb().error_code == E.unknown_member_id
@@ -148,9 +149,9 @@ class TestFencing:
             a.hb(owned=everything)
             m2.hb()
         b.advance(REBALANCE_TIMEOUT - 4_000 - 1)
-        assert len(describe(b, "f3")["members"]) == 2
+        assert len(describe(b, "f3").members) == 2
         b.advance(1)
-        assert [m["member_id"] for m in describe(b, "f3")["members"]] == [m2.member_id]
+        assert [m.member_id for m in describe(b, "f3").members] == [m2.member_id]
         assert m2.hb().member_epoch == 3 and m2.partitions() == [0, 1, 2, 3]
 
     def test_leave_and_static_rejoin_without_rebalance(self, b):
@@ -161,17 +162,17 @@ class TestFencing:
         s.hb()
         s.hb()
         o.hb()
-        kept, epoch = s.partitions(), describe(b, "f4")["group_epoch"]
+        kept, epoch = s.partitions(), describe(b, "f4").group_epoch
         r = s.hb(epoch=-2)  # a static member leaves for a while: its partitions stay reserved
         assert (r.error_code, r.member_epoch) == (E.none, -2)
         s2 = Member(b, "f4", instance_id="host-1")
         r = s2.hb()
-        assert r.error_code == E.none and s2.partitions() == kept and describe(b, "f4")["group_epoch"] == epoch
+        assert r.error_code == E.none and s2.partitions() == kept and describe(b, "f4").group_epoch == epoch
         s3 = Member(b, "f4", instance_id="host-1")
         assert s3.hb().error_code == E.unreleased_instance_id
         r = o.hb(epoch=-1)
         assert (r.error_code, r.member_epoch) == (E.none, -1)
-        assert describe(b, "f4")["group_epoch"] == epoch + 1
+        assert describe(b, "f4").group_epoch == epoch + 1
 
     @pytest.mark.parametrize("change,error", [
         ({"member_id": ""}, E.invalid_request),

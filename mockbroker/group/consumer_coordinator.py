@@ -1,0 +1,490 @@
+"""KIP-848 consumer groups: ConsumerGroupHeartbeat and ConsumerGroupDescribe.
+
+Mirrors the part of Kafka 4.x's ``GroupMetadataManager`` that serves the new
+protocol (``consumerGroupHeartbeat``, ``consumerGroupDescribe``) and its
+``CurrentAssignmentBuilder``, at the level a client can observe:
+
+* the group epoch is bumped when a member joins, leaves, is fenced or changes
+  its subscription, or when a subscribed topic's partition count changes; the
+  target assignment is then recomputed by the server-side assignor (``uniform``
+  by default, or ``range``; ``assignors.py``) and the assignment epoch set to
+  the group epoch;
+* each member reconciles towards its target on its own heartbeats:
+  partitions it must give up are revoked first (UNREVOKED_PARTITIONS, the
+  member keeps its epoch until it stops reporting them), partitions still
+  owned by another member are held back (UNRELEASED_PARTITIONS), and the
+  member moves to the target epoch when nothing is left to revoke;
+* a member is fenced after group.consumer.session.timeout.ms without a
+  heartbeat, or after its rebalance timeout when it does not revoke; a
+  static member (instance id) that leaves with epoch -2 keeps its assignment
+  until the session timeout and a new member with the same instance id takes
+  it over without a rebalance; an active instance id gives
+  UNRELEASED_INSTANCE_ID;
+* errors: INVALID_REQUEST (Kafka's request checks, with its messages),
+  UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, UNSUPPORTED_ASSIGNOR,
+  GROUP_MAX_SIZE_REACHED, GROUP_ID_NOT_FOUND for a classic group with members
+  (online migration between protocols is not simulated); an empty classic
+  group becomes a consumer group, keeping its offsets.
+
+The groups live in the ``GroupRegistry`` with the classic ones; their offsets
+are the ``OffsetMetadataManager``'s (``offsets.py``).  Session and revocation
+deadlines are delayed operations in the heartbeat purgatory the classic
+coordinator also uses (Kafka uses its CoordinatorTimer for them).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+import re2
+
+from protocol.codec import timedelta_ms
+from protocol.errors import ErrorCode
+
+from ..clock import Clock
+from ..purgatory import DelayedOperation, DelayedOperationPurgatory
+from .assignors import ASSIGNORS, Assignment
+from .cluster_metadata import ClusterMetadata
+from .consumer_group import (
+    ConsumerGroup,
+    ConsumerGroupDescription,
+    ConsumerGroupMember,
+    MemberState,
+    topic_regex,
+)
+from .group import GroupType
+from .registry import GroupRegistry
+
+log = logging.getLogger("mockbroker.group")
+
+LEAVE_GROUP_MEMBER_EPOCH = -1
+LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
+
+
+@dataclass(slots=True)
+class ConsumerGroupHeartbeatResult:
+    """What ConsumerGroupHeartbeat answers; ``assignment`` is None when the member's is unchanged."""
+
+    error: ErrorCode
+    error_message: str | None
+    member_id: str | None = None
+    member_epoch: int = -1
+    heartbeat_interval_ms: int = 0
+    assignment: Assignment | None = None
+
+
+class HeartbeatError(Exception):
+    def __init__(self, error: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+def _copy(a: Assignment) -> Assignment:
+    return {t: set(ps) for t, ps in a.items() if ps}
+
+
+def _subset(owned: Assignment, of: Assignment) -> bool:
+    return all(ps <= of.get(t, set()) for t, ps in owned.items())
+
+
+# -- timers ------------------------------------------------------------------------------------------
+class DelayedMemberTimeout(DelayedOperation):
+    """A consumer-group member's session or revocation deadline (cancelled by the next heartbeat)."""
+
+    __slots__ = ("coordinator", "group_id", "member_id", "kind", "epoch")
+
+    def __init__(self, coordinator: ConsumerGroupCoordinator, group_id: str, member_id: str, kind: str,
+                 epoch: int, timeout_ms: int) -> None:
+        super().__init__(timeout_ms)
+        self.coordinator = coordinator
+        self.group_id = group_id
+        self.member_id = member_id
+        self.kind = kind
+        self.epoch = epoch
+
+    def try_complete(self) -> bool:
+        return False
+
+    def on_complete(self) -> None:
+        pass
+
+    def on_expiration(self) -> None:
+        self.coordinator.on_member_timeout(self.group_id, self.member_id, self.kind, self.epoch)
+
+
+def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("consumer-session", group_id, member_id)
+
+
+def revocation_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("consumer-revocation", group_id, member_id)
+
+
+class ConsumerGroupCoordinator:
+    """The KIP-848 half of GroupMetadataManager; its groups live in the registry with the classic ones."""
+
+    def __init__(self, registry: GroupRegistry, cluster: ClusterMetadata, clock: Clock,
+                 heartbeat_purgatory: DelayedOperationPurgatory, config: Mapping[str, Any]) -> None:
+        self.registry = registry
+        self.cluster = cluster
+        self.clock = clock
+        self.heartbeat_purgatory = heartbeat_purgatory
+        self.heartbeat_interval_ms: int = config["group.consumer.heartbeat.interval.ms"]
+        self.session_timeout_ms: int = config["group.consumer.session.timeout.ms"]
+        self.max_size: int = config["group.consumer.max.size"]
+        self.assignors: list[str] = config["group.consumer.assignors"]
+
+    def _group(self, group_id: str) -> ConsumerGroup | None:
+        """The consumer group of that id (None: no group, or a classic one)."""
+        group = self.registry.get(group_id)
+        if group is None or group.group_type is not GroupType.CONSUMER:
+            return None
+        return cast(ConsumerGroup, group)
+
+    # -- ConsumerGroupHeartbeat -----------------------------------------------------------------
+    def heartbeat(self, node_id: int, version: int, req: Any, client_id: str,
+                  client_host: str) -> ConsumerGroupHeartbeatResult:
+        """GroupMetadataManager.consumerGroupHeartbeat."""
+        try:
+            return self._heartbeat(node_id, version, req, client_id, client_host)
+        except HeartbeatError as e:
+            return ConsumerGroupHeartbeatResult(e.error, e.message)
+
+    def _validate(self, version: int, req: Any) -> None:
+        """GroupMetadataManager.throwIfConsumerGroupHeartbeatRequestIsInvalid."""
+        def invalid(msg: str) -> HeartbeatError:
+            return HeartbeatError(ErrorCode.invalid_request, msg)
+
+        if not req.group_id:
+            raise invalid("GroupId can't be empty.")
+        if req.instance_id is not None and not req.instance_id:
+            raise invalid("InstanceId can't be empty.")
+        if req.rack_id is not None and not req.rack_id:
+            raise invalid("RackId can't be empty.")
+        epoch = req.member_epoch
+        if version >= 1 and not req.member_id:
+            raise invalid("MemberId can't be empty.")
+        if epoch == 0:
+            if rebalance_timeout_ms(req) == -1:
+                raise invalid("RebalanceTimeoutMs must be provided in first request.")
+            if req.topic_partitions is None or len(req.topic_partitions) > 0:
+                raise invalid("TopicPartitions must be empty when (re-)joining.")
+            if req.subscribed_topic_names is None and getattr(req, "subscribed_topic_regex", None) is None:
+                raise invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
+        elif epoch > 0:
+            if not req.member_id:
+                raise invalid("MemberId can't be empty.")
+        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if req.instance_id is None:
+                raise invalid("InstanceId can't be null.")
+            if not req.member_id:
+                raise invalid("MemberId can't be empty.")
+        elif epoch == LEAVE_GROUP_MEMBER_EPOCH:
+            if not req.member_id:
+                raise invalid("MemberId can't be empty.")
+        else:
+            raise invalid(f"MemberEpoch is invalid: {epoch}")
+        regex = getattr(req, "subscribed_topic_regex", None)
+        if regex is not None:
+            try:
+                topic_regex(regex)
+            except re2.error as e:
+                raise invalid(f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {e}.") from None
+        if req.server_assignor is not None and req.server_assignor not in self.assignors:
+            raise HeartbeatError(ErrorCode.unsupported_assignor,
+                                 f"ServerAssignor {req.server_assignor} is not supported. "
+                                 f"Supported assignors: {', '.join(self.assignors)}.")
+
+    def _heartbeat(self, node_id: int, version: int, req: Any, client_id: str,
+                   client_host: str) -> ConsumerGroupHeartbeatResult:
+        self._validate(version, req)
+        err = self.registry.validate_group_status(req.group_id, node_id)
+        if err is not None:
+            raise HeartbeatError(err, "")
+        if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+            return self._leave(req)
+        group = self._get_or_maybe_create(req.group_id, req.member_epoch == 0)
+        now = self.clock.time_ms()
+        member_id = req.member_id or f"{uuid.uuid4()}"  # v0: the coordinator names a new member
+        member = group.members.get(member_id)
+        owned = None if req.topic_partitions is None else {
+            tp.topic_id: set(tp.partitions) for tp in req.topic_partitions if tp.partitions}
+        bump = False
+        if req.member_epoch == 0:
+            if req.instance_id is not None:
+                member, bump = self._static_join(group, member_id, req.instance_id)
+            elif member is None:
+                if len(group.members) >= self.max_size:
+                    raise HeartbeatError(ErrorCode.group_max_size_reached,
+                                         f"The consumer group has reached its maximum capacity of {self.max_size} members.")
+                member = ConsumerGroupMember(member_id)
+                group.members[member_id] = member
+                bump = True
+            else:  # a known member rejoining from scratch gives everything up
+                self._release(member)
+                member.member_epoch, member.previous_member_epoch = 0, -1
+        else:
+            if member is None:
+                raise HeartbeatError(ErrorCode.unknown_member_id,
+                                     f"Member {member_id} is not a member of group {group.group_id}.")
+            self._check_epoch(member, req.member_epoch, owned)
+        # the member's fields (a null field means "unchanged")
+        member.client_id, member.client_host = client_id, client_host
+        if req.rack_id is not None:
+            member.rack_id = req.rack_id
+        if rebalance_timeout_ms(req) != -1:
+            member.rebalance_timeout_ms = rebalance_timeout_ms(req)
+        if req.server_assignor is not None:
+            member.server_assignor = req.server_assignor
+        if req.subscribed_topic_names is not None and sorted(req.subscribed_topic_names) != sorted(
+                member.subscribed_topic_names):
+            member.subscribed_topic_names = list(req.subscribed_topic_names)
+            bump = True
+        regex = getattr(req, "subscribed_topic_regex", None)
+        if regex is not None and regex != (member.subscribed_topic_regex or None):
+            member.subscribed_topic_regex = regex or None
+            bump = True
+        metadata = self._subscription_metadata(group)
+        if metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            bump = True
+        if bump:
+            group.group_epoch += 1
+        if group.group_epoch > group.assignment_epoch:
+            self._compute_target(group)
+        before = _copy(member.assigned)
+        if (member.member_epoch != group.assignment_epoch or member.state is not MemberState.STABLE):
+            self._reconcile(group, member, owned)
+        self._schedule(group, member)
+        full = (rebalance_timeout_ms(req) != -1 and (req.subscribed_topic_names is not None or regex is not None)
+                and req.topic_partitions is not None)
+        result = ConsumerGroupHeartbeatResult(ErrorCode.none, None, member.member_id, member.member_epoch,
+                                              self.heartbeat_interval_ms)
+        if req.member_epoch == 0 or full or before != _copy(member.assigned):
+            result.assignment = {tid: set(ps) for tid, ps in member.assigned.items()}
+        if not group.members:
+            group.state_timestamp_ms = now
+        return result
+
+    def _get_or_maybe_create(self, group_id: str, create: bool) -> ConsumerGroup:
+        """GroupMetadataManager.getOrMaybeCreateConsumerGroup."""
+        existing = self.registry.get(group_id)
+        if existing is not None and existing.group_type is GroupType.CONSUMER:
+            return cast(ConsumerGroup, existing)
+        if existing is not None and existing.has_members():
+            raise HeartbeatError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
+        if not create:
+            raise HeartbeatError(ErrorCode.unknown_member_id, f"Consumer group {group_id} not found.")
+        group = ConsumerGroup(group_id, self.clock.time_ms())
+        if existing is not None:
+            group.offsets = existing.offsets  # an empty classic group is converted, its offsets kept
+        self.registry.put(group)
+        return group
+
+    def _static_join(self, group: ConsumerGroup, member_id: str, instance_id: str) -> tuple[ConsumerGroupMember, bool]:
+        old_id = group.static_members.get(instance_id)
+        old = group.members.get(old_id) if old_id is not None else None
+        if old is None:
+            if member_id in group.members:
+                raise HeartbeatError(ErrorCode.unknown_member_id, f"Member {member_id} already exists.")
+            if len(group.members) >= self.max_size:
+                raise HeartbeatError(ErrorCode.group_max_size_reached,
+                                     f"The consumer group has reached its maximum capacity of {self.max_size} members.")
+            m = ConsumerGroupMember(member_id, instance_id=instance_id)
+            group.members[member_id] = m
+            group.static_members[instance_id] = member_id
+            return m, True
+        if old.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            raise HeartbeatError(ErrorCode.unreleased_instance_id,
+                                 f"Static member {old_id} with instance id {instance_id} is not released yet.")
+        # the new incarnation takes the old one's place, epoch and assignment: no rebalance
+        del group.members[old_id]
+        self.heartbeat_purgatory.cancel_for_key(session_key(group.group_id, old_id))
+        self.heartbeat_purgatory.cancel_for_key(revocation_key(group.group_id, old_id))
+        old.member_id = member_id
+        old.member_epoch = old.previous_member_epoch if old.previous_member_epoch >= 0 else 0
+        group.members[member_id] = old
+        group.static_members[instance_id] = member_id
+        if old_id in group.target:
+            group.target[member_id] = group.target.pop(old_id)
+        return old, False
+
+    def _check_epoch(self, member: ConsumerGroupMember, received: int, owned: Assignment | None) -> None:
+        """GroupMetadataManager.throwIfMemberEpochIsInvalid."""
+        if received > member.member_epoch:
+            raise HeartbeatError(ErrorCode.fenced_member_epoch,
+                                 f"The consumer group member has a greater member epoch ({received}) than the one "
+                                 f"known by the group coordinator ({member.member_epoch}). The member must abandon "
+                                 f"all its partitions and rejoin.")
+        if received < member.member_epoch:
+            # the previous epoch with a subset of the assignment: the bumped response was lost
+            if received != member.previous_member_epoch or owned is None or not _subset(owned, member.assigned):
+                raise HeartbeatError(ErrorCode.fenced_member_epoch,
+                                     f"The consumer group member has a smaller member epoch ({received}) than the "
+                                     f"one known by the group coordinator ({member.member_epoch}). The member must "
+                                     f"abandon all its partitions and rejoin.")
+
+    def _subscription_metadata(self, group: ConsumerGroup) -> dict[str, tuple[uuid.UUID, int]]:
+        topics = self.cluster.topics
+        names: set[str] = set()
+        for m in group.members.values():
+            names |= group.subscribed_names(m, topics)
+        return {n: (topics[n].topic_id, len(topics[n].partitions)) for n in sorted(names) if n in topics}
+
+    def _compute_target(self, group: ConsumerGroup) -> None:
+        topics = self.cluster.topics
+        assignor = next((m.server_assignor for m in group.members.values() if m.server_assignor), None)
+        assignor = assignor or self.assignors[0]
+        subs = {mid: group.subscribed_names(m, topics) for mid, m in group.members.items()}
+        group.target = ASSIGNORS[assignor](subs, group.subscription_metadata, group.target)
+        group.preferred_assignor = assignor
+        group.assignment_epoch = group.group_epoch
+
+    def _reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember, owned: Assignment | None) -> None:
+        """CurrentAssignmentBuilder.build."""
+        target_epoch = group.assignment_epoch
+        if member.state is MemberState.UNREVOKED_PARTITIONS:
+            if owned is None or self._owns_any(owned, member.pending_revocation):
+                return  # still revoking
+            self._next(group, member, min(member.member_epoch + 1, target_epoch), owned)
+        else:
+            self._next(group, member, member.member_epoch, owned)
+
+    @staticmethod
+    def _owns_any(owned: Assignment | None, pending: Assignment) -> bool:
+        if owned is None:
+            return True
+        return any(owned.get(t, set()) & ps for t, ps in pending.items())
+
+    def _next(self, group: ConsumerGroup, member: ConsumerGroupMember, epoch: int, owned: Assignment | None) -> None:
+        """CurrentAssignmentBuilder.computeNextAssignment."""
+        target = group.target.get(member.member_id, {})
+        new_assigned: Assignment = {}
+        revoke: Assignment = {}
+        pending_assign: Assignment = {}
+        unreleased = False
+        for tid in set(target) | set(member.assigned):
+            tgt = target.get(tid, set())
+            cur = member.assigned.get(tid, set())
+            keep = cur & tgt
+            rev = cur - keep
+            add = tgt - keep
+            held = {p for p in add if (o := group.owner_of(tid, p)) is not None and o != member.member_id}
+            if held:
+                unreleased = True
+                add -= held
+            if keep:
+                new_assigned[tid] = keep
+            if rev:
+                revoke[tid] = rev
+            if add:
+                pending_assign[tid] = add
+        if revoke and self._owns_any(owned, revoke):
+            member.state = MemberState.UNREVOKED_PARTITIONS
+            self._set_epoch(member, epoch)
+            member.assigned, member.pending_revocation = new_assigned, revoke
+        else:
+            for tid, ps in pending_assign.items():
+                new_assigned.setdefault(tid, set()).update(ps)
+            member.state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
+            self._set_epoch(member, group.assignment_epoch)
+            member.assigned, member.pending_revocation = new_assigned, {}
+
+    @staticmethod
+    def _set_epoch(member: ConsumerGroupMember, epoch: int) -> None:
+        if epoch != member.member_epoch:
+            member.previous_member_epoch = member.member_epoch
+            member.member_epoch = epoch
+
+    def _release(self, member: ConsumerGroupMember) -> None:
+        member.assigned, member.pending_revocation = {}, {}
+        member.state = MemberState.STABLE
+
+    # -- deadlines ------------------------------------------------------------------------------------
+    def _schedule(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        purgatory = self.heartbeat_purgatory
+        key = session_key(group.group_id, member.member_id)
+        purgatory.cancel_for_key(key)
+        purgatory.try_complete_else_watch(
+            DelayedMemberTimeout(self, group.group_id, member.member_id, "session", member.member_epoch,
+                                 self.session_timeout_ms), [key])
+        rkey = revocation_key(group.group_id, member.member_id)
+        if member.state is MemberState.UNREVOKED_PARTITIONS:
+            if not purgatory.is_watching(rkey):  # one deadline per revocation, not one per heartbeat
+                purgatory.try_complete_else_watch(
+                    DelayedMemberTimeout(self, group.group_id, member.member_id, "revocation", member.member_epoch,
+                                         member.rebalance_timeout_ms), [rkey])
+        else:
+            purgatory.cancel_for_key(rkey)
+
+    def on_member_timeout(self, group_id: str, member_id: str, kind: str, epoch: int) -> None:
+        group = self._group(group_id)
+        if group is None:
+            return
+        member = group.members.get(member_id)
+        if member is None:
+            return
+        if kind == "revocation" and (member.state is not MemberState.UNREVOKED_PARTITIONS
+                                     or member.member_epoch != epoch):
+            return
+        log.info(
+            "[GroupId %s] Member %s fenced from the group because its %s timeout expired.", group_id, member_id,
+            "session" if kind == "session" else "rebalance")
+        self._remove_member(group, member)
+
+    def _remove_member(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        group.members.pop(member.member_id, None)
+        group.target.pop(member.member_id, None)
+        if member.instance_id is not None and group.static_members.get(member.instance_id) == member.member_id:
+            del group.static_members[member.instance_id]
+        self.heartbeat_purgatory.cancel_for_key(session_key(group.group_id, member.member_id))
+        self.heartbeat_purgatory.cancel_for_key(revocation_key(group.group_id, member.member_id))
+        group.group_epoch += 1
+        group.subscription_metadata = self._subscription_metadata(group)
+        if not group.members:
+            group.state_timestamp_ms = self.clock.time_ms()
+            group.assignment_epoch = group.group_epoch
+            group.target = {}
+
+    def _leave(self, req: Any) -> ConsumerGroupHeartbeatResult:
+        group = self._group(req.group_id)
+        member = group.members.get(req.member_id) if group is not None else None
+        if group is None or member is None:
+            raise HeartbeatError(ErrorCode.unknown_member_id,
+                                 f"Member {req.member_id} is not a member of group {req.group_id}.")
+        if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            # a static member leaves temporarily: it keeps its assignment until the session expires
+            member.previous_member_epoch = member.member_epoch
+            member.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH
+            purgatory = self.heartbeat_purgatory
+            key = session_key(group.group_id, member.member_id)
+            purgatory.cancel_for_key(key)
+            purgatory.try_complete_else_watch(DelayedMemberTimeout(
+                self, group.group_id, member.member_id, "session", member.member_epoch, self.session_timeout_ms), [key])
+        else:
+            self._remove_member(group, member)
+        return ConsumerGroupHeartbeatResult(ErrorCode.none, None, req.member_id, req.member_epoch)
+
+    # -- ConsumerGroupDescribe -------------------------------------------------------------------------
+    def describe(self, node_id: int, group_id: str) -> ConsumerGroupDescription:
+        """GroupMetadataManager.consumerGroupDescribe for one group."""
+        err = self.registry.validate_group_status(group_id, node_id)
+        if err is not None:
+            return ConsumerGroupDescription(group_id, err)
+        existing = self.registry.get(group_id)
+        group = self._group(group_id)
+        if group is None:
+            return ConsumerGroupDescription(group_id, ErrorCode.group_id_not_found,
+                                            f"Group {group_id} not found." if existing is None
+                                            else f"Group {group_id} is not a consumer group.")
+        return group.as_consumer_group_description()
+
+
+def rebalance_timeout_ms(req: Any) -> int:
+    value = req.rebalance_timeout
+    return -1 if value is None else timedelta_ms(value)

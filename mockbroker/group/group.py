@@ -1,0 +1,131 @@
+"""What every group is to the code shared by both protocols.
+
+Mirrors Kafka 4.x's ``org.apache.kafka.coordinator.group.Group`` interface and
+its ``GroupType``: the offset manager, the registry and the ListGroups,
+DescribeGroups and DeleteGroups paths see a group only through ``Group``, so
+they never ask which class a group is.  ``GroupMetadata`` (the classic group,
+Kafka's ``ClassicGroup``, in ``metadata.py``) and ``ConsumerGroup`` (KIP-848,
+in ``consumer_group.py``) implement it; code that must tell them apart compares
+``group_type``, as Kafka's ``group.type() == CLASSIC``.
+
+The leaf of the package: it imports nothing of mockbroker.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from protocol.errors import ErrorCode
+
+
+class GroupType(enum.StrEnum):
+    """Group.GroupType; the value is what ListGroups v5+ reports."""
+
+    CLASSIC = "classic"
+    CONSUMER = "consumer"
+
+
+@dataclass(slots=True)
+class OffsetAndMetadata:
+    """A committed offset (Kafka's ``OffsetAndMetadata`` with its commit record's timestamps)."""
+
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int | None = None  # OffsetCommit v2-4 retention_time (old per-offset expiry)
+
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(slots=True)
+class ListedGroup:
+    """A group as ListGroups reports it (Group.asListedGroup)."""
+
+    group_id: str
+    protocol_type: str
+    state: str
+    group_type: GroupType
+
+
+@dataclass(slots=True)
+class DescribedMember:
+    """A member as DescribeGroups reports it (metadata and assignment empty unless the group is Stable)."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes = b""
+    assignment: bytes = b""
+
+
+@dataclass(slots=True)
+class DescribedGroup:
+    """A group as DescribeGroups reports it; ``error`` is set when it could not be described."""
+
+    group_id: str
+    error: ErrorCode = ErrorCode.none
+    error_message: str | None = None
+    state: str = ""
+    protocol_type: str = ""
+    protocol_data: str = ""
+    members: list[DescribedMember] = field(default_factory=list)
+
+
+class Group(Protocol):
+    """Group: what the offset manager, the registry and the group APIs need of any group."""
+
+    group_id: str
+    # the committed offsets by (topic, partition); they outlive the group's members
+    offsets: dict[TopicPartition, OffsetAndMetadata]
+
+    @property
+    def group_type(self) -> GroupType: ...
+
+    @property
+    def protocol_type(self) -> str | None:
+        """The protocol type ListGroups reports (None: a group that only stores offsets)."""
+        ...
+
+    def state_as_string(self) -> str:
+        """Group.stateAsString: the state name ListGroups and DescribeGroups report."""
+        ...
+
+    def is_empty(self) -> bool:
+        """In the Empty state (the group may then expire once its offsets have)."""
+        ...
+
+    def has_members(self) -> bool:
+        """Any member, or any member id handed out and not yet joined: the group cannot change protocol."""
+        ...
+
+    def validate_offset_commit(self, member_id: str, group_instance_id: str | None,
+                               generation_id_or_member_epoch: int, api_version: int) -> ErrorCode | None:
+        """Group.validateOffsetCommit: None when the commit may be stored, else its error."""
+        ...
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode | None:
+        """Group.validateOffsetFetch: None when the offsets may be read, else the error."""
+        ...
+
+    def validate_delete_group(self) -> ErrorCode | None:
+        """Group.validateDeleteGroup: NON_EMPTY_GROUP while it has members."""
+        ...
+
+    def transition_to_dead(self, now_ms: int) -> None:
+        """The group was deleted or expired: delayed operations still holding it see it gone."""
+        ...
+
+    def remove_expired_offsets(self, now_ms: int, retention_ms: int) -> list[TopicPartition]:
+        """Drop the offsets past offsets.retention.minutes (KIP-211 rules); returns them."""
+        ...
+
+    def as_listed_group(self) -> ListedGroup: ...
+
+    def as_described_group(self) -> DescribedGroup:
+        """The group through DescribeGroups (ClassicGroup's summary; a consumer group's classic view)."""
+        ...
