@@ -186,7 +186,6 @@ class KafkaConnection(asyncio.BufferedProtocol):
         # SASL_PLAINTEXT: the authenticator until authentication completes; else None
         self.authenticator: Authenticator | None = owner.new_authenticator(self)
         self.last_active_ms = owner.clock.monotonic_ms()
-        self.requests_handled = 0
         # called once with the monotonic ms at which the next request is taken (or held, observe mode)
         self.next_request_observer: Callable[[int], None] | None = None
         self.hold_deadline_ms: int | None = None  # observe mode: requests before this wait for it
@@ -306,7 +305,6 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     self._inflight = frame  # released once the request is done
                     self._frame_pooled = False
                 self.mute |= MuteReason.RESPONSE_PENDING
-                self.requests_handled += 1
                 self._observe_next_request(self.clock.monotonic_ms())
                 payload = memoryview(frame).toreadonly()  # no copy: decoders read the request buffer
                 auth = self.authenticator

@@ -56,7 +56,6 @@ NO_SEQUENCE = -1
 
 class Compression:
     NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
-    NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
 
 @dataclass(slots=True)

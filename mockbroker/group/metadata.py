@@ -8,7 +8,7 @@ awaiting-join / awaiting-sync callbacks, static members (KIP-345), pending
 members (KIP-394, MEMBER_ID_REQUIRED) and pending-sync members, protocol
 selection by vote, and the committed offsets.  ``GroupMetadata`` implements
 ``Group`` (``group.py``): ClassicGroup.validateOffsetCommit and
-validateMember live here; ``ClassicGroup`` is another name for it.
+validateMember live here.
 """
 
 from __future__ import annotations
@@ -453,4 +453,3 @@ class GroupMetadata:
         return gone
 
 
-ClassicGroup = GroupMetadata  # Kafka 4.x's name for it

@@ -16,7 +16,7 @@ from protocol.registry import ApiKey
 E = ErrorCode
 
 
-def produce(c, topic, partition, records, version=9, acks=-1, **batch_kw):
+def produce(c, topic, partition, records, version=9, acks=-1):
     body = {"acks": acks, "timeout": 5000, "topic_data": [
         {"name": topic, "partition_data": [{"index": partition, "records": records}]}]}
     resp = c.request(0, version, body)

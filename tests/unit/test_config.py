@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mockbroker.config import BrokerConfig, ConfigError
+from mockbroker.config import CONFIG_DEF, BrokerConfig, ConfigError
 
 
 def test_defaults_are_kafkas():
@@ -68,3 +68,12 @@ def test_topic_specs():
     assert BrokerConfig({"mock.topics": "a:3,b"})["mock.topics"] == ["a:3", "b"]
     with pytest.raises(ConfigError, match="mock.topics"):
         BrokerConfig({"mock.topics": ["a:x"]})
+
+
+def test_queued_max_requests_says_it_bounds_nothing():
+    """It is accepted with Kafka's validation, but there is no request queue here: its description
+    must not promise a bound (it used to say it bounds queued requests)."""
+    doc = CONFIG_DEF["queued.max.requests"].doc
+    assert "bounds nothing" in doc and "no request queue" in doc
+    with pytest.raises(ConfigError, match="queued.max.requests"):
+        BrokerConfig({"queued.max.requests": 0})  # Kafka's at-least-1 validation stays

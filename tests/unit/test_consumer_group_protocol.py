@@ -33,7 +33,6 @@ class Member:
         self.epoch = 0
         self.topics = list(topics)
         self.owned: dict[uuid.UUID, list[int]] = {}
-        self.topic_ids = {}
 
     def hb(self, epoch: int | None = None, owned=None, full: bool = False, assignor: str | None = None,
            topics=None, version: int = 1, member_id: str | None = None):

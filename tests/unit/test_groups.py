@@ -313,7 +313,7 @@ class TestStaticMembership:
         o.join_new()
         wait_for(lambda: len(b.group("st")["members"]) == 2)
         b.advance(2 * DELAY)
-        rs, ro = s.join_response(), o.join_response()
+        rs, _ = s.join_response(), o.join_response()
         assert rs.error_code == E.none  # a static member joins without MEMBER_ID_REQUIRED
         leader, follower = (s, o) if rs.leader == s.member_id else (o, s)
         cf = follower.sync()

@@ -1,0 +1,37 @@
+"""Names vulture (dead-code finder) would report that are used from outside its view.
+
+``tests/unit/test_dead_code.py`` runs vulture over protocol/, mockbroker/, tests/, bench/ and
+scripts/ with this file; anything else it reports is dead code.  Every entry says who uses it.
+This file is read by vulture, never executed.
+"""
+# ruff: noqa
+# type: ignore
+
+# asyncio.BufferedProtocol callbacks: called by the event loop
+_.connection_made, _.get_buffer, _.buffer_updated, _.eof_received, _.connection_lost
+_.pause_writing, _.resume_writing
+sizehint, exc  # parameters their signatures require (and __exit__'s *exc)
+
+# kafka-python's ConsumerRebalanceListener callbacks: called by the client
+_.on_partitions_revoked, _.on_partitions_assigned
+
+# read through dataclasses.asdict (ThrottleEvent.as_dict, MockBroker.throttle_events) and by tests
+client_should_throttle, next_request_ms, early_ms, held_while_muted
+_.next_request_ms, _.early_ms, _.held_while_muted
+
+# the client software a connection announced (ApiVersions v3+): set by the handler, part of
+# the connection's view (request.ClientChannel) for the control plane and logs
+client_software, _.client_software
+
+# wire constants named for the reader next to the ones in use (ListOffsets special timestamps,
+# DescribeConfigs config types, DescribeCluster endpoint types, record batch codecs)
+EARLIEST_PENDING_UPLOAD, LATEST_TIERED, INT, SHORT, CONTROLLERS, LZ4, SNAPPY
+
+doc  # ConfigKey.doc: each configuration key's one line of meaning
+_.log_errors  # re2.Options.log_errors: read by RE2
+old_node_id  # a coordinator-move listener's parameter (GroupRegistry calls listeners with both ids)
+_Noop  # used by timing_wheel.py's doctest
+
+aiokafka  # tests/integration/test_aiokafka.py: importorskip of the client under test
+pytest_plugins  # pytest reads it
+no_ci  # a pytest fixture, requested by name
