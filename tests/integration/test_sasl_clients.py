@@ -113,12 +113,16 @@ def test_kafka_python_wrong_password_is_refused(sasl_broker, caplog, mechanism):
     connection failure until ``bootstrap_timeout_ms``; the user gets KafkaTimeoutError."""
     caplog.set_level(logging.INFO, logger="mockbroker")
     t0 = time.monotonic()
+    client_id = f"wrong-password-{mechanism}"
     with pytest.raises(KafkaTimeoutError, match="Unable to bootstrap"):
-        KafkaProducer(**kp_config(sasl_broker, mechanism, "alice", "wrong", bootstrap_timeout_ms=2000))
+        KafkaProducer(**kp_config(sasl_broker, mechanism, "alice", "wrong", bootstrap_timeout_ms=2000,
+                                  client_id=client_id))
     assert time.monotonic() - t0 < 10
     want = ("Authentication failed: Invalid username or password" if mechanism == "PLAIN" else
             f"Authentication failed during authentication due to invalid credentials with SASL mechanism {mechanism}")
-    failed = [r.getMessage() for r in caplog.records if "failed authentication" in r.getMessage()]
+    # this test's connections only: the previous test's last delayed close may be logged meanwhile
+    failed = [r.getMessage() for r in caplog.records
+              if "failed authentication" in r.getMessage() and f"client_id={client_id!r}" in r.getMessage()]
     assert failed and all(want in m for m in failed), failed
 
 
