@@ -40,6 +40,7 @@ from .quota.manager import QuotaManagers
 from .quota.throttle import ThrottleEvent
 from .replica_manager import ActionQueue, ReplicaManager
 from .replication import ReplicationSimulator
+from .request_stats import RequestStats
 from .sasl_authenticator import SaslAuthenticator
 from .sasl_mechanisms import CredentialStore
 
@@ -92,8 +93,9 @@ class Broker:
         self.replica_manager = ReplicaManager(
             node_id, shared.metadata, shared.replication, shared.actions, self.clock,
             cfg["producer.purgatory.purge.interval.requests"], cfg["fetch.purgatory.purge.interval.requests"])
+        self.request_stats = RequestStats()
         self.apis = KafkaApis(self, shared.registry, build_handlers(), shared.journal, shared.faults,
-                              cfg.throttle_mode, shared.throttle_events)
+                              cfg.throttle_mode, shared.throttle_events, self.request_stats)
         # ConnectionOwner (what connections see)
         self.max_request_bytes: int = cfg["socket.request.max.bytes"]
         # KIP-72: one request memory pool per broker (SocketServer's), MemoryPool.NONE when disabled
@@ -160,6 +162,7 @@ class Broker:
 
     def connection_closed(self, conn: KafkaConnection) -> None:
         self.connections.discard(conn)
+        self.apis.in_flight.pop(conn.conn_id, None)
 
     # -- housekeeping (called by the cluster's timers) ----------------------------------------
     def close_idle(self, now_ms: int, idle_ms: int) -> None:

@@ -1,7 +1,8 @@
 """``mockbroker serve [--host H] [--port P] [--config FILE] [-c key=value ...]``.
 
 Prints exactly one line to stdout when it accepts connections,
-``mockbroker ready bootstrap=HOST:PORT``, and stops cleanly on SIGINT/SIGTERM.
+``mockbroker ready bootstrap=HOST:PORT`` (with `` admin=HOST:PORT`` when
+``mock.admin.listener`` is set), and stops cleanly on SIGINT/SIGTERM.
 Logs go to stderr.
 """
 
@@ -13,8 +14,8 @@ import logging
 import signal
 import sys
 
+from .process import BrokerProcess
 from .config import BrokerConfig, ConfigError
-from .cluster import Cluster
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -31,16 +32,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 async def _serve(cfg: BrokerConfig, host: str | None, port: int | None) -> int:
-    cluster = Cluster(cfg, host=host, port=port)
-    await cluster.start()
+    process = BrokerProcess(cfg, host=host, port=port)
+    await process.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    sys.stdout.write(f"mockbroker ready bootstrap={cluster.bootstrap_servers}\n")
+    sys.stdout.write(process.ready_line() + "\n")
     sys.stdout.flush()
     await stop.wait()
-    await cluster.stop()
+    await process.stop()
     logging.getLogger("mockbroker").info("stopped")
     return 0
 

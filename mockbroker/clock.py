@@ -17,6 +17,12 @@ from collections.abc import Callable
 from typing import Protocol
 
 
+def wall_time_ns() -> int:
+    """The host's wall clock, for records that are lined up with other logs (the request journal);
+    never for behaviour, which reads the injectable ``Clock``."""
+    return time.time_ns()
+
+
 class TimerHandle(Protocol):
     def cancel(self) -> None: ...
 

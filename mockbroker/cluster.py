@@ -27,7 +27,7 @@ from protocol.registry import ApiRegistry
 
 from .apis import build_handlers
 from .broker import Broker, SharedState
-from .clock import Clock, SystemClock, TimerHandle
+from .clock import Clock, ManualClock, SystemClock, TimerHandle
 from .config import BrokerConfig, parse_listener, parse_topic_spec, parse_users
 from .controller import Controller
 from .faults import FaultInjector
@@ -47,7 +47,7 @@ class Cluster:
     def __init__(self, config: BrokerConfig, clock: Clock | None = None,
                  host: str | None = None, port: int | None = None) -> None:
         self.config = config
-        self.clock: Clock = clock or SystemClock()
+        self.clock: Clock = clock or (ManualClock() if config["mock.clock"] == "manual" else SystemClock())
         self.loop = asyncio.get_running_loop()
         bind = getattr(self.clock, "bind", None)
         if bind is not None:
@@ -60,6 +60,7 @@ class Cluster:
         self.controller.on_topic_deleted(self.groups.delete_topic_offsets)
         self.registry = ApiRegistry(config["mock.kafka.version"], set(build_handlers()))
         self.faults = FaultInjector()
+        self.faults.add_all(config["mock.faults"])
         self.journal = RequestJournal(config["mock.journal.max.entries"])
         self.quota_store = QuotaStore()
         self.quota_store.load(config["mock.quotas"])

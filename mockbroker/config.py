@@ -13,6 +13,8 @@ TOML may use quoted dotted keys (``"log.retention.ms" = 1000``) or tables
 from __future__ import annotations
 
 import difflib
+import ipaddress
+import json
 import os
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
@@ -21,6 +23,7 @@ from typing import Any
 
 from protocol.registry import KAFKA_RELEASES
 
+from .faults import FaultRuleError, parse_rule
 from .quota.entities import QuotaStore, parse_quota_spec
 
 ENV_PREFIX = "MOCKBROKER_"
@@ -89,6 +92,30 @@ def _users(v: Any) -> list[str]:
 def _quotas(v: Any) -> list[dict[str, Any]]:
     items = parse_quota_spec(v) if isinstance(v, str) else [dict(x) for x in v]
     QuotaStore().load(items)  # validates keys, values and entities
+    return items
+
+
+def _admin_listener(v: Any) -> str:
+    s = str(v).strip()
+    if s:
+        parse_host_port(s)
+    return s
+
+
+def _faults(v: Any) -> list[dict[str, Any]]:
+    if isinstance(v, str):  # -c / environment: a JSON array of rules
+        try:
+            v = json.loads(v) if v.strip() else []
+        except json.JSONDecodeError as e:
+            raise ValueError(f"not a JSON array of rules: {e}") from None
+    items = [dict(x) for x in v] if isinstance(v, (list, tuple)) and all(isinstance(x, Mapping) for x in v) else None
+    if items is None:
+        raise ValueError("a list of tables (TOML [[mock.faults]])")
+    for i, item in enumerate(items):
+        try:
+            parse_rule(item, i + 1)
+        except FaultRuleError as e:
+            raise ValueError(f"rule {i + 1}: {e}") from None
     return items
 
 
@@ -179,7 +206,23 @@ CONFIG_DEF: dict[str, ConfigKey] = {
         ConfigKey("mock.replication.lag.ms", _int, 0, "How long followers take to catch up after an append.", 0),
         ConfigKey("mock.kafka.version", _str, "4.2", "Kafka release whose ApiVersions ranges are advertised: 1.1, 2.0, 2.8, 3.9, 4.0, 4.1 or 4.2."),
         ConfigKey("mock.cluster.id", _str, "mockbroker-cluster-0001", "Cluster id reported in Metadata and DescribeCluster."),
-        ConfigKey("mock.journal.max.entries", _int, 100000, "Request journal entries kept (oldest dropped); 0 keeps all.", 0),
+        ConfigKey("mock.journal.max.entries", _int, 100000,
+                  "Request journal records kept in memory (oldest dropped); 0 keeps all.", 0),
+        ConfigKey("mock.journal.dir", _str, "",
+                  "Write every request's journal record to JSON Lines files in this directory (docs/journal.md).", None),
+        ConfigKey("mock.journal.segment.bytes", _int, 64 * 1024 * 1024,
+                  "A journal file is closed (and compressed) once it holds this many bytes.", 1024),
+        ConfigKey("mock.journal.queue.records", _int, 100000,
+                  "Journal records waiting to be written; when full, records are dropped and counted.", 1),
+        ConfigKey("mock.admin.listener", _admin_listener, "",
+                  "HOST:PORT of the admin HTTP API (off when empty; port 0 picks a free one).", None),
+        ConfigKey("mock.admin.allow.remote", _bool, False,
+                  "Allow the admin API (no authentication) on an address that is not loopback."),
+        ConfigKey("mock.clock", _str, "system",
+                  "system, or manual: time moves only when advanced (MockBroker.advance, POST /clock/advance).",
+                  None, ("system", "manual")),
+        ConfigKey("mock.faults", _faults, [],
+                  "Fault rules at start: [[mock.faults]] tables as POST /faults takes them (docs/admin.md)."),
         ConfigKey("mock.topics", _list, [], "Topics created at start: name[:partitions[:replication]] items."),
         ConfigKey("mock.sasl.users", _users, [], "Users of a SASL_PLAINTEXT listener: user:password items "
                   "(the same users for PLAIN and SCRAM; SCRAM credentials are derived at start)."),
@@ -299,6 +342,11 @@ class BrokerConfig(Mapping[str, Any]):
         for item in self["mock.topics"]:
             parse_topic_spec(item)
         self._check_listeners()
+        admin = self["mock.admin.listener"]
+        if admin and not self["mock.admin.allow.remote"] and not is_loopback(parse_host_port(admin)[0]):
+            raise ConfigError(f"mock.admin.listener {admin!r} is not a loopback address: the admin API has no "
+                              "authentication, so it is served only on 127.0.0.1/::1/localhost unless "
+                              "mock.admin.allow.remote=true")
 
     def _check_listeners(self) -> None:
         protocol, _, _ = parse_listener(self["listeners"])
@@ -392,3 +440,27 @@ def parse_listener(value: str) -> tuple[str, str, int]:
         return protocol, host, int(port)
     except ValueError:
         raise ConfigError(f"listener {value!r} has no port") from None
+
+
+def parse_host_port(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) -> (host, port)."""
+    host, sep, port = value.strip().rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host:
+        raise ValueError(f"{value!r} is not HOST:PORT")
+    try:
+        n = int(port)
+    except ValueError:
+        raise ValueError(f"{value!r} is not HOST:PORT") from None
+    if not 0 <= n <= 65535:
+        raise ValueError(f"port {n} out of range")
+    return host, n
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -189,6 +189,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         # called once with the monotonic ms at which the next request is taken (or held, observe mode)
         self.next_request_observer: Callable[[int], None] | None = None
         self.hold_deadline_ms: int | None = None  # observe mode: requests before this wait for it
+        self._arrived_ns = 0             # broker clock: the frame being taken was complete (before any hold)
+        self.request_arrived_ns = 0      # ... for the request being handled
 
     def __repr__(self) -> str:
         frame = "" if self._frame is None else f" reading={self._frame_pos}/{len(self._frame)}"
@@ -297,8 +299,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 assert frame is not None
                 if self._frame_pos < len(frame):
                     return  # the body is still arriving
+                if not self._arrived_ns:
+                    self._arrived_ns = self.clock.monotonic_ns()
                 if self._hold_until_deadline():
                     return
+                self.request_arrived_ns, self._arrived_ns = self._arrived_ns, 0
                 self._frame = None
                 self._frame_pos = 0
                 if self._frame_pooled:

@@ -22,6 +22,8 @@ READ_COMMITTED = 1
 
 
 class DelayedFetch(DelayedOperation):
+    PURGATORY = "Fetch"
+
     def __init__(self, delay_ms: int, partitions: list[CachedPartition], by_id: bool, isolation: int,
                  min_bytes: int, node_id: int, metadata: ClusterMetadata, on_complete: Callable[[], None]) -> None:
         super().__init__(delay_ms)

@@ -46,6 +46,8 @@ class ProducePartitionStatus:
 
 
 class DelayedProduce(DelayedOperation):
+    PURGATORY = "Produce"
+
     def __init__(self, delay_ms: int, statuses: list[ProducePartitionStatus], node_id: int,
                  metadata: ClusterMetadata, on_complete: Callable[[], None]) -> None:
         super().__init__(delay_ms)

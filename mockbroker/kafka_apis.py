@@ -1,10 +1,12 @@
-"""Request dispatch: decode -> API handler -> (purgatory) -> quota -> encode -> throttle/mute -> socket.
+"""Request dispatch: decode -> (fault rules) -> API handler -> (purgatory) -> quota -> encode -> throttle/mute -> socket.
 
 Kafka splits this over ``SocketServer.Processor`` (header parsing, version
 checks), ``RequestChannel`` and ``KafkaApis`` (per-API handling and
 ``RequestHandlerHelper.sendResponseMaybeThrottle``).  Here one ``KafkaApis``
 per simulated broker does it, in that order, on the event loop.  The handler
-contract (what a handler gets and returns) is in ``request.py``.
+contract (what a handler gets and returns) is in ``request.py``; fault rules
+(``faults.py``) act between decoding and the handler, and again once the
+request took effect.
 
 Violations of the wire protocol raise ``ProtocolError`` and close the
 connection with one log line, never a traceback to the client.  An
@@ -12,6 +14,9 @@ unexpected exception, in a handler or in a completion a purgatory runs
 later, is the broker's own fault: that one connection is closed with one
 line (and the traceback at DEBUG), every other connection and every other
 completion goes on.
+
+Every request ends in one ``RequestRecord`` for the journal (``journal.py``)
+and the request statistics (``request_stats.py``).
 
 On a SASL_PLAINTEXT listener the connection's authenticator gates the
 requests before anything is decoded (ApiVersions, SaslHandshake,
@@ -37,21 +42,29 @@ from protocol.codec import (
 from protocol.errors import ErrorCode, ProtocolError, UnsupportedVersion
 from protocol.registry import ApiKey, ApiRegistry, ApiSpec
 
+from .apis import error_responder, handles_injected_errors
 from .channel import CloseReason
-from .clock import Clock
+from .clock import Clock, wall_time_ns
 from .connection import KafkaConnection
-from .faults import FaultInjector
-from .journal import JournalEntry, RequestJournal
+from .faults import FaultInjector, FaultRule, HeldRequest, InjectedError, request_partitions
+from .journal import PartitionRecord, RequestJournal, RequestRecord
 from .quota.throttle import ThrottleEvent, apply_quotas, send_response_maybe_throttle
 from .request import NO_RESPONSE, BrokerServices, CloseConnection, Deferred, Handler, RequestContext
+from .request_stats import RequestStats
 
 log = logging.getLogger("mockbroker.apis")
+
+# Request fields worth keeping in the journal (acks=all waits, long polls), whatever the API.
+_DETAILS = (("acks", "acks"), ("timeout", "timeout_ms"), ("max_wait", "max_wait_ms"), ("min_bytes", "min_bytes"),
+            ("max_bytes", "max_bytes"), ("isolation_level", "isolation_level"), ("session_id", "session_id"),
+            ("session_epoch", "session_epoch"))
+_QUOTA_KEY = {ApiKey.PRODUCE: "producer_byte_rate", ApiKey.FETCH: "consumer_byte_rate"}
 
 
 class KafkaApis:
     def __init__(self, broker: BrokerServices, registry: ApiRegistry, handlers: dict[int, Handler],
                  journal: RequestJournal, faults: FaultInjector, throttle_mode: str,
-                 throttle_events: deque[ThrottleEvent]) -> None:
+                 throttle_events: deque[ThrottleEvent], stats: RequestStats) -> None:
         self.broker = broker
         self.registry = registry
         self.handlers = handlers
@@ -60,7 +73,9 @@ class KafkaApis:
         self.faults = faults
         self.throttle_mode = throttle_mode
         self.throttle_events = throttle_events
-        self.requests_by_api: dict[int, int] = {}
+        self.stats = stats
+        # connection id -> (api key, version, correlation id, received ns) of the request it waits on
+        self.in_flight: dict[int, tuple[int, int, int, int]] = {}
 
     # -- entry point from the connection ------------------------------------------
     def handle(self, conn: KafkaConnection, payload: memoryview) -> None:
@@ -99,23 +114,32 @@ class KafkaApis:
         header = parse_request_header(payload, spec.request_header_version(version))
         request = decode_request(api_key, version, payload, header.size_bytes)
         conn.client_id = header.client_id
+        self.in_flight[conn.conn_id] = (api_key, version, correlation_id, received_ns)
         ctx = RequestContext(
             conn, self.broker, spec, api_key, version, correlation_id, header.client_id,
-            len(payload) + 4, received_ns, sasl=auth,
+            len(payload) + 4, received_ns, sasl=auth, arrived_ns=conn.request_arrived_ns or received_ns,
         )
-        self.requests_by_api[api_key] = self.requests_by_api.get(api_key, 0) + 1
+        if self.faults.rules and auth is None:
+            rule = self.faults.take(api_key, version, self.broker.node_id, header.client_id,
+                                    lambda: self._partitions(request), after=False)
+            if rule is not None and self._apply_rule(conn, ctx, request, rule):
+                return
+        self._run_handler(conn, ctx, request)
+
+    def _run_handler(self, conn: KafkaConnection, ctx: RequestContext, request: Any) -> None:
         t0 = self.clock.monotonic_ns()
-        result = self.handlers[api_key](ctx, request)
-        ctx.handler_ns = self.clock.monotonic_ns() - t0
+        result = self.handlers[ctx.api_key](ctx, request)
+        ctx.handled_ns = self.clock.monotonic_ns()
+        ctx.handler_ns = ctx.handled_ns - t0
         if isinstance(result, Deferred):
             if result.done:  # completed inside the handler (acks=1, a fetch with data)
-                self._finish(conn, ctx, result.resolve())
+                self._finish(conn, ctx, request, result.resolve())
             else:
-                result.attach(lambda d, conn=conn, ctx=ctx: self._complete(conn, ctx, d))
+                result.attach(lambda d, conn=conn, ctx=ctx: self._complete(conn, ctx, request, d))
         else:
-            self._finish(conn, ctx, result)
+            self._finish(conn, ctx, request, result)
 
-    def _complete(self, conn: KafkaConnection, ctx: RequestContext, deferred: Deferred) -> None:
+    def _complete(self, conn: KafkaConnection, ctx: RequestContext, request: Any, deferred: Deferred) -> None:
         """A deferred response, completed later from a purgatory or the group coordinator.
 
         It runs inside someone else's loop (the purgatory's completions, the action queue, a
@@ -123,30 +147,92 @@ class KafkaApis:
         synchronous path does, and must not escape and drop the completions that come after it.
         """
         try:
-            self._finish(conn, ctx, deferred.resolve())
+            self._finish(conn, ctx, request, deferred.resolve(), parked=True)
         except ProtocolError as e:
             conn.close(CloseReason.PROTOCOL_ERROR, str(e))
         except Exception as e:  # noqa: BLE001 - see the docstring
             self._internal_error(conn, e)
 
-    def _finish(self, conn: KafkaConnection, ctx: RequestContext, result: Any) -> None:
+    # -- fault rules -------------------------------------------------------------------------
+    def _partitions(self, request: Any) -> list[tuple[str, int | None]]:
+        """The (topic, partition)s a request names, topic ids resolved to names."""
+        by_id = self.broker.metadata.topics_by_id
+        out = []
+        for t, p in request_partitions(request):
+            if not isinstance(t, str):
+                topic = by_id.get(t)
+                if topic is None:
+                    continue
+                t = topic.name
+            out.append((t, p))
+        return out
+
+    def _apply_rule(self, conn: KafkaConnection, ctx: RequestContext, request: Any, rule: FaultRule) -> bool:
+        """Act on a rule that matched before the handler; True when the request is taken care of."""
+        ctx.fault_rule = rule.id
+        what = f"{ctx.spec.name} v{ctx.version} (fault rule {rule.id})"
+        if rule.action == "error":
+            entry = rule.take_error()
+            ctx.delay_ms = entry.delay_ms
+            ctx.injected = InjectedError(entry.error, rule.match)
+            if handles_injected_errors(ctx.api_key):
+                return False  # the handler gives the error to the partitions it applies to
+            responder = error_responder(ctx.api_key)
+            assert responder is not None, "rules are checked when added"
+            self._finish(conn, ctx, request, responder(ctx, request, entry.error))
+            return True
+        if rule.action == "delay":
+            ctx.delay_ms = rule.delay_ms
+            return False
+        if rule.action == "hold":
+            def resume() -> None:
+                if conn.closed:
+                    self._record(conn, ctx, request, "closed")
+                    return
+                try:
+                    self._run_handler(conn, ctx, request)
+                except ProtocolError as e:
+                    conn.close(CloseReason.PROTOCOL_ERROR, str(e))
+                except Exception as e:  # noqa: BLE001 - as in handle()
+                    self._internal_error(conn, e)
+
+            self.faults.held.append(HeldRequest(rule.id, conn.conn_id, ctx.api_key, ctx.correlation_id, resume))
+            log.info("holding %s from %s (client_id=%r) until released", what, conn.peer, ctx.client_id)
+            return True
+        if rule.action == "drop":
+            log.info("dropping %s from %s (client_id=%r): no response", what, conn.peer, ctx.client_id)
+            self._record(conn, ctx, request, "dropped")
+            return True  # never answered: the connection stays muted with the request pending
+        self._record(conn, ctx, request, "closed")
+        conn.close(CloseReason.INJECTED, f"{what} closed before it took effect")
+        return True
+
+    # -- answering ------------------------------------------------------------------------------
+    def _finish(self, conn: KafkaConnection, ctx: RequestContext, request: Any, result: Any,
+                parked: bool = False) -> None:
+        now_ns = self.clock.monotonic_ns()
+        handled_ns = ctx.handled_ns or now_ns
+        if parked:  # answered later than the handler returned: how long it waited
+            ctx.parked_ms = (now_ns - handled_ns) / 1e6
         if conn.closed:
-            self._journal(ctx, "closed")
+            self._record(conn, ctx, request, "closed", handled_ns=handled_ns)
             return
-        fault = self.faults.take(ctx.api_key)
-        if fault == "close":
-            self._journal(ctx, "lost")
-            conn.close(CloseReason.INJECTED, f"response to {ctx.spec.name} v{ctx.version} lost (close)")
-            return
-        if fault == "drop":
-            self._journal(ctx, "lost")
-            return  # never answered: the connection stays muted with the request pending
+        if self.faults.rules and ctx.sasl is None:
+            rule = self.faults.take(ctx.api_key, ctx.version, self.broker.node_id, ctx.client_id,
+                                    lambda: self._partitions(request), after=True)
+            if rule is not None:
+                ctx.fault_rule = rule.id
+                self._record(conn, ctx, request, "lost", handled_ns=handled_ns)
+                if rule.action == "close":
+                    conn.close(CloseReason.INJECTED, f"response to {ctx.spec.name} v{ctx.version} lost (close, "
+                                                     f"fault rule {rule.id})")
+                return  # drop: never answered, the connection stays muted with the request pending
         if result is NO_RESPONSE:
-            self._journal(ctx, "no_response")
             conn.send_response(None)
+            self._record(conn, ctx, request, "no_response", handled_ns=handled_ns)
             return
         if isinstance(result, CloseConnection):
-            self._journal(ctx, "closed")
+            self._record(conn, ctx, request, "closed", handled_ns=handled_ns)
             conn.close(CloseReason.ERROR_WITH_ACKS0, result.reason)
             return
         sasl = ctx.sasl
@@ -166,12 +252,25 @@ class KafkaApis:
                 result["throttle_time"] = throttle_ms
             frame = encode_response(ctx.spec, ctx.version, ctx.correlation_id,
                                     build_response(ctx.api_key, ctx.version, result))
-        self._journal(ctx, "response", throttle_ms)
         if sasl is not None and sasl.failure is not None:  # answered after a delay, then closed
+            self._record(conn, ctx, request, "closed", handled_ns=handled_ns, result=result, frame_bytes=len(frame))
             sasl.close_after_failure(frame)
             return
-        send_response_maybe_throttle(conn, frame, throttle_ms, ctx, quota_type, self.throttle_mode, self.clock,
-                                     self.throttle_events)
+
+        def send() -> None:
+            if conn.closed:
+                self._record(conn, ctx, request, "closed", handled_ns=handled_ns, result=result)
+                return
+            sent_ns = self.clock.monotonic_ns()
+            send_response_maybe_throttle(conn, frame, throttle_ms, ctx, quota_type, self.throttle_mode, self.clock,
+                                         self.throttle_events)
+            self._record(conn, ctx, request, "response", handled_ns=handled_ns, result=result,
+                         frame_bytes=len(frame), sent_ns=sent_ns, throttle_ms=throttle_ms, quota_type=quota_type)
+
+        if ctx.delay_ms > 0:  # a fault rule's latency
+            self.clock.call_later(ctx.delay_ms, send)
+        else:
+            send()
 
     @staticmethod
     def _measure(ctx: RequestContext, result: dict[str, Any]) -> int:
@@ -182,12 +281,55 @@ class KafkaApis:
         ctx.encoded = (result, frame)
         return len(frame) - 4
 
-    def _journal(self, ctx: RequestContext, outcome: str, throttle_ms: int = 0) -> None:
-        c = ctx.conn
-        self.journal.record(JournalEntry(
-            ctx.node_id, c.conn_id, c.peer, ctx.client_id, ctx.api_key, ctx.version, ctx.correlation_id,
-            ctx.received_ns, self.clock.monotonic_ns(), outcome, throttle_ms,
-        ))
+    # -- the record of each request -------------------------------------------------------------
+    def _record(self, conn: KafkaConnection, ctx: RequestContext, request: Any, outcome: str,
+                handled_ns: int | None = None, result: dict[str, Any] | None = None, frame_bytes: int | None = None,
+                sent_ns: int | None = None, throttle_ms: int = 0, quota_type: str = "") -> None:
+        now_wall = wall_time_ns()
+        now_ns = self.clock.monotonic_ns()
+        handled = handled_ns if handled_ns is not None else now_ns
+        software = conn.client_software
+        rec = RequestRecord(
+            broker=self.broker.node_id, connection=conn.conn_id, peer=conn.peer, client_id=ctx.client_id,
+            principal=conn.principal, client_software_name=software[0] if software else None,
+            client_software_version=software[1] if software else None, api_key=ctx.api_key, api=ctx.spec.name,
+            api_version=ctx.version, correlation_id=ctx.correlation_id, request_bytes=ctx.size_bytes,
+            arrived_clock_ns=ctx.arrived_ns, received_clock_ns=ctx.received_ns,
+            received_wall_ns=now_wall - (now_ns - ctx.received_ns),
+            handled_clock_ns=handled, handled_wall_ns=now_wall - (now_ns - handled),
+            sent_clock_ns=sent_ns, sent_wall_ns=None if sent_ns is None else now_wall - (now_ns - sent_ns),
+            outcome=outcome, response_bytes=frame_bytes, throttle_time_ms=throttle_ms,
+            throttle_mode=self.throttle_mode if throttle_ms else "", quota_type=quota_type if throttle_ms else "",
+            client_throttles=ctx.spec.client_throttles(ctx.version), fault_rule=ctx.fault_rule,
+        )
+        if throttle_ms and sent_ns is not None and self.throttle_mode == "mute":
+            rec.mute_start_clock_ns = sent_ns
+            rec.mute_end_clock_ns = sent_ns + throttle_ms * 1_000_000
+        rec.parked_ms = ctx.parked_ms
+        op = ctx.delayed
+        if op is not None:
+            rec.purgatory = op.PURGATORY or None
+            rec.completed_by = ("timeout" if op.expired else "condition") if op.is_completed else None
+        for attr, name in _DETAILS:
+            value = getattr(request, attr, None)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                rec.details[name] = value
+            elif value is not None and hasattr(value, "total_seconds"):  # kio timedelta fields
+                rec.details[name] = int(value.total_seconds() * 1000)
+        if result is not None:
+            _collect_errors(rec, result, ctx.partition_bytes or {})
+        elif ctx.partition_bytes:
+            rec.partitions = [PartitionRecord(t, p, 0, n) for (t, p), n in ctx.partition_bytes.items()]
+        store = self.broker.quota_store
+        if store.quotas:
+            user, cid = conn.principal, ctx.client_id
+            tags = store.metric_tags(_QUOTA_KEY.get(ctx.api_key, "request_percentage"), user, cid)
+            rec.quota_entity = tags
+            rec.quotas = store.quotas_in_force(user, cid)
+        if outcome in ("response", "no_response", "closed"):  # a dropped one stays: the connection waits on it
+            self.in_flight.pop(conn.conn_id, None)
+        self.journal.record(rec)
+        self.stats.record(rec)
 
     def _unsupported_api_versions(self, conn: KafkaConnection, spec: ApiSpec, correlation_id: int) -> None:
         """KIP-511: a v0 response, UNSUPPORTED_VERSION, listing only ApiVersions' range."""
@@ -202,3 +344,42 @@ class KafkaApis:
             },
         )
         conn.send_response(encode_response(spec, 0, correlation_id, body))
+
+
+_PARTITION_KEYS = ("partition_index", "index", "partition")
+_TOPIC_KEYS = ("name", "topic")
+
+
+def _collect_errors(rec: RequestRecord, result: dict[str, Any], sizes: dict[tuple[str, int], int]) -> None:
+    """The top-level error code and every partition's (with its bytes) of a handler's response."""
+    top = result.get("error_code")
+    if top is not None:
+        rec.error_code = int(top)
+    seen: set[tuple[str, int]] = set()
+
+    def walk(node: Any, topic: str | None) -> None:
+        if isinstance(node, dict):
+            name = next((node[k] for k in _TOPIC_KEYS if isinstance(node.get(k), str)), None)
+            if name is not None and any(isinstance(v, list) for v in node.values()):
+                topic = name
+                code = node.get("error_code")
+                if code:  # a topic-level error (Metadata, CreateTopics): partition -1
+                    rec.partitions.append(PartitionRecord(name, -1, int(code), 0))
+            idx = next((node[k] for k in _PARTITION_KEYS if isinstance(node.get(k), int)), None)
+            if topic is not None and idx is not None and "error_code" in node:
+                seen.add((topic, idx))
+                rec.partitions.append(PartitionRecord(topic, idx, int(node["error_code"]), sizes.get((topic, idx), 0)))
+                return
+            for v in node.values():
+                if isinstance(v, (list, dict)):
+                    walk(v, topic)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item, topic)
+
+    for key, value in result.items():
+        if isinstance(value, list):
+            walk(value, None)
+    for (t, p), n in sizes.items():  # appended or fetched but not in the response (an incremental fetch)
+        if (t, p) not in seen:
+            rec.partitions.append(PartitionRecord(t, p, 0, n))

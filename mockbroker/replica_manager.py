@@ -136,13 +136,13 @@ class ReplicaManager:
 
     # -- produce ---------------------------------------------------------------------------------
     def append_records(self, entries: list[ProduceEntry], acks: int, timeout_ms: int, api_version: int,
-                       on_done: Callable[[list[PartitionResponse]], None]) -> None:
+                       on_done: Callable[[list[PartitionResponse]], None]) -> DelayedProduce | None:
         """Append every entry (those that fail append nothing) and call ``on_done`` with one
         response per entry, in order: at once, or for acks=-1 once the ISR has the records or
-        ``timeout_ms`` passed."""
+        ``timeout_ms`` passed (the ``DelayedProduce`` waiting for that is returned)."""
         if acks not in (-1, 0, 1):
             on_done([PartitionResponse(ErrorCode.invalid_required_acks) for _ in entries])
-            return
+            return None
         now_ms = self.clock.time_ms()
         appended = [self._append_to_leader(e, acks, api_version, now_ms) for e in entries]
         responses = [a.response for a in appended]
@@ -150,10 +150,11 @@ class ReplicaManager:
                    for e, a in zip(entries, appended) if acks == -1 and a.produced]
         if not waiting:
             on_done(responses)
-            return
+            return None
         op = DelayedProduce(timeout_ms, waiting, self.node_id, self.metadata, lambda: on_done(responses))
         keys = [(st.partition.topic.name, st.partition.index) for st in waiting]
         self.produce_purgatory.try_complete_else_watch(op, keys)
+        return op
 
     def _append_to_leader(self, entry: ProduceEntry, acks: int, api_version: int, now_ms: int) -> _Appended:
         p = entry.partition
@@ -207,7 +208,7 @@ class ReplicaManager:
 
     # -- fetch -----------------------------------------------------------------------------------
     def fetch_messages(self, params: FetchParams, partitions: list[CachedPartition],
-                       on_done: Callable[[list[LogReadResult]], None]) -> None:
+                       on_done: Callable[[list[LogReadResult]], None]) -> DelayedFetch | None:
         """Read every partition and call ``on_done`` with one result per partition, in order: at
         once when nothing is worth waiting for (``ReplicaManager.fetchMessages``: max_wait 0,
         min_bytes readable, an error, or nothing asked), else from the fetch purgatory when
@@ -217,11 +218,12 @@ class ReplicaManager:
         errors = any(r.error is not ErrorCode.none for r in results)
         if params.max_wait_ms <= 0 or not partitions or readable >= params.min_bytes or errors:
             on_done(results)
-            return
+            return None
         op = DelayedFetch(params.max_wait_ms, list(partitions), params.by_topic_id, params.isolation_level,
                           params.min_bytes, self.node_id, self.metadata,
                           lambda: on_done(self.read_from_local_log(params, partitions)))
         self.fetch_purgatory.try_complete_else_watch(op, [(cp.topic, cp.partition) for cp in partitions])
+        return op
 
     def read_from_local_log(self, params: FetchParams, partitions: list[CachedPartition]) -> list[LogReadResult]:
         """``ReplicaManager.readFromLocalLog``: the response is bounded by ``params.max_bytes``,

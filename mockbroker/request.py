@@ -13,6 +13,12 @@ the response), then mutate, then respond.  It returns
 * a ``Deferred``: the answer comes later (a purgatory completes it); the
   connection stays muted with the request pending until then.
 
+A handler module may also offer ``error_response(ctx, request, error)``
+(Kafka's ``getErrorResponse``), used when a fault rule injects an error;
+without one an API answers injected errors in its top-level error code.
+Produce and Fetch instead serve the request with ``ctx.injected`` set and
+give the error to the partitions it applies to.
+
 A wire-protocol violation raises ``protocol.errors.ProtocolError``: the
 connection is closed with one log line.  Anything else a handler raises is a
 broker bug: that connection is closed as an internal error, the others go on.
@@ -31,14 +37,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
 
+from protocol.errors import ErrorCode
 from protocol.registry import ApiRegistry, ApiSpec
 
 from .channel import Authenticator
 from .clock import Clock
 from .controller import Controller
+from .faults import InjectedError
 from .fetch_session import FetchManager
 from .group.service import GroupCoordinatorService
 from .metadata import ClusterMetadata
+from .purgatory import DelayedOperation
 from .quota.entities import QuotaStore
 from .quota.manager import QuotaManagers
 from .replica_manager import ReplicaManager
@@ -153,11 +162,21 @@ class RequestContext:
     size_bytes: int
     received_ns: int
     handler_ns: int = 0                     # time in the handler (request_percentage quota)
+    handled_ns: int = 0                     # broker clock: the handler returned
+    parked_ms: float | None = None          # answered this long after the handler returned (a Deferred)
     fetch_session_epoch: int | None = None  # set by Fetch (a throttled full fetch drops its new session)
     controller_throttle_ms: int = 0          # set by CreateTopics/DeleteTopics (KIP-599)
     sasl: Authenticator | None = None        # the authenticator when the request came before authentication
     # (result, frame) when the Fetch byte quota already encoded this response to measure it
     encoded: tuple[dict[str, Any], memoryview] | None = None
+    # an error a fault rule gave this request; handlers that serve partitions apart (Produce,
+    # Fetch) give it to the partitions it ``applies`` to, the others answer via ``error_response``
+    injected: InjectedError | None = None
+    delay_ms: int = 0                        # a fault rule's latency: the response goes out this much later
+    fault_rule: int | None = None            # the id of the fault rule that acted on this request
+    delayed: DelayedOperation | None = None  # the delayed operation the handler parked (the journal reports it)
+    partition_bytes: dict[tuple[str, int], int] | None = None  # bytes appended/fetched per partition
+    arrived_ns: int = 0                      # broker clock: the request was complete on the connection
 
     @property
     def node_id(self) -> int:
@@ -173,3 +192,7 @@ class RequestContext:
 
 
 Handler: TypeAlias = Callable[[RequestContext, Any], Result]
+
+# Kafka's AbstractRequest.getErrorResponse: the response that gives ``error`` to every element of
+# the request, with nothing taking effect (used for injected errors).
+ErrorResponder: TypeAlias = Callable[[RequestContext, Any, ErrorCode], "dict[str, Any]"]

@@ -19,14 +19,18 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from .clock import Clock, ManualClock
-from .config import BrokerConfig
-from .quota.entities import validate_quota
 from .cluster import Cluster
+from .config import BrokerConfig
+from .control import ControlPlane
+from .process import BrokerProcess
 
 T = TypeVar("T")
 
 
 class MockBroker:
+    """``MockBroker(config=..., clock=...)``: start with ``start()`` or ``with``; the control
+    methods below are the admin HTTP API's, called in this process (``ControlPlane``)."""
+
     def __init__(
         self,
         config: Mapping[str, Any] | None = None,
@@ -40,7 +44,7 @@ class MockBroker:
         self.host = host
         self.port = port
         self.clock = clock
-        self.cluster: Cluster | None = None
+        self.process: BrokerProcess | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stop: asyncio.Event | None = None
@@ -53,14 +57,15 @@ class MockBroker:
             self._loop = asyncio.get_running_loop()
             self._stop = asyncio.Event()
             try:
-                self.cluster = Cluster(self.config, self.clock, self.host, self.port)
-                await self.cluster.start()
+                self.process = BrokerProcess(self.config, self.clock, self.host, self.port)
+                await self.process.start()
             except BaseException as e:  # noqa: BLE001 - reported to the starting thread
                 ready.set_exception(e)
                 return
+            self.clock = self.process.cluster.clock
             ready.set_result(None)
             await self._stop.wait()
-            await self.cluster.stop()
+            await self.process.stop()
 
         self._thread = threading.Thread(target=asyncio.run, args=(main(),), name="mockbroker", daemon=True)
         self._thread.start()
@@ -68,6 +73,7 @@ class MockBroker:
         return self
 
     def stop(self) -> None:
+        """Stop the cluster: connections closed, the on-disk journal flushed, the thread joined."""
         if self._loop is not None and self._stop is not None and self._thread and self._thread.is_alive():
             self._loop.call_soon_threadsafe(self._stop.set)
             self._thread.join(timeout=10)
@@ -80,13 +86,24 @@ class MockBroker:
 
     # -- access ----------------------------------------------------------------------------
     @property
+    def cluster(self) -> Cluster:
+        assert self.process is not None, "broker not started"
+        return self.process.cluster
+
+    @property
     def bootstrap_servers(self) -> str:
-        assert self.cluster is not None, "broker not started"
         return self.cluster.bootstrap_servers
+
+    @property
+    def admin_url(self) -> str | None:
+        """``http://HOST:PORT`` of the admin API (``mock.admin.listener``), else None."""
+        assert self.process is not None, "broker not started"
+        address = self.process.admin_address
+        return None if address is None else f"http://{address}"
 
     def call(self, fn: Callable[[Cluster], T], timeout: float = 10) -> T:
         """Run ``fn(cluster)`` on the cluster's loop and return its result."""
-        assert self._loop is not None and self.cluster is not None
+        assert self._loop is not None
         cluster = self.cluster
 
         async def run() -> T:
@@ -94,114 +111,139 @@ class MockBroker:
 
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout)
 
-    def call_async(self, fn: Callable[[Cluster], Any], timeout: float = 10) -> Any:
-        """Await ``fn(cluster)`` (a coroutine function) on the cluster's loop."""
-        assert self._loop is not None and self.cluster is not None
-        return asyncio.run_coroutine_threadsafe(fn(self.cluster), self._loop).result(timeout)
+    def control(self, fn: Callable[[ControlPlane], T], timeout: float = 10) -> T:
+        """Run ``fn(control_plane)`` on the cluster's loop: what the admin API's routes do."""
+        assert self._loop is not None and self.process is not None
+        control = self.process.control
 
-    # -- cluster control (the control-plane issue exposes these over HTTP) -------------------
+        async def run() -> T:
+            return fn(control)
+
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout)
+
+    # -- the control plane ------------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        """Brokers, topics, groups, connections and throttles at a glance (GET /status)."""
+        return self.control(lambda c: c.status())
+
+    def brokers(self) -> list[dict[str, Any]]:
+        return self.control(lambda c: c.brokers())
+
     def stop_broker(self, node_id: int) -> None:
         """Stop one simulated broker: listener closed, leadership moved, its replicas leave the ISR."""
-        self.call_async(lambda b: b.stop_broker(node_id))
+        assert self._loop is not None and self.process is not None
+        control = self.process.control
+        asyncio.run_coroutine_threadsafe(control.stop_broker(node_id), self._loop).result(10)
 
     def start_broker(self, node_id: int) -> None:
         """Restart a stopped broker on its port; its replicas catch up and rejoin the ISR."""
-        self.call_async(lambda b: b.start_broker(node_id))
+        assert self._loop is not None and self.process is not None
+        control = self.process.control
+        asyncio.run_coroutine_threadsafe(control.start_broker(node_id), self._loop).result(10)
+
+    def topics(self) -> list[dict[str, Any]]:
+        return self.control(lambda c: c.topics())
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
+                     configs: dict[str, str] | None = None) -> None:
+        self.control(lambda c: c.create_topic(name, partitions, replication_factor, configs))
+
+    def delete_topic(self, name: str) -> None:
+        self.control(lambda c: c.delete_topic(name))
+
+    def partition_state(self, topic: str, partition: int) -> dict[str, Any]:
+        """Leader, leader epoch, replicas, ISR, high watermark, log end and start offsets."""
+        return self.control(lambda c: c.partition(topic, partition))
 
     def set_replication_lag(self, lag_ms: int, broker_id: int | None = None, topic: str | None = None) -> None:
         """How long followers (on ``broker_id``, or of ``topic``, or all) take to catch up."""
-        self.call(lambda b: b.replication.set_lag(lag_ms, broker_id, topic))
+        self.control(lambda c: c.set_replication_lag(lag_ms, broker_id, topic))
 
     def set_isr(self, topic: str, partition: int, isr: list[int]) -> None:
-        self.call(lambda b: b.replication.set_isr(b.metadata.partition(topic, partition), list(isr)))
+        self.control(lambda c: c.set_isr(topic, partition, list(isr)))
 
     def elect_leader(self, topic: str, partition: int, node_id: int) -> None:
         """Move leadership to ``node_id`` (an ISR member), as a preferred-replica election does;
         the old leader stays up and answers NOT_LEADER_OR_FOLLOWER."""
-        def elect(b: Cluster) -> None:
-            p = b.metadata.partition(topic, partition)
-            if node_id not in p.isr:
-                raise ValueError(f"broker {node_id} is not in the ISR {p.isr} of {topic}-{partition}")
-            b.replication.elect_leader(p, preferred=node_id)
-        self.call(elect)
+        self.control(lambda c: c.elect_leader(topic, partition, node_id))
 
-    def partition_state(self, topic: str, partition: int) -> dict[str, Any]:
-        """Leader, leader epoch, replicas, ISR, high watermark and log end offset of a partition."""
-        def get(b: Cluster) -> dict[str, Any]:
-            p = b.metadata.partition(topic, partition)
-            return {"leader": p.leader_id, "leader_epoch": p.leader_epoch, "replicas": list(p.replicas),
-                    "isr": list(p.isr), "high_watermark": p.log.high_watermark,
-                    "log_end_offset": p.log.log_end_offset, "log_start_offset": p.log.log_start_offset}
-        return self.call(get)
+    def partition_records(self, topic: str, partition: int) -> list[bytes]:
+        """The stored batches of a partition (bytes exactly as served)."""
+        return self.control(lambda c: c.partition_records(topic, partition))
 
-    def purgatory_gauges(self, node_id: int | None = None) -> dict[str, dict[str, int]]:
-        """PurgatorySize and NumDelayedOperations per purgatory of a broker (the first by default)."""
-        def get(b: Cluster) -> dict[str, dict[str, int]]:
-            return b.broker(node_id).replica_manager.gauges()
-        return self.call(get)
+    def log_end_offset(self, topic: str, partition: int) -> int:
+        return int(self.partition_state(topic, partition)["log_end_offset"])
 
-    def group(self, group_id: str) -> dict[str, Any] | None:
-        """A consumer group as the coordinator holds it (None when it has none): state, generation,
-        protocol, leader, coordinator node, members (id, instance id, client id, assignment bytes)."""
-        def get(b: Cluster) -> dict[str, Any] | None:
-            g = b.groups.get_group(group_id)
-            if g is None:
-                return None
-            node = b.groups.find_coordinator(group_id)
-            return {"state": g.state.value, "generation_id": g.generation_id, "protocol_type": g.protocol_type,
-                    "protocol_name": g.protocol_name, "leader_id": g.leader_id,
-                    "coordinator": node.node_id if node is not None else -1,
-                    "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                                 "client_id": m.client_id, "assignment": m.assignment}
-                                for m in g.members.values()]}
-        return self.call(get)
+    # quotas
+    def quotas(self, user: str | None = None, client_id: str | None = None) -> list[dict[str, Any]]:
+        return self.control(lambda c: c.quotas(user, client_id))
 
-    def inject_coordinator_loading(self, group_id: str, duration_ms: int) -> None:
-        """Fault: the group's coordinator answers COORDINATOR_LOAD_IN_PROGRESS for ``duration_ms``
-        (Heartbeat answers NONE and SyncGroup REBALANCE_IN_PROGRESS meanwhile, as Kafka does)."""
-        self.call(lambda b: b.groups.inject_loading(group_id, duration_ms))
+    def set_quota(self, user: str | None = None, client_id: str | None = None, **values: float | None) -> None:
+        """Set (or with None remove) quotas of an entity; "<default>" names the default entity."""
+        self.control(lambda c: c.set_quota(user, client_id, values))
 
-    def committed_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
-        """The group's committed offsets by (topic, partition)."""
-        return self.call(lambda b: {tp: om.offset for tp, om in b.groups.committed_offsets(group_id).items()})
-
-    def group_rebalances(self) -> int:
-        """Join phases completed so far by the coordinator (every group)."""
-        return self.call(lambda b: b.groups.rebalances)
-
-    def group_purgatory_gauges(self) -> dict[str, dict[str, int]]:
-        """PurgatorySize and NumDelayedOperations of the Heartbeat and Rebalance purgatories."""
-        return self.call(lambda b: b.groups.gauges())
-
-    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
-                     configs: dict[str, str] | None = None) -> None:
-        self.call(lambda b: b.create_topic(name, partitions, replication_factor, configs))
-
-    def advance(self, ms: float) -> None:
-        """Move a ManualClock forward on the broker's loop (timers fire there)."""
-        if not isinstance(self.clock, ManualClock):
-            raise TypeError("advance() needs MockBroker(clock=ManualClock())")
-        clock = self.clock
-        self.call(lambda b: clock.advance(ms))
-
-    def lose_response(self, api_key: int, action: str = "close", count: int = 1) -> Any:
-        return self.call(lambda b: b.faults.lose_response(api_key, action, count))
-
-    def throttle_events(self, client_id: str | None = None) -> list[dict[str, Any]]:
-        """Every throttled response (per connection and entity): when, how long, which API and
-        version, and whether/how early the client sent its next request (see quota.throttle)."""
-        return self.call(lambda b: [e.as_dict() for e in b.throttle_events
-                                    if client_id is None or e.client_id == client_id])
+    def delete_quota(self, user: str | None = None, client_id: str | None = None, key: str | None = None) -> None:
+        self.control(lambda c: c.delete_quota(user, client_id, key))
 
     def quota_metrics(self, node_id: int | None = None) -> dict[str, dict[tuple[str, str], dict[str, float]]]:
         """Kafka's per-entity quota metrics of one broker, keyed by (user, client-id) tags:
         Produce/Fetch ``byte-rate`` and ``throttle-time``, Request ``request-time`` and
         ``throttle-time`` (plus RequestRate ``request-rate`` for the KIP-124 draft quota)."""
-        def get(b: Cluster) -> dict[str, dict[tuple[str, str], dict[str, float]]]:
-            q = b.broker(node_id).quotas
-            return {"Produce": q.produce.metrics("byte-rate"), "Fetch": q.fetch.metrics("byte-rate"),
-                    "Request": q.request.metrics("request-time"), "RequestRate": q.request_rate.metrics("request-rate")}
-        return self.call(get)
+        return self.control(lambda c: c.quota_metrics(node_id))
+
+    # groups
+    def groups(self) -> list[dict[str, Any]]:
+        return self.control(lambda c: c.groups())
+
+    def group(self, group_id: str) -> dict[str, Any] | None:
+        """A group as the coordinator holds it (None when it has none): type, state, generation
+        (classic) or epochs (KIP-848), protocol, coordinator, members with their assignments
+        (``assignment_bytes`` as SyncGroup gave them; ``assignment`` decoded), committed offsets."""
+        def get(c: ControlPlane) -> dict[str, Any] | None:
+            try:
+                return c.group(group_id)
+            except LookupError:
+                return None
+        return self.control(get)
+
+    def inject_coordinator_loading(self, group_id: str, duration_ms: int) -> None:
+        """Fault: the group's coordinator answers COORDINATOR_LOAD_IN_PROGRESS for ``duration_ms``
+        (Heartbeat answers NONE and SyncGroup REBALANCE_IN_PROGRESS meanwhile, as Kafka does)."""
+        self.control(lambda c: c.inject_coordinator_loading(group_id, duration_ms))
+
+    def committed_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
+        """The group's committed offsets by (topic, partition)."""
+        g = self.group(group_id)
+        return {} if g is None else {(o["topic"], o["partition"]): o["offset"] for o in g["committed_offsets"]}
+
+    def group_rebalances(self) -> int:
+        """Join phases completed so far by the coordinator (every group)."""
+        return int(self.status()["rebalances"])
+
+    def group_purgatory_gauges(self) -> dict[str, dict[str, int]]:
+        """PurgatorySize and NumDelayedOperations of the Heartbeat and Rebalance purgatories."""
+        gauges = self.control(lambda c: c.purgatories())
+        return {k: gauges[k] for k in ("Heartbeat", "Rebalance")}
+
+    # connections, throttles, gauges, journal
+    def connections(self, broker: int | None = None, client_id: str | None = None) -> list[dict[str, Any]]:
+        """Each connection: peer, client id and software, principal, why it is muted, its in-flight request."""
+        return self.control(lambda c: c.connections(broker, client_id))
+
+    def throttle_events(self, client_id: str | None = None) -> list[dict[str, Any]]:
+        """Every throttled response (per connection and entity): when, how long, which API and
+        version, and whether/how early the client sent its next request (see quota.throttle)."""
+        return self.control(lambda c: c.throttle_events(client_id))
+
+    def violations(self, by: str = "connection") -> list[dict[str, Any]]:
+        """KIP-219 violations per connection or per entity (``ControlPlane.violations``)."""
+        return self.control(lambda c: c.violations(by))
+
+    def purgatory_gauges(self, node_id: int | None = None) -> dict[str, dict[str, int]]:
+        """PurgatorySize and NumDelayedOperations of a broker's Produce and Fetch purgatories (the
+        first broker by default)."""
+        gauges = self.control(lambda c: c.purgatories(node_id))
+        return {k: gauges[k] for k in ("Produce", "Fetch")}
 
     def memory_pool_metrics(self, node_id: int | None = None) -> dict[str, float]:
         """KIP-72 request memory pool of one broker (the first by default): Kafka's
@@ -209,31 +251,48 @@ class MockBroker:
         and ``MemoryPoolDepletedTimeTotal`` (ms), plus the mock's ``peak_used`` (most memory ever
         allocated at once), ``refused`` (allocations refused) and ``memory_muted`` (connections
         waiting for memory now)."""
-        def get(b: Cluster) -> dict[str, float]:
-            s = b.broker(node_id)
-            return {**s.memory_pool.metrics(), "memory_muted": len(s.memory_mutes)}
-        return self.call(get)
+        return self.control(lambda c: c.memory_pool(node_id))
 
-    def set_quota(self, user: str | None = None, client_id: str | None = None, **values: float | None) -> None:
-        """Set (or with None remove) quotas of an entity; "<default>" names the default entity."""
-        for k, v in values.items():
-            msg = None if v is None else validate_quota(k, float(v))
-            if msg:
-                raise ValueError(msg)
-        self.call(lambda b: [b.quota_store.set((user, client_id), k, v) for k, v in values.items()])
+    def journal(self, api_key: int | str | None = None, client_id: str | None = None,
+                since_ms: int | None = None, until_ms: int | None = None, limit: int | None = None
+                ) -> list[dict[str, Any]]:
+        """Journal records (dicts, docs/journal.md) of handled requests, oldest first."""
+        return self.control(lambda c: c.journal(api_key, client_id, since_ms, until_ms, limit))
 
-    def journal(self, api_key: int | None = None, client_id: str | None = None) -> list[dict[str, Any]]:
-        """Journal entries (dicts with held_ms) of handled requests, oldest first."""
-        return self.call(lambda b: [e.as_dict() for e in b.journal.select(api_key, client_id)])
+    # clock
+    def advance(self, ms: float) -> None:
+        """Move a ManualClock (``clock=ManualClock()`` or ``mock.clock=manual``) forward on the
+        broker's loop (timers fire there)."""
+        if not isinstance(self.clock, ManualClock):
+            raise TypeError("advance() needs MockBroker(clock=ManualClock()) or mock.clock=manual")
+        self.control(lambda c: c.advance_clock(ms))
 
-    def partition_records(self, topic: str, partition: int) -> list[bytes]:
-        """The stored batches of a partition (bytes exactly as served)."""
-        def get(b: Cluster) -> list[bytes]:
-            p = b.metadata.partition(topic, partition)
-            if p is None:
-                raise KeyError(f"{topic}-{partition}")
-            return [batch for seg in p.log.segments for batch in seg.batches]
-        return self.call(get)
+    # faults
+    def inject(self, spec: Mapping[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
+        """Add a fault rule (``mockbroker/faults.py``), e.g.
+        ``inject(api="Produce", errors=["NOT_LEADER_OR_FOLLOWER"] * 2)``,
+        ``inject(api="Fetch", action="hold")``, ``inject(action="delay", delay_ms=200, broker=1, count=None)``."""
+        rule = {**(spec or {}), **kw}
+        return self.control(lambda c: c.inject(rule))
 
-    def log_end_offset(self, topic: str, partition: int) -> int:
-        return self.call(lambda b: b.metadata.partition(topic, partition).log.log_end_offset)
+    def faults(self) -> list[dict[str, Any]]:
+        """The fault rules with how often each fired."""
+        return self.control(lambda c: c.faults())
+
+    def remove_fault(self, rule_id: int) -> None:
+        self.control(lambda c: c.remove_fault(rule_id))
+
+    def clear_faults(self) -> None:
+        self.control(lambda c: c.clear_faults())
+
+    def held(self) -> list[dict[str, Any]]:
+        return self.control(lambda c: c.held())
+
+    def release(self, rule_id: int | None = None) -> int:
+        """Let held requests (of one rule, or all) go on; how many."""
+        return int(self.control(lambda c: c.release(rule_id))["released"])
+
+    def lose_response(self, api_key: int, action: str = "close", count: int = 1) -> dict[str, Any]:
+        """Lose the next ``count`` responses of an API after the request took effect: ``close`` the
+        connection or ``drop`` the response (idempotence tests)."""
+        return self.inject(api=api_key, action=action, after=True, count=count)

@@ -12,7 +12,13 @@ from .errors import (
     ProtocolError,
     UnsupportedVersion,
 )
-from .registry import ApiKey, ApiRegistry, ApiSpec, KAFKA_RELEASES, DEFAULT_KAFKA_RELEASE
+from .registry import (
+    DEFAULT_KAFKA_RELEASE,
+    KAFKA_RELEASES,
+    ApiKey,
+    ApiRegistry,
+    ApiSpec,
+)
 
 __all__ = [
     "ApiKey",

@@ -357,3 +357,29 @@ def decode_consumer_subscription(metadata: bytes) -> list[str] | None:
     except Exception:  # noqa: BLE001 - any malformed metadata
         return None
     return list(body.topics)
+
+
+@cache
+def _assignment_reader(version: int) -> Any:
+    from importlib import import_module
+
+    mod = import_module(f"kio.schema.consumer_protocol_assignment.v{version}.data")
+    return entity_reader(mod.ConsumerProtocolAssignment)
+
+
+def decode_consumer_assignment(assignment: bytes) -> dict[str, list[int]] | None:
+    """The partitions a ``consumer`` protocol leader gave a member in SyncGroup
+    (ConsumerProtocolAssignment, read as ``decode_consumer_subscription`` reads subscriptions):
+    {topic: [partitions]}.  None when it does not parse; {} for an empty assignment."""
+    if not assignment:
+        return {}
+    if len(assignment) < 2:
+        return None
+    version = struct.unpack_from(">h", assignment, 0)[0]
+    if version < 0:
+        return None
+    try:
+        body, _ = _assignment_reader(min(version, 3))(assignment, 2)
+    except Exception:  # noqa: BLE001 - any malformed assignment
+        return None
+    return {tp.topic: sorted(tp.partitions) for tp in body.assigned_partitions}

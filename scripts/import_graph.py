@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("leaves", ("mockbroker.clock", "mockbroker.config", "mockbroker.channel", "mockbroker.sasl_mechanisms",
                 "mockbroker.quota", "mockbroker.purgatory.", "mockbroker.quota.rate", "mockbroker.quota.entities",
                 "mockbroker.memory_pool", "mockbroker.log", "mockbroker.producer_state", "mockbroker.journal",
-                "mockbroker.faults", "mockbroker.fetch_session")),
+                "mockbroker.faults", "mockbroker.fetch_session", "mockbroker.request_stats")),
     ("state", ("mockbroker.metadata", "mockbroker.replication", "mockbroker.quota.manager")),
     ("coordinators", ("mockbroker.controller", "mockbroker.replica_manager", "mockbroker.delayed_produce",
                       "mockbroker.delayed_fetch", "mockbroker.group.")),
@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                  "mockbroker.kafka_apis")),
     ("node", ("mockbroker.broker",)),
     ("process", ("mockbroker.cluster",)),
+    ("control", ("mockbroker.control", "mockbroker.process", "mockbroker.admin.")),
     ("handle", ("mockbroker.runner", "mockbroker.cli", "mockbroker.__main__", "mockbroker")),
 ]
 

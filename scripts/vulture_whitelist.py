@@ -19,6 +19,14 @@ _.on_partitions_revoked, _.on_partitions_assigned
 client_should_throttle, next_request_ms, early_ms, held_while_muted
 _.next_request_ms, _.early_ms, _.held_while_muted
 
+# RequestRecord fields: written out through dataclasses.fields (as_dict: the admin API, the on-disk
+# journal), read by tests and the report
+request_bytes, arrived_clock_ns, received_wall_ns, handled_wall_ns, sent_wall_ns, response_bytes
+mute_start_clock_ns, mute_end_clock_ns, completed_by, quota_entity
+_.mute_start_clock_ns, _.mute_end_clock_ns, _.completed_by, _.quota_entity
+total_ms, _.total_ms  # LatencyHistogram: the _sum of /metrics' histogram
+admin_url  # MockBroker.admin_url: for tests and users steering over HTTP
+
 # the client software a connection announced (ApiVersions v3+): set by the handler, part of
 # the connection's view (request.ClientChannel) for the control plane and logs
 client_software, _.client_software

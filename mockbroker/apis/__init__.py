@@ -8,9 +8,15 @@ then Behavior (including what differs from Kafka) and Version notes.
 
 from __future__ import annotations
 
+from functools import cache
 from types import ModuleType
+from typing import Any
 
-from ..request import Handler
+from protocol.codec import response_class
+from protocol.errors import ErrorCode
+from protocol.registry import schema_versions
+
+from ..request import ErrorResponder, Handler, RequestContext
 from . import (
     p00_produce,
     p01_fetch,
@@ -75,3 +81,41 @@ MODULES: tuple[ModuleType, ...] = (
 def build_handlers() -> dict[int, Handler]:
     """API key -> handler, in key order (a new dict per broker: nothing shared between brokers)."""
     return {int(m.API_KEY): m.handle for m in sorted(MODULES, key=lambda m: int(m.API_KEY))}
+
+
+def _top_level_error(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
+    """The default error response: the API's top-level error code (JoinGroup, Heartbeat, ...)."""
+    return {"error_code": error}
+
+
+def _has_top_level_error(api_key: int) -> bool:
+    return all(any(f == "error_code" for f in response_class(api_key, v).__dataclass_fields__)
+               for v in schema_versions(api_key))
+
+
+def _module(api_key: int) -> ModuleType | None:
+    return next((m for m in MODULES if int(m.API_KEY) == api_key), None)
+
+
+@cache
+def error_responder(api_key: int) -> ErrorResponder | None:
+    """How an API answers an injected error when its handler does not serve partitions apart
+    (``HANDLES_INJECTED_ERRORS``: those see ``ctx.injected`` themselves, and get None): the
+    module's ``error_response``, else its top-level error code.  Looked up when a rule first fires
+    (the top-level check reads every version's schema)."""
+    m = _module(api_key)
+    if m is None or getattr(m, "HANDLES_INJECTED_ERRORS", False):
+        return None
+    if hasattr(m, "error_response"):
+        return m.error_response  # type: ignore[no-any-return]
+    return _top_level_error if _has_top_level_error(api_key) else None
+
+
+def handles_injected_errors(api_key: int) -> bool:
+    m = _module(api_key)
+    return m is not None and bool(getattr(m, "HANDLES_INJECTED_ERRORS", False))
+
+
+def supports_error_injection(api_key: int) -> bool:
+    """Whether an error rule for this API can be answered (checked when the rule is added)."""
+    return handles_injected_errors(api_key) or error_responder(api_key) is not None

@@ -19,6 +19,9 @@ Behavior:
   v10 (KIP-951), added here as Kafka's response callback adds them.
 * Transactional produce is not simulated: a transactional batch gets
   INVALID_TXN_STATE (no AddPartitionsToTxn has happened).
+* An injected error (``faults.py``) goes to the partitions its rule names
+  (every partition when it names none), which append nothing; the others are
+  served as usual.
 
 Version notes:
 * v3 transactional id, magic 2 only.  v5 log_start_offset.  v6 clients back off (KIP-219).
@@ -36,6 +39,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..delayed_produce import PartitionResponse
+from ..metadata import Partition
 from ..replica_manager import ProduceEntry
 from ..request import NO_RESPONSE, CloseConnection, Deferred, RequestContext, Result
 from .common import leader_info, node_endpoint, resolve_topic
@@ -52,28 +56,31 @@ def _partition(index: int, r: PartitionResponse) -> dict[str, Any]:
 def handle(ctx: RequestContext, req: Any) -> Result:
     v = ctx.version
     metadata = ctx.metadata
-    # (topic response, [(partition index, ProduceEntry or the error it gets here)]) in request order
-    layout: list[tuple[dict[str, Any], list[tuple[int, ProduceEntry | ErrorCode]]]] = []
+    injected = ctx.injected
+    # (topic response, [(partition index, its partition if known, ProduceEntry or the error it gets
+    # here)]) in request order
+    layout: list[tuple[dict[str, Any], list[tuple[int, Partition | None, ProduceEntry | ErrorCode]]]] = []
     entries: list[ProduceEntry] = []
     for td in req.topic_data:
         name = getattr(td, "name", None)
         topic_id = getattr(td, "topic_id", None)
         topic, terr = resolve_topic(metadata, name, topic_id, v >= 13)
-        parts: list[tuple[int, ProduceEntry | ErrorCode]] = []
+        parts: list[tuple[int, Partition | None, ProduceEntry | ErrorCode]] = []
         for pd in td.partition_data:
             if topic is None:
-                parts.append((pd.index, terr))
+                parts.append((pd.index, None, terr))
             elif not 0 <= pd.index < len(topic.partitions):
-                parts.append((pd.index, ErrorCode.unknown_topic_or_partition))
+                parts.append((pd.index, None, ErrorCode.unknown_topic_or_partition))
+            elif injected is not None and injected.applies(topic.name, pd.index):
+                parts.append((pd.index, topic.partitions[pd.index], injected.error))  # nothing appended
             else:
                 entry = ProduceEntry(topic.partitions[pd.index], pd.records)
                 entries.append(entry)
-                parts.append((pd.index, entry))
+                parts.append((pd.index, entry.partition, entry))
         layout.append(({"name": name if topic is None else topic.name,
                         "topic_id": topic_id if topic is None else topic.topic_id}, parts))
 
     acks = req.acks
-    deferred = Deferred()
 
     def respond(responses: list[PartitionResponse]) -> Result:
         """KafkaApis' sendResponseCallback: map the results back to the wire."""
@@ -83,13 +90,12 @@ def handle(ctx: RequestContext, req: Any) -> Result:
         any_error = False
         for head, parts in layout:
             out = []
-            for index, item in parts:
+            for index, partition, item in parts:
                 r = PartitionResponse(item) if isinstance(item, ErrorCode) else by_entry[id(item)]
                 entry = _partition(index, r)
-                if r.error is ErrorCode.not_leader_or_follower and v >= 10 and not isinstance(item, ErrorCode):
-                    p = item.partition
-                    entry["current_leader"] = leader_info(p)
-                    node = metadata.brokers.get(p.leader_id)
+                if r.error is ErrorCode.not_leader_or_follower and v >= 10 and partition is not None:
+                    entry["current_leader"] = leader_info(partition)  # KIP-951
+                    node = metadata.brokers.get(partition.leader_id)
                     if node is not None and node.alive:
                         leaders[node.node_id] = node
                 any_error = any_error or r.error is not ErrorCode.none
@@ -99,6 +105,12 @@ def handle(ctx: RequestContext, req: Any) -> Result:
             return CloseConnection("a partition of a produce request with acks=0 failed") if any_error else NO_RESPONSE
         return {"responses": topics, "node_endpoints": [node_endpoint(n) for n in leaders.values()]}
 
-    ctx.broker.replica_manager.append_records(entries, acks, timedelta_ms(req.timeout), v,
-                                              lambda responses: deferred.complete_with(lambda: respond(responses)))
+    ctx.partition_bytes = {(e.partition.topic.name, e.partition.index): len(e.records or b"") for e in entries}
+    deferred = Deferred()
+    ctx.delayed = ctx.broker.replica_manager.append_records(
+        entries, acks, timedelta_ms(req.timeout), v, lambda responses: deferred.complete_with(lambda: respond(responses)))
     return deferred
+
+
+# Produce gives an injected error to the partitions it applies to and appends the others.
+HANDLES_INJECTED_ERRORS = True

@@ -20,6 +20,9 @@ Behavior:
   with data returns at least one whole batch (KIP-74); a later partition may
   end with a truncated batch, as a slab read from a segment file does.
 * Batches are served as the stored bytes, never decoded.
+* An injected error (``faults.py``) goes to the partitions its rule names
+  (every partition when it names none); the fetch is answered at once with
+  what the others have.
 * Long poll (``DelayedFetch``): unless max_wait is 0, min_bytes are readable,
   a partition has an error or nothing was asked, the fetch waits in the fetch
   purgatory until min_bytes become readable (an append or a high-watermark
@@ -105,6 +108,7 @@ def _respond(ctx: RequestContext, fctx: FetchContext, by_id: bool, read_committe
     """The response, with the session updated (FetchContext.updateAndGenerateResponseData)."""
     now = ctx.broker.clock.monotonic_ms()
     pairs = list(zip(fctx.partitions, results))
+    ctx.partition_bytes = {(cp.topic, cp.partition): r.size_bytes for cp, r in pairs if r.size_bytes}
     if fctx.kind == "incremental":
         session = fctx.session
         assert session is not None
@@ -163,7 +167,19 @@ def handle(ctx: RequestContext, req: Any) -> Result:
     params = FetchParams(max_wait_ms=timedelta_ms(req.max_wait), min_bytes=min(req.min_bytes, req.max_bytes),
                          max_bytes=max_bytes, isolation_level=req.isolation_level, by_topic_id=by_id)
     read_committed = req.isolation_level == 1
+    injected = ctx.injected
+    if injected is not None:
+        # an injected error answers at once, as a partition error does in ReplicaManager.fetchMessages
+        results = broker.replica_manager.read_from_local_log(params, fctx.partitions)
+        for i, cp in enumerate(fctx.partitions):
+            if injected.applies(cp.topic, cp.partition):
+                results[i] = LogReadResult(injected.error, partition=ctx.metadata.partition(cp.topic, cp.partition))
+        return _respond(ctx, fctx, by_id, read_committed, results)
     deferred = Deferred()
-    broker.replica_manager.fetch_messages(params, fctx.partitions, lambda results: deferred.complete_with(
+    ctx.delayed = broker.replica_manager.fetch_messages(params, fctx.partitions, lambda results: deferred.complete_with(
         lambda: _respond(ctx, fctx, by_id, read_committed, results)))
     return deferred
+
+
+# Fetch gives an injected error to the partitions it applies to and serves the others.
+HANDLES_INJECTED_ERRORS = True

@@ -26,6 +26,7 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
+
 from ..request import RequestContext
 
 API_KEY = ApiKey.LIST_OFFSETS
@@ -76,3 +77,9 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             parts.append(out)
         topics.append({"name": t.name, "partitions": parts})
     return {"topics": topics}
+
+
+def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
+    return {"topics": [{"name": t.name, "partitions": [
+        {"partition_index": p.partition_index, "error_code": error, "timestamp": -1, "offset": -1,
+         "leader_epoch": -1} for p in t.partitions]} for t in req.topics]}

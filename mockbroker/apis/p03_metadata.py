@@ -28,8 +28,8 @@ from protocol.errors import ErrorCode, InvalidRequest
 from protocol.registry import ApiKey
 
 from ..metadata import validate_topic_name
-from .common import AUTHORIZED_OPS_NOT_REQUESTED, ZERO_UUID, node_endpoint
 from ..request import RequestContext
+from .common import AUTHORIZED_OPS_NOT_REQUESTED, ZERO_UUID, node_endpoint
 
 API_KEY = ApiKey.METADATA
 
@@ -100,6 +100,11 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 ctx.broker.controller.auto_create_topic(name)
                 err = ErrorCode.leader_not_available
             topics_out.append({"error_code": err, "name": name, "topic_id": ZERO_UUID, "partitions": []})
+    injected = ctx.injected
+    if injected is not None:  # the topics the rule names get its error and no partitions
+        for t in topics_out:
+            if injected.applies(t.get("name") or "", None):
+                t.update(error_code=injected.error, partitions=[])
     resp = {
         "brokers": [node_endpoint(b) for b in cluster.live_brokers()],
         "cluster_id": cluster.cluster_id,
@@ -109,3 +114,8 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         "error_code": ErrorCode.none,
     }
     return resp
+
+
+# Metadata gives an injected error to the topics it applies to (every topic when it names none),
+# with no partitions, and lists the brokers as usual: the per-topic failure clients retry on.
+HANDLES_INJECTED_ERRORS = True

@@ -25,14 +25,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from protocol.codec import timedelta_ms
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..group.group import OffsetAndMetadata
-from protocol.codec import timedelta_ms
-
-from .common import resolve_topic
 from ..request import RequestContext
+from .common import resolve_topic
 
 API_KEY = ApiKey.OFFSET_COMMIT
 
@@ -68,3 +67,8 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
          "partitions": [{"partition_index": idx, "error_code": errors[key]} for idx, key in parts]}
         for name, topic_id, parts in layout
     ]}
+
+
+def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
+    return {"topics": [{"name": getattr(t, "name", None), "topic_id": getattr(t, "topic_id", None), "partitions": [
+        {"partition_index": p.partition_index, "error_code": error} for p in t.partitions]} for t in req.topics]}

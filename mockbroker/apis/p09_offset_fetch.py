@@ -25,6 +25,7 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
+
 from ..request import RequestContext
 
 API_KEY = ApiKey.OFFSET_FETCH
@@ -93,3 +94,12 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         return {"topics": [{"name": t.name, "partitions": [_partition(i, None, err) for i in t.partition_indexes]}
                            for t in req.topics or ()]}
     return {"topics": topics, "error_code": err}
+
+
+def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
+    if ctx.version >= 8:
+        return {"groups": [{"group_id": g.group_id, "error_code": error, "topics": []} for g in req.groups]}
+    if ctx.version < 2:  # no top-level error: on every asked partition
+        return {"topics": [{"name": t.name, "partitions": [_partition(i, None, error) for i in t.partition_indexes]}
+                           for t in req.topics or ()]}
+    return {"topics": [], "error_code": error}

@@ -19,6 +19,7 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
+
 from ..request import RequestContext
 
 API_KEY = ApiKey.FIND_COORDINATOR
@@ -50,3 +51,10 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     out = _lookup(ctx, req.key, key_type)
     out.pop("key")
     return out
+
+
+def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
+    none = {"error_code": error, "error_message": None, "node_id": -1, "host": "", "port": -1}
+    if ctx.version >= 4:
+        return {"coordinators": [{"key": k, **none} for k in req.coordinator_keys]}
+    return none

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from protocol.codec import timedelta_ms
+from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..group.metadata import JoinGroupResult
+from ..group.metadata import UNKNOWN_MEMBER_ID, JoinGroupResult
 from ..request import Deferred, RequestContext
-from protocol.codec import timedelta_ms
-
 from .common import client_host
 
 API_KEY = ApiKey.JOIN_GROUP
@@ -60,3 +60,8 @@ def handle(ctx: RequestContext, req: Any) -> Deferred:
         lambda r: deferred.complete_with(lambda: _response(v, r)), getattr(req, "reason", None),
     )
     return deferred
+
+
+def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
+    """JoinGroupRequest.getErrorResponse: unknown generation, member and leader."""
+    return _response(ctx.version, JoinGroupResult(UNKNOWN_MEMBER_ID, error))

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.registry import ApiKey
+
 from ..request import RequestContext
 
 API_KEY = ApiKey.HEARTBEAT

@@ -26,8 +26,8 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..group.group import DescribedGroup
-from .common import AUTHORIZED_OPS_NOT_REQUESTED, GROUP_OPERATIONS
 from ..request import RequestContext
+from .common import AUTHORIZED_OPS_NOT_REQUESTED, GROUP_OPERATIONS
 
 API_KEY = ApiKey.DESCRIBE_GROUPS
 
@@ -48,3 +48,8 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     include = bool(getattr(req, "include_authorized_operations", False))
     return {"groups": [_described(ctx.version, d, include)
                        for d in ctx.broker.groups.describe_groups(ctx.node_id, req.groups)]}
+
+
+def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
+    return {"groups": [{"group_id": gid, "error_code": error, "group_state": "", "protocol_type": "",
+                        "protocol_data": "", "members": []} for gid in req.groups]}

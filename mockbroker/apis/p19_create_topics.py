@@ -28,8 +28,12 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..metadata import TOPIC_CONFIGS
-from .common import THROTTLING_QUOTA_EXCEEDED, controller_quota_record, controller_quota_refused
 from ..request import RequestContext
+from .common import (
+    THROTTLING_QUOTA_EXCEEDED,
+    controller_quota_record,
+    controller_quota_refused,
+)
 
 API_KEY = ApiKey.CREATE_TOPICS
 STRICT_SINCE = 6  # KafkaApis: newQuotaFor(request, strictSinceVersion = 6)
@@ -115,3 +119,9 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         res.update(topic_id=topic.topic_id, num_partitions=nparts, replication_factor=rf,
                    configs=topic_configs_out(cluster, topic))
     return {"topics": out}
+
+
+def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
+    return {"topics": [{"name": t.name, "error_code": error, "error_message": None, "num_partitions": -1,
+                        "replication_factor": -1, "configs": None, "topic_config_error_code": 0}
+                       for t in req.topics]}

@@ -19,8 +19,12 @@ from typing import Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from .common import THROTTLING_QUOTA_EXCEEDED, controller_quota_record, controller_quota_refused
 from ..request import RequestContext
+from .common import (
+    THROTTLING_QUOTA_EXCEEDED,
+    controller_quota_record,
+    controller_quota_refused,
+)
 
 API_KEY = ApiKey.DELETE_TOPICS
 STRICT_SINCE = 5  # KafkaApis: newQuotaFor(request, strictSinceVersion = 5)
@@ -54,3 +58,9 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         ctx.broker.controller.delete_topic(topic)
         controller_quota_record(ctx, len(topic.partitions))
     return {"responses": out}
+
+
+def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
+    wanted = [(t.name, t.topic_id) for t in req.topics] if ctx.version >= 6 else [(n, None) for n in req.topic_names]
+    return {"responses": [{"name": n, "topic_id": tid or ZERO, "error_code": error, "error_message": None}
+                          for n, tid in wanted]}

@@ -19,6 +19,7 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
+
 from ..request import RequestContext
 
 API_KEY = ApiKey.INIT_PRODUCER_ID
@@ -29,3 +30,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         return {"error_code": ErrorCode.transactional_id_authorization_failed, "producer_id": -1,
                 "producer_epoch": -1}
     return {"error_code": ErrorCode.none, "producer_id": ctx.broker.controller.allocate_producer_id(), "producer_epoch": 0}
+
+
+def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
+    return {"error_code": error, "producer_id": -1, "producer_epoch": -1}

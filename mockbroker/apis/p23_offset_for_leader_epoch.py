@@ -22,6 +22,7 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
+
 from ..request import RequestContext
 
 API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
@@ -51,3 +52,9 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             parts.append(out)
         topics.append({"topic": t.topic, "partitions": parts})
     return {"topics": topics}
+
+
+def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
+    return {"topics": [{"topic": t.topic, "partitions": [
+        {"partition": p.partition, "error_code": error, "leader_epoch": -1, "end_offset": -1}
+        for p in t.partitions]} for t in req.topics]}

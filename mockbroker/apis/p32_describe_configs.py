@@ -22,8 +22,8 @@ from typing import Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..metadata import TOPIC_CONFIGS
 from ..config import CONFIG_DEF
+from ..metadata import TOPIC_CONFIGS
 from ..request import RequestContext
 
 API_KEY = ApiKey.DESCRIBE_CONFIGS
@@ -98,3 +98,8 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             res.update(error_code=ErrorCode.invalid_request,
                        error_message=f"Unsupported resource type {r.resource_type}")
     return {"results": results}
+
+
+def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
+    return {"results": [{"error_code": error, "error_message": None, "resource_type": r.resource_type,
+                         "resource_name": r.resource_name, "configs": []} for r in req.resources]}

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
+
 from ..request import RequestContext
 
 API_KEY = ApiKey.DELETE_GROUPS
@@ -22,3 +24,7 @@ API_KEY = ApiKey.DELETE_GROUPS
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     errors = ctx.broker.groups.delete_groups(ctx.node_id, list(req.groups_names))
     return {"results": [{"group_id": gid, "error_code": errors[gid]} for gid in req.groups_names]}
+
+
+def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
+    return {"results": [{"group_id": gid, "error_code": error} for gid in req.groups_names]}

@@ -21,8 +21,8 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..quota.entities import DEFAULT
-from .client_quota_entities import CLIENT_ID, ENTITY_TYPES, IP, USER, to_wire
 from ..request import RequestContext
+from .client_quota_entities import CLIENT_ID, ENTITY_TYPES, IP, USER, to_wire
 
 API_KEY = ApiKey.DESCRIBE_CLIENT_QUOTAS
 EXACT, DEFAULT_MATCH, SPECIFIED = 0, 1, 2

@@ -24,8 +24,8 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..quota.entities import validate_quota
-from .client_quota_entities import from_wire
 from ..request import RequestContext
+from .client_quota_entities import from_wire
 
 API_KEY = ApiKey.ALTER_CLIENT_QUOTAS
 IP_KEYS = ("connection_creation_rate",)
@@ -69,3 +69,8 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             else:
                 store.set(entity, op.key, value)
     return {"entries": out}
+
+
+def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
+    return {"entries": [{"error_code": error, "error_message": None, "entity": [
+        {"entity_type": c.entity_type, "entity_name": c.entity_name} for c in e.entity]} for e in req.entries]}

@@ -18,8 +18,8 @@ from typing import Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from .common import AUTHORIZED_OPS_NOT_REQUESTED
 from ..request import RequestContext
+from .common import AUTHORIZED_OPS_NOT_REQUESTED
 
 API_KEY = ApiKey.DESCRIBE_CLUSTER
 BROKERS, CONTROLLERS = 1, 2

@@ -19,8 +19,8 @@ from typing import Any
 
 from protocol.registry import ApiKey
 
-from .common import client_host
 from ..request import RequestContext
+from .common import client_host
 
 API_KEY = ApiKey.CONSUMER_GROUP_HEARTBEAT
 

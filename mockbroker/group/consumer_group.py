@@ -27,7 +27,14 @@ import re2
 from protocol.errors import ErrorCode
 
 from .assignors import Assignment
-from .group import DescribedGroup, DescribedMember, GroupType, ListedGroup, OffsetAndMetadata, TopicPartition
+from .group import (
+    DescribedGroup,
+    DescribedMember,
+    GroupType,
+    ListedGroup,
+    OffsetAndMetadata,
+    TopicPartition,
+)
 
 DEFAULT_ASSIGNOR = "uniform"
 

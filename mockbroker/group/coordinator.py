@@ -32,7 +32,15 @@ from protocol.errors import ErrorCode
 
 from ..clock import Clock
 from ..purgatory import DelayedOperationPurgatory
-from .delayed import DelayedHeartbeat, DelayedJoin, DelayedSync, InitialDelayedJoin, join_key, member_key, sync_key
+from .delayed import (
+    DelayedHeartbeat,
+    DelayedJoin,
+    DelayedSync,
+    InitialDelayedJoin,
+    join_key,
+    member_key,
+    sync_key,
+)
 from .group import Group, GroupType
 from .metadata import (
     UNKNOWN_MEMBER_ID,

@@ -24,7 +24,13 @@ from typing import Any
 from protocol.codec import decode_consumer_subscription
 from protocol.errors import ErrorCode
 
-from .group import DescribedGroup, DescribedMember, GroupType, ListedGroup, OffsetAndMetadata
+from .group import (
+    DescribedGroup,
+    DescribedMember,
+    GroupType,
+    ListedGroup,
+    OffsetAndMetadata,
+)
 
 log = logging.getLogger("mockbroker.group")
 

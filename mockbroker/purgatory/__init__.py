@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from .delayed_operation import DelayedOperation, DelayedOperationPurgatory
 from .timer import Timer
-from .timing_wheel import TaskCounter, TimerTask, TimerTaskEntry, TimerTaskList, TimingWheel
+from .timing_wheel import (
+    TaskCounter,
+    TimerTask,
+    TimerTaskEntry,
+    TimerTaskList,
+    TimingWheel,
+)
 
 __all__ = [
     "DelayedOperation",

@@ -51,16 +51,20 @@ class DelayedOperation(TimerTask):
     Subclasses implement ``try_complete`` (check the condition; when met, call
     ``force_complete`` and return its result), ``on_complete`` (build and send
     the answer; called exactly once) and ``on_expiration`` (called after
-    ``on_complete`` when the timeout won).
+    ``on_complete`` when the timeout won).  ``expired`` tells ``on_complete``
+    which won; ``PURGATORY`` names the purgatory the class waits in (the
+    request journal reports it).
     """
 
-    __slots__ = ("_completed",)
+    __slots__ = ("_completed", "expired")
+    PURGATORY = ""
 
     def __init__(self, delay_ms: int) -> None:
         # TimerTask.__init__, inlined (one call less per operation).
         self.delay_ms = delay_ms
         self._entry = None
         self._completed = False
+        self.expired = False
 
     def force_complete(self) -> bool:
         """Complete now; True only for the first caller (Kafka's CAS on ``completed``)."""
@@ -89,6 +93,8 @@ class DelayedOperation(TimerTask):
 
     def run(self) -> None:
         """The timeout path, called by the timer."""
+        if not self._completed:
+            self.expired = True
         if self.force_complete():
             self.on_expiration()
 

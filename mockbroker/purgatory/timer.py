@@ -32,7 +32,13 @@ import logging
 from collections.abc import Callable
 
 from ..clock import Clock, TimerHandle
-from .timing_wheel import TaskCounter, TimerTask, TimerTaskEntry, TimerTaskList, TimingWheel
+from .timing_wheel import (
+    TaskCounter,
+    TimerTask,
+    TimerTaskEntry,
+    TimerTaskList,
+    TimingWheel,
+)
 
 log = logging.getLogger(__name__)
 

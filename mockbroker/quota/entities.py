@@ -129,6 +129,17 @@ class QuotaStore:
                 return configured[e]
         return None
 
+    def quotas_in_force(self, user: str, client_id: str) -> dict[str, float]:
+        """Every quota that applies to this client (key -> bound), resolved as the quota managers
+        resolve them."""
+        out = {}
+        for key in QUOTA_KEYS:
+            if self.entities_with(key):
+                bound = self.quota_limit(key, *self.metric_tags(key, user, client_id))
+                if bound is not None:
+                    out[key] = bound
+        return out
+
     # -- static configuration ------------------------------------------------------------------
     def load(self, items: Iterable[Mapping[str, Any]]) -> None:
         """Quotas from the config file: [[mock.quotas]] tables with ``user`` and/or

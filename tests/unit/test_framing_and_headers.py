@@ -6,7 +6,12 @@ import struct
 
 import pytest
 
-from protocol.codec import build_response, encode_response, parse_request_header, peek_api
+from protocol.codec import (
+    build_response,
+    encode_response,
+    parse_request_header,
+    peek_api,
+)
 from protocol.errors import InvalidFrameSize, InvalidRequest
 from protocol.framing import frame, read_frame_size
 from protocol.registry import ApiKey, ApiRegistry, any_spec

@@ -39,15 +39,19 @@ import sys
 import time
 from pathlib import Path
 
+import kio.static.primitive as kio_primitive
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import kio.static.primitive as kio_primitive
 from mockbroker import ManualClock, MockBroker
 from mockbroker.apis import build_handlers
-from protocol.codec import _writer, build_request, decode_request, encode_request, request_class
-from protocol.errors import ProtocolError
+from protocol.codec import (
+    _writer,
+    build_request,
+    encode_request,
+    request_class,
+)
 from protocol.records import build_batch
 from protocol.registry import ApiRegistry, any_spec, api_key_map, schema_versions
 

@@ -11,7 +11,12 @@ import pytest
 
 from mockbroker.apis import MODULES, build_handlers
 from mockbroker.request import RequestContext
-from protocol.codec import UnknownFieldError, build_request, build_response, set_strict_keys
+from protocol.codec import (
+    UnknownFieldError,
+    build_request,
+    build_response,
+    set_strict_keys,
+)
 from protocol.errors import ErrorCode
 from protocol.registry import KAFKA_RELEASES, ApiKey, ApiRegistry
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from protocol.records import assign_offsets, build_batch, parse_header
 from mockbroker.log import PartitionLog
+from protocol.records import assign_offsets, build_batch, parse_header
 
 SEG = 1 << 30
 DAY = 86_400_000

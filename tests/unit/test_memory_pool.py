@@ -20,7 +20,12 @@ from hypothesis import strategies as st
 from mockbroker import ConfigError, ManualClock, MockBroker
 from mockbroker.channel import MuteReason
 from mockbroker.connection import MemoryMutedChannels
-from mockbroker.memory_pool import LONG_MAX, MemoryPool, SimpleMemoryPool, memory_pool_for
+from mockbroker.memory_pool import (
+    LONG_MAX,
+    MemoryPool,
+    SimpleMemoryPool,
+    memory_pool_for,
+)
 from protocol.client import RawKafkaClient
 from protocol.codec import build_request, encode_request, timedelta_ms
 from protocol.errors import ErrorCode
@@ -177,7 +182,7 @@ def test_no_pass_while_the_pool_is_still_out_of_memory():
 
     async def run() -> None:
         mutes = MemoryMutedChannels(pool, asyncio.get_running_loop())
-        small, a, b = pool.try_allocate(10), pool.try_allocate(60), pool.try_allocate(50)
+        small, a, _ = pool.try_allocate(10), pool.try_allocate(60), pool.try_allocate(50)
         assert pool.available_memory() == -20
         w = Waiter(0, pool, 10)
         assert mutes.allocate(w, 10) is None

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from mockbroker.producer_state import ProducerStateManager
 from protocol.errors import ErrorCode
 from protocol.records import build_batch, parse_header
-from mockbroker.producer_state import ProducerStateManager
 
 
 def hdr(pid=5, epoch=0, seq=0, n=2):

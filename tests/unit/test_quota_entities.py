@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from mockbroker.quota.entities import DEFAULT, QuotaStore, parse_quota_spec, validate_quota
+from mockbroker.quota.entities import (
+    DEFAULT,
+    QuotaStore,
+    parse_quota_spec,
+    validate_quota,
+)
 
 K = "producer_byte_rate"
 

@@ -3,8 +3,6 @@ formula, the three delivery modes, the throttle record, and the client-quota adm
 
 from __future__ import annotations
 
-import select
-
 import pytest
 
 from mockbroker import ManualClock, MockBroker

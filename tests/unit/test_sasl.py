@@ -14,7 +14,13 @@ import struct
 import pytest
 
 from mockbroker import ManualClock, MockBroker
-from mockbroker.config import SASL_MECHANISMS, BrokerConfig, ConfigError, parse_listener, parse_users
+from mockbroker.config import (
+    SASL_MECHANISMS,
+    BrokerConfig,
+    ConfigError,
+    parse_listener,
+    parse_users,
+)
 from mockbroker.sasl_mechanisms import (
     MECHANISMS,
     CredentialStore,

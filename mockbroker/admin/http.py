@@ -1,0 +1,302 @@
+"""The admin HTTP API: ``ControlPlane`` over JSON, served by aiohttp on the cluster's own loop.
+
+Routes and bodies are described by ``openapi.json`` beside this module (served
+at ``/openapi.json``); ``docs/admin.md`` shows examples.  Every route calls
+one ``ControlPlane`` method, so the Python API (``MockBroker``) and this one
+behave the same.  Wrong input is a 400 with ``{"error": ..., "field": ...}``;
+an unknown broker, topic, partition, group, fault rule or quota entity is a
+404; no input can crash the broker (a bug is a 500 with one log line).
+
+This module is imported only when ``mock.admin.listener`` is set.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from importlib import resources
+from typing import Any
+
+from aiohttp import web
+
+from ..cluster import Cluster
+from ..control import ControlError, ControlPlane, InvalidArgument
+from .metrics import render_metrics
+
+log = logging.getLogger("mockbroker.admin")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode()
+    if isinstance(value, tuple):
+        return list(value)
+    raise TypeError(f"not JSON: {type(value).__name__}")
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    return web.Response(text=json.dumps(data, default=_default), status=status, content_type="application/json")
+
+
+def _error(status: int, message: str, field: str | None = None) -> web.Response:
+    return _json({"error": message, "field": field}, status)
+
+
+async def _body(request: web.Request, required: bool = True) -> dict[str, Any]:
+    if not request.can_read_body:
+        if required:
+            raise InvalidArgument("a JSON object body is required", "body")
+        return {}
+    try:
+        data = json.loads(await request.read() or b"null")
+    except (ValueError, UnicodeDecodeError) as e:
+        raise InvalidArgument(f"body is not JSON: {e}", "body") from None
+    if data is None and not required:
+        return {}
+    if not isinstance(data, dict):
+        raise InvalidArgument("body must be a JSON object", "body")
+    return data
+
+
+def _query(request: web.Request, *names: str) -> dict[str, str | None]:
+    unknown = sorted(set(request.query) - set(names))
+    if unknown:
+        raise InvalidArgument(f"unknown query parameter {unknown[0]!r} (parameters: {', '.join(names) or 'none'})",
+                              unknown[0])
+    return {n: request.query.get(n) for n in names}
+
+
+def _fields(body: dict[str, Any], *names: str) -> None:
+    unknown = sorted(set(body) - set(names))
+    if unknown:
+        raise InvalidArgument(f"unknown field {unknown[0]!r} (fields: {', '.join(names)})", unknown[0])
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except ControlError as e:
+        return _error(e.status, e.message, e.field)
+    except web.HTTPException as e:  # aiohttp's own: no route (404), wrong method (405)
+        if e.status_code >= 400:
+            return _error(e.status_code, e.reason or "error", None)
+        raise
+    except Exception as e:  # noqa: BLE001 - a bug: one log line, a 500, the broker goes on
+        log.warning("admin API: %s %s failed: %s: %s", request.method, request.path, type(e).__name__, e)
+        log.debug("admin API failure", exc_info=e)
+        return _error(500, f"internal error: {type(e).__name__}")
+
+
+def build_app(cluster: Cluster, control: ControlPlane) -> web.Application:
+    c = control
+    app = web.Application(middlewares=[_errors], client_max_size=1024 * 1024)
+    spec = resources.files(__package__).joinpath("openapi.json").read_text()
+    r = app.router
+
+    def get(path: str, fn: Callable[[web.Request], Any]) -> None:
+        async def handler(request: web.Request) -> web.Response:
+            return _json(fn(request))
+        r.add_get(path, handler, allow_head=False)
+
+    # -- status, brokers ---------------------------------------------------------------------
+    get("/status", lambda q: (_query(q), c.status())[1])
+    get("/brokers", lambda q: (_query(q), c.brokers())[1])
+
+    async def stop_broker(q: web.Request) -> web.Response:
+        _query(q)
+        return _json(await c.stop_broker(q.match_info["broker"]))
+
+    async def start_broker(q: web.Request) -> web.Response:
+        _query(q)
+        return _json(await c.start_broker(q.match_info["broker"]))
+
+    r.add_post("/brokers/{broker}/stop", stop_broker)
+    r.add_post("/brokers/{broker}/start", start_broker)
+
+    # -- topics and partitions ------------------------------------------------------------------
+    get("/topics", lambda q: (_query(q), c.topics())[1])
+
+    async def create_topic(q: web.Request) -> web.Response:
+        _query(q)
+        b = await _body(q)
+        _fields(b, "name", "partitions", "replication_factor", "configs")
+        if "name" not in b:
+            raise InvalidArgument("name is required", "name")
+        return _json(c.create_topic(b["name"], b.get("partitions"), b.get("replication_factor"), b.get("configs")),
+                     201)
+
+    r.add_post("/topics", create_topic)
+    get("/topics/{topic}", lambda q: (_query(q), c.topic(q.match_info["topic"]))[1])
+
+    async def delete_topic(q: web.Request) -> web.Response:
+        _query(q)
+        c.delete_topic(q.match_info["topic"])
+        return web.Response(status=204)
+
+    r.add_delete("/topics/{topic}", delete_topic)
+    get("/topics/{topic}/partitions/{partition}",
+        lambda q: (_query(q), c.partition(q.match_info["topic"], q.match_info["partition"]))[1])
+
+    async def elect(q: web.Request) -> web.Response:
+        _query(q)
+        b = await _body(q)
+        _fields(b, "broker")
+        if "broker" not in b:
+            raise InvalidArgument("broker is required", "broker")
+        return _json(c.elect_leader(q.match_info["topic"], q.match_info["partition"], b["broker"]))
+
+    async def set_isr(q: web.Request) -> web.Response:
+        _query(q)
+        b = await _body(q)
+        _fields(b, "isr")
+        if "isr" not in b:
+            raise InvalidArgument("isr is required", "isr")
+        return _json(c.set_isr(q.match_info["topic"], q.match_info["partition"], b["isr"]))
+
+    r.add_post("/topics/{topic}/partitions/{partition}/elect", elect)
+    r.add_put("/topics/{topic}/partitions/{partition}/isr", set_isr)
+    get("/replication/lag", lambda q: (_query(q), c.replication_lag())[1])
+
+    async def set_lag(q: web.Request) -> web.Response:
+        _query(q)
+        b = await _body(q)
+        _fields(b, "lag_ms", "broker", "topic")
+        if "lag_ms" not in b:
+            raise InvalidArgument("lag_ms is required", "lag_ms")
+        return _json(c.set_replication_lag(b["lag_ms"], b.get("broker"), b.get("topic")))
+
+    r.add_put("/replication/lag", set_lag)
+
+    # -- quotas --------------------------------------------------------------------------------
+    get("/quotas", lambda q: c.quotas(**_query(q, "user", "client_id")))
+
+    async def set_quota(q: web.Request) -> web.Response:
+        _query(q)
+        b = await _body(q)
+        _fields(b, "user", "client_id", "values")
+        return _json(c.set_quota(b.get("user"), b.get("client_id"), b.get("values")))
+
+    async def delete_quota(q: web.Request) -> web.Response:
+        args = _query(q, "user", "client_id", "key")
+        c.delete_quota(args["user"], args["client_id"], args["key"])
+        return web.Response(status=204)
+
+    r.add_put("/quotas", set_quota)
+    r.add_delete("/quotas", delete_quota)
+
+    # -- groups --------------------------------------------------------------------------------
+    get("/groups", lambda q: (_query(q), c.groups())[1])
+    get("/groups/{group}", lambda q: (_query(q), c.group(q.match_info["group"]))[1])
+
+    async def loading(q: web.Request) -> web.Response:
+        _query(q)
+        b = await _body(q)
+        _fields(b, "duration_ms")
+        if "duration_ms" not in b:
+            raise InvalidArgument("duration_ms is required", "duration_ms")
+        c.inject_coordinator_loading(q.match_info["group"], b["duration_ms"])
+        return web.Response(status=204)
+
+    r.add_post("/groups/{group}/loading", loading)
+
+    # -- connections, throttles, gauges, journal --------------------------------------------------
+    get("/connections", lambda q: c.connections(**_query(q, "broker", "client_id")))
+    get("/throttles", lambda q: c.throttle_events(**_query(q, "client_id", "user", "connection")))
+    get("/throttles/violations", lambda q: c.violations(**{k: v for k, v in _query(q, "by").items()
+                                                            if v is not None}))
+    get("/memory-pool", lambda q: c.memory_pool(_query(q, "broker")["broker"]))
+    get("/purgatories", lambda q: c.purgatories(_query(q, "broker")["broker"]))
+    get("/journal", lambda q: c.journal(**_query(q, "api", "client_id", "since_ms", "until_ms", "limit")))
+
+    # -- clock ---------------------------------------------------------------------------------
+    get("/clock", lambda q: (_query(q), c.clock())[1])
+
+    async def advance(q: web.Request) -> web.Response:
+        _query(q)
+        b = await _body(q)
+        _fields(b, "ms")
+        if "ms" not in b:
+            raise InvalidArgument("ms is required", "ms")
+        return _json(c.advance_clock(b["ms"]))
+
+    r.add_post("/clock/advance", advance)
+
+    # -- faults --------------------------------------------------------------------------------
+    get("/faults", lambda q: (_query(q), c.faults())[1])
+    get("/faults/held", lambda q: (_query(q), c.held())[1])
+
+    async def inject(q: web.Request) -> web.Response:
+        _query(q)
+        return _json(c.inject(await _body(q)), 201)
+
+    async def clear(q: web.Request) -> web.Response:
+        _query(q)
+        c.clear_faults()
+        return web.Response(status=204)
+
+    async def release(q: web.Request) -> web.Response:
+        _query(q)
+        b = await _body(q, required=False)
+        _fields(b, "rule")
+        return _json(c.release(b.get("rule")))
+
+    async def remove(q: web.Request) -> web.Response:
+        _query(q)
+        c.remove_fault(q.match_info["rule"])
+        return web.Response(status=204)
+
+    r.add_post("/faults", inject)
+    r.add_delete("/faults", clear)
+    r.add_post("/faults/release", release)
+    get("/faults/{rule}", lambda q: (_query(q), c.fault(q.match_info["rule"]))[1])
+    r.add_delete("/faults/{rule}", remove)
+
+    # -- metrics and the description -------------------------------------------------------------
+    async def metrics(q: web.Request) -> web.Response:
+        _query(q)
+        body, content_type = render_metrics(cluster)
+        return web.Response(body=body, headers={"Content-Type": content_type})
+
+    async def openapi(q: web.Request) -> web.Response:
+        return web.Response(text=spec, content_type="application/json")
+
+    r.add_get("/metrics", metrics, allow_head=False)
+    r.add_get("/openapi.json", openapi, allow_head=False)
+    return app
+
+
+class AdminServer:
+    """The admin listener of one cluster (aiohttp's AppRunner on the cluster's loop)."""
+
+    def __init__(self, cluster: Cluster, control: ControlPlane, host: str, port: int) -> None:
+        self.cluster = cluster
+        self.app = build_app(cluster, control)
+        self.host = host
+        self.port = port
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> None:
+        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
+        await site.start()
+        server = site._server  # aiohttp has no public accessor for the bound sockets
+        assert server is not None
+        sockets = getattr(server, "sockets", None) or []
+        if sockets:
+            self.port = sockets[0].getsockname()[1]
+        log.info("admin API on http://%s", self.address)
+
+    @property
+    def address(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
