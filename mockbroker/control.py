@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     from .cluster import Cluster
 
 
+MAX_ADVANCE_MS = 30 * 86_400_000  # one clock advance (periodic tasks fire at each of their instants)
+
+
 class ControlError(Exception):
     status = 400
 
@@ -90,7 +93,7 @@ class ControlPlane:
 
     # -- lookups -------------------------------------------------------------------------------
     def _broker(self, node_id: Any) -> Broker:
-        nid = _int(node_id, "broker")
+        nid = _int(node_id, "broker", 0)
         b = self.cluster.brokers.get(nid)
         if b is None:
             raise NotFound(f"no broker {nid} (brokers: {sorted(self.cluster.brokers)})", "broker")
@@ -104,7 +107,7 @@ class ControlPlane:
 
     def _partition(self, topic: Any, partition: Any) -> Partition:
         t = self._topic(topic)
-        idx = _int(partition, "partition")
+        idx = _int(partition, "partition", 0)
         if not 0 <= idx < len(t.partitions):
             raise NotFound(f"topic {t.name!r} has no partition {idx} (it has {len(t.partitions)})", "partition")
         return t.partitions[idx]
@@ -388,7 +391,7 @@ class ControlPlane:
     def throttle_events(self, client_id: Any = None, user: Any = None, connection: Any = None) -> list[dict[str, Any]]:
         """Every throttled response: when, how long, which API and version, whether that version
         makes clients back off (KIP-219), and when and how early the client sent its next request."""
-        conn_id = _opt_int(connection, "connection")
+        conn_id = _opt_int(connection, "connection", 0)
         return [e.as_dict() for e in self.cluster.throttle_events
                 if (client_id is None or e.client_id == client_id) and (user is None or e.user == user)
                 and (conn_id is None or e.conn_id == conn_id)]
@@ -457,8 +460,9 @@ class ControlPlane:
         c = self.cluster.clock
         if not isinstance(c, ManualClock):
             raise InvalidArgument("the clock is the system clock: start with mock.clock=manual to drive it", "ms")
-        if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not 0 <= ms <= 10 * 365 * 86_400_000:
-            raise InvalidArgument("ms must be a number of milliseconds >= 0", "ms")
+        if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not 0 <= ms <= MAX_ADVANCE_MS:
+            raise InvalidArgument(f"ms must be a number of milliseconds from 0 to {MAX_ADVANCE_MS} (30 days) "
+                                  "per call: periodic tasks fire on the way", "ms")
         c.advance(float(ms))
         return self.clock()
 
@@ -483,13 +487,13 @@ class ControlPlane:
         return rule.describe()
 
     def fault(self, rule_id: Any) -> dict[str, Any]:
-        rule = self.cluster.faults.get(_int(rule_id, "rule"))
+        rule = self.cluster.faults.get(_int(rule_id, "rule", 1))
         if rule is None:
             raise NotFound(f"no fault rule {rule_id}", "rule")
         return rule.describe()
 
     def remove_fault(self, rule_id: Any) -> None:
-        if self.cluster.faults.remove(_int(rule_id, "rule")) is None:
+        if self.cluster.faults.remove(_int(rule_id, "rule", 1)) is None:
             raise NotFound(f"no fault rule {rule_id}", "rule")
 
     def clear_faults(self) -> None:
@@ -501,7 +505,7 @@ class ControlPlane:
 
     def release(self, rule_id: Any = None) -> dict[str, int]:
         """Let held requests go on to their handlers (one rule's, or all); how many."""
-        rid = _opt_int(rule_id, "rule")
+        rid = _opt_int(rule_id, "rule", 1)
         if rid is not None and self.cluster.faults.get(rid) is None and not any(
                 h.rule_id == rid for h in self.cluster.faults.held):
             raise NotFound(f"no fault rule {rid}", "rule")

@@ -179,6 +179,13 @@ def _opt_int(spec: Mapping[str, Any], key: str, minimum: int | None = None) -> i
     return n
 
 
+def _opt_str(spec: Mapping[str, Any], key: str) -> str | None:
+    value = spec.get(key)
+    if value is not None and not isinstance(value, str):
+        raise FaultRuleError(key, f"not a string: {value!r}")
+    return value
+
+
 def parse_rule(spec: Mapping[str, Any], rule_id: int) -> FaultRule:
     """A rule from its JSON/TOML form, e.g.
     ``{"api": "Produce", "errors": ["NOT_LEADER_OR_FOLLOWER", "NOT_LEADER_OR_FOLLOWER"]}``,
@@ -195,19 +202,28 @@ def parse_rule(spec: Mapping[str, Any], rule_id: int) -> FaultRule:
         min_version=_opt_int(spec, "min_version", 0),
         max_version=_opt_int(spec, "max_version", 0),
         broker=_opt_int(spec, "broker", 0),
-        client_id=None if spec.get("client_id") is None else str(spec["client_id"]),
-        topic=None if spec.get("topic") is None else str(spec["topic"]),
+        client_id=_opt_str(spec, "client_id"),
+        topic=_opt_str(spec, "topic"),
         partition=_opt_int(spec, "partition", 0),
     )
     versions = spec.get("versions")
-    if versions is not None:  # "3-9", "7", [3, 9]
-        lo, hi = (versions, versions) if isinstance(versions, int) else (
-            versions if isinstance(versions, (list, tuple)) else (str(versions).split("-") + [None])[:2])
+    if versions is not None:  # "3-9", "7", 7, [3, 9]
+        if isinstance(versions, (list, tuple)):
+            parts = list(versions)
+        elif isinstance(versions, (int, str)) and not isinstance(versions, bool):
+            parts = str(versions).split("-")
+        else:
+            parts = []
+        if len(parts) == 1:
+            parts = parts * 2
         try:
-            match.min_version = int(lo)
-            match.max_version = int(hi) if hi not in (None, "") else int(lo)
+            if len(parts) != 2 or any(isinstance(x, bool) for x in parts):
+                raise ValueError
+            match.min_version, match.max_version = (int(str(x).strip()) for x in parts)
+            if match.min_version < 0:
+                raise ValueError
         except (TypeError, ValueError):
-            raise FaultRuleError("versions", f"not a version range: {versions!r}") from None
+            raise FaultRuleError("versions", f"not a version range (A-B, A, or [A, B]): {versions!r}") from None
     if (match.min_version is not None and match.max_version is not None
             and match.min_version > match.max_version):
         raise FaultRuleError("max_version", "below min_version")

@@ -42,21 +42,23 @@ def _json(data: Any, status: int = 200) -> web.Response:
     return web.Response(text=json.dumps(data, default=_default), status=status, content_type="application/json")
 
 
-def _error(status: int, message: str, field: str | None = None) -> web.Response:
-    return _json({"error": message, "field": field}, status)
+def _error(status: int, message: str, field: str | None = None,
+           headers: dict[str, str] | None = None) -> web.Response:
+    response = _json({"error": message, "field": field}, status)
+    response.headers.update(headers or {})
+    return response
 
 
 async def _body(request: web.Request, required: bool = True) -> dict[str, Any]:
-    if not request.can_read_body:
+    raw = await request.read() if request.can_read_body else b""
+    if not raw:
         if required:
             raise InvalidArgument("a JSON object body is required", "body")
         return {}
     try:
-        data = json.loads(await request.read() or b"null")
+        data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as e:
         raise InvalidArgument(f"body is not JSON: {e}", "body") from None
-    if data is None and not required:
-        return {}
     if not isinstance(data, dict):
         raise InvalidArgument("body must be a JSON object", "body")
     return data
@@ -82,9 +84,10 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return await handler(request)
     except ControlError as e:
         return _error(e.status, e.message, e.field)
-    except web.HTTPException as e:  # aiohttp's own: no route (404), wrong method (405)
+    except web.HTTPException as e:  # aiohttp's own: no route (404), wrong method (405, with Allow)
         if e.status_code >= 400:
-            return _error(e.status_code, e.reason or "error", None)
+            allow = {"Allow": e.headers["Allow"]} if "Allow" in e.headers else None
+            return _error(e.status_code, e.reason or "error", None, allow)
         raise
     except Exception as e:  # noqa: BLE001 - a bug: one log line, a 500, the broker goes on
         log.warning("admin API: %s %s failed: %s: %s", request.method, request.path, type(e).__name__, e)
@@ -253,8 +256,8 @@ def build_app(cluster: Cluster, control: ControlPlane) -> web.Application:
     r.add_post("/faults", inject)
     r.add_delete("/faults", clear)
     r.add_post("/faults/release", release)
-    get("/faults/{rule}", lambda q: (_query(q), c.fault(q.match_info["rule"]))[1])
-    r.add_delete("/faults/{rule}", remove)
+    get(r"/faults/{rule:\d+}", lambda q: (_query(q), c.fault(q.match_info["rule"]))[1])
+    r.add_delete(r"/faults/{rule:\d+}", remove)
 
     # -- metrics and the description -------------------------------------------------------------
     async def metrics(q: web.Request) -> web.Response:
@@ -270,6 +273,21 @@ def build_app(cluster: Cluster, control: ControlPlane) -> web.Application:
     return app
 
 
+class _OneLine(logging.Filter):
+    """aiohttp logs a request it cannot parse (a bad header, say) with its traceback: keep one line
+    naming the reason, as the broker does for bad Kafka input."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            e = record.exc_info[1]
+            record.msg = f"admin API: bad HTTP request: {type(e).__name__}: {e}".replace("\n", " ")
+            record.args = ()
+            record.exc_info = None
+            record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
 class AdminServer:
     """The admin listener of one cluster (aiohttp's AppRunner on the cluster's loop)."""
 
@@ -281,6 +299,9 @@ class AdminServer:
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
+        server_log = logging.getLogger("aiohttp.server")
+        if not any(isinstance(f, _OneLine) for f in server_log.filters):
+            server_log.addFilter(_OneLine())
         self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
