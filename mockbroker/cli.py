@@ -1,4 +1,5 @@
-"""``mockbroker serve [--host H] [--port P] [--config FILE] [-c key=value ...]``.
+"""``mockbroker serve [--host H] [--port P] [--config FILE] [-c key=value ...]`` and
+``mockbroker admin --url URL ...`` (``admin_client.py``).
 
 Prints exactly one line to stdout when it accepts connections,
 ``mockbroker ready bootstrap=HOST:PORT`` (with `` admin=HOST:PORT`` when
@@ -15,6 +16,7 @@ import signal
 import sys
 
 from .process import BrokerProcess
+from . import admin_client
 from .config import BrokerConfig, ConfigError
 
 
@@ -28,6 +30,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("-c", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="set a configuration key (repeatable)")
     s.add_argument("--log-level", default="INFO", help="log level on stderr (default INFO)")
+    admin_client.build_parser(sub)
     return p
 
 
@@ -48,6 +51,8 @@ async def _serve(cfg: BrokerConfig, host: str | None, port: int | None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "admin":
+        return admin_client.run(args)
     logging.basicConfig(
         level=getattr(logging, str(args.log_level).upper(), logging.INFO),
         stream=sys.stderr,

@@ -1,0 +1,98 @@
+"""``mockbroker admin --url URL ...`` (mockbroker/admin_client.py) against a real admin listener."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+from mockbroker import MockBroker
+from mockbroker import admin_client as ac
+from mockbroker.cli import _parser
+from protocol.client import RawKafkaClient
+
+from .test_delayed_ops import produce_body
+
+
+@pytest.fixture(scope="module")
+def broker():
+    with MockBroker(config={"mock.admin.listener": "127.0.0.1:0", "mock.topics": "cli:2"}) as b:
+        yield b
+
+
+def admin(broker, *argv: str) -> tuple[int, str, str]:
+    args = _parser().parse_args(["admin", "--url", broker.admin_url, *argv])
+    out, err = io.StringIO(), io.StringIO()
+    code = ac.run(args, out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_status_table_and_json(broker):
+    code, out, _ = admin(broker, "status")
+    assert code == 0 and "cli" in out and "broker" in out.splitlines()[2]
+    code, out, _ = admin(broker, "--json", "status")
+    assert json.loads(out)["topics"][0]["name"] == "cli"
+
+
+def test_quota_set_get_delete_round_trip(broker):
+    assert admin(broker, "quota", "set", "--client-id", "cq", "producer_byte_rate=5000")[0] == 0
+    code, out, _ = admin(broker, "--json", "quota", "get", "--client-id", "cq")
+    assert json.loads(out) == [{"entity": {"user": None, "client_id": "cq"}, "values": {"producer_byte_rate": 5000.0}}]
+    assert broker.quotas(client_id="cq")[0]["values"] == {"producer_byte_rate": 5000.0}  # the same store
+    assert admin(broker, "quota", "delete", "--client-id", "cq")[0] == 0
+    assert broker.quotas(client_id="cq") == []
+
+
+def test_refusals_print_the_api_error_and_exit_1(broker):
+    code, _, err = admin(broker, "quota", "set", "--client-id", "cq", "producer_byte_rate=1.5")
+    assert code == 1 and "values.producer_byte_rate" in err and "Long value" in err
+    code, _, err = admin(broker, "faults", "--delete", "999")
+    assert code == 1 and "404" in err
+
+
+def test_inject_release_and_faults(broker):
+    code, out, _ = admin(broker, "--json", "inject", "--api", "Metadata", "--action", "hold")
+    rule = json.loads(out)
+    with RawKafkaClient.connect(broker.bootstrap_servers) as c:
+        corr = c.send(3, 12, {"topics": None})
+        assert admin(broker, "--json", "release", "--rule", str(rule["id"]))[1].strip() == '{\n "released": 1\n}'
+        assert c.response(3, 12, corr).brokers
+    code, out, _ = admin(broker, "faults")
+    assert code == 0 and "hold" in out and "METADATA" in out
+    code, out, _ = admin(broker, "--json", "inject", "--api", "Produce", "--errors",
+                         "NOT_LEADER_OR_FOLLOWER,NOT_LEADER_OR_FOLLOWER")
+    assert json.loads(out)["count"] == 2
+    assert admin(broker, "faults", "--clear")[0] == 0
+    assert broker.faults() == []
+
+
+def test_journal_and_follow(broker):
+    with RawKafkaClient.connect(broker.bootstrap_servers, client_id="jf") as c:
+        c.request(0, 9, produce_body("cli", acks=1))
+        code, out, _ = admin(broker, "journal", "--client-id", "jf", "--api", "Produce")
+        assert code == 0 and "PRODUCE v9" in out and "response" in out
+        args = _parser().parse_args(["admin", "--url", broker.admin_url, "journal", "--client-id", "jf",
+                                     "--follow", "--interval", "0"])
+        out_io = io.StringIO()
+        polls = []
+
+        def sleep(_s: float) -> None:  # between polls: one more request arrives
+            polls.append(1)
+            if len(polls) == 1:
+                c.request(3, 12, {"topics": None})
+
+        ac.follow_journal(ac.AdminClient(broker.admin_url), args, out_io, sleep=sleep, max_polls=3)
+        lines = out_io.getvalue().splitlines()
+        assert [("PRODUCE" in x, "METADATA" in x) for x in lines] == [(True, False), (False, True)]  # once each
+
+
+def test_command_line_exit_codes():
+    out = subprocess.run([sys.executable, "-m", "mockbroker", "admin", "--url", "http://127.0.0.1:1", "status"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 3 and "no answer" in out.stderr and "Traceback" not in out.stderr
+    with pytest.raises(argparse.ArgumentTypeError):
+        ac._values(["producer_byte_rate"])
