@@ -33,6 +33,7 @@ from .controller import Controller
 from .faults import FaultInjector
 from .group.service import GroupCoordinatorService
 from .journal import RequestJournal
+from .journal_writer import JournalWriter
 from .metadata import ClusterMetadata, Topic
 from .quota.entities import QuotaStore
 from .quota.throttle import ThrottleEvent
@@ -62,6 +63,11 @@ class Cluster:
         self.faults = FaultInjector()
         self.faults.add_all(config["mock.faults"])
         self.journal = RequestJournal(config["mock.journal.max.entries"])
+        self.journal_writer: JournalWriter | None = None  # the on-disk journal (mock.journal.dir)
+        if config["mock.journal.dir"]:
+            self.journal_writer = JournalWriter(config["mock.journal.dir"], config["mock.journal.segment.bytes"],
+                                                config["mock.journal.queue.records"])
+            self.journal.sinks.append(self.journal_writer.sink)
         self.quota_store = QuotaStore()
         self.quota_store.load(config["mock.quotas"])
         self.throttle_events: deque[ThrottleEvent] = deque(maxlen=config["mock.journal.max.entries"] or None)
@@ -89,6 +95,8 @@ class Cluster:
         self._stopped = False
 
     async def start(self) -> None:
+        if self.journal_writer is not None:
+            self.journal_writer.start()
         for b in self.brokers.values():
             await b.start()
         for item in self.config["mock.topics"]:
@@ -134,6 +142,8 @@ class Cluster:
             await b.stop()
             b.replica_manager.shutdown()
         self.groups.shutdown()
+        if self.journal_writer is not None:  # after the brokers: every request answered is in it
+            self.journal_writer.close()
 
     @property
     def bootstrap_servers(self) -> str:
