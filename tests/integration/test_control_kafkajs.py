@@ -18,7 +18,8 @@ HTTP itself as a cross-check.
   connection) and the records are appended once.
 * quota: producer_byte_rate set with PUT /quotas -> the next Produce responses carry
   throttle_time_ms; kafkajs (Produce v7, KIP-219) turns it into clientSideThrottleTime, logs it and
-  holds its next request back at least that long.
+  holds its next request back at least that long (the broker runs in mock.throttle.mode=observe, so
+  the wait is the client's own, and GET /throttles records whether it sent early).
 
 Toolchain: node, npm and node_modules (jstools.py); skips without them, fails under CI.
 """
@@ -95,9 +96,11 @@ def node() -> str:
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    # two 1 s quota samples: a throttle stays short; no initial rebalance delay for the consumer group
+    # two 1 s quota samples: a throttle stays short; observe mode: a throttled response does not mute the
+    # connection, so whether the client waits is the client's doing (and the broker records it, early_ms);
+    # no initial rebalance delay for the consumer group
     s = serve(tmp_path_factory.mktemp("control-kafkajs") / "broker.stderr",
-              "quota.window.num=2", "group.initial.rebalance.delay.ms=0")
+              "quota.window.num=2", "mock.throttle.mode=observe", "group.initial.rebalance.delay.ms=0")
     yield s
     stop(s)
 
@@ -181,15 +184,20 @@ def test_quota_throttles_next_responses(node, broker):
     r = run_control(node, broker, "quota")
     assert r["quota"]["values"] == {"producer_byte_rate": 10000}
     assert broker.get("/quotas?client_id=kjs-quota")[0]["values"] == {"producer_byte_rate": 10000}
-    throttles = [j["throttle_time_ms"] for j in r["journal"]]
+    journal = r["journal"]
+    throttles = [j["throttle_time_ms"] for j in journal]
     assert len(throttles) == 3 and any(throttles), throttles
     # kafkajs saw exactly the throttle_time_ms the broker sent (its clientSideThrottleTime)
     assert r["client_throttles_ms"] == [t for t in throttles if t], (r["client_throttles_ms"], throttles)
     events = r["throttle_events"]
-    assert len(events) == sum(1 for t in throttles if t) and all(e["client_should_throttle"] for e in events), events
-    # and held its next request back at least that long (KIP-219)
+    assert [e["throttle_ms"] for e in events] == [t for t in throttles if t], events
+    assert all(e["client_should_throttle"] and e["mode"] == "observe" for e in events), events  # Produce v7 >= v6
+    # and held its next request back at least that long (KIP-219): in its own queue (pendingDuration), and
+    # as the broker saw it -- the next request arrived after the throttle's deadline, never early
     pending = [q["pendingDuration"] for q in r["produce_requests"]]
     for i, t in enumerate(throttles[:-1]):
         if t:
             assert pending[i + 1] >= t - 20, (throttles, pending)
+            assert journal[i + 1]["arrived_ms"] >= journal[i]["sent_ms"] + t - SLACK_MS, journal
+    assert all(e["early_ms"] in (0, None) for e in events), events
     assert r["log_end_offset"] == 24

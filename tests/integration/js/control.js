@@ -68,6 +68,7 @@ function attempt (r) {
     bytes: r.partitions.reduce((n, p) => n + p.bytes, 0),
     throttle_time_ms: r.throttle_time_ms,
     arrived_ms: r.arrived_clock_ns / 1e6,
+    sent_ms: r.sent_clock_ns === null ? null : r.sent_clock_ns / 1e6,
     handled_ms: r.handled_clock_ns / 1e6,
     received_ms: r.received_clock_ns / 1e6
   }
@@ -241,7 +242,12 @@ async function quota () {
     quota: set,
     journal: (await journal('Produce', clientId)).map(attempt),
     throttle_events: (await get(`/throttles?client_id=${clientId}`)).map(e => ({
-      api_key: e.api_key, throttle_time_ms: e.throttle_time_ms, client_should_throttle: e.client_should_throttle
+      api_key: e.api_key,
+      throttle_ms: e.throttle_ms,
+      client_should_throttle: e.client_should_throttle,
+      mode: e.mode,
+      early_ms: e.early_ms,
+      held_while_muted: e.held_while_muted
     })),
     client_throttles_ms: clientThrottles.map(t => t.ms),
     produce_requests: requests,
