@@ -40,7 +40,7 @@ missing_tools() {
 # npm ci in tests/integration/js: kafkajs and its codec plugins into node_modules.
 toolchain_npm() {
   local step="npm ci" dir=tests/integration/js rc=0
-  local tests="the kafkajs tests (test_kafkajs.py, test_kafkajs_group.py)"
+  local tests="the kafkajs tests (test_kafkajs.py, test_kafkajs_group.py, test_control_kafkajs.py)"
   local absent
   if absent=$(missing_tools node npm); then
     toolchain_unavailable "$step" "not found on PATH: $absent" "$tests"
@@ -90,10 +90,11 @@ toolchain_maven() {
   fi
 }
 
-# go build in tests/integration/go: the franz-go program, bin/groupconsumers (modules from the Go proxy).
+# go build in tests/integration/go: the franz-go program, bin/groupconsumers (modules from the Go proxy);
+# main.go is the group test's command, control.go the `groupconsumers control` one.
 toolchain_go() {
   local step="go build" dir=tests/integration/go rc=0
-  local tests="the franz-go test (test_franz_go_group.py)"
+  local tests="the franz-go tests (test_franz_go_group.py, test_control_franz_go.py)"
   local absent
   if absent=$(missing_tools go); then
     toolchain_unavailable "$step" "not found on PATH: $absent" "$tests"

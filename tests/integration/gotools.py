@@ -1,5 +1,8 @@
 """franz-go for the integration tests: ``go build`` of tests/integration/go into bin/groupconsumers.
 
+One program, two commands: the consumer group test's (main.go, test_franz_go_group.py) and
+``groupconsumers control ...`` (control.go, test_control_franz_go.py).
+
 scripts/test.sh builds the program before pytest; ``franz_go_binary`` rebuilds it when it is missing
 or older than its sources.  Modules come from the Go module proxy into the usual caches
 (~/go/pkg/mod, ~/.cache/go-build), so later builds are offline and quick.  When ``go`` is not on
@@ -20,10 +23,10 @@ GO_BUILD_TIMEOUT_S = 600
 
 
 def franz_go_binary() -> str:
-    """The path of the built franz-go test program (tests/integration/go/main.go)."""
+    """The path of the built franz-go test program (tests/integration/go/*.go)."""
     binary = GO_DIR / "bin" / BINARY_NAME
     (go,) = which("go", needed_by="the franz-go test")
-    sources = [GO_DIR / "main.go", GO_DIR / "go.mod", GO_DIR / "go.sum"]
+    sources = [*sorted(GO_DIR.glob("*.go")), GO_DIR / "go.mod", GO_DIR / "go.sum"]
     if not binary.is_file() or any(binary.stat().st_mtime < s.stat().st_mtime for s in sources):
         try:
             r = subprocess.run([go, "build", "-o", str(binary), "."], cwd=GO_DIR, capture_output=True, text=True,

@@ -1,6 +1,7 @@
 // franz-go consumers in one classic group, for tests/integration/test_franz_go_group.py.
 //
 //	groupconsumers BOOTSTRAP TOPIC GROUP MEMBERS PARTITIONS RECORDS
+//	groupconsumers control SCENARIO BOOTSTRAP ADMIN   (control.go, for test_control_franz_go.py)
 //
 // Starts MEMBERS kgo clients in the group (franz-go's default balancer: cooperative-sticky, an
 // incremental rebalance over the classic protocol), waits until the partitions are split evenly
@@ -145,6 +146,9 @@ func start(bootstrap, topic, group string, i int) *member {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "control" {
+		os.Exit(controlMain(os.Args[2:]))
+	}
 	bootstrap, topic, group := os.Args[1], os.Args[2], os.Args[3]
 	members, _ := strconv.Atoi(os.Args[4])
 	partitions, _ := strconv.Atoi(os.Args[5])
