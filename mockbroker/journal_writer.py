@@ -42,6 +42,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import fields
+from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any
 
@@ -75,12 +76,85 @@ def record_json(rec: RequestRecord) -> dict[str, Any]:
 
 
 def encode_line(rec: RequestRecord) -> str:
-    """One line of the journal: compact JSON, ASCII only (so its length is its size in bytes), ``\\n``."""
+    """One line of the journal: compact JSON, ASCII only (so its length is its size in bytes), ``\\n``.
+
+    The compiled encoder below writes it in about half the time ``json`` takes for the dict; any
+    value it does not expect (a type other than the field's, a NaN) makes it raise, and the line is
+    then written from ``record_json`` by ``json`` (the reference, which the tests compare it with)."""
+    try:
+        return _fast_line(rec)
+    except Exception:  # noqa: BLE001 - the generic path below writes anything json can
+        return encode_line_generic(rec)
+
+
+def encode_line_generic(rec: RequestRecord) -> str:
     d = record_json(rec)
     try:
         return _encode(d) + "\n"
     except ValueError:  # a NaN or infinite float (strict JSON has none): written as null
         return _encode(_finite(d)) + "\n"
+
+
+# -- the compiled encoder: one f-string over RequestRecord's fields, keys written once -----------
+def _int(v: Any) -> str:
+    if v.__class__ is not int:
+        raise TypeError(f"not an int: {v!r}")
+    return int.__repr__(v)
+
+
+def _num(v: Any) -> str:
+    if v.__class__ is float and math.isfinite(v):
+        return float.__repr__(v)
+    return _int(v)
+
+
+_BOOL = {True: "true", False: "false"}
+
+
+def _bool(v: Any) -> str:
+    if v.__class__ is not bool:
+        raise TypeError(f"not a bool: {v!r}")
+    return _BOOL[v]
+
+
+def _partitions(ps: list[Any]) -> str:
+    return "[" + ",".join([f'{{"topic":{_str(p.topic)},"partition":{_int(p.partition)},'
+                           f'"error_code":{_int(p.error_code)},"bytes":{_int(p.bytes)}}}' for p in ps]) + "]"
+
+
+def _quota_entity(q: Any) -> str:
+    user, client = q  # a 2-tuple
+    return _encode({"user": user, "client_id": client})
+
+
+def _object(d: Any) -> str:
+    if d.__class__ is not dict:
+        raise TypeError(f"not a dict: {d!r}")
+    return _encode(d) if d else "{}"
+
+
+_str = encode_basestring_ascii  # raises TypeError on anything but a str
+_BY_TYPE = {"int": "({0} if {0}.__class__ is int else _int({0}))", "str": "_str({})", "bool": "_bool({})",
+            "int | None": '("null" if {0} is None else {0} if {0}.__class__ is int else _int({0}))',
+            "str | None": '("null" if {0} is None else _str({0}))',
+            "float | None": '("null" if {0} is None else _num({0}))'}
+_BY_NAME = {"partitions": "_partitions({})",
+            "quota_entity": '("null" if {0} is None else _quota_entity({0}))'}
+
+
+def _compile() -> Any:
+    """``lambda r: f'{"schema_version":1,"broker":{_int(r.broker)},...}\\n'`` for RequestRecord's fields."""
+    body = '{{"schema_version":' + str(SCHEMA_VERSION)
+    for f in fields(RequestRecord):
+        fmt = _BY_NAME.get(f.name) or _BY_TYPE.get(str(f.type)) or "_object({})"
+        body += ',"' + f.name + '":{' + fmt.format("r." + f.name) + "}"
+    src = "lambda r: f'" + body + "}}\\n'"
+    env = {"_int": _int, "_num": _num, "_str": _str, "_bool": _bool, "_partitions": _partitions,
+           "_quota_entity": _quota_entity, "_object": _object}
+    return eval(src, env)  # noqa: S307 - source built above from the dataclass's own field names
+
+
+_fast_line = _compile()
 
 
 def _finite(v: Any) -> Any:
