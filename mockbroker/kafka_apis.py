@@ -121,7 +121,7 @@ class KafkaApis:
         )
         if self.faults.rules and auth is None:
             rule = self.faults.take(api_key, version, self.broker.node_id, header.client_id,
-                                    lambda: self._partitions(request), after=False)
+                                    lambda: self._partitions(request, api_key), after=False)
             if rule is not None and self._apply_rule(conn, ctx, request, rule):
                 return
         self._run_handler(conn, ctx, request)
@@ -154,11 +154,17 @@ class KafkaApis:
             self._internal_error(conn, e)
 
     # -- fault rules -------------------------------------------------------------------------
-    def _partitions(self, request: Any) -> list[tuple[str, int | None]]:
-        """The (topic, partition)s a request names, topic ids resolved to names."""
+    def _partitions(self, request: Any, api_key: int) -> list[tuple[str, int | None]]:
+        """The (topic, partition)s a request names, topic ids resolved to names; an incremental
+        Fetch also reads the partitions its session holds (it is served them all)."""
         by_id = self.broker.metadata.topics_by_id
+        named = request_partitions(request)
+        if api_key == ApiKey.FETCH and getattr(request, "session_id", 0) and getattr(request, "session_epoch", 0) > 0:
+            session = self.broker.fetch_manager.sessions.get(request.session_id)
+            if session is not None:
+                named = named + [(t, p) for t, p in session.partitions]
         out = []
-        for t, p in request_partitions(request):
+        for t, p in named:
             if not isinstance(t, str):
                 topic = by_id.get(t)
                 if topic is None:
@@ -219,7 +225,7 @@ class KafkaApis:
             return
         if self.faults.rules and ctx.sasl is None:
             rule = self.faults.take(ctx.api_key, ctx.version, self.broker.node_id, ctx.client_id,
-                                    lambda: self._partitions(request), after=True)
+                                    lambda: self._partitions(request, ctx.api_key), after=True)
             if rule is not None:
                 ctx.fault_rule = rule.id
                 self._record(conn, ctx, request, "lost", handled_ns=handled_ns)
@@ -353,6 +359,11 @@ _TOPIC_KEYS = ("name", "topic")
 def _collect_errors(rec: RequestRecord, result: dict[str, Any], sizes: dict[tuple[str, int], int]) -> None:
     """The top-level error code and every partition's (with its bytes) of a handler's response."""
     top = result.get("error_code")
+    if top is None:  # per-item top-level errors (FindCoordinator v4+, DescribeGroups, ...): the first failed one
+        items = [x for v in result.values() if isinstance(v, list) for x in v
+                 if isinstance(x, dict) and "error_code" in x and not any(k in x for k in _TOPIC_KEYS)]
+        if items:
+            top = next((x["error_code"] for x in items if x["error_code"]), 0)
     if top is not None:
         rec.error_code = int(top)
     seen: set[tuple[str, int]] = set()

@@ -259,3 +259,27 @@ class TestControl:
                 assert c.request(18, 3, {"client_software_name": "t", "client_software_version": "1"}).error_code \
                     == E.none
             assert b.faults()[0]["fired"] == 1
+
+
+def test_a_partition_rule_matches_an_incremental_fetch_of_its_session(mb):
+    """An incremental Fetch names no partition it has no news for, but is served its whole session:
+    a rule naming one of the session's partitions applies to it."""
+    mb.create_topic("fs", 1, 1)
+    body = fetch_body("fs", 0, max_wait_ms=0)
+    with RawKafkaClient.connect(leader_addr(mb, "fs")) as c:
+        full = c.request(1, 12, {**body, "session_id": 0, "session_epoch": 0})
+        assert full.session_id != 0
+        mb.inject(api="Fetch", topic="fs", partition=0, errors=["NOT_LEADER_OR_FOLLOWER"])
+        incremental = c.request(1, 12, {**body, "session_id": full.session_id, "session_epoch": 1, "topics": []})
+        parts = [(t.topic, p.partition_index, p.error_code) for t in incremental.responses for p in t.partitions]
+        assert parts == [("fs", 0, E.not_leader_or_follower)]
+    assert mb.faults()[0]["fired"] == 1
+
+
+def test_the_journal_records_a_per_item_error(mb):
+    """FindCoordinator v4+ has no top-level error code: the journal takes the coordinators' one."""
+    mb.inject(api="FindCoordinator", errors=["COORDINATOR_NOT_AVAILABLE"])
+    with RawKafkaClient.connect(mb.bootstrap_servers.split(",")[0], client_id="fc") as c:
+        c.request(10, 4, {"key_type": 0, "coordinator_keys": ["g"]})
+        c.request(10, 4, {"key_type": 0, "coordinator_keys": ["g"]})
+    assert [r["error_code"] for r in mb.journal(api_key="FindCoordinator", client_id="fc")] == [15, 0]
