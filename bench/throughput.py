@@ -29,14 +29,23 @@ broker from this checkout and from DIR in turn (``python -m mockbroker`` with
 the checkout as working directory), ``--runs`` times, alternating, so both
 see the same machine at the same time; the medians and the ratio
 candidate/baseline are printed.  ``-c key=value`` is passed to both brokers.
+
+Comparing two configurations of this checkout (``--compare-config key=value``,
+repeatable, or ``--journal``): each run starts the broker without and with
+those keys in turn (``-c`` goes to both), alternating as above; the ratio is
+on/off.  ``--journal`` turns the on-disk request journal on
+(``mock.journal.dir``, a fresh temporary directory per run, deleted after it)
+and prints how many records and bytes each run wrote.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -180,36 +189,81 @@ def print_rows(label: str, idle_rss: int, rows: list[Row]) -> None:
               f"{records / seconds:>10,.0f} {100 * cpu / seconds:>13.0f} {peak / 2**20:>13.1f}")
 
 
+def journal_size(directory: Path) -> tuple[int, int]:
+    """(records, bytes on disk) of the journal a run wrote."""
+    from mockbroker.journal_reader import read_journal
+
+    on_disk = sum(p.stat().st_size for p in directory.iterdir())
+    return sum(1 for _ in read_journal(directory, warn=lambda w: print(f"journal: {w}"))), on_disk
+
+
 def main() -> None:
     global RECORDS
     ap = argparse.ArgumentParser(description="produce/consume throughput of mockbroker serve (confluent-kafka)")
     ap.add_argument("--baseline", type=Path, help="another mockbroker checkout to measure side by side")
-    ap.add_argument("--runs", type=int, default=1, help="runs per checkout, alternating (default 1)")
+    ap.add_argument("--compare-config", action="append", default=[], metavar="KEY=VALUE",
+                    help="measure this checkout without and with these keys side by side (repeatable)")
+    ap.add_argument("--journal", action="store_true",
+                    help="measure this checkout without and with the on-disk journal (mock.journal.dir)")
+    ap.add_argument("--runs", type=int, default=1, help="runs per variant, alternating (default 1)")
     ap.add_argument("--records", type=int, default=RECORDS, help=f"records per run (default {RECORDS:,})")
     ap.add_argument("-c", dest="config", action="append", default=[], metavar="KEY=VALUE",
                     help="broker configuration for every run (repeatable)")
     args = ap.parse_args()
     RECORDS = args.records
-    sources = [("candidate", HERE)] + ([("baseline", args.baseline.resolve())] if args.baseline else [])
+    compare = bool(args.compare_config or args.journal)
+    if compare and args.baseline:
+        ap.error("--baseline compares checkouts, --compare-config/--journal configurations: one at a time")
+    # (label, checkout, extra config, journal on)
+    variants: list[tuple[str, Path, list[str], bool]]
+    if compare:
+        variants = [("off", HERE, args.config, False), ("on", HERE, args.config + args.compare_config, args.journal)]
+        first, second = "on", "off"
+    else:
+        variants = [("candidate", HERE, args.config, False)]
+        if args.baseline:
+            variants.append(("baseline", args.baseline.resolve(), args.config, False))
+        first, second = "candidate", "baseline"
     print(f"{RECORDS:,} records x {RECORD_BYTES} B asked, {PARTITIONS} partitions, acks=1, "
           f"linger.ms=5, batch.size=1000000, time limit {TIME_LIMIT_S:.0f}s per phase"
-          + (f", config {' '.join(args.config)}" if args.config else ""))
-    rates: dict[str, dict[str, list[float]]] = {label: {"produce": [], "consume": []} for label, _ in sources}
+          + (f", config {' '.join(args.config)}" if args.config else "")
+          + (f"; on: {' '.join(args.compare_config + (['mock.journal.dir=<fresh>'] if args.journal else []))}"
+             if compare else ""))
+    rates: dict[str, dict[str, list[float]]] = {v[0]: {"produce": [], "consume": []} for v in variants}
+    cpu_us: dict[str, dict[str, list[float]]] = {v[0]: {"produce": [], "consume": []} for v in variants}
     for run in range(args.runs):
-        for label, source in (sources if run % 2 == 0 else sources[::-1]):
-            idle, rows = run_once(source, args.config)
-            print_rows(f"{label} run {run + 1}: {source}", idle, rows)
-            for name, records, seconds, _cpu, _peak in rows:
+        for label, source, config, journal in (variants if run % 2 == 0 else variants[::-1]):
+            tmp = Path(tempfile.mkdtemp(prefix="bench-journal-")) if journal else None
+            try:
+                idle, rows = run_once(source, config + ([f"mock.journal.dir={tmp}"] if tmp else []))
+                print_rows(f"{label} run {run + 1}: {source}", idle, rows)
+                if tmp is not None:
+                    n, size = journal_size(tmp)
+                    print(f"[{label} run {run + 1}] journal: {n:,} records, {size / 2**20:.2f} MiB on disk")
+            finally:
+                if tmp is not None:
+                    shutil.rmtree(tmp, ignore_errors=True)
+            for name, records, seconds, cpu, _peak in rows:
                 rates[label][name].append(records / seconds)
+                cpu_us[label][name].append(cpu / records * 1e6)
     print()
     print(f"medians over {args.runs} run(s), records/s:")
     for name in ("produce", "consume"):
-        cand = statistics.median(rates["candidate"][name])
-        line = f"  {name:<8} candidate {cand:>10,.0f}"
-        if args.baseline:
-            base = statistics.median(rates["baseline"][name])
-            line += f"   baseline {base:>10,.0f}   ratio candidate/baseline {cand / base:.3f}"
+        a = statistics.median(rates[first][name])
+        line = f"  {name:<8} {first} {a:>10,.0f}"
+        if second in rates:
+            b = statistics.median(rates[second][name])
+            line += f"   {second} {b:>10,.0f}   ratio {first}/{second} {a / b:.3f}"
         print(line)
+    if second in rates:
+        # Run i of each variant ran back to back: the ratio within a pair cancels what the machine did
+        # at the time (other processes on shared cores), which the ratio of the medians does not.
+        print(f"per-run ratio {first}/{second} (median, min..max) and broker CPU per record (medians):")
+        for name in ("produce", "consume"):
+            pairs = sorted(x / y for x, y in zip(rates[first][name], rates[second][name]))
+            a_cpu, b_cpu = statistics.median(cpu_us[first][name]), statistics.median(cpu_us[second][name])
+            print(f"  {name:<8} {statistics.median(pairs):.3f} ({pairs[0]:.3f}..{pairs[-1]:.3f})   "
+                  f"CPU µs/record {first} {a_cpu:.2f} {second} {b_cpu:.2f} ratio {a_cpu / b_cpu:.3f}")
 
 
 if __name__ == "__main__":
