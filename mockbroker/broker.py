@@ -162,7 +162,7 @@ class Broker:
 
     def connection_closed(self, conn: KafkaConnection) -> None:
         self.connections.discard(conn)
-        self.apis.in_flight.pop(conn.conn_id, None)
+        self.apis.connection_closed(conn)
 
     # -- housekeeping (called by the cluster's timers) ----------------------------------------
     def close_idle(self, now_ms: int, idle_ms: int) -> None:

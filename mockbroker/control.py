@@ -374,7 +374,9 @@ class ControlPlane:
                     continue
                 software = conn.client_software
                 muted = [r.name for r in MuteReason if r and r in conn.mute]
-                inflight = b.apis.in_flight.get(conn.conn_id)
+                waiting = b.apis.in_flight.get(conn.conn_id)
+                inflight = None if waiting is None else (waiting[0].api_key, waiting[0].version,
+                                                         waiting[0].correlation_id, waiting[0].received_ns)
                 out.append({
                     "id": conn.conn_id, "broker": b.node_id, "peer": conn.peer, "client_id": conn.client_id,
                     "client_software_name": software[0] if software else None,

@@ -75,6 +75,7 @@ class RequestRecord:
     quotas: dict[str, float] = field(default_factory=dict)      # the quotas in force for that entity
     fault_rule: int | None = None    # the fault rule that acted on this request
     details: dict[str, Any] = field(default_factory=dict)      # per API: acks, max_wait_ms, min_bytes, ...
+    seq: int = 0                     # 1, 2, 3, ... over the cluster's records: a gap on disk is a dropped record
 
     # -- compatibility with the first journal's names (tests and bench read these) ---------------
     @property
@@ -121,8 +122,11 @@ class RequestJournal:
     def __init__(self, max_entries: int) -> None:
         self.entries: deque[RequestRecord] = deque(maxlen=max_entries if max_entries > 0 else None)
         self.sinks: list[Callable[[RequestRecord], None]] = []
+        self.recorded = 0
 
     def record(self, entry: RequestRecord) -> None:
+        self.recorded += 1
+        entry.seq = self.recorded
         self.entries.append(entry)
         for sink in self.sinks:
             sink(entry)

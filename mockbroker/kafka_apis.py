@@ -40,7 +40,7 @@ from protocol.codec import (
     peek_api,
 )
 from protocol.errors import ErrorCode, ProtocolError, UnsupportedVersion
-from protocol.registry import ApiKey, ApiRegistry, ApiSpec
+from protocol.registry import ApiKey, ApiRegistry, ApiSpec, any_spec
 
 from .apis import error_responder, handles_injected_errors
 from .channel import CloseReason
@@ -74,17 +74,26 @@ class KafkaApis:
         self.throttle_mode = throttle_mode
         self.throttle_events = throttle_events
         self.stats = stats
-        # connection id -> (api key, version, correlation id, received ns) of the request it waits on
-        self.in_flight: dict[int, tuple[int, int, int, int]] = {}
+        # connection id -> the request it waits on (its context and decoded body)
+        self.in_flight: dict[int, tuple[RequestContext, Any]] = {}
 
     # -- entry point from the connection ------------------------------------------
     def handle(self, conn: KafkaConnection, payload: memoryview) -> None:
         try:
             self._handle(conn, payload)
         except ProtocolError as e:
+            self._record_refused(conn, payload)
             conn.close(CloseReason.PROTOCOL_ERROR, str(e))
         except Exception as e:  # noqa: BLE001 - a broker bug must not take other clients down
+            self._record_refused(conn, payload)
             self._internal_error(conn, e)
+
+    def connection_closed(self, conn: KafkaConnection) -> None:
+        """The connection is gone with a request still waiting (parked, held, dropped): it is
+        journaled now as closed, and not again if its completion comes later."""
+        waiting = self.in_flight.pop(conn.conn_id, None)
+        if waiting is not None:
+            self._record(conn, waiting[0], waiting[1], "closed")
 
     def _internal_error(self, conn: KafkaConnection, e: Exception) -> None:
         log.debug("internal error on connection %s from %s", conn.conn_id, conn.peer, exc_info=e)
@@ -100,7 +109,7 @@ class KafkaApis:
         if api_key == ApiKey.API_VERSIONS and spec is not None and not (
             spec.min_version <= version <= spec.max_version
         ):
-            self._unsupported_api_versions(conn, spec, correlation_id)
+            self._unsupported_api_versions(conn, spec, version, correlation_id, payload, received_ns)
             return
         if spec is None:
             name = ApiKey(api_key).name if api_key in ApiKey._value2member_map_ else "unknown"
@@ -114,11 +123,11 @@ class KafkaApis:
         header = parse_request_header(payload, spec.request_header_version(version))
         request = decode_request(api_key, version, payload, header.size_bytes)
         conn.client_id = header.client_id
-        self.in_flight[conn.conn_id] = (api_key, version, correlation_id, received_ns)
         ctx = RequestContext(
             conn, self.broker, spec, api_key, version, correlation_id, header.client_id,
             len(payload) + 4, received_ns, sasl=auth, arrived_ns=conn.request_arrived_ns or received_ns,
         )
+        self.in_flight[conn.conn_id] = (ctx, request)
         if self.faults.rules and auth is None:
             rule = self.faults.take(api_key, version, self.broker.node_id, header.client_id,
                                     lambda: self._partitions(request, api_key), after=False)
@@ -291,6 +300,9 @@ class KafkaApis:
     def _record(self, conn: KafkaConnection, ctx: RequestContext, request: Any, outcome: str,
                 handled_ns: int | None = None, result: dict[str, Any] | None = None, frame_bytes: int | None = None,
                 sent_ns: int | None = None, throttle_ms: int = 0, quota_type: str = "") -> None:
+        if ctx.recorded:
+            return
+        ctx.recorded = True
         now_wall = wall_time_ns()
         now_ns = self.clock.monotonic_ns()
         handled = handled_ns if handled_ns is not None else now_ns
@@ -333,23 +345,44 @@ class KafkaApis:
             rec.quota_entity = tags
             rec.quotas = store.quotas_in_force(user, cid)
         if outcome in ("response", "no_response", "closed"):  # a dropped one stays: the connection waits on it
-            self.in_flight.pop(conn.conn_id, None)
+            waiting = self.in_flight.get(conn.conn_id)
+            if waiting is not None and waiting[0] is ctx:
+                del self.in_flight[conn.conn_id]
         self.journal.record(rec)
         self.stats.record(rec)
 
-    def _unsupported_api_versions(self, conn: KafkaConnection, spec: ApiSpec, correlation_id: int) -> None:
+    def _unsupported_api_versions(self, conn: KafkaConnection, spec: ApiSpec, version: int, correlation_id: int,
+                                  payload: memoryview, received_ns: int) -> None:
         """KIP-511: a v0 response, UNSUPPORTED_VERSION, listing only ApiVersions' range."""
-        body = build_response(
-            ApiKey.API_VERSIONS,
-            0,
-            {
-                "error_code": ErrorCode.unsupported_version,
-                "api_keys": [
-                    {"api_key": spec.key, "min_version": spec.advertised_min, "max_version": spec.max_version}
-                ],
-            },
-        )
-        conn.send_response(encode_response(spec, 0, correlation_id, body))
+        result = {
+            "error_code": ErrorCode.unsupported_version,
+            "api_keys": [{"api_key": spec.key, "min_version": spec.advertised_min, "max_version": spec.max_version}],
+        }
+        frame = encode_response(spec, 0, correlation_id, build_response(ApiKey.API_VERSIONS, 0, result))
+        ctx = RequestContext(conn, self.broker, spec, spec.key, version, correlation_id, conn.client_id,
+                             len(payload) + 4, received_ns, arrived_ns=conn.request_arrived_ns or received_ns)
+        sent_ns = self.clock.monotonic_ns()
+        conn.send_response(frame)
+        self._record(conn, ctx, None, "response", handled_ns=sent_ns, result=result, frame_bytes=len(frame),
+                     sent_ns=sent_ns)
+
+    def _record_refused(self, conn: KafkaConnection, payload: memoryview) -> None:
+        """A request that closes its connection before it has a context (it does not parse, or is a
+        version not served): a record with what its header says, outcome closed."""
+        try:
+            api_key, version, correlation_id = peek_api(payload)
+        except ProtocolError:
+            return  # not even a request header
+        waiting = self.in_flight.get(conn.conn_id)
+        if waiting is not None and waiting[0].correlation_id == correlation_id and waiting[0].api_key == api_key:
+            return  # it got a context: _record has it (or the close will)
+        spec = self.registry.get(api_key) or any_spec(api_key)
+        if spec is None:
+            spec = ApiSpec(api_key, f"UNKNOWN_{api_key}", version, version, version, None, None, None)
+        now = self.clock.monotonic_ns()
+        ctx = RequestContext(conn, self.broker, spec, api_key, version, correlation_id, conn.client_id,
+                             len(payload) + 4, now, arrived_ns=conn.request_arrived_ns or now)
+        self._record(conn, ctx, None, "closed", handled_ns=now)
 
 
 _PARTITION_KEYS = ("partition_index", "index", "partition")

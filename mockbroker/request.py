@@ -177,6 +177,7 @@ class RequestContext:
     delayed: DelayedOperation | None = None  # the delayed operation the handler parked (the journal reports it)
     partition_bytes: dict[tuple[str, int], int] | None = None  # bytes appended/fetched per partition
     arrived_ns: int = 0                      # broker clock: the request was complete on the connection
+    recorded: bool = False                   # its journal record is written (one per request)
 
     @property
     def node_id(self) -> int:
