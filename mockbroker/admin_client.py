@@ -95,7 +95,10 @@ def show_status(s: dict[str, Any], out: TextIO) -> None:
         out.write("\n")
     muted = ", ".join(f"{k} {v}" for k, v in sorted(s["muted_connections"].items())) or "none"
     out.write(f"connections {s['connections']} (muted: {muted})  throttled responses {s['throttle_events']}  "
-              f"journal records {s['journal_records']}  fault rules {s['fault_rules']}  "
+              f"journal records {s['journal_records']}"
+              + (f" (on disk {s['journal_written']}, dropped {s['journal_dropped']})"
+                 if s.get("journal_written") is not None else "")
+              + f"  fault rules {s['fault_rules']}  "
               f"held requests {s['held_requests']}\n")
 
 

@@ -129,7 +129,9 @@ class ControlPlane:
             "groups": [{"group_id": g["group_id"], "type": g["type"], "state": g["state"], "members": len(g["members"])}
                        for g in self.groups()],
             "connections": len(conns), "muted_connections": muted,
-            "throttle_events": len(c.throttle_events), "journal_records": len(c.journal.entries),
+            "throttle_events": len(c.throttle_events), "journal_records": c.journal.recorded,
+            "journal_written": None if c.journal_writer is None else c.journal_writer.written,
+            "journal_dropped": None if c.journal_writer is None else c.journal_writer.dropped,
             "rebalances": c.groups.rebalances,
             "fault_rules": len(c.faults.rules), "held_requests": len(c.faults.held),
             "clock": self.clock(),
