@@ -218,3 +218,8 @@ def test_topics_brokers_and_partitions_over_http():
         assert http(b.admin_url + f"/brokers/{other}/start", "POST")[1]["alive"] is True
         assert http(b.admin_url + "/topics/h3", "DELETE")[0] == 204
         assert http(b.admin_url + "/topics/h3")[0] == 404
+
+
+def test_the_document_is_what_scripts_openapi_writes():
+    out = subprocess.run([sys.executable, "scripts/openapi.py", "--check"], capture_output=True, timeout=60)
+    assert out.returncode == 0, "run python scripts/openapi.py and commit mockbroker/admin/openapi.json"
