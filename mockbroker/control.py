@@ -348,16 +348,16 @@ class ControlPlane:
             out.update(generation_id=c.generation_id, protocol_name=c.protocol_name, leader_id=c.leader_id,
                        members=[{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
                                  "client_id": m.client_id, "client_host": m.client_host,
-                                 "assignment": decode_consumer_assignment(m.assignment) if consumer else None,
-                                 "assignment_bytes": m.assignment} for m in c.members.values()])
+                                 "assigned": decode_consumer_assignment(m.assignment) if consumer else None,
+                                 "assignment": m.assignment} for m in c.members.values()])
         else:
             k: Any = g  # a KIP-848 ConsumerGroup
             out.update(group_epoch=k.group_epoch, assignment_epoch=k.assignment_epoch,
                        members=[{"member_id": m.member_id, "group_instance_id": m.instance_id,
                                  "client_id": m.client_id, "client_host": m.client_host,
                                  "member_epoch": m.member_epoch, "state": m.state.value,
-                                 "assignment": {topic_names.get(tid, str(tid)): sorted(ps)
-                                                for tid, ps in m.assigned.items()}}
+                                 "assigned": {topic_names.get(tid, str(tid)): sorted(ps)
+                                              for tid, ps in m.assigned.items()}}
                                 for m in k.members.values()])
         return out
 

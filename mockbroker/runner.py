@@ -197,8 +197,9 @@ class MockBroker:
 
     def group(self, group_id: str) -> dict[str, Any] | None:
         """A group as the coordinator holds it (None when it has none): type, state, generation
-        (classic) or epochs (KIP-848), protocol, coordinator, members with their assignments
-        (``assignment_bytes`` as SyncGroup gave them; ``assignment`` decoded), committed offsets."""
+        (classic) or epochs (KIP-848), protocol, coordinator, members with their partitions
+        (``assigned``: {topic: [partitions]}; a classic member's ``assignment`` also holds the
+        bytes SyncGroup gave it), committed offsets."""
         def get(c: ControlPlane) -> dict[str, Any] | None:
             try:
                 return c.group(group_id)

@@ -57,9 +57,11 @@ schemas = {
                              "producer_byte_rate, consumer_byte_rate, request_percentage, request_rate, "
                              "controller_mutation_rate", "additionalProperties": nul(N)}}, ["values"], extra=False),
  "GroupMember": obj({"member_id": S, "group_instance_id": nul(S), "client_id": S, "client_host": S,
-                     "assignment": {"nullable": True, "type": "object", "additionalProperties": arr(I),
-                                    "description": "topic -> partitions (decoded when the consumer protocol is used)"},
-                     "assignment_bytes": {**S, "format": "byte"}, "member_epoch": I, "state": S},
+                     "assigned": {"nullable": True, "type": "object", "additionalProperties": arr(I),
+                                  "description": "topic -> partitions (a classic member's decoded when it uses "
+                                                 "the consumer protocol)"},
+                     "assignment": {**S, "format": "byte", "description": "classic: the bytes SyncGroup gave"},
+                     "member_epoch": I, "state": S},
                     ["member_id", "client_id"]),
  "CommittedOffset": obj({"topic": S, "partition": I, "offset": I, "leader_epoch": I, "metadata": S},
                         ["topic", "partition", "offset"]),
