@@ -6,8 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/pip install --quiet --upgrade pip
-.venv/bin/pip install --quiet -e '.[test]'
-# npm ci (kafkajs), Maven resolve (Java clients), go build (franz-go): see scripts/toolchains.sh.
+.venv/bin/pip install --quiet -e '.[test,spark]'
+# npm ci (kafkajs), Maven resolve (Java clients), go build (franz-go), Maven resolve (Spark's Kafka
+# connector): see scripts/toolchains.sh.
 # Without a toolchain those tests skip; with CI set a missing toolchain or a failed step stops here.
 source scripts/toolchains.sh
 toolchain_steps || exit 1

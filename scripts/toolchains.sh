@@ -1,7 +1,8 @@
 # Toolchain steps of scripts/test.sh, one function a step; sourced, run from the repository root.
 #
 # Each step builds what the non-Python client tests need: npm ci (kafkajs), the Maven resolve of
-# kafka-clients (Java clients, writes cp.txt), go build (franz-go).  When a toolchain is missing or
+# kafka-clients (Java clients, writes cp.txt), go build (franz-go), the Maven resolve of Spark's Kafka
+# connector (PySpark tests, writes tests/integration/spark/cp.txt).  When a toolchain is missing or
 # its step fails, the step warns that those tests will be skipped and returns 0 -- unless CI is set
 # (to anything but empty, 0, false, no or off, as tests/toolchains.py reads it): then it prints an
 # error naming the step and returns 1, because CI must run every client's tests.
@@ -114,12 +115,38 @@ toolchain_go() {
   fi
 }
 
+# Maven resolve in tests/integration/spark: Spark's Kafka connector (spark-sql-kafka-0-10) and its
+# dependencies into ~/.m2, the classpath into cp.txt; the PySpark tests pass those jars to Spark as local
+# files (spark.jars), so they run offline.  PySpark itself comes from pip (the `spark` extra).
+toolchain_spark() {
+  local step="Spark connector resolve" dir=tests/integration/spark rc=0
+  local tests="the PySpark tests (test_spark_*.py, examples/spark)"
+  local absent
+  if absent=$(missing_tools java mvn); then
+    toolchain_unavailable "$step" "not found on PATH: $absent" "$tests"
+    return
+  fi
+  (
+    cd "$dir" || exit
+    mvn -q -B dependency:resolve dependency:build-classpath -Dmdep.outputFile=cp.txt
+  ) || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    toolchain_unavailable "$step" "mvn could not resolve spark-sql-kafka-0-10 in $dir (exit $rc)" "$tests"
+    return
+  fi
+  if [ ! -s "$dir/cp.txt" ]; then
+    toolchain_unavailable "$step" "mvn left no classpath in $dir/cp.txt" "$tests"
+    return
+  fi
+}
+
 # toolchain_steps: every step (each reports its own problem); under CI, status 1 when any failed.
 toolchain_steps() {
   local failed=()
   toolchain_npm || failed+=("npm ci")
   toolchain_maven || failed+=("Maven resolve")
   toolchain_go || failed+=("go build")
+  toolchain_spark || failed+=("Spark connector resolve")
   if [ "${#failed[@]}" -ne 0 ]; then
     local joined
     joined=$(printf "'%s', " "${failed[@]}")

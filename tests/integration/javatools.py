@@ -18,8 +18,6 @@ from pathlib import Path
 from tests.toolchains import unavailable, which
 
 JAVA_DIR = Path(__file__).parent / "java"
-POM = JAVA_DIR / "pom.xml"
-CLASSPATH_FILE = JAVA_DIR / "cp.txt"
 OUT_DIR = JAVA_DIR / "out"
 MAVEN_TIMEOUT_S = 300
 JAVA_TIMEOUT_S = 120
@@ -33,43 +31,46 @@ def _newer(target: Path, *sources: Path) -> bool:
     return target.is_file() and all(target.stat().st_mtime >= s.stat().st_mtime for s in sources)
 
 
-def _maven_classpath(mvn: str) -> str:
-    """The kafka-clients classpath: cp.txt, (re)written by Maven when missing or older than the pom."""
-    if not _newer(CLASSPATH_FILE, POM):
+def maven_classpath(mvn: str, directory: Path, what: str) -> str:
+    """The classpath of the Maven project in ``directory`` (its cp.txt), (re)written by Maven -- offline
+    first, then online -- when missing or older than the pom; ``unavailable`` naming ``what`` when Maven
+    cannot resolve it or a listed jar is gone."""
+    pom, classpath_file = directory / "pom.xml", directory / "cp.txt"
+    if not _newer(classpath_file, pom):
         common = ["-q", "-B", "-Dstyle.color=never"]
         attempts = [
-            [mvn, "-o", *common, "dependency:build-classpath", f"-Dmdep.outputFile={CLASSPATH_FILE.name}"],
+            [mvn, "-o", *common, "dependency:build-classpath", f"-Dmdep.outputFile={classpath_file.name}"],
             [mvn, *common, "dependency:resolve", "dependency:build-classpath",
-             f"-Dmdep.outputFile={CLASSPATH_FILE.name}"],
+             f"-Dmdep.outputFile={classpath_file.name}"],
         ]
         output = ""
         for cmd in attempts:
-            CLASSPATH_FILE.unlink(missing_ok=True)
+            classpath_file.unlink(missing_ok=True)
             try:
-                r = subprocess.run(cmd, cwd=JAVA_DIR, capture_output=True, text=True, timeout=MAVEN_TIMEOUT_S)
+                r = subprocess.run(cmd, cwd=directory, capture_output=True, text=True, timeout=MAVEN_TIMEOUT_S)
             except subprocess.TimeoutExpired as e:
                 output = f"{' '.join(cmd)} timed out after {MAVEN_TIMEOUT_S}s\n{e.stdout or ''}"
                 continue
-            if r.returncode == 0 and CLASSPATH_FILE.is_file():
+            if r.returncode == 0 and classpath_file.is_file():
                 break
             output = f"{' '.join(cmd)} exited {r.returncode}\n{r.stdout}\n{r.stderr}"
         else:
-            unavailable(f"Maven could not resolve kafka-clients (see {POM}):\n{tail(output)}")
-    cp = CLASSPATH_FILE.read_text().strip()
+            unavailable(f"Maven could not resolve {what} (see {pom}):\n{tail(output)}")
+    cp = classpath_file.read_text().strip()
     missing = [p for p in cp.split(os.pathsep) if p and not Path(p).is_file()]
     if not cp or missing:
-        CLASSPATH_FILE.unlink(missing_ok=True)  # stale (e.g. ~/.m2 emptied): rebuilt next run
-        unavailable(f"{CLASSPATH_FILE} lists jars that are missing: {missing[:3]}; rerun to resolve again")
+        classpath_file.unlink(missing_ok=True)  # stale (e.g. ~/.m2 emptied): rebuilt next run
+        unavailable(f"{classpath_file} lists jars that are missing: {missing[:3]}; rerun to resolve again")
     return cp
 
 
 def java_classpath(*programs: str) -> str:
     """The classpath to run ``programs`` (class names of tests/integration/java/src/*.java), compiled."""
     _java, javac, mvn = which("java", "javac", "mvn", needed_by="the Java client tests")
-    cp = _maven_classpath(mvn)
+    cp = maven_classpath(mvn, JAVA_DIR, "kafka-clients")
     for program in programs:
         source = JAVA_DIR / "src" / f"{program}.java"
-        if not _newer(OUT_DIR / f"{program}.class", source, CLASSPATH_FILE):
+        if not _newer(OUT_DIR / f"{program}.class", source, JAVA_DIR / "cp.txt"):
             cmd = [javac, "-cp", cp, "-d", str(OUT_DIR), str(source)]
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=MAVEN_TIMEOUT_S)
             assert r.returncode == 0, f"javac failed:\n{r.stdout}\n{r.stderr}"

@@ -21,7 +21,7 @@ from subprocess import run
 
 import pytest
 
-from tests.integration import gotools, javatools, jstools
+from tests.integration import gotools, javatools, jstools, sparktools
 from tests.toolchains import in_ci, require, unavailable, which
 
 pytest_plugins = ["pytester"]
@@ -103,7 +103,7 @@ def repo(tmp_path: Path) -> Path:
     root = tmp_path / "repo"
     files = {"tests/integration/js/package-lock.json": "{}", "tests/integration/java/pom.xml": "<project/>",
              "tests/integration/go/main.go": "package main", "tests/integration/go/go.mod": "module x",
-             "tests/integration/go/go.sum": ""}
+             "tests/integration/go/go.sum": "", "tests/integration/spark/pom.xml": "<project/>"}
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
@@ -128,7 +128,10 @@ STEPS = {
                       "tests/integration/java", "tests/integration/java/cp.txt"),
     "go build": ("toolchain_go", {"go": ("bin/groupconsumers",)}, "go",
                  "tests/integration/go", "tests/integration/go/bin/groupconsumers"),
+    "Spark connector resolve": ("toolchain_spark", {"java": (), "mvn": ("cp.txt",)}, "mvn",
+                                "tests/integration/spark", "tests/integration/spark/cp.txt"),
 }
+ALL_FAILED = "toolchain step(s) 'npm ci', 'Maven resolve', 'go build', 'Spark connector resolve' failed"
 ABSENT = [(step, tool) for step, (_, tools, *_rest) in STEPS.items() for tool in tools]  # a step without one tool
 
 
@@ -208,10 +211,10 @@ def test_all_steps_without_toolchains(repo, stubs):
     assert r.returncode == 1, r
     for step in STEPS:
         assert f"ERROR: toolchain step '{step}' failed" in r.stderr
-    assert "toolchain step(s) 'npm ci', 'Maven resolve', 'go build' failed" in r.stderr, r.stderr
+    assert ALL_FAILED in r.stderr, r.stderr
     r = bash(f"source {TOOLCHAINS_SH} && toolchain_steps", repo, stubs, ci=None)
     assert r.returncode == 0, r
-    assert r.stderr.count("WARNING: toolchain step") == 3 and "ERROR" not in r.stderr, r.stderr
+    assert r.stderr.count("WARNING: toolchain step") == len(STEPS) and "ERROR" not in r.stderr, r.stderr
 
 
 CI_VALUES = [None, "", "0", "false", "False", "FALSE", "no", "off", "true", "TRUE", "1", "yes", "github"]
@@ -259,14 +262,14 @@ def test_test_sh_stops_before_pytest_under_ci(checkout, stubs):
     r = bash("bash scripts/test.sh tests/x", checkout, stubs, ci="true")
     assert r.returncode == 1, r
     assert "PYTEST-RAN" not in r.stdout
-    assert "toolchain step(s) 'npm ci', 'Maven resolve', 'go build' failed" in r.stderr, r.stderr
+    assert ALL_FAILED in r.stderr, r.stderr
 
 
 def test_test_sh_warns_and_runs_pytest_without_ci(checkout, stubs):
     r = bash("bash scripts/test.sh tests/x", checkout, stubs, ci=None)
     assert r.returncode == 0, r
     assert r.stdout.strip() == "PYTEST-RAN -m pytest -q -p no:cacheprovider tests/x"
-    assert r.stderr.count("will be skipped") == 3, r.stderr
+    assert r.stderr.count("will be skipped") == len(STEPS), r.stderr
 
 
 def test_test_sh_builds_then_runs_pytest_under_ci(checkout, stubs):
@@ -276,7 +279,8 @@ def test_test_sh_builds_then_runs_pytest_under_ci(checkout, stubs):
     r = bash("bash scripts/test.sh tests/x", checkout, stubs, ci="true")
     assert r.returncode == 0, r
     assert r.stdout.strip() == "PYTEST-RAN -m pytest -q -p no:cacheprovider tests/x"
-    assert [c[0] for c in stubs.calls()] == ["npm", "mvn", "go"]
+    assert [(c[0], Path(c[1]).name) for c in stubs.calls()] == [("npm", "js"), ("mvn", "java"), ("go", "go"),
+                                                                ("mvn", "spark")]
 
 
 def test_ci_entry_point_is_ci_even_when_unset(checkout, stubs):
@@ -352,6 +356,7 @@ RESOLVERS = {
     "franz-go": (gotools.franz_go_binary, "go"),
     "kafkajs": (jstools.node_with_kafkajs, "node, npm"),
     "java": (javatools.java_classpath, "java, javac, mvn"),
+    "spark": (sparktools.connector_jars, "java, mvn"),
 }
 
 
@@ -378,9 +383,12 @@ def failing_builds(tmp_path, stubs, monkeypatch):
     (tmp_path / "js").mkdir()
     java_dir = tmp_path / "java"
     java_dir.mkdir()
-    for attr, value in {"JAVA_DIR": java_dir, "POM": java_dir / "pom.xml", "CLASSPATH_FILE": java_dir / "cp.txt",
-                        "OUT_DIR": java_dir / "out"}.items():
+    for attr, value in {"JAVA_DIR": java_dir, "OUT_DIR": java_dir / "out"}.items():
         monkeypatch.setattr(javatools, attr, value)
+    spark_dir = tmp_path / "spark"
+    spark_dir.mkdir()
+    (spark_dir / "pom.xml").write_text("<project/>")
+    monkeypatch.setattr(sparktools, "SPARK_DIR", spark_dir)
     return stubs
 
 
@@ -388,6 +396,7 @@ BUILD_FAILURES = {
     "franz-go": (gotools.franz_go_binary, "go build of the franz-go test program .* failed \\(exit 1\\)"),
     "kafkajs": (jstools.node_with_kafkajs, "kafkajs is not installed and `.*npm ci .*` .* failed \\(rc=1\\)"),
     "java": (javatools.java_classpath, "Maven could not resolve kafka-clients"),
+    "spark": (sparktools.connector_jars, "Maven could not resolve Spark's Kafka connector"),
 }
 
 
@@ -406,7 +415,8 @@ def test_no_direct_skips_in_toolchain_tests():
     """The non-Python client tests skip only through tests/toolchains.py (Python imports aside)."""
     integration = REPO / "tests" / "integration"
     names = ["gotools.py", "jstools.py", "javatools.py", "test_franz_go_group.py", "test_kafkajs.py",
-             "test_kafkajs_group.py", "test_java_admin_quotas.py", "test_java_consumer_groups.py"]
+             "test_kafkajs_group.py", "test_java_admin_quotas.py", "test_java_consumer_groups.py",
+             "sparktools.py", "conftest.py", *(p.name for p in integration.glob("test_spark_*.py"))]
     for name in names:
         text = (integration / name).read_text()
         assert not re.search(r"pytest\.skip\(|mark\.skip", text), f"{name} skips directly, not via tests/toolchains.py"
