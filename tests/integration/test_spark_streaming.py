@@ -1,0 +1,180 @@
+"""Spark Structured Streaming (PySpark 4.1, Spark's Kafka source and sink) against mockbroker.
+
+Each test writes input with kafka-python, runs a streaming query on the session-wide local[2] Spark
+(tests/integration/conftest.py) and compares what Spark read or wrote back with the input, by key.
+Spark's Kafka sink is at-least-once; with no faults every record must come out exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from tests.integration.spark_jobs import keys_of, kafka_stream, produce, read_all, rows_read, wait_for
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def _offsets(o) -> dict:
+    return json.loads(o) if isinstance(o, str) else (o or {})
+
+
+def caught_up(total: int):
+    """The query's last batch ended at ``total`` records over its source's partitions, and there is
+    nothing newer (end offset == latest offset)."""
+    def check(query) -> bool:
+        p = query.lastProgress
+        if not p or not p["sources"]:
+            return False
+        src = p["sources"][0]
+        end = _offsets(src["endOffset"])
+        ends = sum(int(o) for parts in end.values() for o in parts.values())
+        return ends == total and end == _offsets(src.get("latestOffset") or src["endOffset"])
+    return check
+
+
+def memory_rows(spark, name: str) -> list:
+    return spark.sql(f"SELECT * FROM {name}").collect()
+
+
+def test_stream_to_kafka_stopped_and_restarted_from_its_checkpoint(spark, broker, tmp_path):
+    """subscribe → transformation → Kafka sink; stopped after a few batches and restarted from the
+    checkpoint with more input: every input record is in the output exactly once, transformed."""
+    b = broker.bootstrap_servers
+    broker.create_topic("st-in", 3)
+    broker.create_topic("st-out", 3)
+    keys = [f"st-{i}" for i in range(3000)]
+    produce(b, "st-in", keys[:2000])
+    checkpoint = str(tmp_path / "checkpoint")
+
+    def start():
+        src = kafka_stream(spark, b, subscribe="st-in", startingOffsets="earliest", maxOffsetsPerTrigger=300)
+        out = src.selectExpr("key", "concat('out:', CAST(value AS STRING)) AS value")
+        return (out.writeStream.format("kafka").option("kafka.bootstrap.servers", b).option("topic", "st-out")
+                .option("checkpointLocation", checkpoint).trigger(processingTime="100 milliseconds").start())
+
+    q = start()
+    wait_for(q, lambda q: rows_read(q) >= 600, what="two batches")
+    q.stop()
+    first_run = [p["numInputRows"] for p in q.recentProgress]
+    assert 0 < sum(first_run) < 2000, first_run  # stopped in the middle
+    assert max(first_run) <= 300, first_run     # maxOffsetsPerTrigger
+    produce(b, "st-in", keys[2000:])
+    q = start()
+    try:
+        wait_for(q, caught_up(3000), what="the restarted query to reach the end of st-in")
+    finally:
+        q.stop()
+    second_run = [p["numInputRows"] for p in q.recentProgress]
+    assert sum(first_run) + sum(second_run) == 3000, (first_run, second_run)  # resumed where it stopped
+    assert max(second_run) <= 300
+    out = read_all(b, "st-out")
+    assert keys_of(out) == Counter(keys)
+    assert all(r.value == b"out:" + r.key.ljust(40, b".") for r in out)
+
+
+def test_subscribe_pattern_with_headers_to_kafka(spark, broker, tmp_path):
+    """subscribePattern over two topics, includeHeaders: the sink writes each record's headers back."""
+    b = broker.bootstrap_servers
+    for t in ("pat-a", "pat-b", "pat-out"):
+        broker.create_topic(t, 2)
+    produce(b, "pat-a", [f"a-{i}" for i in range(300)], headers=True)
+    produce(b, "pat-b", [f"b-{i}" for i in range(200)], headers=True)
+    src = kafka_stream(spark, b, subscribePattern="pat-[ab]", startingOffsets="earliest", includeHeaders="true")
+    out = src.selectExpr("key", "concat(topic, '/', CAST(value AS STRING)) AS value", "headers")
+    q = (out.writeStream.format("kafka").option("kafka.bootstrap.servers", b).option("topic", "pat-out")
+         .option("checkpointLocation", str(tmp_path / "c")).trigger(availableNow=True).start())
+    assert q.awaitTermination(120), "availableNow query did not finish"
+    assert q.exception() is None
+    got = read_all(b, "pat-out")
+    assert keys_of(got) == Counter([f"a-{i}" for i in range(300)] + [f"b-{i}" for i in range(200)])
+    for r in got:
+        key = r.key.decode()
+        topic = "pat-a" if key.startswith("a-") else "pat-b"
+        assert r.value.startswith(f"{topic}/{key}".encode()), r.value
+        assert [(h, bytes(v)) for h, v in r.headers][0] == ("src", r.key), r.headers
+
+
+def test_assign_from_json_offsets(spark, broker):
+    """assign two of three partitions, startingOffsets as JSON (an offset, and -2 = earliest)."""
+    b = broker.bootstrap_servers
+    broker.create_topic("as-in", 3)
+    keys = [f"as-{i}" for i in range(90)]
+    produce(b, "as-in", keys, partition_of=lambda n: n % 3)
+    src = kafka_stream(spark, b, assign=json.dumps({"as-in": [0, 2]}),
+                       startingOffsets=json.dumps({"as-in": {"0": 5, "2": -2}}))
+    q = (src.selectExpr("CAST(key AS STRING) AS key", "partition", "offset")
+         .writeStream.format("memory").queryName("assigned").trigger(availableNow=True).start())
+    assert q.awaitTermination(120)
+    rows = memory_rows(spark, "assigned")
+    want = {k for n, k in enumerate(keys) if (n % 3 == 0 and n // 3 >= 5) or n % 3 == 2}
+    assert {r.key for r in rows} == want and len(rows) == len(want)
+    assert {r.partition for r in rows} == {0, 2}
+
+
+def test_latest_reads_only_what_comes_after_the_start_read_committed(spark, broker):
+    """startingOffsets latest with isolation.level read_committed: what was there before the query
+    started is not read, what is written after is."""
+    b = broker.bootstrap_servers
+    broker.create_topic("lt-in", 2)
+    produce(b, "lt-in", [f"old-{i}" for i in range(100)])
+    src = kafka_stream(spark, b, subscribe="lt-in", startingOffsets="latest",
+                       **{"kafka.isolation.level": "read_committed"})
+    q = (src.selectExpr("CAST(key AS STRING) AS key").writeStream.format("memory").queryName("latest")
+         .trigger(processingTime="100 milliseconds").start())
+    try:
+        wait_for(q, lambda q: bool(q.recentProgress), what="the first batch (offsets resolved)")
+        produce(b, "lt-in", [f"new-{i}" for i in range(50)])
+        wait_for(q, caught_up(150), what="the new records")
+    finally:
+        q.stop()
+    assert sorted(r.key for r in memory_rows(spark, "latest")) == sorted(f"new-{i}" for i in range(50))
+
+
+def test_starting_offsets_by_timestamp_in_compressed_batches(spark, broker):
+    """startingOffsetsByTimestamp: Spark asks ListOffsets for each partition's first offset at or after
+    the timestamp; the records sit in lz4 batches of many records, so the broker must look inside."""
+    b = broker.bootstrap_servers
+    broker.create_topic("ts-in", 2)
+    base = 1_700_000_000_000
+    keys = [f"ts-{i}" for i in range(400)]
+    stamps = [base + 10 * i for i in range(400)]
+    produce(b, "ts-in", keys, timestamps=stamps, partition_of=lambda n: n % 2, compression_type="lz4",
+            linger_ms=200, batch_size=1 << 20)
+    # record n is in partition n % 2 at offset n // 2.  Partition 0: record 137's time (137 is in
+    # partition 1), so record 138 at offset 69; partition 1: just after record 250's, so record 251, offset 125
+    cut = {0: base + 10 * 137, 1: base + 10 * 250 + 3}
+    src = kafka_stream(spark, b, subscribe="ts-in",
+                       startingOffsetsByTimestamp=json.dumps({"ts-in": {str(p): t for p, t in cut.items()}}))
+    q = (src.selectExpr("CAST(key AS STRING) AS key", "partition", "offset", "timestamp")
+         .writeStream.format("memory").queryName("by_ts").trigger(availableNow=True).start())
+    assert q.awaitTermination(120)
+    rows = memory_rows(spark, "by_ts")
+    want = {k for n, (k, t) in enumerate(zip(keys, stamps)) if t >= cut[n % 2]}
+    assert {r.key for r in rows} == want and len(rows) == len(want)
+    first = {p: min(r.offset for r in rows if r.partition == p) for p in (0, 1)}
+    assert first == {0: 69, 1: 125}, first
+
+
+def test_min_partitions_splits_the_input(spark, broker):
+    """minPartitions 6 over 2 Kafka partitions: each micro-batch is read by at least 6 Spark tasks,
+    and every record is read once."""
+    b = broker.bootstrap_servers
+    broker.create_topic("mp-in", 2)
+    keys = [f"mp-{i}" for i in range(600)]
+    produce(b, "mp-in", keys)
+    seen: list[tuple[int, int]] = []
+
+    def each(df, batch_id):  # noqa: ANN001
+        rows = df.selectExpr("CAST(key AS STRING) AS key").collect()
+        seen.append((df.rdd.getNumPartitions(), len(rows)))
+        keys_seen.extend(r.key for r in rows)
+
+    keys_seen: list[str] = []
+    src = kafka_stream(spark, b, subscribe="mp-in", startingOffsets="earliest", minPartitions=6)
+    q = src.writeStream.foreachBatch(each).trigger(availableNow=True).start()
+    assert q.awaitTermination(120)
+    assert Counter(keys_seen) == Counter(keys)
+    assert all(n >= 6 for n, rows in seen if rows), seen
