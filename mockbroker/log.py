@@ -147,37 +147,50 @@ class PartitionLog:
 
     # -- offsets by time ----------------------------------------------------------
     def offset_for_timestamp(self, ts: int) -> tuple[int, int] | None:
-        """First (offset, timestamp) whose timestamp >= ts, below the high watermark."""
-        for seg in self.segments:
-            if seg.largest_timestamp < ts:
+        """First (offset, timestamp) whose timestamp >= ts, as Kafka finds it; None when there is
+        none or when that record is at or above the high watermark.
+
+        ``UnifiedLog.searchOffsetInLocalLog`` takes the first segment whose largest timestamp is
+        >= ts and only that one; ``LogSegment.findOffsetByTimestamp`` /
+        ``FileRecords.searchForTimestamp`` scan its batches and, in the first batch with a
+        maxTimestamp >= ts, its records (a compressed batch decompressed), for the first with a
+        timestamp >= ts and an offset >= the log start offset.  ``ReplicaManager.fetchOffset``
+        then answers no offset when that record is at or above the last fetchable offset (the
+        high watermark; the last stable offset for read_committed, the same here).  Raises
+        ``CorruptRecordBatch`` when a batch it must read cannot be.
+        """
+        seg = next((s for s in self.segments if s.largest_timestamp >= ts), None)
+        if seg is None:
+            return None
+        for i, b in enumerate(seg.batches):
+            # below the log start offset entirely: Kafka starts at the offset index's position for it
+            if seg.max_timestamps[i] < ts or seg.last_offsets[i] < self.log_start_offset:
                 continue
-            for i, b in enumerate(seg.batches):
-                if seg.max_timestamps[i] < ts or seg.batch_base(i) >= self.high_watermark:
-                    continue
-                exact = record_timestamps(b)
-                if exact is None:  # compressed: the batch is the finest we know without decoding
-                    return max(seg.batch_base(i), self.log_start_offset), seg.max_timestamps[i]
-                for off, rts in exact:
-                    if rts >= ts and off >= self.log_start_offset:
-                        return off, rts
+            for off, rts in record_timestamps(b):
+                if rts >= ts and off >= self.log_start_offset:
+                    return (off, rts) if off < self.high_watermark else None
         return None
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
-        """(offset, timestamp) of the record with the largest timestamp (KIP-734)."""
-        best: tuple[int, int] | None = None
-        for seg in self.segments:
-            for i, b in enumerate(seg.batches):
-                if seg.batch_base(i) >= self.high_watermark:
-                    break
-                ts = seg.max_timestamps[i]
-                if best is None or ts > best[1]:
-                    exact = record_timestamps(b)
-                    if exact:
-                        off, rts = max(exact, key=lambda x: (x[1], -x[0]))
-                        best = (off, rts)
-                    else:
-                        best = (seg.last_offsets[i], ts)
-        return best
+        """(offset, timestamp) of the record with the largest timestamp (KIP-734), as Kafka finds it;
+        None when the log is empty or that record is at or above the high watermark.
+
+        ``UnifiedLog.fetchOffsetByTimestamp(MAX_TIMESTAMP)``: the first segment with the largest
+        maxTimestampSoFar, in it the first batch whose maxTimestamp is that, and in that batch
+        ``RecordBatch.offsetOfMaxTimestamp``: the first record whose timestamp equals the batch's
+        maxTimestamp (with LogAppendTime, the first record).  The log start offset does not bound
+        it; ``ReplicaManager.fetchOffset`` answers no offset at or above the high watermark.
+        Raises ``CorruptRecordBatch`` when the batch cannot be read.
+        """
+        seg = max(self.segments, key=lambda s: s.largest_timestamp)  # the first of equals, as maxBy
+        if not seg.batches:
+            return None
+        i = seg.max_timestamps.index(seg.largest_timestamp)
+        found = next(((off, rts) for off, rts in record_timestamps(seg.batches[i])
+                      if rts == seg.max_timestamps[i]), None)
+        if found is None or found[0] >= self.high_watermark:
+            return None
+        return found
 
     # -- retention ------------------------------------------------------------------
     def enforce_retention(self, now_ms: int, retention_ms: int, retention_bytes: int) -> int:

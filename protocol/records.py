@@ -5,8 +5,9 @@ CRC32C over ``attributes .. end`` and rewrites ``baseOffset`` and
 ``partitionLeaderEpoch`` (both outside the CRC).  With LogAppendTime it also
 sets the timestamp-type attribute bit and ``maxTimestamp`` and recomputes the
 CRC, as Kafka's ``LogValidator`` / ``DefaultRecordBatch.setMaxTimestamp`` do.
-Compressed payloads (gzip, snappy in both framings, lz4, zstd) are never
-touched.  Layout (``DefaultRecordBatch.java``)::
+Compressed payloads (gzip, snappy in both framings, lz4, zstd) are decompressed
+only for ListOffsets by timestamp (``record_timestamps``, ``compression.py``);
+produce and fetch never touch them.  Layout (``DefaultRecordBatch.java``)::
 
     0  baseOffset            int64
     8  batchLength           int32
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 
 import crc32c
 
+from .compression import decompress
 from .errors import CorruptRecordBatch, ErrorCode
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -207,47 +209,97 @@ def assign_offsets(
     return bytes(out)
 
 
-# -- uncompressed record walking (ListOffsets by timestamp only; never on produce/fetch) --
+# -- record walking (ListOffsets by timestamp only; never on produce/fetch) --
 
 
-def _varint(buf: memoryview, pos: int) -> tuple[int, int]:
-    shift = 0
+def _invalid(message: str) -> CorruptRecordBatch:
+    # InvalidRecordException: Errors.INVALID_RECORD through ReplicaManager.fetchOffset's Errors.forException
+    return CorruptRecordBatch(ErrorCode.invalid_record, message)
+
+
+def _varint(buf: bytes | memoryview, pos: int, max_bytes: int = 5) -> tuple[int, int]:
+    """A zigzag varint (ByteUtils.readVarint: 5 bytes at most, 32 bits) or varlong (10, 64 bits)."""
+    bits = 7 * max_bytes - (3 if max_bytes == 5 else 6)  # 32 or 64
     result = 0
-    while True:
+    for i in range(max_bytes):
+        if pos >= len(buf):
+            raise _invalid("Incorrect declared batch size, premature EOF reached")
         b = buf[pos]
         pos += 1
-        result |= (b & 0x7F) << shift
+        result |= (b & 0x7F) << (7 * i)
         if not b & 0x80:
-            break
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint too long")
-    return (result >> 1) ^ -(result & 1), pos
+            result &= (1 << bits) - 1
+            return (result >> 1) ^ -(result & 1), pos
+    raise _invalid("Found invalid record structure (varint too long)")
 
 
-def record_timestamps(batch: bytes | memoryview) -> list[tuple[int, int]] | None:
-    """(offset, timestamp) of each record of an uncompressed batch; None if compressed.
+def _walk_records(buf: bytes | memoryview, pos: int, count: int) -> list[tuple[int, int]]:
+    """(offset delta, timestamp delta) of ``count`` records from ``pos``, checked as
+    ``DefaultRecord.readFrom``; bytes left after the last record are an error
+    (``RecordIterator.next``: "records still remaining")."""
+    out = []
+    end_all = len(buf)
+    for _ in range(count):
+        size, pos = _varint(buf, pos)
+        if size < 0 or end_all - pos < size:
+            raise _invalid(f"Invalid record size: expected {size} bytes in record payload, "
+                           f"but the buffer has only {end_all - pos} remaining bytes")
+        end = pos + size
+        rec = buf[pos:end]
+        if not rec:
+            raise _invalid("Found invalid record structure")
+        ts_delta, p = _varint(rec, 1, 10)  # after the attributes byte
+        off_delta, p = _varint(rec, p)
+        for _field in range(2):  # key, value: a negative length is null
+            n, p = _varint(rec, p)
+            p += max(n, 0)
+        n_headers, p = _varint(rec, p)
+        if n_headers < 0 or n_headers > len(rec) - min(p, len(rec)):
+            raise _invalid(f"Found invalid number of record headers {n_headers}")
+        for _h in range(n_headers):
+            n, p = _varint(rec, p)
+            if n < 0:
+                raise _invalid(f"Invalid negative header key size {n}")
+            p += n
+            n, p = _varint(rec, p)
+            p += max(n, 0)
+        if p != size:
+            raise _invalid(f"Invalid record size: expected to read {size} bytes in record payload, but instead read {p}")
+        out.append((off_delta, ts_delta))
+        pos = end
+    if pos != end_all:
+        raise _invalid("Incorrect declared batch size, records still remaining in file")
+    return out
 
-    Used to answer ListOffsets by timestamp exactly, as Kafka does by scanning
-    the batch its time index points at.
+
+def record_timestamps(batch: bytes | memoryview) -> list[tuple[int, int]]:
+    """(offset, timestamp) of every record of a stored batch, as Kafka's ``DefaultRecordBatch``
+    iterator reads them: a compressed batch's records section is decompressed first
+    (``compression.decompress``), and with LogAppendTime every record's timestamp is the
+    batch's maxTimestamp (``RecordIterator`` passes it to ``DefaultRecord.readFrom`` as
+    ``logAppendTime``).
+
+    Used only to answer ListOffsets by timestamp exactly (``FileRecords.searchForTimestamp``,
+    ``RecordBatch.offsetOfMaxTimestamp``).  Raises ``CorruptRecordBatch``: INVALID_RECORD for a
+    malformed record, UNKNOWN_SERVER_ERROR (``compression.DecompressionError``) for a payload
+    that cannot be decompressed.  Every record is read, as ``iterator()`` does for a compressed
+    batch (an uncompressed one Kafka reads lazily; its records were validated on produce).
     """
     view = memoryview(batch)
     h = parse_header(view)
-    if h.compression != Compression.NONE:
-        return None
-    if h.attributes & TIMESTAMP_TYPE_MASK:
-        return [(h.base_offset + h.last_offset_delta, h.max_timestamp)]
-    out = []
-    pos = RECORD_BATCH_OVERHEAD
-    for _ in range(h.records_count):
-        length, pos = _varint(view, pos)
-        end = pos + length
-        p = pos + 1  # attributes int8
-        ts_delta, p = _varint(view, p)
-        off_delta, p = _varint(view, p)
-        out.append((h.base_offset + off_delta, h.base_timestamp + ts_delta))
-        pos = end
-    return out
+    if h.records_count < 0:
+        raise _invalid(f"Found invalid record count {h.records_count} in magic v{h.magic} batch")
+    if h.records_count == 0:
+        return []
+    if h.compression == Compression.NONE:
+        body: bytes | memoryview = view[RECORD_BATCH_OVERHEAD:]
+    else:
+        body = decompress(h.compression, view[RECORD_BATCH_OVERHEAD:])
+    log_append_time = h.max_timestamp if h.attributes & TIMESTAMP_TYPE_MASK else None
+    return [
+        (h.base_offset + off_delta, h.base_timestamp + ts_delta if log_append_time is None else log_append_time)
+        for off_delta, ts_delta in _walk_records(body, 0, h.records_count)
+    ]
 
 
 def build_batch(

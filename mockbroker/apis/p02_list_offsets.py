@@ -6,13 +6,23 @@ Behavior:
   record with the largest timestamp.  -4 earliest local: the log start offset
   (there is no remote tier).  -5 latest tiered and -6 earliest pending upload:
   -1, as Kafka answers for a topic without remote storage.
-* A timestamp >= 0: the first record whose timestamp is at least that, found
-  by scanning the record headers of uncompressed batches (Kafka uses its time
-  index then scans the batch); for a compressed batch the batch's base offset
-  and max timestamp are returned, since the broker never decompresses.  No
-  such record: offset -1, timestamp -1.
+* A timestamp >= 0: the first record whose timestamp is at least that and
+  whose offset is at least the log start offset, in the first segment whose
+  largest timestamp reaches it (``UnifiedLog.searchOffsetInLocalLog``,
+  ``FileRecords.searchForTimestamp``): the records of the first batch whose
+  maxTimestamp reaches it are read, a compressed batch decompressed (the only
+  place the broker decompresses; produce and fetch never do).  -3 likewise
+  reads the first batch with the largest maxTimestamp for its first record of
+  that timestamp (``RecordBatch.offsetOfMaxTimestamp``).  With LogAppendTime
+  every record of a batch has the batch's timestamp, so the answer is the
+  batch's first record.  A record found at or above the high watermark, or no
+  such record: offset -1, timestamp -1 (``ReplicaManager.fetchOffset``).
 * Errors per partition: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER,
-  FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (v4+).
+  FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (v4+); a batch the lookup must
+  read that cannot be: UNKNOWN_SERVER_ERROR when it does not decompress (the
+  KafkaException Kafka's stream raises), INVALID_RECORD when a record in it is
+  malformed (InvalidRecordException) -- Kafka rejects such batches on produce,
+  this broker only checks their CRC.
 
 Version notes:
 * v1 single offset with timestamp.  v2 isolation level, throttle.  v3 clients back off.
@@ -24,7 +34,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.errors import ErrorCode
+from protocol.errors import CorruptRecordBatch, ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import RequestContext
@@ -72,8 +82,11 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                         else ErrorCode.unknown_leader_epoch
                     )
                 else:
-                    ts, off = _lookup(p, rp.timestamp, isolation)
-                    out.update(timestamp=ts, offset=off, leader_epoch=p.leader_epoch if off >= 0 else -1)
+                    try:
+                        ts, off = _lookup(p, rp.timestamp, isolation)
+                        out.update(timestamp=ts, offset=off, leader_epoch=p.leader_epoch if off >= 0 else -1)
+                    except CorruptRecordBatch as e:  # ReplicaManager.fetchOffset: Errors.forException(e)
+                        out["error_code"] = e.error
             parts.append(out)
         topics.append({"name": t.name, "partitions": parts})
     return {"topics": topics}

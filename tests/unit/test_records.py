@@ -129,9 +129,12 @@ def test_assign_offsets_log_append_time_rewrites_and_recomputes_crc():
     validate_batch(memoryview(bytearray(assign_offsets(stored, 0, 0))), 1 << 20)
 
 
-def test_record_timestamps_uncompressed_only():
+def test_record_timestamps():
     recs = [(b"k", b"v", []) for _ in range(3)]
     b = assign_offsets(build_batch(recs, base_timestamp=500), 40, 0)
     assert record_timestamps(b) == [(40, 500), (41, 500), (42, 500)]
+    # compressed batches are decompressed (tests/unit/test_list_offsets_compressed.py); this is no gzip
     gz = build_batch([(None, None, [])], attributes=Compression.GZIP, payload=b"\x1f\x8b....")
-    assert record_timestamps(gz) is None
+    with pytest.raises(CorruptRecordBatch) as e:
+        record_timestamps(gz)
+    assert e.value.error == ErrorCode.unknown_server_error
