@@ -53,10 +53,13 @@ the authenticator instead of the dispatcher.
 
 from __future__ import annotations
 
+import array
 import asyncio
+import fcntl
 import itertools
 import logging
 import random
+import termios
 from collections.abc import Callable
 from typing import Protocol
 
@@ -428,6 +431,22 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def end_throttling(self) -> None:
         self.unmute_for(MuteReason.THROTTLED)
+
+    def input_waiting(self) -> int:
+        """Bytes of next requests here, unread: in this connection's buffer (read before reading
+        paused) plus the socket's kernel receive buffer (FIONREAD), which a muted connection leaves
+        unread.  Says, during a throttle, whether the client has sent more since it began."""
+        frame = self._frame
+        own = self._head_len + (len(frame) - self._frame_pos if frame is not None else 0)
+        sock = self.transport.get_extra_info("socket") if self.transport is not None else None
+        if sock is None or self.closed:
+            return own
+        try:
+            n = array.array("i", [0])
+            fcntl.ioctl(sock.fileno(), termios.FIONREAD, n, True)
+        except OSError:
+            return own
+        return own + n[0]
 
     def hold_until(self, deadline_ms: int) -> None:
         """observe mode: keep reading, but a request complete before ``deadline_ms`` waits for it."""

@@ -79,7 +79,7 @@ schemas = {
  "ThrottleEvent": obj({"node_id": I, "conn_id": I, "peer": S, "user": S, "client_id": S, "api_key": I,
                        "api_version": I, "client_should_throttle": B, "mode": S, "quota_type": S, "start_ms": I,
                        "throttle_ms": I, "deadline_ms": I, "next_request_ms": nul(I), "early_ms": nul(I),
-                       "held_while_muted": nul(B)},
+                       "held_while_muted": nul(B), "pipelined": B},
                       ["node_id", "conn_id", "client_id", "api_key", "api_version", "throttle_ms", "mode"]),
  "Violation": obj({"user": S, "client_id": S, "broker": I, "connection": I, "peer": S, "throttles": I,
                    "violations_obliged": I, "violations_not_obliged": I, "worst_early_ms": I,

@@ -61,7 +61,10 @@ class ThrottleEvent:
     throttle_ms: int
     next_request_ms: int | None = None  # when the connection's next request arrived (observe: exactly)
     early_ms: int | None = None         # deadline - arrival, when the client sent before the deadline
-    held_while_muted: bool | None = None  # mute mode: a request was already waiting when reading resumed
+    held_while_muted: bool | None = None  # mute mode: the client sent more during the throttle, before the deadline
+    # the client had sent its next request before this response reached it (pipelined, up to
+    # max.in.flight): it could not have known of the throttle, so that request is no violation
+    pipelined: bool = False
 
     @property
     def deadline_ms(self) -> int:
@@ -135,17 +138,25 @@ def throttled_fetch_response(ctx: RequestContext, result: dict[str, Any]) -> dic
     return {"error_code": result.get("error_code", 0), "session_id": session_id, "responses": []}
 
 
+#: Mute mode probes the socket this long before the deadline.  Broker and client clocks tick in whole
+#: milliseconds and the client counts from its own receipt of the response, so a client honouring the
+#: throttle may send up to ~1 ms before the broker's deadline by rounding alone; 2 ms is not a violation.
+PROBE_LEAD_MS = 2
+
+
 class ThrottledChannel:
     """One throttled response on one connection (Kafka's ``ThrottledChannel``), in the mode
     ``mock.throttle.mode`` chose; it records what the client did next in its ``ThrottleEvent``."""
 
-    __slots__ = ("conn", "event", "clock", "ended_ms")
+    __slots__ = ("conn", "event", "clock", "waiting_at_start", "waiting_before_deadline")
 
     def __init__(self, conn: KafkaConnection, event: ThrottleEvent, clock: Clock) -> None:
         self.conn = conn
         self.event = event
         self.clock = clock
-        self.ended_ms: int | None = None  # mute mode: when reading resumed
+        self.waiting_at_start = 0  # unread request bytes when the throttled response went out
+        # mute mode: more request bytes were waiting PROBE_LEAD_MS before the deadline than at the start
+        self.waiting_before_deadline = False
 
     def start(self, frame: bytes | memoryview) -> None:
         conn, event = self.conn, self.event
@@ -154,14 +165,25 @@ class ThrottledChannel:
             self.clock.call_later(event.throttle_ms, lambda: conn.send_response(frame))
             return
         conn.send_response(frame)
+        self.waiting_at_start = conn.input_waiting()
+        event.pipelined = self.waiting_at_start > 0
         if event.mode == "mute":  # startThrottling now, endThrottling at the deadline
             conn.start_throttling()
+            if event.throttle_ms > PROBE_LEAD_MS:
+                self.clock.call_later(event.throttle_ms - PROBE_LEAD_MS, self.probe_before_deadline)
             self.clock.call_later(event.throttle_ms, self.notify_throttling_done)
         else:  # observe: keep reading; a request arriving early is held until the deadline
             conn.hold_until(event.deadline_ms)
 
+    def probe_before_deadline(self) -> None:
+        """PROBE_LEAD_MS before the mute ends: has the client sent its next request already?  A client that
+        honours KIP-219 sends at (its receipt of the response + throttle), never before the broker's
+        deadline.  Looking at the end of the mute instead would count a prompt client whose request
+        arrives while the loop is late to resume; a probe that itself runs late decides nothing."""
+        if self.clock.monotonic_ms() < self.event.deadline_ms:
+            self.waiting_before_deadline = self.conn.input_waiting() > self.waiting_at_start
+
     def notify_throttling_done(self) -> None:
-        self.ended_ms = self.clock.monotonic_ms()
         self.conn.end_throttling()
 
     def observe_next_request(self, now_ms: int) -> None:
@@ -169,8 +191,7 @@ class ThrottledChannel:
         ev.next_request_ms = now_ms
         ev.early_ms = max(ev.deadline_ms - now_ms, 0)
         if ev.mode == "mute":
-            # read within a tick of the mute ending: the request was waiting in the socket
-            ev.held_while_muted = self.ended_ms is not None and now_ms - self.ended_ms <= 1
+            ev.held_while_muted = self.waiting_before_deadline
 
 
 def send_response_maybe_throttle(conn: KafkaConnection, frame: bytes | memoryview, throttle_ms: int,

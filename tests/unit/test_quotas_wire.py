@@ -107,6 +107,49 @@ def test_mute_mode_answers_at_once_then_reads_nothing_until_the_deadline(muted):
     assert ev["held_while_muted"] is True and ev["next_request_ms"] == ev["deadline_ms"]
 
 
+def test_mute_mode_a_client_sending_right_at_its_deadline_is_no_violation(muted):
+    """A KIP-219 client (Java kafka-clients) sends its next request at its receipt of the response plus
+    the throttle: at or just after the broker's deadline.  Arriving as reading resumes (or while the
+    loop is late to resume) is no violation; only a request in the socket before the deadline is."""
+    b, clock = muted
+    with RawKafkaClient.connect(b.bootstrap_servers, client_id="q1") as c:
+        corr, _ = send_produce(c, 200_000)
+        throttle = timedelta_ms(c.response(0, 9, corr).throttle_time)
+        b.advance(throttle)  # the mute ends; the clock stands still while the client sends at once
+        corr2, _ = send_produce(c, 10)
+        assert answered(c, timeout=2)
+        c.response(0, 9, corr2)
+    (ev, *_rest) = b.throttle_events("q1")
+    assert ev["next_request_ms"] == ev["deadline_ms"]
+    assert ev["held_while_muted"] is False
+    [row] = [v for v in b.violations(by="entity") if v["client_id"] == "q1"]
+    assert row["violations_obliged"] == 0
+
+
+def test_mute_mode_a_request_pipelined_before_the_throttle_is_no_violation(muted):
+    """A request the client sent before the throttled response reached it (pipelined, as Java clients
+    do with max.in.flight > 1) waits out the mute like any other, but the client could not have known:
+    no violation.  One it sends during the throttle is."""
+    b, clock = muted
+    with RawKafkaClient.connect(b.bootstrap_servers, client_id="q1") as c:
+        c.sock.sendall(produce_frame("q", 200_000, corr=41) + produce_frame("q", 10, corr=42))
+        throttle = timedelta_ms(c.response(0, 9, 41).throttle_time)
+        assert throttle > 1000 and not answered(c)
+        b.advance(throttle)
+        assert answered(c, timeout=2)
+        throttle2 = timedelta_ms(c.response(0, 9, 42).throttle_time)
+        assert throttle2 > 0  # still over the quota: muted again
+        corr3, _ = send_produce(c, 10)  # sent during the second throttle
+        b.advance(throttle2)
+        assert answered(c, timeout=2)
+        c.response(0, 9, corr3)
+    first, second = b.throttle_events("q1")[:2]
+    assert (first["pipelined"], first["held_while_muted"]) == (True, False)
+    assert (second["pipelined"], second["held_while_muted"]) == (False, True)
+    [row] = [v for v in b.violations(by="entity") if v["client_id"] == "q1"]
+    assert (row["throttles"], row["violations_obliged"]) == (2, 1), row
+
+
 def test_delay_mode_holds_the_response():
     b, clock = start("delay")
     try:
