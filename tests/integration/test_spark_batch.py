@@ -14,8 +14,6 @@ from kafka import KafkaConsumer
 
 from tests.integration.spark_jobs import kafka_batch, keys_of, produce, read_all
 
-pytestmark = pytest.mark.timeout(240)
-
 BASE_TS = 1_750_000_000_000
 
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-import pytest
-
-from tests.integration.spark_jobs import keys_of, kafka_stream, produce, read_all, rows_read, wait_for
-
-pytestmark = pytest.mark.timeout(240)
+from tests.integration.spark_jobs import (
+    kafka_stream,
+    keys_of,
+    produce,
+    read_all,
+    rows_read,
+    wait_for,
+)
 
 
 def _offsets(o) -> dict:
@@ -167,7 +170,7 @@ def test_min_partitions_splits_the_input(spark, broker):
     produce(b, "mp-in", keys)
     seen: list[tuple[int, int]] = []
 
-    def each(df, batch_id):  # noqa: ANN001
+    def each(df, _batch_id):  # noqa: ANN001
         rows = df.selectExpr("CAST(key AS STRING) AS key").collect()
         seen.append((df.rdd.getNumPartitions(), len(rows)))
         keys_seen.extend(r.key for r in rows)
