@@ -164,9 +164,10 @@ class ThrottledChannel:
         if event.mode == "delay":  # Kafka < 2.0 ThrottledResponse: the response itself is held
             self.clock.call_later(event.throttle_ms, lambda: conn.send_response(frame))
             return
-        conn.send_response(frame)
+        # before the response goes out: once it has, the client may read it and send again at once
         self.waiting_at_start = conn.input_waiting()
         event.pipelined = self.waiting_at_start > 0
+        conn.send_response(frame)
         if event.mode == "mute":  # startThrottling now, endThrottling at the deadline
             conn.start_throttling()
             if event.throttle_ms > PROBE_LEAD_MS:
