@@ -132,3 +132,16 @@ def test_read_committed_batch_read_and_a_consumer_group_sees_nothing_of_spark(sp
 class _KV:
     def __init__(self, key: bytes) -> None:
         self.key = key
+
+
+def test_everything_spark_sent_was_served_without_error(broker):
+    """Last in this module: every request Spark's Java clients (the Admin-based offset reader, the
+    source's consumers, the sink's idempotent producer) sent to this module's broker was answered
+    without an error code -- nothing Spark needs is missing or answered differently from Kafka."""
+    java = [j for j in broker.journal() if j["client_software_name"] == "apache-kafka-java"]
+    apis = {j["api"] for j in java}
+    assert {"API_VERSIONS", "METADATA", "LIST_OFFSETS", "FETCH", "PRODUCE", "INIT_PRODUCER_ID"} <= apis, apis
+    failed = [(j["api"], j["api_version"], j["error_code"], [p for p in j["partitions"] if p["error_code"]])
+              for j in java if j["error_code"] or any(p["error_code"] for p in j["partitions"])]
+    print(f"\nSpark sent {len(java)} requests: {sorted(apis)}")
+    assert not failed, failed[:10]
