@@ -13,6 +13,9 @@ from typing import Any
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 QUERY_TIMEOUT_S = 90.0
+#: Kafka client options of every Spark source here: a consumer call (position, offsetsForTimes) against
+#: a broker that is gone gives up after 20 s instead of 60 s, so a failed test's tasks end soon
+CLIENT_TIMEOUTS = {"kafka.default.api.timeout.ms": 20000, "kafka.request.timeout.ms": 15000}
 
 
 def produce(bootstrap: str, topic: str, keys: list[str], *, value_bytes: int = 40,
@@ -77,13 +80,13 @@ def rows_read(query) -> int:
 def kafka_stream(spark, bootstrap: str, **options: Any):
     """``readStream.format("kafka")`` with ``options`` (``kafka.``-prefixed ones go to the consumer)."""
     reader = spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-    for k, v in options.items():
+    for k, v in {**CLIENT_TIMEOUTS, **options}.items():
         reader = reader.option(k, v)
     return reader.load()
 
 
 def kafka_batch(spark, bootstrap: str, **options: Any):
     reader = spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-    for k, v in options.items():
+    for k, v in {**CLIENT_TIMEOUTS, **options}.items():
         reader = reader.option(k, v)
     return reader.load()
