@@ -1,5 +1,6 @@
 """``mockbroker serve [--host H] [--port P] [--config FILE] [-c key=value ...]`` and
-``mockbroker admin --url URL ...`` (``admin_client.py``).
+``mockbroker admin --url URL ...`` (``admin_client.py``) and ``mockbroker report JOURNAL_PATH... --out DIR
+[--master URL]`` (``report/``, docs/report.md; PySpark is imported only by that subcommand).
 
 Prints exactly one line to stdout when it accepts connections,
 ``mockbroker ready bootstrap=HOST:PORT`` (with `` admin=HOST:PORT`` when
@@ -31,6 +32,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="set a configuration key (repeatable)")
     s.add_argument("--log-level", default="INFO", help="log level on stderr (default INFO)")
     admin_client.build_parser(sub)
+    r = sub.add_parser("report", help="throttle-conformance report over request journals (docs/report.md)")
+    r.add_argument("paths", nargs="+", metavar="JOURNAL_PATH",
+                   help="journal files, directories, globs or Hadoop URIs")
+    r.add_argument("--out", required=True, help="output directory")
+    r.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     return p
 
 
@@ -51,6 +57,9 @@ async def _serve(cfg: BrokerConfig, host: str | None, port: int | None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "report":  # imported here only: the broker never imports pyspark
+        from . import report
+        return report.run(args)
     if args.command == "admin":
         return admin_client.run(args)
     logging.basicConfig(

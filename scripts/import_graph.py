@@ -39,7 +39,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("node", ("mockbroker.broker",)),
     ("process", ("mockbroker.cluster",)),
     ("control", ("mockbroker.control", "mockbroker.process", "mockbroker.admin.")),
-    ("handle", ("mockbroker.runner", "mockbroker.cli", "mockbroker.admin_client", "mockbroker.__main__", "mockbroker")),
+    ("handle", ("mockbroker.runner", "mockbroker.cli", "mockbroker.admin_client", "mockbroker.report.",
+                "mockbroker.__main__", "mockbroker")),
 ]
 
 

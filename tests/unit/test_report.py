@@ -1,0 +1,167 @@
+"""The throttle-conformance report (mockbroker/report, docs/report.md): a synthetic journal with known
+answers gives exactly the expected counts and verdicts; cut and corrupt lines are warnings naming file
+and line, the rest is read; an unknown schema_version, no input and empty input are errors with their
+exit codes; the CLI end to end in a subprocess; the broker never imports pyspark.
+
+One SparkSession (local[2], bound to 127.0.0.1) for the module; inputs are small."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from mockbroker.report import synthetic as S
+from tests.toolchains import unavailable
+
+CLIENTS = [S.SyntheticClient("at-deadline", "deadline", "kafka-python", "2.0"),
+           S.SyntheticClient("early", "early", "librdkafka", "2.11"),
+           S.SyntheticClient("quiet", "never", "librdkafka", "2.11")]
+
+
+def _need_spark() -> None:
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        unavailable("the report tests cannot run: pyspark is not installed (pip install -e '.[report]')")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        unavailable("the report tests cannot run: java not found on PATH (Spark needs a JDK 17+)")
+
+
+@pytest.fixture(scope="module")
+def spark():
+    _need_spark()
+    from mockbroker.report import job
+    s = job.spark_session("local[2]", "test-report")
+    yield s
+    s.stop()
+
+
+def _verdicts(report):
+    return {r.client_id: r.asDict() for r in report.tables["verdicts"].collect()}
+
+
+def _build(spark, paths):
+    from mockbroker.report import job
+    warns = []
+    return job.build(spark, paths, warn=warns.append), warns
+
+
+def test_synthetic_known_answers(spark, tmp_path):
+    """Two connections per client, gzip segments of 7 records (segments end mid-connection)."""
+    S.write_journal(tmp_path, CLIENTS, requests=6, connections=2, gzip_segments=True, segment_records=7)
+    report, warns = _build(spark, [str(tmp_path)])
+    assert warns == []
+    want = S.expected(CLIENTS, requests=6, connections=2)
+    got = _verdicts(report)
+    assert set(got) == set(want)
+    for cid, w in want.items():
+        g = got[cid]
+        assert (g["requests"], g["throttles"], g["judged"], g["violations_obliged"], g["verdict"]) == \
+               (w["requests"], w["throttles"], w["with_next"], w["violations"], w["verdict"]), cid
+        assert g["violations_not_obliged"] == 0 and g["pipelined"] == 0 and g["undetermined"] == 0
+    assert got["early"]["worst_early_ms"] == pytest.approx(100.0)
+    assert got["early"]["versions_early"] == ["PRODUCE v9"]
+    assert got["at-deadline"]["worst_early_ms"] is None
+    assert (got["early"]["client_software_name"], got["early"]["client_software_version"]) == ("librdkafka", "2.11")
+    th = {r.client_id: r for r in report.tables["throttles"].collect()}
+    assert th["at-deadline"].avg_gap_minus_throttle_ms == pytest.approx(0.0)
+    assert th["early"].avg_gap_minus_throttle_ms == pytest.approx(-100.0)
+    assert "quiet" not in th
+    conns = {r.client_id: (r.connections, r.reconnects) for r in report.tables["connections"].collect()}
+    assert conns == {c.client_id: (2, 1) for c in CLIENTS}
+    req = {(r.client_id, r.api): r.requests for r in report.tables["requests"].collect()}
+    assert req[("quiet", "PRODUCE")] == 12 and req[("quiet", "API_VERSIONS")] == 2
+
+
+def test_cut_and_corrupt_lines_named_with_line_numbers(spark, tmp_path):
+    """A plain file read in several splits (tiny maxPartitionBytes): line numbers are still the file's."""
+    (f,) = S.write_journal(tmp_path, CLIENTS[:1], requests=40)
+    lines = pathlib.Path(f).read_text().splitlines(keepends=True)
+    assert len(lines) == 41
+    lines[16] = '{"schema_version": 1, "broker": \n'  # line 17
+    lines[-1] = lines[-1][:50]  # cut mid-line, no newline
+    pathlib.Path(f).write_text("".join(lines))
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "4096")
+    spark.conf.set("spark.sql.files.openCostInBytes", "0")
+    try:
+        report, warns = _build(spark, [f])
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+        spark.conf.unset("spark.sql.files.openCostInBytes")
+    assert [(os.path.basename(w.path), w.line, w.kind) for w in warns] == \
+           [(os.path.basename(f), 17, "corrupt"), (os.path.basename(f), 41, "cut")]
+    assert f in str(warns[0])  # the path is named
+    assert report.records == 39
+    assert _verdicts(report)["at-deadline"]["requests"] == 39
+
+
+def test_unknown_schema_version_is_an_error(spark, tmp_path):
+    from mockbroker.journal_reader import JournalSchemaError
+    (f,) = S.write_journal(tmp_path, CLIENTS[:1], requests=3)
+    lines = pathlib.Path(f).read_text().splitlines(keepends=True)
+    rec = json.loads(lines[2])
+    rec["schema_version"] = 99
+    lines[2] = json.dumps(rec) + "\n"
+    pathlib.Path(f).write_text("".join(lines))
+    with pytest.raises(JournalSchemaError, match=r":3: schema_version 99"):
+        _build(spark, [f])
+    from mockbroker import cli
+    assert cli.main(["report", f, "--out", str(tmp_path / "out")]) == 3
+
+
+def test_no_input_and_empty_input_are_errors(spark, tmp_path, capsys):
+    from mockbroker import cli
+    assert cli.main(["report", str(tmp_path / "nothing-here"), "--out", str(tmp_path / "o1")]) == 2
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert cli.main(["report", str(empty), "--out", str(tmp_path / "o2")]) == 2  # a directory without segments
+    (empty / "journal-1-000000.jsonl").write_text("")
+    with gzip.open(empty / "journal-1-000001.jsonl.gz", "wt") as g:
+        g.write("")
+    assert cli.main(["report", str(empty), "--out", str(tmp_path / "o3")]) == 2
+    err = capsys.readouterr().err
+    assert "no journal files" in err and "no records" in err and "Traceback" not in err
+
+
+def test_cli_end_to_end(spark, tmp_path):
+    """`mockbroker report` in a subprocess on a small journal: exit 0, report.md with the verdicts,
+    Parquet tables partitioned by run and client, and (with matplotlib) report.html and PNGs."""
+    j = tmp_path / "j"
+    S.write_journal(j, CLIENTS, requests=4)
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": os.getcwd(), "SPARK_LOCAL_IP": "127.0.0.1"}
+    p = subprocess.run([sys.executable, "-m", "mockbroker", "report", str(j), "--out", str(out),
+                        "--master", "local[1]"], check=False, capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    md = (out / "report.md").read_text()
+    assert "| kafka-python 2.0 / at-deadline / ANONYMOUS | honours |" in md.replace("| 1790000000000 ", "")
+    assert "librdkafka 2.11 / early / ANONYMOUS | ignores |" in md
+    assert "librdkafka 2.11 / quiet / ANONYMOUS | not throttled |" in md
+    assert (out / "tables" / "verdicts" / "run=1790000000000" / "client_id=early").is_dir()
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return
+    assert "ignores" in (out / "report.html").read_text()
+    pngs = sorted(out.glob("client-*.png"))
+    assert len(pngs) == 3 and all(p.stat().st_size > 1000 for p in pngs)
+
+
+def test_the_broker_never_imports_pyspark():
+    code = ("import sys; from mockbroker import MockBroker; import mockbroker.cli\n"
+            "with MockBroker() as b:\n"
+            "    pass\n"
+            "mockbroker.cli._parser().parse_args(['report', 'x', '--out', 'y'])\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j', 'matplotlib') "
+            "or m.startswith('mockbroker.report')))\n")
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
