@@ -61,7 +61,7 @@ import logging
 import random
 import termios
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from protocol.errors import ProtocolError
 from protocol.framing import SIZE_PREFIX_BYTES, read_frame_size
@@ -191,6 +191,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.last_active_ms = owner.clock.monotonic_ms()
         # called once with the monotonic ms at which the next request is taken (or held, observe mode)
         self.next_request_observer: Callable[[int], None] | None = None
+        # what the throttle before it says of the next request (quota.throttle), for its journal record
+        self.request_after_throttle: dict[str, Any] | None = None
         self.hold_deadline_ms: int | None = None  # observe mode: requests before this wait for it
         self._arrived_ns = 0             # broker clock: the frame being taken was complete (before any hold)
         self.request_arrived_ns = 0      # ... for the request being handled

@@ -76,6 +76,8 @@ class RequestRecord:
     fault_rule: int | None = None    # the fault rule that acted on this request
     details: dict[str, Any] = field(default_factory=dict)      # per API: acks, max_wait_ms, min_bytes, ...
     seq: int = 0                     # 1, 2, 3, ... over the cluster's records: a gap on disk is a dropped record
+    # the first request on a connection after a throttled response: what came of that throttle
+    after_throttle: dict[str, Any] | None = None
 
     # -- compatibility with the first journal's names (tests and bench read these) ---------------
     @property

@@ -126,6 +126,7 @@ class KafkaApis:
         ctx = RequestContext(
             conn, self.broker, spec, api_key, version, correlation_id, header.client_id,
             len(payload) + 4, received_ns, sasl=auth, arrived_ns=conn.request_arrived_ns or received_ns,
+            after_throttle=_take_after_throttle(conn),
         )
         self.in_flight[conn.conn_id] = (ctx, request)
         if self.faults.rules and auth is None:
@@ -324,6 +325,7 @@ class KafkaApis:
             rec.mute_start_clock_ns = sent_ns
             rec.mute_end_clock_ns = sent_ns + throttle_ms * 1_000_000
         rec.parked_ms = ctx.parked_ms
+        rec.after_throttle = ctx.after_throttle
         op = ctx.delayed
         if op is not None:
             rec.purgatory = op.PURGATORY or None
@@ -360,7 +362,8 @@ class KafkaApis:
         }
         frame = encode_response(spec, 0, correlation_id, build_response(ApiKey.API_VERSIONS, 0, result))
         ctx = RequestContext(conn, self.broker, spec, spec.key, version, correlation_id, conn.client_id,
-                             len(payload) + 4, received_ns, arrived_ns=conn.request_arrived_ns or received_ns)
+                             len(payload) + 4, received_ns, arrived_ns=conn.request_arrived_ns or received_ns,
+                             after_throttle=_take_after_throttle(conn))
         sent_ns = self.clock.monotonic_ns()
         conn.send_response(frame)
         self._record(conn, ctx, None, "response", handled_ns=sent_ns, result=result, frame_bytes=len(frame),
@@ -381,8 +384,15 @@ class KafkaApis:
             spec = ApiSpec(api_key, f"UNKNOWN_{api_key}", version, version, version, None, None, None)
         now = self.clock.monotonic_ns()
         ctx = RequestContext(conn, self.broker, spec, api_key, version, correlation_id, conn.client_id,
-                             len(payload) + 4, now, arrived_ns=conn.request_arrived_ns or now)
+                             len(payload) + 4, now, arrived_ns=conn.request_arrived_ns or now,
+                             after_throttle=_take_after_throttle(conn))
         self._record(conn, ctx, None, "closed", handled_ns=now)
+
+
+def _take_after_throttle(conn: KafkaConnection) -> dict[str, Any] | None:
+    """What the throttle before this request said of it, once: the first request after a throttle."""
+    after, conn.request_after_throttle = conn.request_after_throttle, None
+    return after
 
 
 _PARTITION_KEYS = ("partition_index", "index", "partition")

@@ -178,6 +178,7 @@ class RequestContext:
     partition_bytes: dict[tuple[str, int], int] | None = None  # bytes appended/fetched per partition
     arrived_ns: int = 0                      # broker clock: the request was complete on the connection
     recorded: bool = False                   # its journal record is written (one per request)
+    after_throttle: dict[str, Any] | None = None  # the first request after a throttle: what came of it
 
     @property
     def node_id(self) -> int:

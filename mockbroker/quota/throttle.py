@@ -193,6 +193,12 @@ class ThrottledChannel:
         ev.early_ms = max(ev.deadline_ms - now_ms, 0)
         if ev.mode == "mute":
             ev.held_while_muted = self.waiting_before_deadline
+        # the next request's journal record says what came of the throttle (ControlPlane.violations' rule)
+        early = ev.held_while_muted if ev.mode == "mute" else (ev.early_ms or 0) > 0 and not ev.pipelined
+        self.conn.request_after_throttle = {
+            "throttle_ms": ev.throttle_ms, "mode": ev.mode, "client_throttles": ev.client_should_throttle,
+            "gap_ms": now_ms - ev.start_ms, "early_ms": ev.early_ms, "pipelined": ev.pipelined,
+            "violation": bool(early)}
 
 
 def send_response_maybe_throttle(conn: KafkaConnection, frame: bytes | memoryview, throttle_ms: int,

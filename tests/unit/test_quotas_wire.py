@@ -124,6 +124,11 @@ def test_mute_mode_a_client_sending_right_at_its_deadline_is_no_violation(muted)
     assert ev["held_while_muted"] is False
     [row] = [v for v in b.violations(by="entity") if v["client_id"] == "q1"]
     assert row["violations_obliged"] == 0
+    # the journal record of the request after the throttle says the same
+    first, second = b.journal("PRODUCE", client_id="q1")[:2]
+    assert first["after_throttle"] is None
+    assert second["after_throttle"] == {"throttle_ms": throttle, "mode": "mute", "client_throttles": True,
+                                        "gap_ms": throttle, "early_ms": 0, "pipelined": False, "violation": False}
 
 
 def test_mute_mode_a_request_pipelined_before_the_throttle_is_no_violation(muted):
@@ -148,6 +153,10 @@ def test_mute_mode_a_request_pipelined_before_the_throttle_is_no_violation(muted
     assert (second["pipelined"], second["held_while_muted"]) == (False, True)
     [row] = [v for v in b.violations(by="entity") if v["client_id"] == "q1"]
     assert (row["throttles"], row["violations_obliged"]) == (2, 1), row
+    records = {j["correlation_id"]: j["after_throttle"] for j in b.journal("PRODUCE", client_id="q1")}
+    assert records[41] is None
+    assert (records[42]["pipelined"], records[42]["violation"]) == (True, False)
+    assert (records[corr3]["pipelined"], records[corr3]["violation"]) == (False, True)
 
 
 def test_delay_mode_holds_the_response():
