@@ -219,7 +219,7 @@ def build(spark: SparkSession, paths: Sequence[str], warn: Any = None) -> Report
         F.sum("throttle_time_ms").alias("throttle_ms_total"))
     tables["error_codes"] = (df.where(F.coalesce("error_code", F.lit(0)) != 0)
                              .groupBy(*api, "error_code").agg(F.count("*").alias("count")))
-    t = throttles(df)
+    t = throttles(df).cache()  # the window over the connections, used by three tables
     tables["throttles"] = t.groupBy(*api, "client_throttles", "throttle_mode", "quota_type").agg(
         F.count("*").alias("throttles"), cnt(F.col("has_next")).alias("with_next"),
         cnt(F.col("pipelined")).alias("pipelined"), cnt(F.col("judged")).alias("judged"),

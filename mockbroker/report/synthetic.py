@@ -36,7 +36,7 @@ class SyntheticClient:
 
 
 def _record(seq: int, conn: int, c: SyntheticClient, api: tuple[int, str, int], arrived: int,
-            throttle_ms: int, request_bytes: int) -> dict[str, Any]:
+            throttle_ms: int, request_bytes: int, mode: str = "observe") -> dict[str, Any]:
     sent = arrived + 1_000_000  # answered 1 ms after arrival
     key, name, version = api
     produce = key == 0
@@ -49,9 +49,10 @@ def _record(seq: int, conn: int, c: SyntheticClient, api: tuple[int, str, int], 
         "received_wall_ns": START_WALL_MS * 1_000_000 + arrived, "handled_clock_ns": sent,
         "handled_wall_ns": START_WALL_MS * 1_000_000 + sent, "sent_clock_ns": sent,
         "sent_wall_ns": START_WALL_MS * 1_000_000 + sent, "outcome": "response", "response_bytes": 60,
-        "throttle_time_ms": throttle_ms, "throttle_mode": "observe" if throttle_ms else "",
+        "throttle_time_ms": throttle_ms, "throttle_mode": mode if throttle_ms else "",
         "quota_type": "Produce" if throttle_ms else "", "client_throttles": version >= 6 if produce else True,
-        "mute_start_clock_ns": None, "mute_end_clock_ns": None, "parked_ms": None, "purgatory": None,
+        "mute_start_clock_ns": sent if throttle_ms and mode == "mute" else None,
+        "mute_end_clock_ns": sent + throttle_ms * 1_000_000 if throttle_ms and mode == "mute" else None, "parked_ms": None, "purgatory": None,
         "completed_by": None, "error_code": 0,
         "partitions": [{"topic": "t", "partition": 0, "error_code": 0, "bytes": request_bytes - 100}] if produce else [],
         "quota_entity": {"user": "", "client_id": c.client_id},
@@ -61,8 +62,11 @@ def _record(seq: int, conn: int, c: SyntheticClient, api: tuple[int, str, int], 
 
 
 def records(clients: list[SyntheticClient], requests: int, connections: int = 1, throttle_ms: int = 500,
-            early_ms: int = 100, gap_ms: int = 10, request_bytes: int = 1100) -> Iterator[dict[str, Any]]:
-    """The records, in seq order: per connection an ApiVersions request, then ``requests`` Produce."""
+            early_ms: int = 100, gap_ms: int = 10, request_bytes: int = 1100,
+            mode: str = "observe") -> Iterator[dict[str, Any]]:
+    """The records, in seq order: per connection an ApiVersions request, then ``requests`` Produce
+    throttled in ``mode`` (``observe`` or ``mute``: in mute mode an early client's requests still
+    arrive when the mute ends, as the broker stamps them, so the journal cannot tell it early)."""
     seq = 0
     conn = 0
     for c in clients:
@@ -75,9 +79,9 @@ def records(clients: list[SyntheticClient], requests: int, connections: int = 1,
             for _ in range(requests):
                 throttle = 0 if c.behaviour == "never" else throttle_ms
                 seq += 1
-                yield _record(seq, conn, c, (0, "PRODUCE", c.api_version), t, throttle, request_bytes)
+                yield _record(seq, conn, c, (0, "PRODUCE", c.api_version), t, throttle, request_bytes, mode)
                 sent = t + 1_000_000
-                if c.behaviour == "deadline":
+                if c.behaviour == "deadline" or (c.behaviour == "early" and mode == "mute"):
                     t = sent + throttle_ms * 1_000_000
                 elif c.behaviour == "early":
                     t = sent + (throttle_ms - early_ms) * 1_000_000
@@ -88,23 +92,22 @@ def records(clients: list[SyntheticClient], requests: int, connections: int = 1,
 def write_journal(directory: str | os.PathLike[str], clients: list[SyntheticClient], requests: int,
                   connections: int = 1, gzip_segments: bool = False, segment_records: int = 0,
                   start_wall_ms: int = START_WALL_MS, **kw: Any) -> list[str]:
-    """Write the journal into ``directory`` (segments of ``segment_records`` records, 0: one);
-    returns the files written."""
+    """Write the journal into ``directory`` (segments of ``segment_records`` records, 0: one),
+    streaming (10 million records need no memory); returns the files written."""
     os.makedirs(directory, exist_ok=True)
-    segments: list[list[str]] = []
-    for n, rec in enumerate(records(clients, requests, connections, **kw)):
-        if not segments or (segment_records and n % segment_records == 0):
-            segments.append([])
-        segments[-1].append(json.dumps(rec, separators=(",", ":")) + "\n")
     files: list[str] = []
-    for i, lines in enumerate(segments):
-        name = os.path.join(directory, f"journal-{start_wall_ms}-{i:06d}.jsonl")
-        data = "".join(lines).encode("ascii")
-        if gzip_segments:
-            name += ".gz"
-            data = gzip.compress(data)
-        with open(name, "wb") as f:
-            f.write(data)
+    recs = records(clients, requests, connections, **kw)
+    rec = next(recs, None)
+    while rec is not None:
+        name = os.path.join(directory, f"journal-{start_wall_ms}-{len(files):06d}.jsonl")
+        name += ".gz" if gzip_segments else ""
+        with (gzip.open(name, "wt", encoding="ascii") if gzip_segments else
+              open(name, "w", encoding="ascii")) as f:
+            n = 0
+            while rec is not None and not (segment_records and n == segment_records):
+                f.write(json.dumps(rec, separators=(",", ":")) + "\n")
+                n += 1
+                rec = next(recs, None)
         files.append(name)
     return files
 

@@ -80,6 +80,19 @@ def test_synthetic_known_answers(spark, tmp_path):
     assert req[("quiet", "PRODUCE")] == 12 and req[("quiet", "API_VERSIONS")] == 2
 
 
+def test_two_runs_and_mute_mode(spark, tmp_path):
+    """Two runs in one directory (the same connection ids) are told apart by the start ms in the
+    names; a run throttled in mute mode is undetermined (the journal lacks held_while_muted)."""
+    S.write_journal(tmp_path, CLIENTS[:2], requests=5, start_wall_ms=1_000)
+    S.write_journal(tmp_path, CLIENTS[:2], requests=5, start_wall_ms=2_000, mode="mute")
+    report, _ = _build(spark, [str(tmp_path)])
+    got = {(r.run, r.client_id): (r.throttles, r.judged, r.violations_obliged, r.undetermined, r.verdict)
+           for r in report.tables["verdicts"].collect()}
+    assert got == {("1000", "at-deadline"): (5, 4, 0, 0, "honours"), ("1000", "early"): (5, 4, 4, 0, "ignores"),
+                   ("2000", "at-deadline"): (5, 0, 0, 4, "undetermined"),
+                   ("2000", "early"): (5, 0, 0, 4, "undetermined")}
+
+
 def test_cut_and_corrupt_lines_named_with_line_numbers(spark, tmp_path):
     """A plain file read in several splits (tiny maxPartitionBytes): line numbers are still the file's."""
     (f,) = S.write_journal(tmp_path, CLIENTS[:1], requests=40)
@@ -91,6 +104,7 @@ def test_cut_and_corrupt_lines_named_with_line_numbers(spark, tmp_path):
     spark.conf.set("spark.sql.files.maxPartitionBytes", "4096")
     spark.conf.set("spark.sql.files.openCostInBytes", "0")
     try:
+        assert spark.read.text(f).rdd.getNumPartitions() > 3  # the file is read in several splits
         report, warns = _build(spark, [f])
     finally:
         spark.conf.unset("spark.sql.files.maxPartitionBytes")
