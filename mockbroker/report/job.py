@@ -61,6 +61,11 @@ SCHEMA = T.StructType([
         T.StructField("acks", T.LongType()), T.StructField("timeout_ms", T.LongType()),
         T.StructField("max_wait_ms", T.LongType()), T.StructField("min_bytes", T.LongType())])),
     T.StructField("seq", T.LongType()),
+    T.StructField("after_throttle", T.StructType([
+        T.StructField("throttle_ms", T.LongType()), T.StructField("mode", T.StringType()),
+        T.StructField("client_throttles", T.BooleanType()), T.StructField("gap_ms", T.LongType()),
+        T.StructField("early_ms", T.LongType()), T.StructField("pipelined", T.BooleanType()),
+        T.StructField("violation", T.BooleanType())])),
     T.StructField("_corrupt", T.StringType()),
 ])
 
@@ -174,25 +179,33 @@ def throttles(df: DataFrame) -> DataFrame:
     """One row per throttled response: the next request on its connection, the gap, early ms, verdict."""
     w = Window.partitionBy("run", "broker", "connection").orderBy("arrived_clock_ns", "seq")
     nxt = df.select("*", F.lead("arrived_clock_ns").over(w).alias("next_arrived_ns"),
-                    F.lead("api").over(w).alias("next_api"))
+                    F.lead("api").over(w).alias("next_api"), F.lead("after_throttle").over(w).alias("_at"))
     t = nxt.where((F.col("throttle_time_ms") > 0) & F.col("sent_clock_ns").isNotNull())
     deadline = (F.when(F.col("throttle_mode") == "mute", F.col("mute_end_clock_ns"))
                 .when(F.col("throttle_mode") == "delay", F.col("sent_clock_ns"))
                 .otherwise(F.col("sent_clock_ns") + F.col("throttle_time_ms") * 1_000_000))
     t = t.withColumn("deadline_ns", deadline)
     has_next = F.col("next_arrived_ns").isNotNull()
-    pipelined = has_next & (F.col("next_arrived_ns") < F.col("sent_clock_ns") + PIPELINED_NS)
+    # the broker's own verdict on the next request (after_throttle), when the journal has it;
+    # derived from the clocks otherwise (observe mode only)
+    at = F.col("_at")
+    has_at = has_next & at.isNotNull()
     early_ns = F.col("deadline_ns") - F.col("next_arrived_ns")
-    judged = has_next & ~pipelined & F.col("throttle_mode").isin("observe")
+    pipelined = F.when(has_at, F.coalesce(at["pipelined"], F.lit(False))).otherwise(
+        has_next & (F.col("next_arrived_ns") < F.col("sent_clock_ns") + PIPELINED_NS))
+    mode = F.col("throttle_mode")
+    judged = has_next & ~pipelined & ((mode == "observe") | ((mode == "mute") & has_at))
+    early = judged & F.when(has_at, F.coalesce(at["violation"], F.lit(False))).otherwise(
+        early_ns > EARLY_TOLERANCE_NS)
+    early_ms = F.when(has_at, at["early_ms"].cast("double")).when(
+        has_next, F.greatest(early_ns / 1e6, F.lit(0.0)))
     return t.select(
         "run", *CLIENT, "broker", "connection", "api", "api_version", "client_throttles", "throttle_mode",
         "quota_type", "throttle_time_ms", "sent_clock_ns", "received_wall_ns", "next_api",
         has_next.alias("has_next"), pipelined.alias("pipelined"),
         ((F.col("next_arrived_ns") - F.col("sent_clock_ns")) / 1e6).alias("gap_ms"),
-        F.when(has_next, F.greatest(early_ns / 1e6, F.lit(0.0))).alias("early_ms"),
-        judged.alias("judged"),
-        (judged & (early_ns > EARLY_TOLERANCE_NS)).alias("early"),
-        (has_next & ~pipelined & (F.col("throttle_mode") == "mute")).alias("undetermined"))
+        early_ms.alias("early_ms"), judged.alias("judged"), early.alias("early"),
+        (has_next & ~pipelined & (mode == "mute") & ~has_at).alias("undetermined"))
 
 
 def build(spark: SparkSession, paths: Sequence[str], warn: Any = None) -> Report:

@@ -63,10 +63,12 @@ def _record(seq: int, conn: int, c: SyntheticClient, api: tuple[int, str, int], 
 
 def records(clients: list[SyntheticClient], requests: int, connections: int = 1, throttle_ms: int = 500,
             early_ms: int = 100, gap_ms: int = 10, request_bytes: int = 1100,
-            mode: str = "observe") -> Iterator[dict[str, Any]]:
+            mode: str = "observe", after_throttle: bool = False) -> Iterator[dict[str, Any]]:
     """The records, in seq order: per connection an ApiVersions request, then ``requests`` Produce
     throttled in ``mode`` (``observe`` or ``mute``: in mute mode an early client's requests still
-    arrive when the mute ends, as the broker stamps them, so the journal cannot tell it early)."""
+    arrive when the mute ends, as the broker stamps them, so the clocks cannot tell it early).
+    ``after_throttle``: the request after a throttled response carries the broker's own verdict
+    (docs/journal.md), as journals written since it was added do."""
     seq = 0
     conn = 0
     for c in clients:
@@ -76,10 +78,18 @@ def records(clients: list[SyntheticClient], requests: int, connections: int = 1,
             seq += 1
             yield _record(seq, conn, c, (18, "API_VERSIONS", 3), t, 0, 50)
             t += 5_000_000
+            prev: dict[str, Any] | None = None
             for _ in range(requests):
                 throttle = 0 if c.behaviour == "never" else throttle_ms
                 seq += 1
-                yield _record(seq, conn, c, (0, "PRODUCE", c.api_version), t, throttle, request_bytes, mode)
+                rec = _record(seq, conn, c, (0, "PRODUCE", c.api_version), t, throttle, request_bytes, mode)
+                if after_throttle and prev is not None and prev["throttle_time_ms"]:
+                    early = early_ms if c.behaviour == "early" else 0
+                    rec["after_throttle"] = {"throttle_ms": throttle_ms, "mode": mode, "client_throttles": True,
+                                             "gap_ms": throttle_ms - early, "early_ms": early, "pipelined": False,
+                                             "violation": early > 0}
+                prev = rec
+                yield rec
                 sent = t + 1_000_000
                 if c.behaviour == "deadline" or (c.behaviour == "early" and mode == "mute"):
                     t = sent + throttle_ms * 1_000_000

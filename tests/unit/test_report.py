@@ -82,15 +82,19 @@ def test_synthetic_known_answers(spark, tmp_path):
 
 def test_two_runs_and_mute_mode(spark, tmp_path):
     """Two runs in one directory (the same connection ids) are told apart by the start ms in the
-    names; a run throttled in mute mode is undetermined (the journal lacks held_while_muted)."""
+    names; a run throttled in mute mode is undetermined from the clocks alone, and judged by the
+    broker's after_throttle where the journal has it."""
     S.write_journal(tmp_path, CLIENTS[:2], requests=5, start_wall_ms=1_000)
     S.write_journal(tmp_path, CLIENTS[:2], requests=5, start_wall_ms=2_000, mode="mute")
+    S.write_journal(tmp_path, CLIENTS[:2], requests=5, start_wall_ms=3_000, mode="mute", after_throttle=True)
     report, _ = _build(spark, [str(tmp_path)])
     got = {(r.run, r.client_id): (r.throttles, r.judged, r.violations_obliged, r.undetermined, r.verdict)
            for r in report.tables["verdicts"].collect()}
     assert got == {("1000", "at-deadline"): (5, 4, 0, 0, "honours"), ("1000", "early"): (5, 4, 4, 0, "ignores"),
                    ("2000", "at-deadline"): (5, 0, 0, 4, "undetermined"),
-                   ("2000", "early"): (5, 0, 0, 4, "undetermined")}
+                   ("2000", "early"): (5, 0, 0, 4, "undetermined"),
+                   # with the broker's after_throttle, mute mode is judged
+                   ("3000", "at-deadline"): (5, 4, 0, 0, "honours"), ("3000", "early"): (5, 4, 4, 0, "ignores")}
 
 
 def test_cut_and_corrupt_lines_named_with_line_numbers(spark, tmp_path):
