@@ -44,3 +44,7 @@ _Noop  # used by timing_wheel.py's doctest
 aiokafka  # tests/integration/test_aiokafka.py: importorskip of the client under test
 pytest_plugins  # pytest reads it
 no_ci  # a pytest fixture, requested by name
+
+# PySpark's SparkContext class attributes, reset by tests/integration/sparktools.py so that the next
+# SparkContext launches a JVM with Spark's Kafka connector on its classpath
+_._jvm

@@ -76,10 +76,42 @@ def connector_jars() -> list[str]:
     return [p for p in cp.split(os.pathsep) if p and not _shipped(Path(p).parent.parent.name, shipped)]
 
 
+#: whether the JVM PySpark runs in this process was launched here, with the connector on its classpath
+_launched_with_connector = False
+
+
+def _relaunch_jvm_without_connector() -> None:
+    """A JVM launched in this process by another SparkSession (the report's tests) has no connector on
+    its driver classpath: ``spark.jars`` of a later SparkContext reaches only the executors, so Spark's
+    driver would not find the ``kafka`` data source.  Stop that session and its JVM; the next session
+    launches a new one with the connector."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    gateway = SparkContext._gateway
+    if gateway is None or _launched_with_connector:
+        return
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
+    if SparkContext._active_spark_context is not None:
+        SparkContext._active_spark_context.stop()
+    gateway.shutdown()
+    proc = getattr(gateway, "proc", None)
+    if proc is not None:  # the JVM's gateway server exits when its stdin closes
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+
+
 def spark_session(app: str, conf: dict[str, Any] | None = None) -> SparkSession:
     """A local[2] SparkSession with the Kafka connector, on loopback, logging errors only."""
+    global _launched_with_connector
     jars = connector_jars()
     from pyspark.sql import SparkSession
+
+    _relaunch_jvm_without_connector()
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -87,5 +119,6 @@ def spark_session(app: str, conf: dict[str, Any] | None = None) -> SparkSession:
     for key, value in {**BASE_CONF, **(conf or {})}.items():
         builder = builder.config(key, str(value))
     session = builder.getOrCreate()
+    _launched_with_connector = True
     session.sparkContext.setLogLevel("ERROR")
     return session
