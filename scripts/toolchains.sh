@@ -67,13 +67,12 @@ toolchain_npm() {
   fi
 }
 
-# Maven resolve in tests/integration/java: kafka-clients into ~/.m2, its classpath into cp.txt, so the
-# Java tests then run offline.
-toolchain_maven() {
-  local step="Maven resolve" dir=tests/integration/java rc=0
-  local tests="the Java client tests (test_java_admin_quotas.py, test_java_consumer_groups.py)"
-  local absent
-  if absent=$(missing_tools java javac mvn); then
+# maven_resolve STEP DIR WHAT TESTS TOOL...: in DIR, Maven resolves the pom's dependencies into ~/.m2 and
+# writes their classpath to cp.txt (so the tests then run offline); TOOLs must be on PATH.
+maven_resolve() {
+  local step=$1 dir=$2 what=$3 tests=$4 rc=0 absent
+  shift 4
+  if absent=$(missing_tools "$@"); then
     toolchain_unavailable "$step" "not found on PATH: $absent" "$tests"
     return
   fi
@@ -82,13 +81,19 @@ toolchain_maven() {
     mvn -q -B dependency:resolve dependency:build-classpath -Dmdep.outputFile=cp.txt
   ) || rc=$?
   if [ "$rc" -ne 0 ]; then
-    toolchain_unavailable "$step" "mvn could not resolve kafka-clients in $dir (exit $rc)" "$tests"
+    toolchain_unavailable "$step" "mvn could not resolve $what in $dir (exit $rc)" "$tests"
     return
   fi
   if [ ! -s "$dir/cp.txt" ]; then
     toolchain_unavailable "$step" "mvn left no classpath in $dir/cp.txt" "$tests"
     return
   fi
+}
+
+# Maven resolve in tests/integration/java: kafka-clients for the Java client tests.
+toolchain_maven() {
+  maven_resolve "Maven resolve" tests/integration/java kafka-clients \
+    "the Java client tests (test_java_admin_quotas.py, test_java_consumer_groups.py)" java javac mvn
 }
 
 # go build in tests/integration/go: the franz-go program, bin/groupconsumers (modules from the Go proxy);
@@ -116,28 +121,11 @@ toolchain_go() {
 }
 
 # Maven resolve in tests/integration/spark: Spark's Kafka connector (spark-sql-kafka-0-10) and its
-# dependencies into ~/.m2, the classpath into cp.txt; the PySpark tests pass those jars to Spark as local
-# files (spark.jars), so they run offline.  PySpark itself comes from pip (the `spark` extra).
+# dependencies; the PySpark tests pass those jars to Spark as local files (spark.jars), so they run
+# offline.  PySpark itself comes from pip (the `spark` extra).
 toolchain_spark() {
-  local step="Spark connector resolve" dir=tests/integration/spark rc=0
-  local tests="the PySpark tests (test_spark_*.py, examples/spark)"
-  local absent
-  if absent=$(missing_tools java mvn); then
-    toolchain_unavailable "$step" "not found on PATH: $absent" "$tests"
-    return
-  fi
-  (
-    cd "$dir" || exit
-    mvn -q -B dependency:resolve dependency:build-classpath -Dmdep.outputFile=cp.txt
-  ) || rc=$?
-  if [ "$rc" -ne 0 ]; then
-    toolchain_unavailable "$step" "mvn could not resolve spark-sql-kafka-0-10 in $dir (exit $rc)" "$tests"
-    return
-  fi
-  if [ ! -s "$dir/cp.txt" ]; then
-    toolchain_unavailable "$step" "mvn left no classpath in $dir/cp.txt" "$tests"
-    return
-  fi
+  maven_resolve "Spark connector resolve" tests/integration/spark spark-sql-kafka-0-10 \
+    "the PySpark tests (test_spark_*.py, examples/spark)" java mvn
 }
 
 # toolchain_steps: every step (each reports its own problem); under CI, status 1 when any failed.

@@ -6,8 +6,10 @@ what Spark wrote against what it was given, by key.
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -71,6 +73,25 @@ def wait_for(query, condition, *, timeout_s: float = QUERY_TIMEOUT_S, what: str 
         assert query.isActive, "query stopped"
         assert time.monotonic() < deadline, f"timed out after {timeout_s}s waiting for {what or condition}"
         time.sleep(0.2)
+
+
+def _offsets(o) -> dict:
+    return json.loads(o) if isinstance(o, str) else (o or {})
+
+
+def caught_up(total: int | Callable[[], int]):
+    """The query's last batch ended at ``total`` records (or ``total()``, evaluated each poll) over its
+    source's partitions, and there is nothing newer (end offset == latest offset)."""
+    def check(query) -> bool:
+        p = query.lastProgress
+        if not p or not p["sources"]:
+            return False
+        src = p["sources"][0]
+        end = _offsets(src["endOffset"])
+        ends = sum(int(o) for parts in end.values() for o in parts.values())
+        want = total() if callable(total) else total
+        return ends == want and end == _offsets(src.get("latestOffset") or src["endOffset"])
+    return check
 
 
 def rows_read(query) -> int:

@@ -22,6 +22,7 @@ from collections import Counter
 
 from mockbroker import MockBroker
 from tests.integration.spark_jobs import (
+    caught_up,
     kafka_stream,
     keys_of,
     produce,
@@ -35,18 +36,6 @@ QUOTA_CONF = {"quota.window.num": 3, "quota.window.size.seconds": 1, "num.partit
 
 def hw_total(broker: MockBroker, topic: str, partitions: int) -> int:
     return sum(broker.partition_state(topic, p)["high_watermark"] for p in range(partitions))
-
-
-def reached(total_of):
-    """The query's last batch ended at the offsets summing to ``total_of()`` (evaluated each poll)."""
-    def check(query) -> bool:
-        p = query.lastProgress
-        if not p or not p["sources"]:
-            return False
-        end = p["sources"][0]["endOffset"]
-        end = end if isinstance(end, dict) else __import__("json").loads(end or "{}")
-        return sum(int(o) for parts in end.values() for o in parts.values()) == total_of()
-    return check
 
 
 def steady_rate(progress: list[dict], key: str) -> float:
@@ -162,7 +151,7 @@ def test_leader_stopped_and_restarted_in_the_middle_of_a_query(spark, tmp_path):
             broker.start_broker(leader)
             third = [f"fo-{i}" for i in range(1500, 1800)]
             produce(b, "fo-in", third)
-            wait_for(q, reached(lambda: hw_total(broker, "fo-in", 3)), what="the end of fo-in")
+            wait_for(q, caught_up(lambda: hw_total(broker, "fo-in", 3)), what="the end of fo-in")
         finally:
             q.stop()
         assert q.exception() is None
@@ -192,7 +181,7 @@ def test_replication_lag_adds_to_the_sink_batch_time(spark, tmp_path):
         def add_batch_ms(keys: list[str], total: int) -> list[int]:
             seen = len(q.recentProgress)
             produce(b, "lag-in", keys)
-            wait_for(q, reached(lambda: total), what=f"{total} rows")
+            wait_for(q, caught_up(total), what=f"{total} rows")
             return [p["durationMs"]["addBatch"] for p in q.recentProgress[seen:] if p["numInputRows"] > 0]
 
         try:

@@ -11,6 +11,7 @@ import json
 from collections import Counter
 
 from tests.integration.spark_jobs import (
+    caught_up,
     kafka_stream,
     keys_of,
     produce,
@@ -18,24 +19,6 @@ from tests.integration.spark_jobs import (
     rows_read,
     wait_for,
 )
-
-
-def _offsets(o) -> dict:
-    return json.loads(o) if isinstance(o, str) else (o or {})
-
-
-def caught_up(total: int):
-    """The query's last batch ended at ``total`` records over its source's partitions, and there is
-    nothing newer (end offset == latest offset)."""
-    def check(query) -> bool:
-        p = query.lastProgress
-        if not p or not p["sources"]:
-            return False
-        src = p["sources"][0]
-        end = _offsets(src["endOffset"])
-        ends = sum(int(o) for parts in end.values() for o in parts.values())
-        return ends == total and end == _offsets(src.get("latestOffset") or src["endOffset"])
-    return check
 
 
 def memory_rows(spark, name: str) -> list:
