@@ -41,6 +41,7 @@ Two gaps in the broker these tests step around (reported, not changed here):
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -150,6 +151,15 @@ class KafkaPython:
         c = KafkaConsumer(topic, bootstrap_servers=self.bootstrap, client_id=client_id, group_id=group,
                           enable_auto_commit=False, auto_offset_reset="earliest", heartbeat_interval_ms=100,
                           session_timeout_ms=6000, retry_backoff_ms=BACKOFF_MS)
+        # The topic's partitions in the coordinator's metadata snapshot before the first join.
+        # Without it the first JoinGroup can beat the first Metadata naming the topic: the leader
+        # assigns nothing ("No partition metadata for topic") and rejoins when the metadata comes,
+        # a rejoin kafka-python 3.0.12 can lose -- when poll(timeout_ms) expires before the
+        # SyncGroup answer, the leader's assignment has already made need_rejoin() false, so the
+        # finished join is never picked up: no assignment, heartbeats stay disabled, the session
+        # expires (once in CI: 30 s with nothing consumed, then LeaveGroup UNKNOWN_MEMBER_ID).
+        # Not what these tests are about.  topics() fetches the metadata now, blocking.
+        assert topic in c.topics(), "kafka-python: no metadata for the topic"
 
         def poll() -> tuple[list[int], list[str]]:
             out: list[int] = []
@@ -475,8 +485,10 @@ def test_consumer_under_fetch_error_stack(broker, client):
 @pytest.mark.timeout(150)
 @pytest.mark.parametrize("client", CLIENTS)
 @pytest.mark.parametrize("api", GROUP_APIS)
-def test_group_consumer_under_error_stack(broker, client, api):
+def test_group_consumer_under_error_stack(broker, client, api, caplog):
     """A subscribed consumer in a group; committed offsets end at the log end of every partition."""
+    for name in ("kafka.coordinator", "mockbroker.group"):  # the rebalances, in the report of a failure
+        caplog.set_level(logging.INFO, logger=name)
     topic, cid, group = names(client, api)
     broker.create_topic(topic, P)
     spec = {"api": api, "client_id": cid, "errors": STACKS[api]}
