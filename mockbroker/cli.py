@@ -37,6 +37,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="journal files, directories, globs or Hadoop URIs")
     r.add_argument("--out", required=True, help="output directory")
     r.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    r.add_argument("--progress-every", type=float, default=None, metavar="SECONDS",
+                   help="progress line interval (default 0.5 s on a terminal, 10 s otherwise; 0: none)")
     return p
 
 

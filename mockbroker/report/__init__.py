@@ -6,6 +6,7 @@ Needs the ``report`` extra (PySpark, matplotlib); the broker never imports this 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 #: Exit codes of ``mockbroker report`` (docs/report.md).
@@ -19,7 +20,7 @@ EXIT_NOT_INSTALLED = 4  # the report extra (pyspark) is not installed
 def run(args: argparse.Namespace) -> int:
     err = sys.stderr
     try:
-        from . import job, render
+        from . import job, progress, render
     except ImportError as e:
         print(f"mockbroker report: needs the report extra (pip install 'mockbroker[report]'): {e}", file=err)
         return EXIT_NOT_INSTALLED
@@ -34,9 +35,11 @@ def run(args: argparse.Namespace) -> int:
     from pyspark.sql import SparkSession
     own = SparkSession.getActiveSession() is None  # in process (tests): a session already running is kept
     spark = job.spark_session(args.master)
+    every = getattr(args, "progress_every", None)
     try:
-        report = job.build(spark, files, warn=lambda w: print(f"warning: {w}", file=err))
-        written = render.write(report, args.out, list(args.paths))
+        with progress.ProgressLine(spark.sparkContext, err, every) if every != 0 else contextlib.nullcontext():
+            report = job.build(spark, files, warn=lambda w: print(f"warning: {w}", file=err))
+            written = render.write(report, args.out, list(args.paths))
     except job.ReportInputError as e:
         print(f"mockbroker report: error: {e}", file=err)
         return EXIT_NO_INPUT

@@ -86,7 +86,8 @@ def spark_session(master: str = "local[*]", app: str = "mockbroker-report", **co
     """A SparkSession for the report; a local master binds to 127.0.0.1."""
     b = SparkSession.builder.master(master).appName(app)
     settings = {"spark.sql.session.timeZone": "UTC", "spark.ui.enabled": "false",
-                "spark.sql.shuffle.partitions": "8"}
+                "spark.sql.shuffle.partitions": "8",
+                "spark.ui.showConsoleProgress": "false"}  # the report prints its own (progress.py)
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         settings |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
@@ -267,6 +268,7 @@ def build(spark: SparkSession, paths: Sequence[str], warn: Any = None) -> Report
         F.count("*").alias("throttles"), cnt(F.col("early")).alias("early"),
         F.sum("throttle_time_ms").alias("throttle_ms"))
     tables["verdicts"] = verdicts(tables["requests"], tables["throttles"])
+    tables["api_verdicts"] = verdicts(tables["requests"], tables["throttles"], by=["api"])
     return Report(tables, warns, n)
 
 
@@ -275,10 +277,11 @@ def cnt(c: Any) -> Any:
     return F.sum(F.when(c, 1).otherwise(0))
 
 
-def verdicts(requests: DataFrame, th: DataFrame) -> DataFrame:
-    """Per client (software name and version, client id, principal): the verdict and its evidence,
-    from the throttles of API versions that oblige the client to back off (KIP-219)."""
-    key = ["run", *CLIENT]
+def verdicts(requests: DataFrame, th: DataFrame, by: Sequence[str] = ()) -> DataFrame:
+    """Per client (software name and version, client id, principal), and per ``by`` (``["api"]``:
+    the cells of the client x API matrix): the verdict and its evidence, from the throttles of API
+    versions that oblige the client to back off (KIP-219)."""
+    key = ["run", *CLIENT, *by]
     ob = F.col("client_throttles")
     g = th.groupBy(*key).agg(
         F.sum("throttles").alias("throttles"),

@@ -11,6 +11,7 @@ import gzip
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -78,6 +79,11 @@ def test_synthetic_known_answers(spark, tmp_path):
     assert conns == {c.client_id: (2, 1) for c in CLIENTS}
     req = {(r.client_id, r.api): r.requests for r in report.tables["requests"].collect()}
     assert req[("quiet", "PRODUCE")] == 12 and req[("quiet", "API_VERSIONS")] == 2
+    cells = {(r.client_id, r.api): (r.verdict, r.judged, r.violations_obliged)
+             for r in report.tables["api_verdicts"].collect()}
+    assert cells == {("at-deadline", "PRODUCE"): ("honours", 10, 0), ("early", "PRODUCE"): ("ignores", 10, 10),
+                     ("quiet", "PRODUCE"): ("not throttled", 0, 0),
+                     **{(c.client_id, "API_VERSIONS"): ("not throttled", 0, 0) for c in CLIENTS}}
 
 
 def test_two_runs_and_mute_mode(spark, tmp_path):
@@ -156,8 +162,13 @@ def test_cli_end_to_end(spark, tmp_path):
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": os.getcwd(), "SPARK_LOCAL_IP": "127.0.0.1"}
     p = subprocess.run([sys.executable, "-m", "mockbroker", "report", str(j), "--out", str(out),
-                        "--master", "local[1]"], check=False, capture_output=True, text=True, timeout=300, env=env)
+                        "--master", "local[1]", "--progress-every", "0.2"],
+                       check=False, capture_output=True, text=True, timeout=300, env=env)
     assert p.returncode == 0, p.stderr[-3000:]
+    # the progress line while Spark works (stderr is not a terminal: one line each time)
+    assert re.search(r"^mockbroker report: \d+ s, stage \d+ \S+.*: \d+/\d+ tasks done, \d+ running$",
+                     p.stderr, re.MULTILINE), p.stderr[-3000:]
+    assert "[Stage " not in p.stderr  # Spark's own console progress bar is off
     md = (out / "report.md").read_text()
     assert "| kafka-python 2.0 / at-deadline / ANONYMOUS | honours |" in md.replace("| 1790000000000 ", "")
     assert "librdkafka 2.11 / early / ANONYMOUS | ignores |" in md
@@ -167,9 +178,38 @@ def test_cli_end_to_end(spark, tmp_path):
         import matplotlib  # noqa: F401
     except ImportError:
         return
-    assert "ignores" in (out / "report.html").read_text()
+    page = (out / "report.html").read_text()
+    assert "ignores" in page and "id='verdict-matrix' " in page and page.count("class='client-plot'") == 3
+    assert "![verdict-matrix.png](verdict-matrix.png)" in md
     pngs = sorted(out.glob("client-*.png"))
     assert len(pngs) == 3 and all(p.stat().st_size > 1000 for p in pngs)
+    from mockbroker.report.render import VERDICT_COLOURS
+    for p in pngs:  # the producer_byte_rate line ('r--') is drawn on every client's plot
+        assert _pixels(p, "#ff0000") > 200, p
+    matrix = out / "verdict-matrix.png"
+    for verdict in ("honours", "ignores", "not throttled"):  # a cell of each verdict the journal has
+        assert _pixels(matrix, VERDICT_COLOURS[verdict]) > 1000, verdict
+    assert _pixels(matrix, VERDICT_COLOURS["partly"]) < 500  # its legend patch only
+
+
+def _pixels(png: pathlib.Path, colour: str) -> int:
+    """How many pixels of ``png`` have ``colour`` (#rrggbb), within a little of anti-aliasing."""
+    import matplotlib.image
+    import numpy as np
+    want = np.array([int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)])
+    rgb = matplotlib.image.imread(png)[..., :3]
+    return int((np.abs(rgb - want).max(axis=-1) < 0.03).sum())
+
+
+def test_progress_describe():
+    from types import SimpleNamespace as St
+
+    from mockbroker.report.progress import describe
+    assert describe([], 3.2) == "mockbroker report: 3 s, between stages"
+    stages = [St(stageId=7, name="parquet at NativeMethodAccessorImpl.java:0", numTasks=8, numCompletedTasks=3,
+                 numActiveTasks=2),
+              St(stageId=9, name="count at x", numTasks=4, numCompletedTasks=0, numActiveTasks=0)]
+    assert describe(stages, 61.0) == "mockbroker report: 61 s, stage 7 parquet (+1 more): 3/12 tasks done, 2 running"
 
 
 def test_the_broker_never_imports_pyspark():
