@@ -2,11 +2,13 @@
 #
 # Each step builds what the non-Python client tests need: npm ci (kafkajs), the Maven resolve of
 # kafka-clients (Java clients, writes cp.txt), go build (franz-go), the Maven resolve of Spark's Kafka
-# connector (PySpark tests, writes tests/integration/spark/cp.txt).  When a toolchain is missing or
+# connector (PySpark tests, writes tests/integration/spark/cp.txt), the apt-get install of Chromium and
+# chromedriver (the report.html browser test, test_report_html.py).  When a toolchain is missing or
 # its step fails, the step warns that those tests will be skipped and returns 0 -- unless CI is set
 # (to anything but empty, 0, false, no or off, as tests/toolchains.py reads it): then it prints an
 # error naming the step and returns 1, because CI must run every client's tests.
-# Downloads go to the usual per-user caches (~/.npm, ~/.m2, ~/go/pkg/mod, ~/.cache/go-build).
+# Downloads go to the usual per-user caches (~/.npm, ~/.m2, ~/go/pkg/mod, ~/.cache/go-build); Chromium
+# is a system package (Debian's chromium and chromium-driver), installed as root or with sudo -n.
 
 # ci_enabled: whether CI is set to a value that means CI.
 ci_enabled() {
@@ -128,6 +130,45 @@ toolchain_spark() {
     "the PySpark tests (test_spark_*.py, examples/spark)" java mvn
 }
 
+# apt-get install of Debian's chromium and chromium-driver (chromium and chromedriver on PATH), which
+# the report.html test drives headless through Selenium.  Nothing to do when both are on PATH already
+# (the usual case: this runs at every CI start).  apt-get runs as root, or through passwordless sudo;
+# the package lists are fetched (apt-get update) only when the install cannot find the packages, as
+# in a fresh image whose lists are absent or older than the mirror.
+toolchain_chromium() {
+  local step="Chromium install" rc=0
+  local tests="the report.html browser test (test_report_html.py)"
+  local absent apt=(apt-get)
+  absent=$(missing_tools chromium chromedriver) || return 0
+  if ! command -v apt-get >/dev/null 2>&1; then
+    toolchain_unavailable "$step" "not found on PATH: $absent (and no apt-get to install chromium chromium-driver)" "$tests"
+    return
+  fi
+  if [ "$EUID" -ne 0 ]; then
+    if ! { command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; }; then
+      toolchain_unavailable "$step" "not found on PATH: $absent (installing chromium chromium-driver needs root or passwordless sudo)" "$tests"
+      return
+    fi
+    apt=(sudo -n DEBIAN_FRONTEND=noninteractive apt-get)  # sudo drops the caller's environment
+  fi
+  local install=(install -y -qq --no-install-recommends chromium chromium-driver)
+  # first with the package lists there are (its errors are the retry's to report), then once more after
+  # apt-get update
+  if ! DEBIAN_FRONTEND=noninteractive "${apt[@]}" "${install[@]}" >/dev/null 2>&1; then
+    { DEBIAN_FRONTEND=noninteractive "${apt[@]}" update -qq &&
+      DEBIAN_FRONTEND=noninteractive "${apt[@]}" "${install[@]}"; } || rc=$?
+  fi
+  if [ "$rc" -ne 0 ]; then
+    toolchain_unavailable "$step" "apt-get could not install chromium chromium-driver (exit $rc)" "$tests"
+    return
+  fi
+  hash -r
+  if absent=$(missing_tools chromium chromedriver); then
+    toolchain_unavailable "$step" "apt-get installed chromium chromium-driver but left $absent off PATH" "$tests"
+    return
+  fi
+}
+
 # toolchain_steps: every step (each reports its own problem); under CI, status 1 when any failed.
 toolchain_steps() {
   local failed=()
@@ -135,6 +176,7 @@ toolchain_steps() {
   toolchain_maven || failed+=("Maven resolve")
   toolchain_go || failed+=("go build")
   toolchain_spark || failed+=("Spark connector resolve")
+  toolchain_chromium || failed+=("Chromium install")
   if [ "${#failed[@]}" -ne 0 ]; then
     local joined
     joined=$(printf "'%s', " "${failed[@]}")

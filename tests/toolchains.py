@@ -1,11 +1,12 @@
 """Skip, or fail under CI, when a test's toolchain or built artifact is missing.
 
 The kafkajs, franz-go and Java client tests need Node/npm, Go and a JDK with Maven, and what
-scripts/test.sh builds with them (node_modules, bin/groupconsumers, cp.txt).  A developer may lack
-a toolchain: there those tests skip with a clear reason.  CI has them all and must run every
-client's tests, so there the same situation fails the test with the same reason: a CI run cannot
-pass by skipping a whole client.  scripts/toolchains.sh makes the same decision for the build steps,
-with the same reading of the CI variable (``in_ci``).
+scripts/test.sh builds with them (node_modules, bin/groupconsumers, cp.txt); the report.html test
+needs Chromium and chromedriver, which scripts/test.sh installs with apt-get (``chromium``).  A
+developer may lack a toolchain: there those tests skip with a clear reason.  CI has them all and
+must run every client's tests, so there the same situation fails the test with the same reason: a
+CI run cannot pass by skipping a whole client.  scripts/toolchains.sh makes the same decision for
+the build steps, with the same reading of the CI variable (``in_ci``).
 
 Every toolchain-dependent test goes through ``unavailable`` (or ``require`` / ``which``) instead of
 calling ``pytest.skip`` itself.
@@ -49,3 +50,10 @@ def which(*names: str, needed_by: str) -> list[str]:
     require(not absent, f"{needed_by} cannot run: {', '.join(absent)} not found on PATH "
                         f"(needs {', '.join(names)})")
     return [paths[name] for name in names]  # type: ignore[misc]
+
+
+def chromium() -> tuple[str, str]:
+    """The paths of ``chromium`` and ``chromedriver`` (Debian's chromium and chromium-driver, which
+    scripts/toolchains.sh's toolchain_chromium installs); ``unavailable`` naming the absent ones otherwise."""
+    browser, driver = which("chromium", "chromedriver", needed_by="the report.html browser test")
+    return browser, driver

@@ -3,10 +3,11 @@
 Two layers, both tested here without running any real go, npm, mvn or javac:
 
 * scripts/toolchains.sh, sourced by scripts/test.sh: one function a toolchain step (npm ci, Maven
-  resolve, go build).  They run in a bash whose PATH holds only stub programs (Python scripts that
-  log their calls, create the step's artifact or exit 1), in a scratch copy of the repository layout.
+  resolve, go build, the apt-get install of Chromium).  They run in a bash whose PATH holds only stub
+  programs (Python scripts that log their calls, create the step's artifact or exit 1), in a scratch
+  copy of the repository layout.
 * tests/toolchains.py, which every toolchain-dependent test goes through (gotools.py, jstools.py,
-  javatools.py): ``pytest.skip`` without CI, ``pytest.fail`` with the same reason under CI.
+  javatools.py, ``chromium``): ``pytest.skip`` without CI, ``pytest.fail`` with the same reason under CI.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from subprocess import run
 
 import pytest
 
+from tests import toolchains
 from tests.integration import gotools, javatools, jstools, sparktools
 from tests.toolchains import in_ci, require, unavailable, which
 
@@ -114,7 +116,7 @@ def bash(script: str, cwd: Path, stubs: Stubs, ci: str | None):
     env = {"PATH": str(stubs.dir), "HOME": os.environ.get("HOME", str(cwd))}
     if ci is not None:
         env["CI"] = ci
-    return run([BASH, "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    return run([BASH, "-c", script], check=False, cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
 
 
 # ---- scripts/toolchains.sh: one function a step ------------------------------------------------------
@@ -131,7 +133,10 @@ STEPS = {
     "Spark connector resolve": ("toolchain_spark", {"java": (), "mvn": ("cp.txt",)}, "mvn",
                                 "tests/integration/spark", "tests/integration/spark/cp.txt"),
 }
-ALL_FAILED = "toolchain step(s) 'npm ci', 'Maven resolve', 'go build', 'Spark connector resolve' failed"
+#: the steps above, then the Chromium install (its own tests below: it installs programs, not an artifact)
+ALL_STEPS = [*STEPS, "Chromium install"]
+ALL_FAILED = ("toolchain step(s) 'npm ci', 'Maven resolve', 'go build', 'Spark connector resolve', "
+              "'Chromium install' failed")
 ABSENT = [(step, tool) for step, (_, tools, *_rest) in STEPS.items() for tool in tools]  # a step without one tool
 
 
@@ -209,12 +214,142 @@ def test_step_that_leaves_no_artifact_fails_under_ci(step, repo, stubs):
 def test_all_steps_without_toolchains(repo, stubs):
     r = bash(f"source {TOOLCHAINS_SH} && toolchain_steps", repo, stubs, ci="true")
     assert r.returncode == 1, r
-    for step in STEPS:
+    for step in ALL_STEPS:
         assert f"ERROR: toolchain step '{step}' failed" in r.stderr
     assert ALL_FAILED in r.stderr, r.stderr
     r = bash(f"source {TOOLCHAINS_SH} && toolchain_steps", repo, stubs, ci=None)
     assert r.returncode == 0, r
-    assert r.stderr.count("WARNING: toolchain step") == len(STEPS) and "ERROR" not in r.stderr, r.stderr
+    assert r.stderr.count("WARNING: toolchain step") == len(ALL_STEPS) and "ERROR" not in r.stderr, r.stderr
+
+
+# ---- the Chromium install: chromium and chromedriver on PATH, from apt-get -------------------------
+
+CHROMIUM = "Chromium install"
+INSTALL = ["install", "-y", "-qq", "--no-install-recommends", "chromium", "chromium-driver"]
+UPDATE = ["update", "-qq"]
+
+# apt-get that logs its calls (with DEBIAN_FRONTEND) and, by MODE: installs (puts chromium and
+# chromedriver on the stub PATH), needs-update (cannot find the packages until `update` ran), fails
+# (every call exits 1), installs-nothing (exits 0, puts nothing on PATH)
+APT_GET = """#!{python}
+import json, os, sys
+from pathlib import Path
+stubs, mode = Path({stubs!r}), {mode!r}
+lists = stubs.parent / "apt-lists-fetched"
+with open({log!r}, "a") as f:
+    f.write(json.dumps(["apt-get", os.getcwd(), sys.argv[1:], os.environ.get("DEBIAN_FRONTEND")]) + "\\n")
+if mode == "fails":
+    print("stub apt-get: simulated failure", file=sys.stderr)
+    sys.exit(1)
+if sys.argv[1] == "update":
+    lists.touch()
+elif mode == "needs-update" and not lists.exists():
+    print("E: Unable to locate package chromium", file=sys.stderr)
+    sys.exit(100)
+elif mode != "installs-nothing":
+    for name in ("chromium", "chromedriver"):
+        (stubs / name).write_text("#!/bin/sh\\n")
+        (stubs / name).chmod(0o755)
+"""
+
+# sudo for a test run that is not root: runs the command (VAR=value words into its environment)
+SUDO = """#!{python}
+import os, sys
+args = sys.argv[1:]
+args = args[1:] if args[:1] == ["-n"] else args
+env = dict(os.environ)
+while args and "=" in args[0]:
+    key, value = args.pop(0).split("=", 1)
+    env[key] = value
+if args != ["true"]:
+    os.execvpe(args[0], args, env)
+"""
+
+
+def add_apt_get(stubs: Stubs, mode: str) -> None:
+    """apt-get stubbed as MODE (APT_GET) and, when this test run is not root, sudo -n that lets it run."""
+    path = stubs.dir / "apt-get"
+    path.write_text(APT_GET.format(python=sys.executable, stubs=str(stubs.dir), mode=mode, log=str(stubs.log)))
+    path.chmod(0o755)
+    if os.geteuid() != 0:
+        (stubs.dir / "sudo").write_text(SUDO.format(python=sys.executable))
+        (stubs.dir / "sudo").chmod(0o755)
+
+
+def apt_calls(stubs: Stubs) -> list[list[str]]:
+    calls = stubs.calls()
+    assert all(c[0] == "apt-get" and c[3] == "noninteractive" for c in calls), calls
+    return [c[2] for c in calls]
+
+
+def run_chromium(repo: Path, stubs: Stubs, ci: str | None):
+    return bash(f"source {TOOLCHAINS_SH} && toolchain_chromium", repo, stubs, ci)
+
+
+@pytest.mark.parametrize("ci", ["true", None])
+def test_chromium_on_path_is_left_alone(ci, repo, stubs):
+    stubs.add("chromium")
+    stubs.add("chromedriver")
+    add_apt_get(stubs, "installs")
+    r = run_chromium(repo, stubs, ci)
+    assert r.returncode == 0 and r.stderr == "", r
+    assert stubs.calls() == []
+
+
+@pytest.mark.parametrize("present,absent", [((), "chromium chromedriver"), (("chromium",), "chromedriver"),
+                                            (("chromedriver",), "chromium")])
+@pytest.mark.parametrize("ci", ["true", None])
+def test_chromium_without_apt_get(ci, present, absent, repo, stubs):
+    for name in present:
+        stubs.add(name)
+    r = run_chromium(repo, stubs, ci)
+    if ci:
+        assert r.returncode == 1, r
+        assert f"ERROR: toolchain step '{CHROMIUM}' failed: not found on PATH: {absent} (and no apt-get" in r.stderr
+        assert "cannot run, and with CI=true they must" in r.stderr, r.stderr
+    else:
+        assert r.returncode == 0, r
+        assert f"WARNING: toolchain step '{CHROMIUM}': not found on PATH: {absent} (and no apt-get" in r.stderr
+        assert "will be skipped" in r.stderr and "ERROR" not in r.stderr, r.stderr
+    assert stubs.calls() == []
+
+
+def test_chromium_installed_by_apt_get_passes_under_ci(repo, stubs):
+    add_apt_get(stubs, "installs")
+    r = run_chromium(repo, stubs, ci="true")
+    assert r.returncode == 0 and r.stderr == "", r
+    assert apt_calls(stubs) == [INSTALL]  # the package lists there are do: no apt-get update
+    assert (stubs.dir / "chromium").is_file() and (stubs.dir / "chromedriver").is_file()
+
+
+def test_chromium_package_lists_fetched_when_the_install_needs_them(repo, stubs):
+    add_apt_get(stubs, "needs-update")
+    r = run_chromium(repo, stubs, ci="true")
+    assert r.returncode == 0 and r.stderr == "", r
+    assert apt_calls(stubs) == [INSTALL, UPDATE, INSTALL]
+
+
+@pytest.mark.parametrize("ci", ["true", None])
+def test_chromium_whose_apt_get_fails(ci, repo, stubs):
+    add_apt_get(stubs, "fails")
+    r = run_chromium(repo, stubs, ci)
+    assert apt_calls(stubs) == [INSTALL, UPDATE]
+    assert "stub apt-get: simulated failure" in r.stderr
+    assert not (stubs.dir / "chromium").exists()
+    if ci:
+        assert r.returncode == 1, r
+        assert re.search(f"ERROR: toolchain step '{CHROMIUM}' failed: .*exit 1", r.stderr), r.stderr
+    else:
+        assert r.returncode == 0, r
+        assert f"WARNING: toolchain step '{CHROMIUM}'" in r.stderr and "will be skipped" in r.stderr, r.stderr
+
+
+def test_chromium_install_that_leaves_no_program_fails_under_ci(repo, stubs):
+    add_apt_get(stubs, "installs-nothing")
+    r = run_chromium(repo, stubs, ci="true")
+    assert r.returncode == 1, r
+    assert f"ERROR: toolchain step '{CHROMIUM}' failed: apt-get installed" in r.stderr, r.stderr
+    assert "left chromium chromedriver off PATH" in r.stderr, r.stderr
 
 
 CI_VALUES = [None, "", "0", "false", "False", "FALSE", "no", "off", "true", "TRUE", "1", "yes", "github"]
@@ -269,18 +404,19 @@ def test_test_sh_warns_and_runs_pytest_without_ci(checkout, stubs):
     r = bash("bash scripts/test.sh tests/x", checkout, stubs, ci=None)
     assert r.returncode == 0, r
     assert r.stdout.strip() == "PYTEST-RAN -m pytest -q -p no:cacheprovider tests/x"
-    assert r.stderr.count("will be skipped") == len(STEPS), r.stderr
+    assert r.stderr.count("will be skipped") == len(ALL_STEPS), r.stderr
 
 
 def test_test_sh_builds_then_runs_pytest_under_ci(checkout, stubs):
     for _, tools, *_rest in STEPS.values():
         for name, creates in tools.items():
             stubs.add(name, creates=creates)
+    add_apt_get(stubs, "installs")
     r = bash("bash scripts/test.sh tests/x", checkout, stubs, ci="true")
     assert r.returncode == 0, r
     assert r.stdout.strip() == "PYTEST-RAN -m pytest -q -p no:cacheprovider tests/x"
     assert [(c[0], Path(c[1]).name) for c in stubs.calls()] == [("npm", "js"), ("mvn", "java"), ("go", "go"),
-                                                                ("mvn", "spark")]
+                                                                ("mvn", "spark"), ("apt-get", "repo")]
 
 
 def test_ci_entry_point_is_ci_even_when_unset(checkout, stubs):
@@ -357,6 +493,7 @@ RESOLVERS = {
     "kafkajs": (jstools.node_with_kafkajs, "node, npm"),
     "java": (javatools.java_classpath, "java, javac, mvn"),
     "spark": (sparktools.connector_jars, "java, mvn"),
+    "chromium": (toolchains.chromium, "chromium, chromedriver"),
 }
 
 
@@ -416,7 +553,7 @@ def test_no_direct_skips_in_toolchain_tests():
     integration = REPO / "tests" / "integration"
     names = ["gotools.py", "jstools.py", "javatools.py", "test_franz_go_group.py", "test_kafkajs.py",
              "test_kafkajs_group.py", "test_java_admin_quotas.py", "test_java_consumer_groups.py",
-             "sparktools.py", "conftest.py", *(p.name for p in integration.glob("test_spark_*.py"))]
+             "sparktools.py", "conftest.py", "test_report_html.py", *(p.name for p in integration.glob("test_spark_*.py"))]
     for name in names:
         text = (integration / name).read_text()
         assert not re.search(r"pytest\.skip\(|mark\.skip", text), f"{name} skips directly, not via tests/toolchains.py"
