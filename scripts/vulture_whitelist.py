@@ -48,3 +48,4 @@ no_ci  # a pytest fixture, requested by name
 # PySpark's SparkContext class attributes, reset by tests/integration/sparktools.py so that the next
 # SparkContext launches a JVM with Spark's Kafka connector on its classpath
 _._jvm
+_.binary_location  # selenium ChromeOptions.binary_location: the browser tests/integration/test_report_html.py drives
