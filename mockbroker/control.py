@@ -416,9 +416,7 @@ class ControlPlane:
                                                "violations_obliged": 0, "violations_not_obliged": 0,
                                                "worst_early_ms": 0, "apis": {}}
             row["throttles"] += 1
-            # a request the client sent before the throttled response reached it (pipelined) is none
-            early = ((e.early_ms or 0) > 0 and not e.pipelined) if e.mode == "observe" else bool(e.held_while_muted)
-            if early:
+            if e.violation:
                 row["violations_obliged" if e.client_should_throttle else "violations_not_obliged"] += 1
                 row["worst_early_ms"] = max(row["worst_early_ms"], e.early_ms or 0)
                 api = f"{ApiKey(e.api_key).name} v{e.api_version}"

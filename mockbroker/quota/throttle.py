@@ -70,6 +70,15 @@ class ThrottleEvent:
     def deadline_ms(self) -> int:
         return self.start_ms + self.throttle_ms
 
+    @property
+    def violation(self) -> bool:
+        """KIP-219: the next request came before the throttle ended -- observe mode: sent early and
+        not pipelined (sent before this response could reach the client); mute mode: already waiting
+        when reading resumed."""
+        if self.mode == "observe":
+            return (self.early_ms or 0) > 0 and not self.pipelined
+        return bool(self.held_while_muted)
+
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["deadline_ms"] = self.deadline_ms
@@ -193,12 +202,11 @@ class ThrottledChannel:
         ev.early_ms = max(ev.deadline_ms - now_ms, 0)
         if ev.mode == "mute":
             ev.held_while_muted = self.waiting_before_deadline
-        # the next request's journal record says what came of the throttle (ControlPlane.violations' rule)
-        early = ev.held_while_muted if ev.mode == "mute" else (ev.early_ms or 0) > 0 and not ev.pipelined
+        # the next request's journal record says what came of the throttle
         self.conn.request_after_throttle = {
             "throttle_ms": ev.throttle_ms, "mode": ev.mode, "client_throttles": ev.client_should_throttle,
             "gap_ms": now_ms - ev.start_ms, "early_ms": ev.early_ms, "pipelined": ev.pipelined,
-            "violation": bool(early)}
+            "violation": ev.violation}
 
 
 def send_response_maybe_throttle(conn: KafkaConnection, frame: bytes | memoryview, throttle_ms: int,

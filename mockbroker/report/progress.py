@@ -38,7 +38,6 @@ class ProgressLine:
         self.stream = stream
         self.tty = bool(getattr(stream, "isatty", lambda: False)())
         self.every_s = every_s if every_s is not None else (0.5 if self.tty else 10.0)
-        self.lines = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="report-progress", daemon=True)
         self._t0 = time.monotonic()
@@ -73,4 +72,3 @@ class ProgressLine:
             else:
                 self.stream.write(line + "\n")
             self.stream.flush()
-            self.lines += 1
