@@ -21,8 +21,18 @@ from . import admin_client
 from .config import BrokerConfig, ConfigError
 
 
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml), without importing the broker."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("mockbroker")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mockbroker", description="A Kafka-compatible mock broker.")
+    p.add_argument("--version", action="version", version=f"mockbroker {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="run the broker")
     s.add_argument("--host", help="bind address (default: from listeners, 127.0.0.1)")

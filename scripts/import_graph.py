@@ -40,7 +40,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("process", ("mockbroker.cluster",)),
     ("control", ("mockbroker.control", "mockbroker.process", "mockbroker.admin.")),
     ("handle", ("mockbroker.runner", "mockbroker.cli", "mockbroker.admin_client", "mockbroker.report.",
-                "mockbroker.__main__", "mockbroker")),
+                "mockbroker.__main__", "mockbroker.pytest_plugin", "mockbroker")),
 ]
 
 

@@ -49,3 +49,6 @@ no_ci  # a pytest fixture, requested by name
 # SparkContext launches a JVM with Spark's Kafka connector on its classpath
 _._jvm
 _.binary_location  # selenium ChromeOptions.binary_location: the browser tests/integration/test_report_html.py drives
+# mockbroker/__init__.py: PEP 562 module attribute hooks, called by the import system and dir()
+_.__getattr__
+_.__dir__
