@@ -1,6 +1,10 @@
 """``mockbroker serve [--host H] [--port P] [--config FILE] [-c key=value ...]`` and
 ``mockbroker admin --url URL ...`` (``admin_client.py``) and ``mockbroker report JOURNAL_PATH... --out DIR
-[--master URL]`` (``report/``, docs/report.md; PySpark is imported only by that subcommand).
+[--master URL]`` (``report/``, docs/report.md; PySpark is imported only by that subcommand) and
+``mockbroker probe [--bootstrap HOST:PORT] [--timeout S]`` (``probe.py``: the container's health check).
+
+Only ``serve`` loads the broker (imported in ``main``), so ``probe``, ``admin`` and ``--version``
+start in a few tens of milliseconds.
 
 Prints exactly one line to stdout when it accepts connections,
 ``mockbroker ready bootstrap=HOST:PORT`` (with `` admin=HOST:PORT`` when
@@ -11,14 +15,15 @@ Logs go to stderr.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import signal
 import sys
+from typing import TYPE_CHECKING
 
-from .process import BrokerProcess
-from . import admin_client
-from .config import BrokerConfig, ConfigError
+from . import admin_client, probe
+
+if TYPE_CHECKING:
+    from .config import BrokerConfig
 
 
 def _version() -> str:
@@ -42,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="set a configuration key (repeatable)")
     s.add_argument("--log-level", default="INFO", help="log level on stderr (default INFO)")
     admin_client.build_parser(sub)
+    probe.build_parser(sub)
     r = sub.add_parser("report", help="throttle-conformance report over request journals (docs/report.md)")
     r.add_argument("paths", nargs="+", metavar="JOURNAL_PATH",
                    help="journal files, directories, globs or Hadoop URIs")
@@ -53,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 async def _serve(cfg: BrokerConfig, host: str | None, port: int | None) -> int:
+    import asyncio
+
+    from .process import BrokerProcess
     process = BrokerProcess(cfg, host=host, port=port)
     await process.start()
     stop = asyncio.Event()
@@ -74,6 +83,11 @@ def main(argv: list[str] | None = None) -> int:
         return report.run(args)
     if args.command == "admin":
         return admin_client.run(args)
+    if args.command == "probe":
+        return probe.run(args)
+    import asyncio  # serve only, with the broker's modules
+
+    from .config import BrokerConfig, ConfigError
     logging.basicConfig(
         level=getattr(logging, str(args.log_level).upper(), logging.INFO),
         stream=sys.stderr,

@@ -39,7 +39,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("node", ("mockbroker.broker",)),
     ("process", ("mockbroker.cluster",)),
     ("control", ("mockbroker.control", "mockbroker.process", "mockbroker.admin.")),
-    ("handle", ("mockbroker.runner", "mockbroker.cli", "mockbroker.admin_client", "mockbroker.report.",
+    ("handle", ("mockbroker.runner", "mockbroker.cli", "mockbroker.admin_client", "mockbroker.probe", "mockbroker.report.",
                 "mockbroker.__main__", "mockbroker.pytest_plugin", "mockbroker")),
 ]
 

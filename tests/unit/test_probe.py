@@ -1,0 +1,161 @@
+"""``mockbroker probe``: an ApiVersions round trip against a MockBroker exits 0; a closed port, a listener
+that never answers and an error answer exit 1 with one line on stderr; its hand-made request and response
+parsing agree with protocol.codec; running it loads neither kio nor the broker."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from mockbroker import MockBroker
+from mockbroker import probe
+from protocol.codec import build_request, build_response, decode_response, encode_request, encode_response
+from protocol.registry import any_spec
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def args(bootstrap: str, timeout: float = 5.0) -> argparse.Namespace:
+    return argparse.Namespace(bootstrap=bootstrap, timeout=timeout)
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def one_line(err: str) -> str:
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+@pytest.mark.parametrize("kafka_version", ["4.2", "1.1"])
+def test_broker_answers(kafka_version, capsys):
+    with MockBroker(config={"mock.kafka.version": kafka_version}) as b:
+        assert probe.run(args(b.bootstrap_servers)) == 0
+        assert probe.probe(b.bootstrap_servers, 5.0) > 10  # the APIs it listed
+    assert capsys.readouterr().err == ""
+
+
+def test_closed_port(capsys):
+    port = closed_port()
+    assert probe.run(args(f"127.0.0.1:{port}")) == 1
+    line = one_line(capsys.readouterr().err)
+    assert line.startswith(f"mockbroker probe: 127.0.0.1:{port}: ") and "refused" in line.lower(), line
+
+
+@pytest.fixture
+def silent_listener():
+    """A listener that accepts connections and reads, but never answers (a wedged broker)."""
+    srv = socket.create_server(("127.0.0.1", 0))
+    conns: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        srv.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conns.append(srv.accept()[0])
+            except OSError:
+                continue
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    yield f"127.0.0.1:{srv.getsockname()[1]}"
+    stop.set()
+    t.join(5)
+    for c in conns:
+        c.close()
+    srv.close()
+
+
+def test_listener_that_never_answers(silent_listener, capsys):
+    assert probe.run(args(silent_listener, timeout=0.5)) == 1
+    assert one_line(capsys.readouterr().err) == f"mockbroker probe: {silent_listener}: no ApiVersions answer within 0.5 s"
+
+
+def test_peer_that_closes(capsys):
+    srv = socket.create_server(("127.0.0.1", 0))
+    port = srv.getsockname()[1]
+    t = threading.Thread(target=lambda: srv.accept()[0].close(), daemon=True)
+    t.start()
+    try:
+        assert probe.run(args(f"127.0.0.1:{port}")) == 1
+    finally:
+        t.join(5)
+        srv.close()
+    assert "closed the connection" in one_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("bootstrap", ["localhost", "host:", ":9092", "h:99999"])
+def test_bad_bootstrap(bootstrap, capsys):
+    assert probe.run(args(bootstrap)) == 1
+    assert "is not HOST:PORT" in one_line(capsys.readouterr().err)
+
+
+def test_request_is_the_codecs_apiversions_v0():
+    spec = any_spec(probe.API_VERSIONS)
+    want = encode_request(18, 0, probe.CORRELATION_ID, probe.CLIENT_ID, build_request(18, 0, {}), spec)
+    assert probe.request_bytes() == want
+
+
+@pytest.mark.parametrize("error_code", [0, 35])
+def test_response_parsed_as_the_codec_encodes_it(error_code):
+    spec = any_spec(18)
+    keys = [{"api_key": k, "min_version": 0, "max_version": 3} for k in (0, 1, 3)]
+    body = build_response(18, 0, {"error_code": error_code, "api_keys": keys})
+    frame = bytes(encode_response(spec, 0, probe.CORRELATION_ID, body))
+    payload = frame[4:]
+    assert decode_response(18, 0, 0, payload)[0] == probe.CORRELATION_ID
+    assert probe.parse_response(payload) == (error_code, 3)
+    with pytest.raises(probe.ProbeError, match="correlation id"):
+        probe.parse_response(payload, correlation_id=1)
+
+
+def test_error_answer_exits_1(capsys):
+    """A broker that answers ApiVersions with an error (here UNSUPPORTED_VERSION) is not healthy."""
+    srv = socket.create_server(("127.0.0.1", 0))
+    port = srv.getsockname()[1]
+    body = build_response(18, 0, {"error_code": 35, "api_keys": []})
+    frame = bytes(encode_response(any_spec(18), 0, probe.CORRELATION_ID, body))
+
+    def answer() -> None:
+        c = srv.accept()[0]
+        with c:
+            c.recv(1024)
+            c.sendall(frame)
+
+    t = threading.Thread(target=answer, daemon=True)
+    t.start()
+    try:
+        assert probe.run(args(f"127.0.0.1:{port}")) == 1
+    finally:
+        t.join(5)
+        srv.close()
+    assert one_line(capsys.readouterr().err) == f"mockbroker probe: 127.0.0.1:{port}: ApiVersions answered error_code 35"
+
+
+def test_command_line_imports_little():
+    """``mockbroker probe`` as the HEALTHCHECK runs it: exit codes, and no kio, asyncio or broker module loaded."""
+    code = ("import sys; from mockbroker.cli import main; rc = main(sys.argv[1:]); "
+            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('kio', 'protocol', 'asyncio') "
+            "or m in ('mockbroker.process', 'mockbroker.config', 'mockbroker.broker')); "
+            "print(heavy); sys.exit(rc)")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    with MockBroker() as b:
+        r = subprocess.run([sys.executable, "-c", code, "probe", "--bootstrap", b.bootstrap_servers, "--timeout", "5"],
+                           capture_output=True, text=True, timeout=30, env=env)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "[]\n", ""), r
+    r = subprocess.run([sys.executable, "-m", "mockbroker", "probe", "--bootstrap", f"127.0.0.1:{closed_port()}"],
+                       capture_output=True, text=True, timeout=30, env=env)
+    assert r.returncode == 1 and r.stdout == "", r
+    assert one_line(r.stderr).startswith("mockbroker probe: 127.0.0.1:")
