@@ -61,7 +61,27 @@ PROBE_CORR = 0x7FFF0000      # correlation id of the pipelined ApiVersions reque
 WAIT_S = 0.3                 # an exchange neither answered nor closed by then is parked in a purgatory
 CFG = {"queued.max.request.bytes": 4 << 20, "socket.request.max.bytes": 1 << 20, "num.partitions": 1}
 
-# Produce's records field: nothing, random bytes, or a real batch
+
+def register_kio_strategies() -> None:
+    """A strategy for each of kio's phantom types (i32, TopicName, ...), from the type's own hook.
+
+    kio calls those hooks itself only when hypothesis was imported before kio; protocol/ hides
+    hypothesis from kio otherwise (it cost the broker ~0.85 s of start-up), so register them
+    here, whichever was imported first.
+    """
+    import kio.schema.types  # noqa: F401 - the phantom types kio's schemas add (TopicName, BrokerId, ...)
+    from kio.static._phantom import Phantom
+
+    todo = list(Phantom.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        cls.__hypothesis_hook__()
+
+
+register_kio_strategies()
+
+# Produce's records field: nothing, random bytes, or a real batch (after the hooks: Records' is a no-op)
 st.register_type_strategy(kio_primitive.Records, st.one_of(
     st.binary(max_size=64),
     st.builds(lambda v, n: kio_primitive.Records(build_batch([(b"k", v, [])] * n, base_timestamp=1)),
