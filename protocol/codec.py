@@ -51,7 +51,7 @@ from kio.static.constants import EntityType
 
 from .bounds import check_request_bounds
 from .errors import InvalidRequest
-from .registry import ApiSpec, _payload_class, schema_versions
+from .registry import ApiSpec, schema_versions
 
 _HEADER_PREFIX = struct.Struct(">hhi")
 _I32 = struct.Struct(">i")
@@ -104,6 +104,19 @@ def parse_request_header(payload: bytes | memoryview, header_version: int) -> Re
     )
 
 
+def _payload_class(module: object, suffix: str) -> type:
+    for name, obj in vars(module).items():
+        if (
+            name.endswith(suffix)
+            and isinstance(obj, type)
+            and getattr(obj, "__type__", None) in (EntityType.request, EntityType.response)
+        ):
+            return obj
+    raise LookupError(f"no {suffix} class in {module!r}")
+
+
+# A message's kio module is imported when its (api key, version) is first used, then cached:
+# a broker that only ever sees Metadata and ApiVersions loads those modules and no others.
 @cache
 def request_class(api_key: int, version: int) -> type:
     return _payload_class(load_payload_module(api_key, version, EntityType.request), "Request")

@@ -4,7 +4,10 @@ One table that every later piece reads (quotas, muting, ApiVersions) instead of
 special-casing APIs:
 
 * ``flexible_from`` and ``throttle_field_from`` are *derived* from the kio
-  schemas (generated from Kafka's JSON), so they cannot drift from the wire.
+  schemas (generated from Kafka's JSON), so they cannot drift from the wire:
+  ``scripts/gen_schema_table.py`` reads them from kio into ``schema_table.py``
+  (importing every schema module at start-up cost about a second), and
+  ``tests/unit/test_schema_table.py`` checks that table against the installed kio.
 * ``client_throttle_from`` is the first response version at which a client
   backs off by itself on ``throttle_time_ms`` (KIP-219).  It is the
   ``shouldClientThrottle(version)`` of each Kafka ``*Response.java`` (3.9,
@@ -39,11 +42,11 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from functools import cache
 
-from kio.index import load_payload_module
-from kio.schema.index import api_key_map, schema_name_map
-from kio.static.constants import EntityType
+from .schema_table import SCHEMAS
+
+# kio's name of each API key ("metadata", "offset_fetch", ...), as kio.schema.index has it.
+api_key_map: dict[int, str] = {key: row[0] for key, row in SCHEMAS.items()}
 
 # Kafka's API keys, named as in ApiKeys.java (generated from kio's index).
 ApiKey = enum.IntEnum(  # type: ignore[misc]
@@ -203,34 +206,14 @@ class ApiSpec:
 
 def schema_versions(key: int) -> list[int]:
     """Versions kio has schemas for (both request and response)."""
-    name = api_key_map.get(key)
-    if name is None:
-        return []
-    return sorted(schema_name_map[name])
+    row = SCHEMAS.get(key)
+    return list(row[1]) if row is not None else []
 
 
-@cache
 def _derived(key: int) -> tuple[int | None, int | None]:
-    flexible_from = throttle_from = None
-    for v in schema_versions(key):
-        resp = load_payload_module(key, v, EntityType.response)
-        cls = _payload_class(resp, "Response")
-        if flexible_from is None and cls.__flexible__:
-            flexible_from = v
-        if throttle_from is None and "throttle_time" in cls.__dataclass_fields__:
-            throttle_from = v
+    """(flexible_from, throttle_field_from) of ``key``, from the generated table."""
+    _name, _versions, flexible_from, throttle_from = SCHEMAS[key]
     return flexible_from, throttle_from
-
-
-def _payload_class(module: object, suffix: str) -> type:
-    for name, obj in vars(module).items():
-        if (
-            name.endswith(suffix)
-            and isinstance(obj, type)
-            and getattr(obj, "__type__", None) in (EntityType.request, EntityType.response)
-        ):
-            return obj
-    raise LookupError(f"no {suffix} class in {module!r}")
 
 
 def served_range(
