@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-
-import crc32c
+from functools import cache
+from typing import Any
 
 from .compression import decompress
 from .errors import CorruptRecordBatch, ErrorCode
@@ -140,7 +140,16 @@ def split_batches(buf: bytes | memoryview) -> list[memoryview]:
 
 
 def compute_crc(batch: bytes | bytearray | memoryview) -> int:
-    return crc32c.crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:])
+    return _crc32c()(memoryview(batch)[ATTRIBUTES_OFFSET:])
+
+
+@cache
+def _crc32c() -> Any:
+    # Imported on the first batch, not at start-up: crc32c's __init__ reads its own version
+    # through importlib.metadata and imports argparse for its CLI (~20-35 ms).
+    from crc32c import crc32c
+
+    return crc32c
 
 
 def validate_batch(batch: memoryview, max_message_bytes: int) -> BatchHeader:

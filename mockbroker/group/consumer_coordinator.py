@@ -40,8 +40,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-import re2
-
 from protocol.codec import timedelta_ms
 from protocol.errors import ErrorCode
 
@@ -191,6 +189,8 @@ class ConsumerGroupCoordinator:
             raise invalid(f"MemberEpoch is invalid: {epoch}")
         regex = getattr(req, "subscribed_topic_regex", None)
         if regex is not None:
+            import re2  # loaded by topic_regex anyway; not at start-up
+
             try:
                 topic_regex(regex)
             except re2.error as e:
