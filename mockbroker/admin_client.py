@@ -23,9 +23,7 @@ import argparse
 import json
 import sys
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
@@ -49,21 +47,26 @@ class AdminClient:
         self.timeout = timeout
 
     def request(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None) -> Any:
+        # Imported here, not at the top: cli.py imports this module for its parser, so urllib.request
+        # (http.client, email: ~30 ms) would otherwise be in every ``mockbroker serve`` start.
+        from urllib.error import HTTPError, URLError
+        from urllib.request import Request, urlopen
+
         q = {k: v for k, v in (query or {}).items() if v is not None}
         url = self.url + path + ("?" + urllib.parse.urlencode(q) if q else "")
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+        req = Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as r:
+            with urlopen(req, timeout=self.timeout) as r:
                 raw = r.read()
-        except urllib.error.HTTPError as e:
+        except HTTPError as e:
             raw = e.read()
             try:
                 payload = json.loads(raw)
             except ValueError:
                 payload = raw.decode(errors="replace")
             raise ApiError(e.code, payload) from None
-        except (urllib.error.URLError, OSError) as e:
+        except (URLError, OSError) as e:
             raise Unreachable(f"no answer from {self.url}: {getattr(e, 'reason', e)}") from None
         return json.loads(raw) if raw else None
 
