@@ -325,6 +325,12 @@ class RealKafka:
         self.stderr = None
 
     def start(self) -> None:
+        self.format()
+        self.spawn()
+        self._wait_ready()
+
+    def format(self) -> None:
+        """Write server.properties and format the storage (a JVM of its own)."""
         props = self.dir / "server.properties"
         props.write_text("\n".join([
             "process.roles=broker,controller",
@@ -348,10 +354,14 @@ class RealKafka:
             "",
         ]))
         java_tool(self.cp, "kafka.tools.StorageTool", "format", "-t", cluster_id(), "-c", str(props))
+
+    def spawn(self, jvm_opts: list[str] = JVM_OPTS, stdout: int | None = None) -> None:
+        """Start the broker's JVM on the formatted storage (stdout to the log file unless given)."""
         self.stderr = open(self.dir / "kafka.stderr.log", "wb")
-        self.proc = subprocess.Popen(["java", *JVM_OPTS, "-cp", self.cp, "kafka.Kafka", str(props)],
-                                     stdout=self.stderr, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        self._wait_ready()
+        self.proc = subprocess.Popen(["java", *jvm_opts, "-cp", self.cp, "kafka.Kafka", str(self.dir / "server.properties")],
+                                     stdout=self.stderr if stdout is None else stdout,
+                                     stderr=self.stderr if stdout is not None else subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL)
 
     def log_tail(self) -> str:
         try:
