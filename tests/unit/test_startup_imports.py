@@ -1,0 +1,94 @@
+"""What a broker loads to start: behaviour, not timing (bench/startup.py measures the time).
+
+In a fresh interpreter, ``import mockbroker.cli`` and a started ``MockBroker`` that answered one
+Metadata v12 request have not imported hypothesis (kio would import it for its phantom types:
+protocol/__init__.py hides it), PySpark (the report subcommand only), aiohttp or prometheus_client
+(the admin listener only), re2 (the first KIP-848 regex only), and no kio message module but the
+Metadata v12 request and response (protocol/codec.py loads a message's module on first use;
+protocol/schema_table.py spares the registry the rest).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from protocol.codec import build_request, encode_request
+from protocol.registry import ApiKey, any_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+UNWANTED = ("hypothesis", "pyspark", "aiohttp", "prometheus_client", "re2")
+METADATA_V12 = encode_request(
+    ApiKey.METADATA, 12, 1, "imports",
+    build_request(ApiKey.METADATA, 12, {
+        "topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False,
+    }),
+    any_spec(ApiKey.METADATA),
+)
+
+REPORT = """
+import json, sys
+mods = sorted(sys.modules)
+print(json.dumps({
+    "unwanted": sorted({m.split(".")[0] for m in mods} & set(sys.argv[1].split(","))),
+    "messages": [m for m in mods if m.startswith("kio.schema.") and m.rsplit(".", 1)[-1] in ("request", "response")],
+}))
+"""
+
+START_AND_ASK = """
+import socket, struct, sys
+from mockbroker import MockBroker
+with MockBroker(config=CONFIG) as b:
+    host, _, port = b.bootstrap_servers.split(",")[0].rpartition(":")
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(bytes.fromhex(REQUEST))
+        buf = b""
+        while len(buf) < 4 or len(buf) < 4 + struct.unpack(">i", buf[:4])[0]:
+            chunk = s.recv(65536)
+            assert chunk, "broker closed the connection"
+            buf += chunk
+"""
+
+
+def loaded(code: str, strict: bool = False) -> dict[str, list[str]]:
+    """Run ``code`` in a fresh interpreter; what it had loaded then (see REPORT)."""
+    env = dict(os.environ)
+    env.pop("PROTOCOL_STRICT_KEYS", None)  # conftest sets it; a broker process does not have it
+    if strict:
+        env["PROTOCOL_STRICT_KEYS"] = "1"
+    r = subprocess.run([sys.executable, "-c", code + REPORT, ",".join(UNWANTED)], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.splitlines()[-1])
+
+
+def broker_code(config: dict[str, str]) -> str:
+    return f"CONFIG = {config!r}\nREQUEST = {METADATA_V12.hex()!r}\n" + START_AND_ASK
+
+
+def test_cli_import_loads_no_broker_extras():
+    assert loaded("import mockbroker.cli") == {"unwanted": [], "messages": []}
+
+
+def test_a_broker_that_answered_metadata_loaded_only_what_it_used():
+    assert loaded(broker_code({})) == {
+        "unwanted": [],
+        "messages": ["kio.schema.metadata.v12.request", "kio.schema.metadata.v12.response"],
+    }
+
+
+def test_strict_keys_load_the_versions_of_the_used_api_only():
+    """PROTOCOL_STRICT_KEYS (the test suite's mode) reads every version of a message it builds, and
+    no other message."""
+    messages = loaded(broker_code({}), strict=True)["messages"]
+    assert messages and {m.split(".")[2] for m in messages} == {"metadata"}
+
+
+def test_the_admin_listener_loads_the_http_stack():
+    """The check can fail: what is imported is reported (the admin listener brings aiohttp)."""
+    unwanted = loaded(broker_code({"mock.admin.listener": "127.0.0.1:0"}))["unwanted"]
+    assert "aiohttp" in unwanted and "hypothesis" not in unwanted
+    assert loaded("import hypothesis.strategies")["unwanted"] == ["hypothesis"]
