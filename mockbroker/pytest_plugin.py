@@ -1,5 +1,375 @@
 """The mockbroker pytest plugin (entry point ``pytest11``): on as soon as mockbroker is installed.
 
+Fixtures (docs/pytest.md):
+
+* ``mockbroker``: a fresh broker for the test (system clock), stopped after it;
+* ``mockbroker_manual``: the same with a ``ManualClock``: time moves only with ``advance(ms)``;
+* ``mockbroker_factory``: ``factory(config=None, *, brokers=None, manual_clock=False, **kw)`` starts
+  any number of brokers, all stopped after the test;
+* ``mockbroker_session``: one broker for the whole session (per xdist worker).
+
+Each yields a started ``MockBroker`` (all of its methods: ``set_quota``, ``inject``, ``release``,
+``throttle_events``, ``journal``, ``advance`` ...) with the few helpers of ``BrokerHelpers``.
+``@pytest.mark.mockbroker(config={...}, brokers=3)`` configures the per-test ones; ``--mockbroker-config
+KEY=VALUE`` (or the ``mockbroker_config`` ini lines) gives every broker's defaults.  When a test fails,
+its report gets, per broker it used, the broker's log lines and its last requests (from the journal)
+during that test.
+
 Imports nothing of the broker at load time: pytest loads this module in every test process of an
-environment where mockbroker is installed, before any conftest runs.
+environment where mockbroker is installed, before any conftest runs (this project's sets
+``PROTOCOL_STRICT_KEYS`` before protocol.codec is imported).
 """
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pytest
+
+if TYPE_CHECKING:
+    from .runner import MockBroker
+
+T = TypeVar("T")
+
+MARKER = "mockbroker"
+_MARKER_KEYS = ("config", "brokers")
+_LOGGER = "mockbroker"
+
+
+# -- what the fixtures yield -----------------------------------------------------------------------
+class BrokerHelpers:
+    """Mixed into the ``MockBroker`` the fixtures yield: bounded waits and the current test's requests.
+    Everything else is ``MockBroker``'s own (mockbroker/runner.py)."""
+
+    def wait_for(self, predicate: Callable[[], T], timeout: float = 10.0, interval: float = 0.01,
+                 message: str = "condition") -> T:
+        """Poll ``predicate()`` until it returns something true and return that; AssertionError
+        after ``timeout`` seconds (wall time: the broker's clock may be a ManualClock)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = predicate()
+            if value:
+                return value
+            if time.monotonic() >= deadline:
+                raise AssertionError(f"mockbroker: {message} not reached within {timeout} s")
+            time.sleep(interval)
+
+    def wait_for_throttle_events(self, count: int = 1, client_id: str | None = None,
+                                 timeout: float = 10.0) -> list[dict[str, Any]]:
+        """Wait until at least ``count`` throttled responses (of ``client_id``, or any) were sent;
+        return them all (``MockBroker.throttle_events``)."""
+        events: list[dict[str, Any]] = []
+
+        def enough() -> bool:
+            events[:] = self.throttle_events(client_id)  # type: ignore[attr-defined]
+            return len(events) >= count
+
+        try:
+            self.wait_for(enough, timeout)
+        except AssertionError:
+            raise AssertionError(f"mockbroker: {count} throttle event(s) of client_id={client_id!r} not seen "
+                                 f"within {timeout} s (saw {len(events)})") from None
+        return events
+
+    def journal_of_test(self, api: int | str | None = None, client_id: str | None = None,
+                     limit: int | None = None) -> list[dict[str, Any]]:
+        """The journal records (``MockBroker.journal``) of requests completed since the current test
+        started (for a session broker: this test's requests only), oldest first."""
+        since = getattr(self, "_mockbroker_test_seq", 0)
+        records = [r for r in self.journal(api, client_id) if r["seq"] > since]  # type: ignore[attr-defined]
+        return records if limit is None else records[-limit:]
+
+
+_BROKER_CLASS: list[type] = []
+
+
+def _broker_class() -> type[MockBroker]:
+    """``MockBroker`` with ``BrokerHelpers``, made on first use (importing the broker here)."""
+    if not _BROKER_CLASS:
+        from .runner import MockBroker
+
+        _BROKER_CLASS.append(type("MockBroker", (BrokerHelpers, MockBroker), {"__module__": __name__}))
+    return _BROKER_CLASS[0]
+
+
+# -- options and marker ----------------------------------------------------------------------------
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mockbroker", "mockbroker (Kafka-compatible mock broker) fixtures")
+    group.addoption("--mockbroker-config", action="append", default=[], metavar="KEY=VALUE",
+                    help="broker configuration for every mockbroker fixture (repeatable; the marker "
+                         "and factory arguments override it)")
+    group.addoption("--mockbroker-report-requests", type=int, default=None, metavar="N",
+                    help="requests of a failing test listed in its report, per broker (default 20; 0: none)")
+    parser.addini("mockbroker_config", "broker configuration lines KEY=VALUE for every mockbroker fixture",
+                  type="linelist", default=[])
+    parser.addini("mockbroker_report_requests", "requests of a failing test listed in its report, per broker",
+                  default="20")
+    parser.addini("mockbroker_log_level", "level of the mockbroker log lines captured for failure reports",
+                  default="INFO")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "mockbroker(config=None, brokers=None): configuration of the mockbroker, mockbroker_manual and "
+        "mockbroker_factory fixtures for this test (brokers sets mock.num.brokers)")
+    config.stash[_STATE] = _State(config)
+
+
+def _parse_pairs(lines: list[str], origin: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in lines:
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip():
+            raise pytest.UsageError(f"{origin}: expected KEY=VALUE, got {line!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _marker_config(node: pytest.Item | None) -> dict[str, Any]:
+    """The marker's configuration, the closest marker winning key by key."""
+    config: dict[str, Any] = {}
+    if node is None:
+        return config
+    for mark in reversed(list(node.iter_markers(MARKER))):
+        if mark.args:
+            raise pytest.UsageError(f"{node.nodeid}: @pytest.mark.{MARKER} takes keywords only: {_MARKER_KEYS}")
+        unknown = set(mark.kwargs) - set(_MARKER_KEYS)
+        if unknown:
+            raise pytest.UsageError(f"{node.nodeid}: @pytest.mark.{MARKER}: unknown keywords {sorted(unknown)}; "
+                                    f"known: {_MARKER_KEYS}")
+        config.update(mark.kwargs.get("config") or {})
+        if mark.kwargs.get("brokers") is not None:
+            config["mock.num.brokers"] = mark.kwargs["brokers"]
+    return config
+
+
+# -- per-session and per-test state ------------------------------------------------------------------
+class _Tracked:
+    """A broker the plugin started and has not stopped yet."""
+
+    def __init__(self, broker: MockBroker, label: str) -> None:
+        self.broker = broker
+        self.label = label
+        self.thread: int | None = broker.call(lambda _c: threading.get_ident())
+
+    def last_seq(self) -> int:
+        last = self.broker.journal(limit=1)
+        return int(last[-1]["seq"]) if last else 0
+
+
+class _LogCapture(logging.Handler):
+    """Records of the ``mockbroker`` logger during one test (any thread)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.NOTSET)
+        self.records: list[logging.LogRecord] = []
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+class _TestCapture:
+    """One test: its log handler and, per broker it may use, the journal position it started at."""
+
+    def __init__(self, level: int) -> None:
+        self.handler = _LogCapture()
+        self.start_seq: dict[int, int] = {}  # id(_Tracked) -> seq before the test
+        self.logger = logging.getLogger(_LOGGER)
+        self.saved_level = self.logger.level
+        effective = self.logger.getEffectiveLevel()
+        if effective > level:
+            self.logger.setLevel(level)
+        self.logger.addHandler(self.handler)
+
+    def close(self) -> None:
+        self.logger.removeHandler(self.handler)
+        self.logger.setLevel(self.saved_level)
+
+
+class _State:
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.live: list[_Tracked] = []
+        self.current: _TestCapture | None = None
+        self.counter = 0
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        out = _parse_pairs(self.config.getini("mockbroker_config"), "ini mockbroker_config")
+        out.update(_parse_pairs(self.config.getoption("mockbroker_config") or [], "--mockbroker-config"))
+        return out
+
+    @property
+    def report_requests(self) -> int:
+        n = self.config.getoption("mockbroker_report_requests")
+        return int(self.config.getini("mockbroker_report_requests")) if n is None else n
+
+    @property
+    def log_level(self) -> int:
+        name = str(self.config.getini("mockbroker_log_level")).upper()
+        level = logging.getLevelName(name)
+        if not isinstance(level, int):
+            raise pytest.UsageError(f"mockbroker_log_level: unknown level {name!r}")
+        return level
+
+    def start(self, config: Mapping[str, Any], kind: str, manual_clock: bool = False, **kw: Any) -> MockBroker:
+        cls = _broker_class()
+        clock = kw.pop("clock", None)
+        if manual_clock and clock is None:
+            from .clock import ManualClock
+
+            clock = ManualClock()
+        broker = cls(config=dict(config), clock=clock, **kw).start()
+        self.counter += 1
+        tracked = _Tracked(broker, f"{kind} #{self.counter} {broker.bootstrap_servers}")
+        self.live.append(tracked)
+        broker._mockbroker_test_seq = 0  # type: ignore[attr-defined]  # started within this test
+        if self.current is not None:
+            self.current.start_seq[id(tracked)] = 0
+        return broker
+
+    def stop(self, broker: MockBroker) -> None:
+        self.live = [t for t in self.live if t.broker is not broker]
+        broker.stop()
+
+    def begin_test(self) -> None:
+        capture = _TestCapture(self.log_level)
+        for tracked in self.live:
+            try:
+                seq = tracked.last_seq()
+            except Exception:  # noqa: BLE001 - stopped by the test itself: nothing to report
+                continue
+            capture.start_seq[id(tracked)] = seq
+            tracked.broker._mockbroker_test_seq = seq  # type: ignore[attr-defined]
+        self.current = capture
+
+    def end_test(self) -> None:
+        if self.current is not None:
+            self.current.close()
+            self.current = None
+
+    def sections(self) -> list[tuple[str, str]]:
+        """The current test's report sections: per broker its log lines, then its last requests."""
+        capture = self.current
+        if capture is None:
+            return []
+        out: list[tuple[str, str]] = []
+        records = list(capture.handler.records)
+        threads = {t.thread for t in self.live}
+        for tracked in self.live:
+            if id(tracked) not in capture.start_seq:
+                continue
+            mine = [r for r in records if r.thread == tracked.thread]
+            if mine:
+                out.append((f"mockbroker log: {tracked.label}",
+                            "\n".join(capture.handler.format(r) for r in mine)))
+            section = self._requests(tracked, capture.start_seq[id(tracked)])
+            if section is not None:
+                out.append(section)
+        others = [r for r in records if r.thread not in threads]
+        if others and out:  # the brokers' other threads (the on-disk journal's writer), not other MockBrokers
+            out.append(("mockbroker log: other threads", "\n".join(capture.handler.format(r) for r in others)))
+        return out
+
+    def _requests(self, tracked: _Tracked, since_seq: int) -> tuple[str, str] | None:
+        limit = self.report_requests
+        if limit <= 0:
+            return None
+        try:
+            recent = tracked.broker.journal(limit=limit)
+            newest = tracked.last_seq()
+        except Exception:  # noqa: BLE001 - the broker was stopped by the test
+            return None
+        rows = [r for r in recent if r["seq"] > since_seq]
+        if not rows:
+            return None
+        total = newest - since_seq
+        lines = [_format_request(r, rows[0]["received_clock_ns"]) for r in rows]
+        head = ("seq     +ms      broker conn client_id            request                corr outcome     error "
+                "throttle partitions")
+        return (f"mockbroker requests: {tracked.label} (last {len(rows)} of {total} in this test)",
+                "\n".join([head, *lines]))
+
+
+def _format_request(r: Mapping[str, Any], t0_ns: int) -> str:
+    parts = [(p["topic"] if p["partition"] < 0 else f"{p['topic']}-{p['partition']}")
+             + (f" error {p['error_code']}" if p.get("error_code") else "") for p in r.get("partitions") or []]
+    shown = ",".join(parts[:4]) + (f",+{len(parts) - 4}" if len(parts) > 4 else "")
+    error = "" if r.get("error_code") in (None, 0) else str(r["error_code"])
+    throttle = f"{r['throttle_time_ms']}ms" if r.get("throttle_time_ms") else ""
+    return (f"{r['seq']:<7} {(r['received_clock_ns'] - t0_ns) / 1e6:<8.1f} {r['broker']:<6} {r['connection']:<4} "
+            f"{str(r['client_id'])[:20]:<20} {r['api'] + ' v' + str(r['api_version']):<22} {r['correlation_id']:<4} "
+            f"{r['outcome']:<11} {error:<5} {throttle:<8} {shown}")
+
+
+_STATE = pytest.StashKey[_State]()
+
+
+# -- hooks ---------------------------------------------------------------------------------------------
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    state = item.config.stash[_STATE]
+    state.begin_test()
+    try:
+        return (yield)
+    finally:
+        state.end_test()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item) -> Iterator[pytest.TestReport]:
+    report = yield
+    if report.failed:
+        report.sections.extend(item.config.stash[_STATE].sections())
+    return report
+
+
+# -- fixtures ------------------------------------------------------------------------------------------
+@pytest.fixture
+def mockbroker_factory(request: pytest.FixtureRequest) -> Iterator[Callable[..., MockBroker]]:
+    """``factory(config=None, *, brokers=None, manual_clock=False, **MockBroker_kwargs)``: a started
+    broker; configuration from the command line/ini, then the test's marker, then ``config``."""
+    state = request.config.stash[_STATE]
+    base = {**state.defaults, **_marker_config(request.node)}
+    started: list[MockBroker] = []
+
+    def factory(config: Mapping[str, Any] | None = None, *, brokers: int | None = None,
+                manual_clock: bool = False, **kw: Any) -> MockBroker:
+        merged = {**base, **(config or {})}
+        if brokers is not None:
+            merged["mock.num.brokers"] = brokers
+        broker = state.start(merged, "factory", manual_clock, **kw)
+        started.append(broker)
+        return broker
+
+    yield factory
+    for broker in reversed(started):
+        state.stop(broker)
+
+
+@pytest.fixture
+def mockbroker(mockbroker_factory: Callable[..., MockBroker]) -> MockBroker:
+    """A fresh broker for this test (system clock), configured by the marker; stopped after the test."""
+    return mockbroker_factory()
+
+
+@pytest.fixture
+def mockbroker_manual(mockbroker_factory: Callable[..., MockBroker]) -> MockBroker:
+    """A fresh broker on a ``ManualClock``: time moves only with ``mockbroker_manual.advance(ms)``."""
+    return mockbroker_factory(manual_clock=True)
+
+
+@pytest.fixture(scope="session")
+def mockbroker_session(request: pytest.FixtureRequest) -> Iterator[MockBroker]:
+    """One broker for the session (in each xdist worker): command-line/ini configuration only.
+    Tests share its topics, groups, quotas and fault rules; ``journal_of_test()`` is this test's part."""
+    state = request.config.stash[_STATE]
+    broker = state.start(state.defaults, "session")
+    yield broker
+    state.stop(broker)

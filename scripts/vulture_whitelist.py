@@ -52,3 +52,10 @@ _.binary_location  # selenium ChromeOptions.binary_location: the browser tests/i
 # mockbroker/__init__.py: PEP 562 module attribute hooks, called by the import system and dir()
 _.__getattr__
 _.__dir__
+
+# mockbroker/pytest_plugin.py: hooks pytest calls by name, fixtures tests request by name, and the
+# helpers of the brokers they yield (used by generated test files in tests/unit/test_pytest_plugin.py
+# and docs/pytest.md, which vulture does not read)
+pytest_addoption, pytest_configure, pytest_runtest_protocol, pytest_runtest_makereport
+mockbroker, mockbroker_manual, mockbroker_session
+_.wait_for_throttle_events, _.journal_of_test
