@@ -38,6 +38,7 @@ T = TypeVar("T")
 MARKER = "mockbroker"
 _MARKER_KEYS = ("config", "brokers")
 _LOGGER = "mockbroker"
+FIXTURES = frozenset({"mockbroker", "mockbroker_manual", "mockbroker_factory", "mockbroker_session"})
 
 
 # -- what the fixtures yield -----------------------------------------------------------------------
@@ -197,6 +198,7 @@ class _State:
         self.config = config
         self.live: list[_Tracked] = []
         self.current: _TestCapture | None = None
+        self.in_test = False
         self.counter = 0
 
     @property
@@ -219,6 +221,8 @@ class _State:
         return level
 
     def start(self, config: Mapping[str, Any], kind: str, manual_clock: bool = False, **kw: Any) -> MockBroker:
+        if self.current is None and self.in_test:  # a fixture asked for by getfixturevalue
+            self.current = _TestCapture(self.log_level)
         cls = _broker_class()
         clock = kw.pop("clock", None)
         if manual_clock and clock is None:
@@ -238,7 +242,12 @@ class _State:
         self.live = [t for t in self.live if t.broker is not broker]
         broker.stop()
 
-    def begin_test(self) -> None:
+    def begin_test(self, item: pytest.Item) -> None:
+        """Capture the test's log lines and journal positions, when it uses a fixture of ours (tests
+        that do not keep the ``mockbroker`` logger as it is)."""
+        self.in_test = True
+        if not FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            return
         capture = _TestCapture(self.log_level)
         for tracked in self.live:
             try:
@@ -250,6 +259,7 @@ class _State:
         self.current = capture
 
     def end_test(self) -> None:
+        self.in_test = False
         if self.current is not None:
             self.current.close()
             self.current = None
@@ -315,7 +325,7 @@ _STATE = pytest.StashKey[_State]()
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     state = item.config.stash[_STATE]
-    state.begin_test()
+    state.begin_test(item)
     try:
         return (yield)
     finally:
@@ -326,7 +336,10 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
 def pytest_runtest_makereport(item: pytest.Item) -> Iterator[pytest.TestReport]:
     report = yield
     if report.failed:
-        report.sections.extend(item.config.stash[_STATE].sections())
+        try:
+            report.sections.extend(item.config.stash[_STATE].sections())
+        except Exception as e:  # noqa: BLE001 - the report of the failure itself comes first
+            report.sections.append(("mockbroker", f"could not collect the broker's log and requests: {e!r}"))
     return report
 
 

@@ -190,12 +190,26 @@ def test_failure_report_has_the_broker_log_and_the_tests_requests(pytester: pyte
                 metadata(mockbroker_session.bootstrap_servers, client_id="failing-test")
             assert len(mockbroker_session.journal_of_test()) == 5
             assert False, "deliberately failing too"
+
+        def test_without_our_fixtures_fails():
+            import logging
+            assert logging.getLogger("mockbroker").level == logging.NOTSET  # left alone
+            assert False, "no broker here"
+
+        def test_fixture_by_name_fails(request):
+            b = request.getfixturevalue("mockbroker")
+            metadata(b.bootstrap_servers, client_id="by-name")
+            assert False, "a broker asked for by name"
     ''')
     result = pytester.runpytest("-p", "no:cacheprovider", "--mockbroker-report-requests", "3")
-    result.assert_outcomes(passed=2, failed=2)
+    result.assert_outcomes(passed=2, failed=4)
     out = result.stdout.str()
     first = out[out.index("_ test_fails_after_a_dropped_request _"):out.index("_ test_session_second_fails _")]
-    second = out[out.index("_ test_session_second_fails _"):out.index("short test summary")]
+    second = out[out.index("_ test_session_second_fails _"):out.index("_ test_without_our_fixtures_fails _")]
+    third = out[out.index("_ test_without_our_fixtures_fails _"):out.index("_ test_fixture_by_name_fails _")]
+    fourth = out[out.index("_ test_fixture_by_name_fails _"):out.index("short test summary")]
+    assert "no broker here" in third and "mockbroker requests" not in third and "mockbroker log" not in third
+    assert re.search(r"by-name +METADATA v12", fourth) and "mockbroker log: factory" in fourth
     # the per-test broker: its log (start-up, the dropped request) and its requests
     assert re.search(r"-+ mockbroker log: factory #\d+ 127\.0\.0\.1:\d+ -+", first)
     assert "broker 0 listening on" in first and "dropping METADATA" in first.replace("Metadata", "METADATA")
