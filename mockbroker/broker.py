@@ -1,6 +1,7 @@
-"""One simulated broker: its listener and everything a real broker has alone.
+"""One simulated broker: its listeners and everything a real broker has alone.
 
-``Broker`` plays Kafka's ``SocketServer`` (accepting connections,
+``Broker`` plays Kafka's ``SocketServer`` (an acceptor per listener, each
+connection remembering the listener it came on,
 ``connections.max.idle.ms``, the request memory pool) and ``BrokerServer``'s
 per-broker pieces: its ``KafkaApis`` dispatcher, its ``ReplicaManager`` with
 the produce and fetch purgatories, its quota managers (Kafka's
@@ -25,7 +26,7 @@ from protocol.registry import ApiRegistry
 from .apis import build_handlers
 from .channel import Authenticator, CloseReason
 from .clock import Clock
-from .config import BrokerConfig
+from .config import BrokerConfig, Listener
 from .connection import KafkaConnection, MemoryMutedChannels
 from .controller import Controller
 from .faults import FaultInjector
@@ -64,20 +65,16 @@ class SharedState:
     journal: RequestJournal
     faults: FaultInjector
     throttle_events: deque[ThrottleEvent]
-    security_protocol: str
-    sasl_credentials: CredentialStore | None
+    sasl_credentials: CredentialStore | None  # when a listener is SASL_PLAINTEXT
 
 
 class Broker:
-    def __init__(self, shared: SharedState, node_id: int, host: str, port: int,
-                 advertised: tuple[str, int] | None) -> None:
+    def __init__(self, shared: SharedState, node_id: int, listeners: list[Listener]) -> None:
         cfg = shared.config
         self.node_id = node_id
-        self.bind_host = host
-        self.bind_port = port
-        self.port = port
-        self.advertised = advertised
-        self.security_protocol = shared.security_protocol
+        # Kafka's EndPoints: bound port per listener name (0 until bound; a restart reuses it)
+        self.listeners = listeners
+        self.ports: dict[str, int] = {lst.name: lst.port for lst in listeners}
         self._credentials = shared.sasl_credentials
         self._config = cfg
         # BrokerServices (what handlers see)
@@ -102,37 +99,45 @@ class Broker:
         self.memory_pool = memory_pool_for(cfg["queued.max.request.bytes"], self.max_request_bytes, self.clock)
         self.memory_mutes = MemoryMutedChannels(self.memory_pool, self.loop)
         self.connections: set[KafkaConnection] = set()
-        self._server: asyncio.AbstractServer | None = None
+        self._servers: list[asyncio.AbstractServer] = []
 
     def __repr__(self) -> str:
-        return f"<Broker {self.node_id} {self.bind_host}:{self.port} {'running' if self.running else 'stopped'}>"
+        bound = ",".join(f"{lst.name}://{lst.host}:{self.ports[lst.name]}" for lst in self.listeners)
+        return f"<Broker {self.node_id} {bound} {'running' if self.running else 'stopped'}>"
+
+    @property
+    def port(self) -> int:
+        """The bound port of the first listener."""
+        return self.ports[self.listeners[0].name]
 
     # -- lifecycle -------------------------------------------------------------------
     async def start(self) -> None:
-        self._server = await self.loop.create_server(
-            lambda: KafkaConnection(self), self.bind_host, self.bind_port, reuse_address=True
-        )
-        sock = self._server.sockets[0]
-        self.port = sock.getsockname()[1]
-        self.bind_port = self.port  # a restart reuses the same port
-        host, port = self.advertised or (self._advertise_host(), self.port)
-        if self.advertised and self.advertised[1] == 0:
-            port = self.port
-        self.metadata.add_broker(BrokerNode(self.node_id, host, port))
-        log.info("broker %s listening on %s://%s:%s (advertised %s:%s)", self.node_id, self.security_protocol,
-                 self.bind_host, self.port, host, port)
+        endpoints: dict[str, tuple[str, int]] = {}
+        try:
+            for lst in self.listeners:
+                server = await self.loop.create_server(
+                    lambda lst=lst: KafkaConnection(self, lst.name, lst.protocol),
+                    lst.host or None, self.ports[lst.name], reuse_address=True)
+                self._servers.append(server)
+                port = server.sockets[0].getsockname()[1]
+                self.ports[lst.name] = port  # a restart reuses the same port
+                if lst.advertised is not None:  # a listener bound but not advertised, as Kafka allows
+                    endpoints[lst.name] = (lst.advertised[0], lst.advertised[1] or port)
+                log.info("broker %s listening on %s://%s:%s (%s, advertised %s)", self.node_id, lst.name,
+                         lst.host, port, lst.protocol,
+                         "%s:%s" % endpoints[lst.name] if lst.name in endpoints else "not")
+        except BaseException:
+            self._close_servers()
+            raise
+        self.metadata.add_broker(BrokerNode(self.node_id, endpoints))
 
-    def _advertise_host(self) -> str:
-        if self.bind_host in ("", "0.0.0.0"):
-            return "127.0.0.1"
-        if self.bind_host == "::":
-            return "::1"
-        return self.bind_host
+    def _close_servers(self) -> None:
+        for server in self._servers:
+            server.close()
+        self._servers = []
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            self._server = None
+        self._close_servers()
         for conn in list(self.connections):
             conn.close(CloseReason.BROKER_STOPPED)
         node = self.metadata.brokers.get(self.node_id)
@@ -141,13 +146,13 @@ class Broker:
 
     @property
     def running(self) -> bool:
-        return self._server is not None
+        return bool(self._servers)
 
     # -- ConnectionOwner -------------------------------------------------------------------
     def new_authenticator(self, conn: KafkaConnection) -> Authenticator | None:
         """A SASL_PLAINTEXT listener authenticates every new connection; PLAINTEXT: None."""
         store = self._credentials
-        if store is None:
+        if store is None or conn.security_protocol != "SASL_PLAINTEXT":
             return None
         cfg = self._config
         return SaslAuthenticator(conn, store, store.mechanisms, cfg["sasl.server.max.receive.size"],

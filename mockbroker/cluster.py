@@ -28,7 +28,7 @@ from protocol.registry import ApiRegistry
 from .apis import build_handlers
 from .broker import Broker, SharedState
 from .clock import Clock, ManualClock, SystemClock, TimerHandle
-from .config import BrokerConfig, parse_listener, parse_topic_spec, parse_users
+from .config import BrokerConfig, Listener, parse_topic_spec, parse_users, routable_address
 from .controller import Controller
 from .faults import FaultInjector
 from .group.service import GroupCoordinatorService
@@ -71,26 +71,25 @@ class Cluster:
         self.quota_store = QuotaStore()
         self.quota_store.load(config["mock.quotas"])
         self.throttle_events: deque[ThrottleEvent] = deque(maxlen=config["mock.journal.max.entries"] or None)
-        security_protocol, lhost, lport = parse_listener(config["listeners"])
+        listeners = config.listeners()
+        if host is not None or port is not None:  # --host/--port: the first listener
+            first_listener = listeners[0]
+            listeners[0] = Listener(first_listener.name, first_listener.protocol,
+                                    first_listener.host if host is None else host,
+                                    first_listener.port if port is None else port,
+                                    _overridden(first_listener, host, port, config["advertised.listeners"]))
         # SCRAM credentials are derived once, at start-up (random salt per user and mechanism)
         credentials = (
             CredentialStore(parse_users(config["mock.sasl.users"]), config["sasl.enabled.mechanisms"])
-            if security_protocol == "SASL_PLAINTEXT" else None
+            if any(lst.protocol == "SASL_PLAINTEXT" for lst in listeners) else None
         )
         shared = SharedState(config, self.clock, self.loop, self.metadata, self.controller, self.replication,
                              self.actions, self.groups, self.quota_store, self.registry, self.journal,
-                             self.faults, self.throttle_events, security_protocol, credentials)
-        if host is not None:
-            lhost = host
-        if port is not None:
-            lport = port
-        advertised = parse_listener(config["advertised.listeners"])[1:] if config["advertised.listeners"] else None
+                             self.faults, self.throttle_events, credentials)
         first = config["node.id"]
         self.brokers: dict[int, Broker] = {}
         for i in range(config["mock.num.brokers"]):
-            p = 0 if lport == 0 else lport + i
-            adv = (advertised[0], advertised[1] + i if advertised[1] else 0) if advertised else None
-            self.brokers[first + i] = Broker(shared, first + i, lhost, p, adv)
+            self.brokers[first + i] = Broker(shared, first + i, [lst.for_broker(i) for lst in listeners])
         self._timers: list[TimerHandle] = []
         self._stopped = False
 
@@ -145,14 +144,15 @@ class Cluster:
         if self.journal_writer is not None:  # after the brokers: every request answered is in it
             self.journal_writer.close()
 
-    @property
-    def bootstrap_servers(self) -> str:
+    def bootstrap_servers(self, listener_name: str | None = None) -> str:
+        """Every broker's advertised address on ``listener_name`` (default: the first listener)."""
         out = []
         for b in self.brokers.values():
             node = self.metadata.brokers.get(b.node_id)
-            host = node.host if node else b.bind_host
-            port = node.port if node else b.port
-            out.append(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+            address = node.endpoint(listener_name or b.listeners[0].name) if node else None
+            if address is not None:
+                host, port = address
+                out.append(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
         return ",".join(out)
 
     def broker(self, node_id: int | None = None) -> Broker:
@@ -178,3 +178,11 @@ class Cluster:
         await broker.start()
         self.replication.broker_started(node_id)
         self.groups.on_brokers_changed()
+
+
+def _overridden(listener: Listener, host: str | None, port: int | None, advertised: str) -> tuple[str, int] | None:
+    """The first listener's advertised address after ``--host``/``--port``: an explicit
+    ``advertised.listeners`` entry stands; otherwise it follows the new bound address."""
+    if advertised.strip() or listener.advertised is None:
+        return listener.advertised
+    return routable_address((listener.host if host is None else host, listener.port if port is None else port))

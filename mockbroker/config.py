@@ -133,14 +133,26 @@ class ConfigKey:
     choices: tuple[str, ...] | None = None
 
 
+# listener.security.protocol.map's default, Kafka's (SSL and SASL_SSL are refused when a listener uses them)
+DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
+
 # Defaults are Kafka 4.x broker defaults unless the doc says otherwise.
 CONFIG_DEF: dict[str, ConfigKey] = {
     k.name: k
     for k in [
         ConfigKey("node.id", _int, 0, "Node id of the first broker; more brokers count up from it.", 0),
         ConfigKey("listeners", _str, "PLAINTEXT://127.0.0.1:9092",
-                  "Listener of the first broker: PLAINTEXT:// or SASL_PLAINTEXT:// host and port (--host/--port override)."),
-        ConfigKey("advertised.listeners", _str, "", "Listener advertised in Metadata when it differs from the bound one (docker-compose)."),
+                  "Listeners of the first broker, NAME://host:port items (more brokers add 1 to each port); "
+                  "--host/--port override the first one."),
+        ConfigKey("advertised.listeners", _str, "",
+                  "NAME://host:port items clients are told to connect to, per listener (default: the listeners); "
+                  "Metadata answers with the listener the request came on (docker-compose INTERNAL/EXTERNAL)."),
+        ConfigKey("listener.security.protocol.map", _str, DEFAULT_PROTOCOL_MAP,
+                  "Security protocol of each listener name, NAME:PROTOCOL items; PLAINTEXT and SASL_PLAINTEXT "
+                  "are served."),
+        ConfigKey("inter.broker.listener.name", _str, "",
+                  "Checked as Kafka does (an advertised listener's name) when set; the simulated brokers "
+                  "replicate in memory, not over it."),
         ConfigKey("socket.request.max.bytes", _int, 104857600, "Largest request frame accepted; larger closes the connection.", 1),
         ConfigKey("queued.max.request.bytes", _int, -1, "KIP-72 request memory pool size (-1: no pool).", None),
         ConfigKey("queued.max.requests", _int, 500,
@@ -349,18 +361,19 @@ class BrokerConfig(Mapping[str, Any]):
                               "mock.admin.allow.remote=true")
 
     def _check_listeners(self) -> None:
-        protocol, _, _ = parse_listener(self["listeners"])
-        if self["advertised.listeners"]:
-            adv = parse_listener(self["advertised.listeners"])[0]
-            if "://" in self["advertised.listeners"] and adv != protocol:
-                raise ConfigError(f"advertised.listeners {self['advertised.listeners']!r} must use the "
-                                  f"protocol of listeners ({protocol})")
+        listeners = self.listeners()  # parses and checks listeners, advertised.listeners, the protocol map
+        inter = self["inter.broker.listener.name"]
+        if inter and inter.upper() not in {lst.name for lst in listeners if lst.advertised is not None}:
+            raise ConfigError(  # KafkaConfig's check
+                "inter.broker.listener.name must be a listener name defined in advertised.listeners. "
+                f"The valid options based on currently configured listeners are "
+                f"{','.join(lst.name for lst in listeners if lst.advertised is not None)}")
         delay, idle = self["connection.failed.authentication.delay.ms"], self["connections.max.idle.ms"]
         if delay >= idle:  # KafkaConfig's check
             raise ConfigError(f"connection.failed.authentication.delay.ms={delay} should always be less than "
                               f"connections.max.idle.ms={idle} to prevent failed authentication responses "
                               "from timing out")
-        if protocol != "SASL_PLAINTEXT":
+        if not any(lst.protocol == "SASL_PLAINTEXT" for lst in listeners):
             return
         mechanisms = self["sasl.enabled.mechanisms"]
         if not mechanisms:
@@ -371,6 +384,11 @@ class BrokerConfig(Mapping[str, Any]):
                               f"the mock serves {', '.join(SASL_MECHANISMS)}")
         if not self["mock.sasl.users"]:
             raise ConfigError("a SASL_PLAINTEXT listener needs users: set mock.sasl.users to user:password items")
+
+    def listeners(self) -> list[Listener]:
+        """The first broker's listeners, in ``listeners`` order, each with its advertised address."""
+        return parse_listeners(self["listeners"], self["advertised.listeners"],
+                               self["listener.security.protocol.map"])
 
     # Mapping protocol
     def __getitem__(self, key: str) -> Any:
@@ -422,24 +440,114 @@ def parse_topic_spec(item: str) -> tuple[str, int, int]:
 PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT")
 
 
-def parse_listener(value: str) -> tuple[str, str, int]:
-    """Security protocol, host and port of the first listener (``PROTOCOL://host:port``;
-    a bare ``host:port`` is PLAINTEXT).  PLAINTEXT and SASL_PLAINTEXT are served (no TLS)."""
-    first = value.split(",")[0].strip()
-    protocol = "PLAINTEXT"
-    if "://" in first:
-        proto, _, rest = first.partition("://")
-        protocol = proto.upper()
+@dataclass(frozen=True, slots=True)
+class Listener:
+    """One listener of a broker (Kafka's ``EndPoint`` with its advertised twin): the name clients'
+    requests are answered for, the security protocol, the bound host and port, and the host and port
+    advertised in Metadata (None: bound but not advertised, as Kafka allows)."""
+
+    name: str
+    protocol: str
+    host: str
+    port: int
+    advertised: tuple[str, int] | None
+
+    def for_broker(self, index: int) -> "Listener":
+        """The same listener on the index-th simulated broker: every non-zero port plus index."""
+        adv = self.advertised
+        if adv is not None and adv[1]:
+            adv = (adv[0], adv[1] + index)
+        return Listener(self.name, self.protocol, self.host, self.port + index if self.port else 0, adv)
+
+
+def parse_protocol_map(value: str) -> dict[str, str]:
+    """``listener.security.protocol.map``: ``NAME:PROTOCOL`` items -> {NAME: PROTOCOL} (upper case)."""
+    out: dict[str, str] = {}
+    for item in (x.strip() for x in value.split(",")):
+        if not item:
+            continue
+        name, sep, protocol = item.partition(":")
+        if not sep or not name.strip() or not protocol.strip():
+            raise ConfigError(f"listener.security.protocol.map: {item!r} is not NAME:PROTOCOL")
+        protocol = protocol.strip().upper()
+        if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+            raise ConfigError(f"listener.security.protocol.map: unknown security protocol {protocol!r} in {item!r}")
+        out[name.strip().upper()] = protocol
+    return out
+
+
+def _endpoints(key: str, value: str, protocols: dict[str, str]) -> list[tuple[str, str, str, int]]:
+    """``NAME://host:port`` items (a bare ``host:port`` is PLAINTEXT) -> (name, protocol, host, port),
+    as Kafka's ``listenerListToEndPoints``: an empty host binds every address."""
+    out = []
+    for item in (x.strip() for x in value.split(",")):
+        if not item:
+            continue
+        name, sep, rest = item.partition("://")
+        if not sep:
+            name, rest = "PLAINTEXT", item
+        name = name.upper()
+        protocol = protocols.get(name)
+        if protocol is None:
+            raise ConfigError(f"{key}: no security protocol defined for listener {name} "
+                              "(add it to listener.security.protocol.map)")
         if protocol not in PROTOCOLS:
-            raise ConfigError(f"only PLAINTEXT and SASL_PLAINTEXT listeners are served, got {first!r}")
+            raise ConfigError(f"{key}: listener {name} is {protocol}; only PLAINTEXT and SASL_PLAINTEXT "
+                              "listeners are served")
+        host, colon, port = rest.rpartition(":")
+        try:
+            n = int(port)
+        except ValueError:
+            n = -1
+        if not colon or not 0 <= n <= 65535:
+            raise ConfigError(f"{key}: listener {item!r} has no valid port")
+        out.append((name, protocol, host.strip("[]"), n))
+    return out
+
+
+def parse_listeners(listeners: str, advertised: str = "", protocol_map: str = DEFAULT_PROTOCOL_MAP) -> list[Listener]:
+    """``listeners`` with ``advertised.listeners`` and ``listener.security.protocol.map``, checked as
+    KafkaConfig checks them (unique names and ports, advertised names a subset of the listeners', no
+    advertised 0.0.0.0).  With ``advertised.listeners`` empty every listener advertises its bound
+    address (an unspecified host: 127.0.0.1 or ::1, the mock's stand-in for the canonical host name)."""
+    protocols = parse_protocol_map(protocol_map)
+    bound = _endpoints("listeners", listeners, protocols)
+    if not bound:
+        raise ConfigError("listeners is empty: at least one NAME://host:port is needed")
+    names = [b[0] for b in bound]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"listeners {listeners!r}: each listener must have a different name")
+    ports = [b[3] for b in bound if b[3]]
+    if len(set(ports)) != len(ports):
+        raise ConfigError(f"listeners {listeners!r}: each listener must have a different port")
+    adv: dict[str, tuple[str, int]] = {}
+    if advertised.strip():
+        for name, protocol, host, port in _endpoints("advertised.listeners", advertised, protocols):
+            if name in adv:
+                raise ConfigError(f"advertised.listeners {advertised!r}: each listener must have a different name")
+            if name not in names:
+                raise ConfigError(
+                    f"advertised.listeners listener names must be equal to or a subset of the ones defined in "
+                    f"listeners. Found {name}. The valid options based on currently configured listeners are "
+                    f"{','.join(names)}")
+            if host == "0.0.0.0":
+                raise ConfigError("advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. "
+                                  "Use a routable IP address.")
+            adv[name] = (host, port)
     else:
-        rest = first
-    host, _, port = rest.rpartition(":")
-    host = host.strip("[]")
-    try:
-        return protocol, host, int(port)
-    except ValueError:
-        raise ConfigError(f"listener {value!r} has no port") from None
+        adv = {name: (host, port) for name, _, host, port in bound}
+    return [Listener(name, protocol, host, port, routable_address(adv[name]) if name in adv else None)
+            for name, protocol, host, port in bound]
+
+
+def routable_address(address: tuple[str, int]) -> tuple[str, int]:
+    """An unspecified bind address (empty, 0.0.0.0, ::) as the loopback address clients can reach."""
+    host, port = address
+    if host in ("", "0.0.0.0"):
+        return "127.0.0.1", port
+    if host == "::":
+        return "::1", port
+    return host, port
 
 
 def parse_host_port(value: str) -> tuple[str, int]:

@@ -161,8 +161,13 @@ class MemoryMutedChannels:
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
-    def __init__(self, owner: ConnectionOwner) -> None:
+    def __init__(self, owner: ConnectionOwner, listener_name: str = "PLAINTEXT",
+                 security_protocol: str = "PLAINTEXT") -> None:
         self.owner = owner
+        # the listener this connection was accepted on (Kafka's RequestContext.listenerName): Metadata and
+        # the other broker addresses are answered with this listener's advertised endpoints
+        self.listener_name = listener_name
+        self.security_protocol = security_protocol
         self.clock = owner.clock
         self.conn_id = next(_CONNECTION_IDS)
         self.transport: asyncio.Transport | None = None

@@ -142,9 +142,18 @@ class ControlPlane:
         out = []
         for b in self.cluster.brokers.values():
             node = self.cluster.metadata.brokers.get(b.node_id)
-            out.append({"id": b.node_id, "host": node.host if node else b.bind_host,
+            listeners = []
+            for lst in b.listeners:
+                address = node.endpoint(lst.name) if node else None
+                listeners.append({
+                    "name": lst.name, "security_protocol": lst.protocol, "bind_host": lst.host,
+                    "port": b.ports[lst.name], "advertised_host": address[0] if address else None,
+                    "advertised_port": address[1] if address else None,
+                    "connections": sum(1 for conn in b.connections if conn.listener_name == lst.name)})
+            # host/port: the first advertised listener's address (the bound one before the first start)
+            out.append({"id": b.node_id, "host": node.host if node else b.listeners[0].host,
                         "port": node.port if node else b.port, "rack": node.rack if node else None,
-                        "alive": b.running, "connections": len(b.connections)})
+                        "alive": b.running, "connections": len(b.connections), "listeners": listeners})
         return out
 
     async def stop_broker(self, node_id: Any) -> dict[str, Any]:
@@ -380,7 +389,7 @@ class ControlPlane:
                 inflight = None if waiting is None else (waiting[0].api_key, waiting[0].version,
                                                          waiting[0].correlation_id, waiting[0].received_ns)
                 out.append({
-                    "id": conn.conn_id, "broker": b.node_id, "peer": conn.peer, "client_id": conn.client_id,
+                    "id": conn.conn_id, "broker": b.node_id, "listener": conn.listener_name, "peer": conn.peer, "client_id": conn.client_id,
                     "client_software_name": software[0] if software else None,
                     "client_software_version": software[1] if software else None,
                     "principal": conn.principal, "muted": muted,

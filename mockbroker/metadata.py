@@ -109,11 +109,25 @@ TOPIC_CONFIGS: dict[str, tuple[str | None, Any, Any]] = {
 
 @dataclass(slots=True)
 class BrokerNode:
+    """A registered broker (Kafka's ``BrokerRegistration``): its advertised endpoint per listener name."""
+
     node_id: int
-    host: str
-    port: int
+    endpoints: dict[str, tuple[str, int]]
     rack: str | None = None
     alive: bool = True
+
+    def endpoint(self, listener_name: str) -> tuple[str, int] | None:
+        """(host, port) clients on ``listener_name`` are told, or None when it has no such listener."""
+        return self.endpoints.get(listener_name)
+
+    @property
+    def host(self) -> str:
+        """Host of the first advertised listener (the control plane's and the bootstrap's address)."""
+        return next(iter(self.endpoints.values()), ("", 0))[0]
+
+    @property
+    def port(self) -> int:
+        return next(iter(self.endpoints.values()), ("", 0))[1]
 
 
 @dataclass(slots=True)
@@ -170,8 +184,10 @@ class ClusterMetadata:
         """
         return min((b.node_id for b in self.brokers.values() if b.alive), default=-1)
 
-    def live_brokers(self) -> list[BrokerNode]:
-        return [b for b in self.brokers.values() if b.alive]
+    def live_brokers(self, listener_name: str | None = None) -> list[BrokerNode]:
+        """The live brokers; with ``listener_name`` those that have it (``getAliveBrokerNodes(listenerName)``)."""
+        return [b for b in self.brokers.values()
+                if b.alive and (listener_name is None or listener_name in b.endpoints)]
 
     # -- topic configs -------------------------------------------------------------
     def topic_config(self, topic: Topic, name: str) -> Any:

@@ -41,7 +41,7 @@ class BrokerProcess:
         return self.admin.address if self.admin is not None else None
 
     def ready_line(self) -> str:
-        line = f"mockbroker ready bootstrap={self.cluster.bootstrap_servers}"
+        line = f"mockbroker ready bootstrap={self.cluster.bootstrap_servers()}"
         if self.admin is not None:
             line += f" admin={self.admin.address}"
         return line

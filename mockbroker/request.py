@@ -131,6 +131,7 @@ class ClientChannel(Protocol):
     peer: str              # "host:port"
     principal: str         # "ANONYMOUS", or the SASL user once authenticated
     client_software: tuple[str, str] | None  # name and version from ApiVersions v3+ (set by its handler)
+    listener_name: str     # the listener it was accepted on: broker addresses are answered for it
 
 
 class BrokerServices(Protocol):

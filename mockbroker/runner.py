@@ -92,7 +92,12 @@ class MockBroker:
 
     @property
     def bootstrap_servers(self) -> str:
-        return self.cluster.bootstrap_servers
+        """Every broker's advertised address on the first listener (``listeners``' first item)."""
+        return self.call(lambda c: c.bootstrap_servers())
+
+    def bootstrap_servers_for(self, listener_name: str) -> str:
+        """Every broker's advertised address on the named listener (``EXTERNAL``, ``INTERNAL``, ...)."""
+        return self.call(lambda c: c.bootstrap_servers(listener_name.upper()))
 
     @property
     def admin_url(self) -> str | None:

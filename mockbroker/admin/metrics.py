@@ -159,7 +159,9 @@ class ClusterCollector(Collector):
             used.add_metric([node], m["MemoryPoolUsed"])
             depleted_pct.add_metric([node], m["MemoryPoolAvgDepletedPercent"])
             depleted_total.add_metric([node], m["MemoryPoolDepletedTimeTotal"])
-            connections.add_metric([node, b.security_protocol], len(b.connections))
+            for lst in b.listeners:  # per listener name, as Kafka's socket-server-metrics
+                count = sum(1 for conn in b.connections if conn.listener_name == lst.name)
+                connections.add_metric([node, lst.name], count)
         yield from (available, used, depleted_pct, depleted_total, connections)
 
     # -- kafka.server:type=DelayedOperationPurgatory,name=...,delayedOperation=P ------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from protocol.errors import ErrorCode
@@ -26,8 +27,15 @@ def resolve_topic(metadata: ClusterMetadata, name: str | None, topic_id: uuid.UU
     return t, (ErrorCode.none if t else ErrorCode.unknown_topic_or_partition)
 
 
-def node_endpoint(node: BrokerNode) -> dict[str, Any]:
-    return {"node_id": node.node_id, "host": node.host, "port": node.port, "rack": node.rack}
+def node_endpoints(nodes: Iterable[BrokerNode], listener_name: str) -> list[dict[str, Any]]:
+    """The nodes' endpoints on the listener a request came on (``getAliveBrokerNodes(listenerName)``):
+    a node without that listener is left out."""
+    out = []
+    for node in nodes:
+        address = node.endpoint(listener_name)
+        if address is not None:
+            out.append({"node_id": node.node_id, "host": address[0], "port": address[1], "rack": node.rack})
+    return out
 
 
 def leader_info(partition: Partition) -> dict[str, Any]:

@@ -42,7 +42,7 @@ from ..delayed_produce import PartitionResponse
 from ..metadata import Partition
 from ..replica_manager import ProduceEntry
 from ..request import NO_RESPONSE, CloseConnection, Deferred, RequestContext, Result
-from .common import leader_info, node_endpoint, resolve_topic
+from .common import leader_info, node_endpoints, resolve_topic
 
 API_KEY = ApiKey.PRODUCE
 
@@ -103,7 +103,7 @@ def handle(ctx: RequestContext, req: Any) -> Result:
             topics.append({**head, "partition_responses": out})
         if acks == 0:
             return CloseConnection("a partition of a produce request with acks=0 failed") if any_error else NO_RESPONSE
-        return {"responses": topics, "node_endpoints": [node_endpoint(n) for n in leaders.values()]}
+        return {"responses": topics, "node_endpoints": node_endpoints(leaders.values(), ctx.conn.listener_name)}
 
     ctx.partition_bytes = {(e.partition.topic.name, e.partition.index): len(e.records or b"") for e in entries}
     deferred = Deferred()

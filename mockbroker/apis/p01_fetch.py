@@ -48,7 +48,7 @@ from ..fetch_session import CachedPartition, FetchContext
 from ..metadata import ClusterMetadata
 from ..replica_manager import FetchParams, LogReadResult
 from ..request import Deferred, RequestContext, Result
-from .common import ZERO_UUID, leader_info, node_endpoint
+from .common import ZERO_UUID, leader_info, node_endpoints
 
 API_KEY = ApiKey.FETCH
 
@@ -144,7 +144,7 @@ def _respond(ctx: RequestContext, fctx: FetchContext, by_id: bool, read_committe
         "error_code": ErrorCode.none,
         "session_id": out_session,
         "responses": topics,
-        "node_endpoints": [node_endpoint(n) for n in leaders.values()],
+        "node_endpoints": node_endpoints(leaders.values(), ctx.conn.listener_name),
     }
 
 

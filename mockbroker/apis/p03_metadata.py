@@ -29,7 +29,7 @@ from protocol.registry import ApiKey
 
 from ..metadata import validate_topic_name
 from ..request import RequestContext
-from .common import AUTHORIZED_OPS_NOT_REQUESTED, ZERO_UUID, node_endpoint
+from .common import AUTHORIZED_OPS_NOT_REQUESTED, ZERO_UUID, node_endpoints
 
 API_KEY = ApiKey.METADATA
 
@@ -40,14 +40,21 @@ ALL_TOPIC_OPS = sum(1 << op for op in (3, 4, 5, 6, 8, 9, 10))
 def topic_entry(ctx: RequestContext, topic: Any, include_ops: bool) -> dict:
     cluster = ctx.metadata
     alive = {b.node_id for b in cluster.live_brokers()}
+    reachable = {b.node_id for b in cluster.live_brokers(ctx.conn.listener_name)}
     parts = []
     for p in topic.partitions:
-        leader_alive = p.leader_id in alive
+        # KRaftMetadataCache.getPartitionMetadata: a live leader without the request's listener is
+        # LISTENER_NOT_FOUND from v6 (errorUnavailableListeners), LEADER_NOT_AVAILABLE before
+        error = ErrorCode.none
+        if p.leader_id not in alive:
+            error = ErrorCode.leader_not_available
+        elif p.leader_id not in reachable:
+            error = ErrorCode.listener_not_found if ctx.version >= 6 else ErrorCode.leader_not_available
         parts.append(
             {
-                "error_code": ErrorCode.none if leader_alive else ErrorCode.leader_not_available,
+                "error_code": error,
                 "partition_index": p.index,
-                "leader_id": p.leader_id if leader_alive else -1,
+                "leader_id": p.leader_id if error == ErrorCode.none else -1,
                 "leader_epoch": p.leader_epoch,
                 "replica_nodes": list(p.replicas),
                 "isr_nodes": [r for r in p.isr if r in alive],
@@ -106,7 +113,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             if injected.applies(t.get("name") or "", None):
                 t.update(error_code=injected.error, partitions=[])
     resp = {
-        "brokers": [node_endpoint(b) for b in cluster.live_brokers()],
+        "brokers": node_endpoints(cluster.live_brokers(), ctx.conn.listener_name),
         "cluster_id": cluster.cluster_id,
         "controller_id": cluster.controller_id,
         "topics": topics_out,

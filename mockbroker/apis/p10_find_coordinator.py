@@ -37,11 +37,12 @@ def _lookup(ctx: RequestContext, key: str, key_type: int) -> dict:
         return {"key": key, "error_code": ErrorCode.invalid_request, "error_message": f"Invalid key type {key_type}",
                 "node_id": -1, "host": "", "port": -1}
     node = coordinator_for(ctx, key) if key_type == GROUP else None
-    if node is None:
+    address = node.endpoint(ctx.conn.listener_name) if node is not None else None
+    if node is None or address is None:
         return {"key": key, "error_code": ErrorCode.coordinator_not_available,
                 "error_message": "The coordinator is not available.", "node_id": -1, "host": "", "port": -1}
     return {"key": key, "error_code": ErrorCode.none, "error_message": None,
-            "node_id": node.node_id, "host": node.host, "port": node.port}
+            "node_id": node.node_id, "host": address[0], "port": address[1]}
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:

@@ -36,10 +36,11 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 "endpoint_type": endpoint_type, "cluster_id": cluster.cluster_id, "controller_id": -1,
                 "brokers": [], "cluster_authorized_operations": ops}
     include_fenced = getattr(req, "include_fenced_brokers", False)
-    brokers = [
-        {"broker_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack, "is_fenced": not b.alive}
+    listener = ctx.conn.listener_name
+    brokers = [  # the endpoints of the request's listener, as Metadata's (KafkaApis.handleDescribeCluster)
+        {"broker_id": b.node_id, "host": address[0], "port": address[1], "rack": b.rack, "is_fenced": not b.alive}
         for b in cluster.brokers.values()
-        if b.alive or include_fenced
+        if (b.alive or include_fenced) and (address := b.endpoint(listener)) is not None
     ]
     return {"error_code": ErrorCode.none, "error_message": None, "endpoint_type": endpoint_type,
             "cluster_id": cluster.cluster_id, "controller_id": cluster.controller_id,

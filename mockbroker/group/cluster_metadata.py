@@ -19,11 +19,8 @@ class BrokerNode(Protocol):
     @property
     def node_id(self) -> int: ...
 
-    @property
-    def host(self) -> str: ...
-
-    @property
-    def port(self) -> int: ...
+    def endpoint(self, listener_name: str) -> tuple[str, int] | None:
+        """Its advertised (host, port) on a listener (FindCoordinator answers the request's)."""
 
     @property
     def alive(self) -> bool: ...

@@ -18,7 +18,7 @@ from mockbroker.config import (
     SASL_MECHANISMS,
     BrokerConfig,
     ConfigError,
-    parse_listener,
+    parse_listeners,
     parse_users,
 )
 from mockbroker.sasl_mechanisms import (
@@ -201,9 +201,13 @@ def test_plain_ignores_a_fourth_token_as_kafka():
 
 
 def test_listener_protocols():
-    assert parse_listener("SASL_PLAINTEXT://127.0.0.1:9093") == ("SASL_PLAINTEXT", "127.0.0.1", 9093)
-    assert parse_listener("PLAINTEXT://[::1]:9092") == ("PLAINTEXT", "::1", 9092)
-    assert parse_listener("h:1") == ("PLAINTEXT", "h", 1)
+    def first(value: str) -> tuple[str, str, int]:
+        lst = parse_listeners(value)[0]
+        return lst.protocol, lst.host, lst.port
+
+    assert first("SASL_PLAINTEXT://127.0.0.1:9093") == ("SASL_PLAINTEXT", "127.0.0.1", 9093)
+    assert first("PLAINTEXT://[::1]:9092") == ("PLAINTEXT", "::1", 9092)
+    assert first("h:1") == ("PLAINTEXT", "h", 1)
     with pytest.raises(ConfigError, match="SASL_SSL"):
         BrokerConfig({"listeners": "SASL_SSL://h:1"})
 
@@ -224,7 +228,7 @@ def test_sasl_configuration():
         BrokerConfig({"mock.sasl.users": "nocolon"})
     with pytest.raises(ConfigError, match="twice"):
         BrokerConfig({"mock.sasl.users": "a:b,a:c"})
-    with pytest.raises(ConfigError, match="protocol of listeners"):
+    with pytest.raises(ConfigError, match="subset of the ones defined in listeners"):
         BrokerConfig({"listeners": "SASL_PLAINTEXT://h:0", "mock.sasl.users": "a:b",
                       "advertised.listeners": "PLAINTEXT://x:1"})
     # a PLAINTEXT listener ignores the SASL keys, as Kafka does
