@@ -62,9 +62,13 @@ def _list(v: Any) -> list[str]:
     return [x.strip() for x in str(v).split(",") if x.strip()]
 
 
+# The KIP-848 server-side assignors mockbroker serves (group.consumer.assignors).
+ASSIGNORS = ("uniform", "range")
+
+
 def _assignors(v: Any) -> list[str]:
     items = _list(v)
-    bad = [a for a in items if a not in ("uniform", "range")]
+    bad = [a for a in items if a not in ASSIGNORS]
     if bad or not items:
         raise ValueError(f"unknown assignor(s) {bad}: the mock serves uniform and range")
     return items
@@ -216,7 +220,8 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "or 'users/U/clients/C:producer_byte_rate=N,...;...'."),
         ConfigKey("mock.num.brokers", _int, 1, "Brokers simulated in this process (one listener each).", 1),
         ConfigKey("mock.replication.lag.ms", _int, 0, "How long followers take to catch up after an append.", 0),
-        ConfigKey("mock.kafka.version", _str, "4.2", "Kafka release whose ApiVersions ranges are advertised: 1.1, 2.0, 2.8, 3.9, 4.0, 4.1 or 4.2."),
+        ConfigKey("mock.kafka.version", _str, "4.2", "Kafka release whose ApiVersions ranges are advertised: 1.1, 2.0, 2.8, 3.9, 4.0, 4.1 or 4.2.",
+                  None, tuple(KAFKA_RELEASES)),
         ConfigKey("mock.cluster.id", _str, "mockbroker-cluster-0001", "Cluster id reported in Metadata and DescribeCluster."),
         ConfigKey("mock.journal.max.entries", _int, 100000,
                   "Request journal records kept in memory (oldest dropped); 0 keeps all.", 0),
@@ -346,10 +351,6 @@ class BrokerConfig(Mapping[str, Any]):
             raise ConfigError(
                 f"queued.max.request.bytes ({q}) must be larger than socket.request.max.bytes "
                 f"({self['socket.request.max.bytes']}) or <= 0"
-            )
-        if self["mock.kafka.version"] not in KAFKA_RELEASES:
-            raise ConfigError(
-                f"mock.kafka.version {self['mock.kafka.version']!r} is not one of {', '.join(KAFKA_RELEASES)}"
             )
         for item in self["mock.topics"]:
             parse_topic_spec(item)
