@@ -36,7 +36,6 @@ client_software, _.client_software
 EARLIEST_PENDING_UPLOAD, LATEST_TIERED, INT, SHORT, CONTROLLERS, LZ4, SNAPPY
 
 _.exc_text, _.levelname  # logging.LogRecord fields the log formatter reads (admin/http.py's one-line filter)
-doc  # ConfigKey.doc: each configuration key's one line of meaning
 _.log_errors  # re2.Options.log_errors: read by RE2
 old_node_id  # a coordinator-move listener's parameter (GroupRegistry calls listeners with both ids)
 _Noop  # used by timing_wheel.py's doctest
