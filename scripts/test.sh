@@ -8,7 +8,8 @@ python3 -m venv .venv
 .venv/bin/pip install --quiet --upgrade pip
 .venv/bin/pip install --quiet -e '.[test,spark,report]'
 # npm ci (kafkajs), Maven resolve (Java clients), go build (franz-go), Maven resolve (Spark's Kafka
-# connector), apt-get install of Chromium (report.html in a browser): see scripts/toolchains.sh.
+# connector), apt-get install of Chromium (report.html in a browser), apt-get install of podman and its
+# debootstrapped base image (the container test, as root): see scripts/toolchains.sh.
 # Without a toolchain those tests skip; with CI set a missing toolchain or a failed step stops here.
 source scripts/toolchains.sh
 toolchain_steps || exit 1

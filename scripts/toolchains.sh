@@ -3,12 +3,14 @@
 # Each step builds what the non-Python client tests need: npm ci (kafkajs), the Maven resolve of
 # kafka-clients (Java clients, writes cp.txt), go build (franz-go), the Maven resolve of Spark's Kafka
 # connector (PySpark tests, writes tests/integration/spark/cp.txt), the apt-get install of Chromium and
-# chromedriver (the report.html browser test, test_report_html.py).  When a toolchain is missing or
+# chromedriver (the report.html browser test, test_report_html.py), the apt-get install of podman with
+# its base image (the container image and compose test, test_container.py).  When a toolchain is missing or
 # its step fails, the step warns that those tests will be skipped and returns 0 -- unless CI is set
 # (to anything but empty, 0, false, no or off, as tests/toolchains.py reads it): then it prints an
 # error naming the step and returns 1, because CI must run every client's tests.
 # Downloads go to the usual per-user caches (~/.npm, ~/.m2, ~/go/pkg/mod, ~/.cache/go-build); Chromium
-# is a system package (Debian's chromium and chromium-driver), installed as root or with sudo -n.
+# is a system package (Debian's chromium and chromium-driver), installed as root or with sudo -n; podman
+# too, and its base image lives in root's podman storage (scripts/container_engine.sh).
 
 # ci_enabled: whether CI is set to a value that means CI.
 ci_enabled() {
@@ -169,6 +171,61 @@ toolchain_chromium() {
   fi
 }
 
+# apt-get install of podman, podman-compose, runc, debootstrap, netavark and aardvark-dns, then the base
+# image the container test builds on (scripts/container_engine.sh: containers.conf, debootstrap of
+# bookworm with python3-venv, podman import; about 40 s, once).  As root only: the test runs podman as
+# root.  Nothing is installed when the programs are on PATH and netavark and aardvark-dns are in
+# $CE_PODMAN_LIBEXEC (Debian's /usr/lib/podman); apt-get update runs only when the install needs it.
+toolchain_podman() {
+  local step="podman install" rc=0
+  local tests="the container image and compose test (test_container.py)"
+  local tools=(podman podman-compose runc debootstrap) uid absent
+  local packages=(podman podman-compose runc debootstrap netavark aardvark-dns)
+  local libexec=${CE_PODMAN_LIBEXEC:-/usr/lib/podman}
+  uid=$(id -u 2>/dev/null) || uid=$EUID
+  if [ "$uid" != 0 ]; then
+    toolchain_unavailable "$step" "podman runs as root for the container test (its storage, networks, debootstrap), and this is uid $uid" "$tests"
+    return
+  fi
+  if absent=$(missing_tools "${tools[@]}") || [ ! -x "$libexec/netavark" ] || [ ! -x "$libexec/aardvark-dns" ]; then
+    if ! command -v apt-get >/dev/null 2>&1; then
+      toolchain_unavailable "$step" "not found on PATH: ${absent:-netavark aardvark-dns} (and no apt-get to install ${packages[*]})" "$tests"
+      return
+    fi
+    local install=(install -y -qq --no-install-recommends "${packages[@]}")
+    if ! DEBIAN_FRONTEND=noninteractive apt-get "${install[@]}" >/dev/null 2>&1; then
+      { DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+        DEBIAN_FRONTEND=noninteractive apt-get "${install[@]}"; } || rc=$?
+    fi
+    if [ "$rc" -ne 0 ]; then
+      toolchain_unavailable "$step" "apt-get could not install ${packages[*]} (exit $rc)" "$tests"
+      return
+    fi
+    hash -r
+    if absent=$(missing_tools "${tools[@]}"); then
+      toolchain_unavailable "$step" "apt-get installed ${packages[*]} but left $absent off PATH" "$tests"
+      return
+    fi
+  fi
+  local here=${BASH_SOURCE[0]%/*}
+  [ "$here" = "${BASH_SOURCE[0]}" ] && here=.
+  # shellcheck source=scripts/container_engine.sh
+  source "$here/container_engine.sh"
+  if ! ce_conf >/dev/null; then
+    toolchain_unavailable "$step" "could not write $CE_WORK/containers.conf" "$tests"
+    return
+  fi
+  ce_base || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    toolchain_unavailable "$step" "could not make the base image $CE_BASE (exit $rc)" "$tests"
+    return
+  fi
+  if ! podman image exists "$CE_BASE"; then
+    toolchain_unavailable "$step" "podman has no base image $CE_BASE after making it" "$tests"
+    return
+  fi
+}
+
 # toolchain_steps: every step (each reports its own problem); under CI, status 1 when any failed.
 toolchain_steps() {
   local failed=()
@@ -177,6 +234,7 @@ toolchain_steps() {
   toolchain_go || failed+=("go build")
   toolchain_spark || failed+=("Spark connector resolve")
   toolchain_chromium || failed+=("Chromium install")
+  toolchain_podman || failed+=("podman install")
   if [ "${#failed[@]}" -ne 0 ]; then
     local joined
     joined=$(printf "'%s', " "${failed[@]}")

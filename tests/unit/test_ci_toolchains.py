@@ -3,11 +3,11 @@
 Two layers, both tested here without running any real go, npm, mvn or javac:
 
 * scripts/toolchains.sh, sourced by scripts/test.sh: one function a toolchain step (npm ci, Maven
-  resolve, go build, the apt-get install of Chromium).  They run in a bash whose PATH holds only stub
+  resolve, go build, the apt-get install of Chromium, the apt-get install of podman and its base image).  They run in a bash whose PATH holds only stub
   programs (Python scripts that log their calls, create the step's artifact or exit 1), in a scratch
   copy of the repository layout.
 * tests/toolchains.py, which every toolchain-dependent test goes through (gotools.py, jstools.py,
-  javatools.py, ``chromium``): ``pytest.skip`` without CI, ``pytest.fail`` with the same reason under CI.
+  javatools.py, ``chromium``, ``podman``): ``pytest.skip`` without CI, ``pytest.fail`` with the same reason under CI.
 """
 
 from __future__ import annotations
@@ -77,6 +77,7 @@ class Stubs:
         self.dir = root / "stubbin"
         self.dir.mkdir()
         self.log = root / "calls.jsonl"
+        self.libexec = root / "podman-libexec"  # CE_PODMAN_LIBEXEC: where netavark and aardvark-dns go
 
     def add(self, name: str, rc: int = 0, creates: tuple[str, ...] = ()) -> None:
         path = self.dir / name
@@ -113,7 +114,9 @@ def repo(tmp_path: Path) -> Path:
 
 
 def bash(script: str, cwd: Path, stubs: Stubs, ci: str | None):
-    env = {"PATH": str(stubs.dir), "HOME": os.environ.get("HOME", str(cwd))}
+    env = {"PATH": str(stubs.dir), "HOME": os.environ.get("HOME", str(cwd)),
+           # scripts/container_engine.sh's scratch, mirror and podman's helpers: all in the scratch tree
+           "CE_WORK": str(cwd / ".ce-work"), "CE_MIRROR": MIRROR, "CE_PODMAN_LIBEXEC": str(stubs.libexec)}
     if ci is not None:
         env["CI"] = ci
     return run([BASH, "-c", script], check=False, cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
@@ -133,10 +136,11 @@ STEPS = {
     "Spark connector resolve": ("toolchain_spark", {"java": (), "mvn": ("cp.txt",)}, "mvn",
                                 "tests/integration/spark", "tests/integration/spark/cp.txt"),
 }
-#: the steps above, then the Chromium install (its own tests below: it installs programs, not an artifact)
-ALL_STEPS = [*STEPS, "Chromium install"]
+#: the steps above, then the Chromium and podman installs (their own tests below: they install programs)
+ALL_STEPS = [*STEPS, "Chromium install", "podman install"]
 ALL_FAILED = ("toolchain step(s) 'npm ci', 'Maven resolve', 'go build', 'Spark connector resolve', "
-              "'Chromium install' failed")
+              "'Chromium install', 'podman install' failed")
+MIRROR = "http://mirror.invalid/debian"
 ABSENT = [(step, tool) for step, (_, tools, *_rest) in STEPS.items() for tool in tools]  # a step without one tool
 
 
@@ -247,9 +251,16 @@ elif mode == "needs-update" and not lists.exists():
     print("E: Unable to locate package chromium", file=sys.stderr)
     sys.exit(100)
 elif mode != "installs-nothing":
-    for name in ("chromium", "chromedriver"):
+    names = [a for a in sys.argv[2:] if not a.startswith("-")]
+    for name in ("chromium", "chromedriver") if "chromium" in names else ():
         (stubs / name).write_text("#!/bin/sh\\n")
         (stubs / name).chmod(0o755)
+    packages = stubs.parent / "packages.json"  # package -> [(prepared stub, where it goes)]
+    for name in names:
+        for src, dest in json.loads(packages.read_text()).get(name, []) if packages.exists() else []:
+            Path(dest).parent.mkdir(parents=True, exist_ok=True)
+            Path(dest).write_bytes(Path(src).read_bytes())
+            Path(dest).chmod(0o755)
 """
 
 # sudo for a test run that is not root: runs the command (VAR=value words into its environment)
@@ -352,6 +363,218 @@ def test_chromium_install_that_leaves_no_program_fails_under_ci(repo, stubs):
     assert "left chromium chromedriver off PATH" in r.stderr, r.stderr
 
 
+# ---- the podman install: podman and its helpers from apt-get, then the base image -------------------
+
+PODMAN = "podman install"
+PODMAN_PACKAGES = ["podman", "podman-compose", "runc", "debootstrap", "netavark", "aardvark-dns"]
+PODMAN_INSTALL = ["install", "-y", "-qq", "--no-install-recommends", *PODMAN_PACKAGES]
+BASE = "localhost/mockbroker-base:bookworm"
+SH_OK = "#!/bin/sh\nexit 0\n"
+
+# podman: `image exists` answers from a directory of imported images, `import` reads the rootfs tarball
+# from stdin into it (or fails, by MODE); every call is logged with CONTAINERS_CONF
+PODMAN_STUB = """#!{python}
+import json, os, sys
+from pathlib import Path
+images, mode, args = Path({images!r}), {mode!r}, sys.argv[1:]
+with open({log!r}, "a") as f:
+    f.write(json.dumps(["podman", os.getcwd(), args, os.environ.get("CONTAINERS_CONF")]) + "\\n")
+if args[:2] == ["image", "exists"]:
+    sys.exit(0 if (images / args[2].replace("/", "_")).exists() else 1)
+if args[:1] == ["import"]:
+    data = sys.stdin.buffer.read()
+    if mode == "import-fails":
+        print("stub podman: simulated failure", file=sys.stderr)
+        sys.exit(1)
+    images.mkdir(exist_ok=True)
+    (images / args[-1].replace("/", "_")).write_bytes(data)
+    sys.exit(0)
+sys.exit(125)
+"""
+
+# debootstrap: makes a root file system in its target directory (or fails, by MODE)
+DEBOOTSTRAP_STUB = """#!{python}
+import json, os, sys
+from pathlib import Path
+with open({log!r}, "a") as f:
+    f.write(json.dumps(["debootstrap", os.getcwd(), sys.argv[1:]]) + "\\n")
+if {mode!r} == "fails":
+    print("stub debootstrap: simulated failure", file=sys.stderr)
+    sys.exit(1)
+target = Path(sys.argv[-2])
+(target / "etc").mkdir(parents=True, exist_ok=True)
+(target / "etc" / "os-release").write_text("bookworm")
+"""
+
+
+def podman_stubs(stubs: Stubs, podman_mode: str = "imports", debootstrap_mode: str = "makes") -> dict[str, str]:
+    """The text of the stubs for podman, its helpers and debootstrap; puts the real programs
+    scripts/container_engine.sh uses besides them, and an `id` that says root, on the stub PATH."""
+    for name in ("mkdir", "rm", "cat", "tar", "tail"):
+        if not (stubs.dir / name).exists():
+            stubs.link(name)
+    (stubs.dir / "id").write_text("#!/bin/sh\necho 0\n")
+    (stubs.dir / "id").chmod(0o755)
+    fmt = {"python": sys.executable, "log": str(stubs.log)}
+    return {"podman": PODMAN_STUB.format(images=str(stubs.dir.parent / "images"), mode=podman_mode, **fmt),
+            "debootstrap": DEBOOTSTRAP_STUB.format(mode=debootstrap_mode, **fmt),
+            "podman-compose": SH_OK, "runc": SH_OK, "netavark": SH_OK, "aardvark-dns": SH_OK}
+
+
+def podman_dest(stubs: Stubs, name: str) -> Path:
+    return (stubs.libexec if name in ("netavark", "aardvark-dns") else stubs.dir) / name
+
+
+def add_podman(stubs: Stubs, **modes: str) -> None:
+    """podman, its helpers and debootstrap, installed already."""
+    for name, text in podman_stubs(stubs, **modes).items():
+        dest = podman_dest(stubs, name)
+        dest.parent.mkdir(exist_ok=True)
+        dest.write_text(text)
+        dest.chmod(0o755)
+
+
+def add_podman_packages(stubs: Stubs, **modes: str) -> None:
+    """The same as packages, which the apt-get stub installs (packages.json)."""
+    prepared = stubs.dir.parent / "packages"
+    prepared.mkdir()
+    where = {}
+    for name, text in podman_stubs(stubs, **modes).items():
+        (prepared / name).write_text(text)
+        where[name] = [[str(prepared / name), str(podman_dest(stubs, name))]]
+    (stubs.dir.parent / "packages.json").write_text(json.dumps(where))
+
+
+def add_base_image(stubs: Stubs) -> None:
+    (stubs.dir.parent / "images").mkdir(exist_ok=True)
+    (stubs.dir.parent / "images" / BASE.replace("/", "_")).write_text("imported before")
+
+
+def run_podman(repo: Path, stubs: Stubs, ci: str | None):
+    return bash(f"source {TOOLCHAINS_SH} && toolchain_podman", repo, stubs, ci)
+
+
+def podman_calls(stubs: Stubs) -> list[tuple[str, list[str]]]:
+    return [(c[0], c[2]) for c in stubs.calls()]
+
+
+@pytest.mark.parametrize("ci", ["true", None])
+def test_podman_ready_is_left_alone(ci, repo, stubs):
+    add_podman(stubs)
+    add_base_image(stubs)
+    add_apt_get(stubs, "installs")
+    r = run_podman(repo, stubs, ci)
+    assert r.returncode == 0 and r.stderr == "", r
+    assert podman_calls(stubs) == [("podman", ["image", "exists", BASE])] * 2  # made once, then checked
+
+
+def test_podman_installed_and_base_image_made_under_ci(repo, stubs):
+    add_podman_packages(stubs)
+    add_apt_get(stubs, "installs")
+    r = run_podman(repo, stubs, ci="true")
+    assert r.returncode == 0 and r.stderr == "", r
+    assert [c[0] for c in stubs.calls()] == ["apt-get", "podman", "debootstrap", "podman", "podman"]
+    assert stubs.calls()[0][2:] == (PODMAN_INSTALL, "noninteractive")  # the package lists there are do: no update
+    _, exists_before, debootstrap, imported, exists_after = podman_calls(stubs)
+    assert exists_before == exists_after == ("podman", ["image", "exists", BASE])
+    assert debootstrap[1] == ["--variant=minbase", "--include=python3,python3-venv,ca-certificates", "bookworm",
+                              str(repo / ".ce-work" / "rootfs"), MIRROR]
+    assert imported[1][0] == "import" and imported[1][-2:] == ["-", BASE]
+    conf = repo / ".ce-work" / "containers.conf"
+    assert all(c[3] == str(conf) for c in stubs.calls() if c[0] == "podman")  # CONTAINERS_CONF exported
+    text = conf.read_text()
+    assert 'runtime = "runc"' in text and 'network_backend = "netavark"' in text and "default_ulimits" in text
+    assert not (repo / ".ce-work" / "rootfs").exists()  # the root file system went into the image
+
+
+def test_podman_helpers_missing_are_installed(repo, stubs):
+    """podman on PATH but no netavark/aardvark-dns (podman would use CNI, whose networks have no DNS)."""
+    add_podman(stubs)
+    for name in ("netavark", "aardvark-dns"):
+        (stubs.libexec / name).unlink()
+    add_base_image(stubs)
+    add_podman_packages(stubs)
+    add_apt_get(stubs, "installs")
+    r = run_podman(repo, stubs, ci="true")
+    assert r.returncode == 0 and r.stderr == "", r
+    assert podman_calls(stubs)[0] == ("apt-get", PODMAN_INSTALL)
+    assert (stubs.libexec / "netavark").is_file() and (stubs.libexec / "aardvark-dns").is_file()
+
+
+def test_podman_package_lists_fetched_when_the_install_needs_them(repo, stubs):
+    add_podman_packages(stubs)
+    add_apt_get(stubs, "needs-update")
+    r = run_podman(repo, stubs, ci="true")
+    assert r.returncode == 0 and r.stderr == "", r
+    assert [c for c in podman_calls(stubs) if c[0] == "apt-get"] == [("apt-get", PODMAN_INSTALL),
+                                                                    ("apt-get", UPDATE), ("apt-get", PODMAN_INSTALL)]
+
+
+@pytest.mark.parametrize("ci", ["true", None])
+def test_podman_whose_apt_get_fails(ci, repo, stubs):
+    podman_stubs(stubs)  # id, and the real programs
+    add_apt_get(stubs, "fails")
+    r = run_podman(repo, stubs, ci)
+    assert apt_calls(stubs) == [PODMAN_INSTALL, UPDATE]
+    assert "stub apt-get: simulated failure" in r.stderr
+    assert not (stubs.dir / "podman").exists()
+    if ci:
+        assert r.returncode == 1, r
+        assert re.search(f"ERROR: toolchain step '{PODMAN}' failed: apt-get could not install .*exit 1", r.stderr), r.stderr
+    else:
+        assert r.returncode == 0, r
+        assert f"WARNING: toolchain step '{PODMAN}'" in r.stderr and "will be skipped" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("ci", ["true", None])
+def test_podman_without_apt_get(ci, repo, stubs):
+    podman_stubs(stubs)
+    r = run_podman(repo, stubs, ci)
+    what = "not found on PATH: podman podman-compose runc debootstrap (and no apt-get to install"
+    if ci:
+        assert r.returncode == 1, r
+        assert f"ERROR: toolchain step '{PODMAN}' failed: {what}" in r.stderr, r.stderr
+    else:
+        assert r.returncode == 0, r
+        assert f"WARNING: toolchain step '{PODMAN}': {what}" in r.stderr and "ERROR" not in r.stderr, r.stderr
+    assert stubs.calls() == []
+
+
+@pytest.mark.parametrize("ci", ["true", None])
+def test_podman_not_as_root(ci, repo, stubs):
+    add_podman(stubs)
+    add_base_image(stubs)
+    add_apt_get(stubs, "installs")
+    (stubs.dir / "id").write_text("#!/bin/sh\necho 1000\n")
+    r = run_podman(repo, stubs, ci)
+    assert ("podman runs as root for the container test (its storage, networks, debootstrap), "
+            "and this is uid 1000") in r.stderr, r.stderr
+    assert r.returncode == (1 if ci else 0), r
+    assert ("ERROR" in r.stderr) == bool(ci)
+    assert stubs.calls() == []
+
+
+@pytest.mark.parametrize("ci", ["true", None])
+@pytest.mark.parametrize("failing", ["debootstrap", "podman import"])
+def test_podman_base_image_that_cannot_be_made(failing, ci, repo, stubs):
+    add_podman(stubs, **({"debootstrap_mode": "fails"} if failing == "debootstrap" else {"podman_mode": "import-fails"}))
+    r = run_podman(repo, stubs, ci)
+    assert f"could not make the base image {BASE} (exit 1)" in r.stderr, r.stderr
+    assert f"stub {failing.split()[0]}: simulated failure" in r.stderr
+    assert not (repo / ".ce-work" / "rootfs").exists()
+    assert r.returncode == (1 if ci else 0), r
+    assert ("ERROR" in r.stderr) == bool(ci)
+
+
+def test_podman_install_that_leaves_no_program_fails_under_ci(repo, stubs):
+    podman_stubs(stubs)
+    add_apt_get(stubs, "installs-nothing")
+    r = run_podman(repo, stubs, ci="true")
+    assert r.returncode == 1, r
+    assert (f"ERROR: toolchain step '{PODMAN}' failed: apt-get installed {' '.join(PODMAN_PACKAGES)} but left "
+            "podman podman-compose runc debootstrap off PATH") in r.stderr, r.stderr
+
+
 CI_VALUES = [None, "", "0", "false", "False", "FALSE", "no", "off", "true", "TRUE", "1", "yes", "github"]
 
 
@@ -383,7 +606,7 @@ for p in bin.iterdir():
 @pytest.fixture
 def checkout(repo: Path, stubs: Stubs) -> Path:
     """``repo`` with scripts/ and .ci/ copied in, and python3 stubbed (a fake .venv whose python echoes)."""
-    for rel in ("scripts/test.sh", "scripts/toolchains.sh", ".ci/run"):
+    for rel in ("scripts/test.sh", "scripts/toolchains.sh", "scripts/container_engine.sh", ".ci/run"):
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / rel, repo / rel)
     (stubs.dir / "python3").write_text(FAKE_PYTHON3.format(python=sys.executable))
@@ -412,11 +635,13 @@ def test_test_sh_builds_then_runs_pytest_under_ci(checkout, stubs):
         for name, creates in tools.items():
             stubs.add(name, creates=creates)
     add_apt_get(stubs, "installs")
+    add_podman_packages(stubs)
     r = bash("bash scripts/test.sh tests/x", checkout, stubs, ci="true")
     assert r.returncode == 0, r
     assert r.stdout.strip() == "PYTEST-RAN -m pytest -q -p no:cacheprovider tests/x"
-    assert [(c[0], Path(c[1]).name) for c in stubs.calls()] == [("npm", "js"), ("mvn", "java"), ("go", "go"),
-                                                                ("mvn", "spark"), ("apt-get", "repo")]
+    assert [(c[0], Path(c[1]).name) for c in stubs.calls()] == [
+        ("npm", "js"), ("mvn", "java"), ("go", "go"), ("mvn", "spark"), ("apt-get", "repo"), ("apt-get", "repo"),
+        ("podman", "repo"), ("debootstrap", "repo"), ("podman", "repo"), ("podman", "repo")]
 
 
 def test_ci_entry_point_is_ci_even_when_unset(checkout, stubs):
@@ -494,6 +719,7 @@ RESOLVERS = {
     "java": (javatools.java_classpath, "java, javac, mvn"),
     "spark": (sparktools.connector_jars, "java, mvn"),
     "chromium": (toolchains.chromium, "chromium, chromedriver"),
+    "podman": (toolchains.podman, "podman, podman-compose"),
 }
 
 
