@@ -779,7 +779,7 @@ def test_no_direct_skips_in_toolchain_tests():
     integration = REPO / "tests" / "integration"
     names = ["gotools.py", "jstools.py", "javatools.py", "test_franz_go_group.py", "test_kafkajs.py",
              "test_kafkajs_group.py", "test_java_admin_quotas.py", "test_java_consumer_groups.py",
-             "sparktools.py", "conftest.py", "test_report_html.py", *(p.name for p in integration.glob("test_spark_*.py"))]
+             "sparktools.py", "conftest.py", "test_report_html.py", "test_container.py", *(p.name for p in integration.glob("test_spark_*.py"))]
     for name in names:
         text = (integration / name).read_text()
         assert not re.search(r"pytest\.skip\(|mark\.skip", text), f"{name} skips directly, not via tests/toolchains.py"
