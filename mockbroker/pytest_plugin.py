@@ -138,11 +138,11 @@ def _marker_config(node: pytest.Item | None) -> dict[str, Any]:
         return config
     for mark in reversed(list(node.iter_markers(MARKER))):
         if mark.args:
-            raise pytest.UsageError(f"{node.nodeid}: @pytest.mark.{MARKER} takes keywords only: {_MARKER_KEYS}")
+            pytest.fail(f"{node.nodeid}: @pytest.mark.{MARKER} takes keywords only: {_MARKER_KEYS}", pytrace=False)
         unknown = set(mark.kwargs) - set(_MARKER_KEYS)
         if unknown:
-            raise pytest.UsageError(f"{node.nodeid}: @pytest.mark.{MARKER}: unknown keywords {sorted(unknown)}; "
-                                    f"known: {_MARKER_KEYS}")
+            pytest.fail(f"{node.nodeid}: @pytest.mark.{MARKER}: unknown keywords {sorted(unknown)}; "
+                        f"known: {_MARKER_KEYS}", pytrace=False)
         config.update(mark.kwargs.get("config") or {})
         if mark.kwargs.get("brokers") is not None:
             config["mock.num.brokers"] = mark.kwargs["brokers"]

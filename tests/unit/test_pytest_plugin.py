@@ -126,6 +126,23 @@ def test_marker_options_and_fixtures_over_loopback(pytester: pytest.Pytester):
     result.assert_outcomes(passed=6)
 
 
+def test_ini_defaults_and_a_wrong_marker(pytester: pytest.Pytester):
+    pytester.makeini("[pytest]\nmockbroker_config =\n    num.partitions=6\n    mock.num.brokers=2\n")
+    write(pytester, '''
+        def test_ini_defaults(mockbroker_session):
+            assert len(metadata(mockbroker_session.bootstrap_servers).brokers) == 2
+            assert len(metadata(mockbroker_session.bootstrap_servers, ["six"]).topics[0].partitions) == 6
+
+        @pytest.mark.mockbroker(partitions=3)
+        def test_wrong_marker(mockbroker):
+            pass
+    ''')
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, errors=1)
+    assert "test_wrong_marker: @pytest.mark.mockbroker: unknown keywords ['partitions']; known: ('config', " \
+           "'brokers')" in result.stdout.str()
+
+
 def test_faults_quotas_and_throttle_helper_with_kafka_python(pytester: pytest.Pytester):
     write(pytester, '''
         from kafka import KafkaConsumer, KafkaProducer, TopicPartition
