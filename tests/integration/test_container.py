@@ -33,8 +33,6 @@ CLIENT_IMAGE = "localhost/mockbroker-example-client:latest"
 EXTERNAL = ("127.0.0.1", 19092)
 HEALTHY_WITHIN_S = 60
 
-pytestmark = pytest.mark.slow
-
 
 class Stack:
     def __init__(self, env: dict[str, str], project: str) -> None:

@@ -84,9 +84,17 @@ def test_listener_that_never_answers(silent_listener, capsys):
 
 
 def test_peer_that_closes(capsys):
+    """A peer that reads the request and closes without answering (read first: closing with unread
+    data would reset the connection instead)."""
     srv = socket.create_server(("127.0.0.1", 0))
     port = srv.getsockname()[1]
-    t = threading.Thread(target=lambda: srv.accept()[0].close(), daemon=True)
+
+    def read_and_close() -> None:
+        c = srv.accept()[0]
+        with c:
+            c.recv(1024)
+
+    t = threading.Thread(target=read_and_close, daemon=True)
     t.start()
     try:
         assert probe.run(args(f"127.0.0.1:{port}")) == 1
