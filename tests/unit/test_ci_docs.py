@@ -19,9 +19,7 @@ import subprocess
 import sys
 import time
 
-import pytest
-
-yaml = pytest.importorskip("yaml")
+from tests.toolchains import unavailable
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "ci.md"
@@ -42,6 +40,10 @@ print("broker answered")
 
 
 def yaml_blocks() -> list[dict]:
+    try:
+        import yaml  # PyYAML: schemathesis's dependency, so in the test extra's environment
+    except ImportError:
+        unavailable("PyYAML is not installed: docs/ci.md's snippets cannot be parsed")
     text = DOC.read_text(encoding="utf-8")
     return [yaml.safe_load(b) for b in re.findall(r"^```yaml\n(.*?)^```$", text, re.MULTILINE | re.DOTALL)]
 
@@ -111,7 +113,7 @@ def github_steps() -> list[dict]:
 def test_github_structure():
     doc = github()
     assert "on" in doc or True in doc  # YAML 1.1 reads a bare `on` key as True
-    [(name, job)] = doc["jobs"].items()
+    [job] = doc["jobs"].values()
     assert job["runs-on"] and isinstance(job["steps"], list)
     for step in job["steps"]:
         assert ("uses" in step) != ("run" in step), step
@@ -123,7 +125,7 @@ def test_github_structure():
 
 def test_gitlab_structure():
     doc = gitlab()
-    [(name, job)] = doc.items()
+    [job] = doc.values()
     assert all(isinstance(c, str) for c in job["before_script"] + job["script"] + job["after_script"])
     assert "mockbroker.log" in job["artifacts"]["paths"] and job["artifacts"]["when"] == "always"
 
