@@ -23,7 +23,7 @@ ENV PATH=/opt/mockbroker/bin:$PATH \
 # changes, not when the sources do.  Every dependency has wheels: no compiler is installed.
 WORKDIR /src
 COPY docker/pip-install.sh /usr/local/bin/mockbroker-pip-install
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 RUN python3 -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb")); \
 print("\n".join(p["build-system"]["requires"] + p["project"]["dependencies"]))' > /tmp/requirements.txt \
  && mockbroker-pip-install /opt/mockbroker -r /tmp/requirements.txt \
