@@ -26,7 +26,7 @@ def kio_table():
     return gen.from_kio()
 
 
-def mismatches(table, truth) -> list[str]:  # noqa: ANN001 - both {key: row}
+def mismatches(table, truth) -> list[str]:  # both {key: row}
     """Every API key whose row differs (or that one side lacks), described."""
     out = []
     for key in sorted(set(table) | set(truth)):
