@@ -93,11 +93,15 @@ class MockBroker:
     @property
     def bootstrap_servers(self) -> str:
         """Every broker's advertised address on the first listener (``listeners``' first item)."""
-        return self.call(lambda c: c.bootstrap_servers())
+        return self.bootstrap_servers_for(None)
 
-    def bootstrap_servers_for(self, listener_name: str) -> str:
-        """Every broker's advertised address on the named listener (``EXTERNAL``, ``INTERNAL``, ...)."""
-        return self.call(lambda c: c.bootstrap_servers(listener_name.upper()))
+    def bootstrap_servers_for(self, listener_name: str | None) -> str:
+        """Every broker's advertised address on the named listener (``EXTERNAL``, ``INTERNAL``, ...);
+        also after ``stop()`` (the addresses it had)."""
+        name = listener_name.upper() if listener_name else None
+        if self._thread is not None and self._thread.is_alive():
+            return self.call(lambda c: c.bootstrap_servers(name))
+        return self.cluster.bootstrap_servers(name)  # stopped: its loop no longer runs anything
 
     @property
     def admin_url(self) -> str | None:

@@ -201,3 +201,12 @@ def test_kafka_python_on_a_plaintext_and_a_sasl_listener_of_one_broker():
         with RawKafkaClient("127.0.0.1", port) as c:
             c.send(3, 12, {"topics": None, "allow_auto_topic_creation": False})
             assert c.is_closed_by_peer()
+
+
+def test_bootstrap_servers_outlive_the_broker():
+    """Fixtures keep the address of a broker they stopped (a failure report names it)."""
+    b = MockBroker(config=TWO).start()
+    running = (b.bootstrap_servers, b.bootstrap_servers_for("EXTERNAL"))
+    b.stop()
+    assert (b.bootstrap_servers, b.bootstrap_servers_for("EXTERNAL")) == running
+    assert running[0] == "kafka.internal.invalid:9092" and running[1].startswith("127.0.0.1:")

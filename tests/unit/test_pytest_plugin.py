@@ -265,15 +265,18 @@ def test_xdist_gives_each_worker_its_own_session_broker(pytester: pytest.Pyteste
 
 
 def _doc_blocks() -> list[tuple[str, str]]:
-    """docs/pytest.md's example test files: python blocks whose first line is ``# test_*.py``."""
-    text = (ROOT / "docs" / "pytest.md").read_text()
+    """The example test files of docs/pytest.md and README.md: python blocks whose first line is
+    ``# test_*.py``."""
+    text = (ROOT / "docs" / "pytest.md").read_text() + (ROOT / "README.md").read_text()
     blocks = re.findall(r"```python\n(# (test_\w+\.py)\n.*?)```", text, re.S)
     return [(name, code) for code, name in blocks]
 
 
 def test_the_docs_examples_run(pytester: pytest.Pytester):
     blocks = _doc_blocks()
-    assert {name for name, _ in blocks} >= {"test_kafka_python.py", "test_confluent_kafka.py"}
+    assert {name for name, _ in blocks} >= {"test_kafka_python.py", "test_confluent_kafka.py",
+                                            "test_readme_kafka_python.py", "test_readme_confluent_kafka.py"}
+    assert len({name for name, _ in blocks}) == len(blocks)
     for name, code in blocks:
         pytester.path.joinpath(name).write_text(code)
     result = pytester.runpytest("--strict-markers", "-p", "no:cacheprovider", *[n for n, _ in blocks])
