@@ -16,7 +16,6 @@ import difflib
 import ipaddress
 import json
 import os
-import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -292,6 +291,8 @@ class BrokerConfig(Mapping[str, Any]):
         merged: dict[str, Any] = {}
         sources: dict[str, str] = {}
         if file:
+            import tomllib  # only for a configuration file: its regexes cost ~5-10 ms of every start
+
             try:
                 with open(file, "rb") as f:
                     data = _flatten(tomllib.load(f))
