@@ -1,6 +1,6 @@
 """``mockbroker probe``: an ApiVersions round trip against a MockBroker exits 0; a closed port, a listener
-that never answers and an error answer exit 1 with one line on stderr; its hand-made request and response
-parsing agree with protocol.codec; running it loads neither kio nor the broker."""
+that never answers, a peer that closes, an answer that is not ApiVersions and an error answer exit 1 with
+one line on stderr; running it loads the wire layer's codecs but not the broker."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 
 from mockbroker import MockBroker
 from mockbroker import probe
-from protocol.codec import build_request, build_response, decode_response, encode_request, encode_response
+from protocol.codec import build_response, encode_response
 from protocol.registry import any_spec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -110,23 +110,26 @@ def test_bad_bootstrap(bootstrap, capsys):
     assert "is not HOST:PORT" in one_line(capsys.readouterr().err)
 
 
-def test_request_is_the_codecs_apiversions_v0():
-    spec = any_spec(probe.API_VERSIONS)
-    want = encode_request(18, 0, probe.CORRELATION_ID, probe.CLIENT_ID, build_request(18, 0, {}), spec)
-    assert probe.request_bytes() == want
+def test_an_answer_that_is_not_apiversions_exits_1(capsys):
+    """A peer that answers with a frame that does not decode as ApiVersions v0 (here: a bare size and a
+    wrong correlation id) is not a healthy broker."""
+    srv = socket.create_server(("127.0.0.1", 0))
+    port = srv.getsockname()[1]
 
+    def answer() -> None:
+        c = srv.accept()[0]
+        with c:
+            c.recv(1024)
+            c.sendall(b"\x00\x00\x00\x04\x00\x00\x00\x07")
 
-@pytest.mark.parametrize("error_code", [0, 35])
-def test_response_parsed_as_the_codec_encodes_it(error_code):
-    spec = any_spec(18)
-    keys = [{"api_key": k, "min_version": 0, "max_version": 3} for k in (0, 1, 3)]
-    body = build_response(18, 0, {"error_code": error_code, "api_keys": keys})
-    frame = bytes(encode_response(spec, 0, probe.CORRELATION_ID, body))
-    payload = frame[4:]
-    assert decode_response(18, 0, 0, payload)[0] == probe.CORRELATION_ID
-    assert probe.parse_response(payload) == (error_code, 3)
-    with pytest.raises(probe.ProbeError, match="correlation id"):
-        probe.parse_response(payload, correlation_id=1)
+    t = threading.Thread(target=answer, daemon=True)
+    t.start()
+    try:
+        assert probe.run(args(f"127.0.0.1:{port}")) == 1
+    finally:
+        t.join(5)
+        srv.close()
+    assert "not an ApiVersions v0 answer" in one_line(capsys.readouterr().err)
 
 
 def test_error_answer_exits_1(capsys):
@@ -134,7 +137,7 @@ def test_error_answer_exits_1(capsys):
     srv = socket.create_server(("127.0.0.1", 0))
     port = srv.getsockname()[1]
     body = build_response(18, 0, {"error_code": 35, "api_keys": []})
-    frame = bytes(encode_response(any_spec(18), 0, probe.CORRELATION_ID, body))
+    frame = bytes(encode_response(any_spec(18), 0, 1, body))  # the probe's one request has correlation id 1
 
     def answer() -> None:
         c = srv.accept()[0]
@@ -153,16 +156,17 @@ def test_error_answer_exits_1(capsys):
 
 
 def test_command_line_imports_little():
-    """``mockbroker probe`` as the HEALTHCHECK runs it: exit codes, and no kio, asyncio or broker module loaded."""
+    """``mockbroker probe`` as the HEALTHCHECK runs it: exit codes, and no broker module loaded (the
+    codecs are: kio's ApiVersions schema, and nothing of Metadata's)."""
     code = ("import sys; from mockbroker.cli import main; rc = main(sys.argv[1:]); "
-            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('kio', 'protocol', 'asyncio') "
+            "heavy = sorted(m for m in sys.modules if 'metadata_v' in m "
             "or m in ('mockbroker.process', 'mockbroker.config', 'mockbroker.broker')); "
-            "print(heavy); sys.exit(rc)")
+            "print(heavy, 'protocol.client' in sys.modules); sys.exit(rc)")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     with MockBroker() as b:
         r = subprocess.run([sys.executable, "-c", code, "probe", "--bootstrap", b.bootstrap_servers, "--timeout", "5"],
                            capture_output=True, text=True, timeout=30, env=env)
-    assert (r.returncode, r.stdout, r.stderr) == (0, "[]\n", ""), r
+    assert (r.returncode, r.stdout, r.stderr) == (0, "[] True\n", ""), r
     r = subprocess.run([sys.executable, "-m", "mockbroker", "probe", "--bootstrap", f"127.0.0.1:{closed_port()}"],
                        capture_output=True, text=True, timeout=30, env=env)
     assert r.returncode == 1 and r.stdout == "", r
