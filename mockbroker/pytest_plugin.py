@@ -322,6 +322,17 @@ _STATE = pytest.StashKey[_State]()
 
 
 # -- hooks ---------------------------------------------------------------------------------------------
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A marker on a test whose only broker is the session one configures nothing: say so."""
+    per_test = FIXTURES - {"mockbroker_session"}
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if "mockbroker_session" in names and not names & per_test and item.get_closest_marker(MARKER):
+            item.warn(pytest.PytestWarning(
+                f"@pytest.mark.{MARKER} does not configure mockbroker_session (started once for the "
+                "session); use mockbroker or mockbroker_factory for a configured broker"))
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     state = item.config.stash[_STATE]

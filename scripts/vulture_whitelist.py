@@ -55,6 +55,6 @@ _.__dir__
 # mockbroker/pytest_plugin.py: hooks pytest calls by name, fixtures tests request by name, and the
 # helpers of the brokers they yield (used by generated test files in tests/unit/test_pytest_plugin.py
 # and docs/pytest.md, which vulture does not read)
-pytest_addoption, pytest_configure, pytest_runtest_protocol, pytest_runtest_makereport
+pytest_addoption, pytest_configure, pytest_runtest_protocol, pytest_runtest_makereport, pytest_collection_modifyitems
 mockbroker, mockbroker_manual, mockbroker_session
 _.wait_for_throttle_events, _.journal_of_test

@@ -465,8 +465,9 @@ def test_group_of_three(broker, spawn, lib):
     assert v2["generation_id"] > v1["generation_id"]
     assert a_parts <= set(v2["members"][b.client_id]) | set(v2["members"][c.client_id])
     for p in a_parts:  # A committed all it processed; the new owner goes on exactly from there
-        assert committed.get((topic, p), 0) == next_offset(a, p), (p, committed, next_offset(a, p))
-        assert resumed_at([b, c], p, t_closed)[0] == committed.get((topic, p), 0)
+        # (read after A's exit: by then the new owner may already have consumed and committed more)
+        assert committed.get((topic, p), 0) >= next_offset(a, p), (p, committed, next_offset(a, p))
+        assert resumed_at([b, c], p, t_closed)[0] == next_offset(a, p)
     wait_consuming([b, c])
 
     # SIGKILL, with records processed since the member's last commit: no LeaveGroup, expelled after

@@ -136,9 +136,14 @@ def test_ini_defaults_and_a_wrong_marker(pytester: pytest.Pytester):
         @pytest.mark.mockbroker(partitions=3)
         def test_wrong_marker(mockbroker):
             pass
+
+        @pytest.mark.mockbroker(brokers=3)
+        def test_marker_on_the_session_broker(mockbroker_session):
+            assert len(metadata(mockbroker_session.bootstrap_servers).brokers) == 2  # the marker did nothing
     ''')
     result = pytester.runpytest("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1, errors=1)
+    result.assert_outcomes(passed=2, errors=1, warnings=1)
+    assert "@pytest.mark.mockbroker does not configure mockbroker_session" in result.stdout.str()
     assert "test_wrong_marker: @pytest.mark.mockbroker: unknown keywords ['partitions']; known: ('config', " \
            "'brokers')" in result.stdout.str()
 
