@@ -430,8 +430,9 @@ def test_transaction_version_2_epoch_overflow_moves_to_the_next_producer_id():
 
 
 # -- timeouts, expiration ---------------------------------------------------------------------------
-def test_timed_out_transactions_are_fenced_and_aborted():
-    env = Env(abort_timed_out_transactions_interval_ms=10000)
+@pytest.mark.parametrize("tv,abort_epoch", [(TV_0, 1), (TV_2, 2)])  # TV2: the fence, then the bump of the end
+def test_timed_out_transactions_are_fenced_and_aborted(tv, abort_epoch):
+    env = Env(tv=tv, abort_timed_out_transactions_interval_ms=10000)
     env.coord.startup()
     pid, _, _ = env.init(timeout=60000)
     env.add(pid, 0, [TP0])
@@ -439,10 +440,10 @@ def test_timed_out_transactions_are_fenced_and_aborted():
     assert env.markers.calls == [] and env.md().state is S.ONGOING  # not yet past the timeout
     env.clock.advance(10000)
     [call] = env.markers.calls
-    assert (call.producer_id, call.producer_epoch, call.commit, call.partitions) == (pid, 1, False, {TP0})
+    assert (call.producer_id, call.producer_epoch, call.commit, call.partitions) == (pid, abort_epoch, False, {TP0})
     assert env.md().state is S.PREPARE_ABORT
     call.complete()
-    assert env.md().state is S.COMPLETE_ABORT and env.md().producer_epoch == 1
+    assert env.md().state is S.COMPLETE_ABORT and env.md().producer_epoch == abort_epoch
     assert env.end(pid, 0, True)[0] is E.producer_fenced  # the timed-out producer
     assert env.add(pid, 0) is E.producer_fenced
     env.clock.advance(100000)
