@@ -6,6 +6,15 @@ exist only so that retention drops whole segments as Kafka does
 (``UnifiedLog.deleteRetentionMsBreachedSegments`` /
 ``deleteRetentionSizeBreachedSegments``) and the log start offset moves to the
 first remaining segment.
+
+Transactions (``UnifiedLog``): the log owns its ``ProducerStateManager``; the
+last stable offset is the first unstable offset when below the high watermark,
+else the high watermark (``lastStableOffset`` / ``fetchLastStableOffsetMetadata``).
+Aborted transactions are kept in one list standing for the segments'
+``TransactionIndex`` files (``AbortedTxn``: producer id, first offset, last
+offset = the marker's, and the LSO when it was written); retention drops the
+entries whose marker's segment went (last offset below the log start offset),
+truncation those at or above the truncation point (``TransactionIndex.truncateTo``).
 """
 
 from __future__ import annotations
@@ -15,6 +24,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from protocol.records import BatchHeader, assign_offsets, record_timestamps
+
+from .producer_state import CompletedTxn, ProducerStateManager
+
+
+@dataclass(frozen=True, slots=True)
+class AbortedTxn:
+    """One entry of a ``TransactionIndex`` (Kafka's ``AbortedTxn``)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
 
 
 @dataclass(slots=True)
@@ -41,6 +62,8 @@ class FetchSlice:
 
     chunks: list[bytes]
     size_bytes: int
+    # the offset after the last batch read (whole or cut): the upper bound for aborted transactions
+    next_offset: int = -1
 
 
 class PartitionLog:
@@ -51,6 +74,8 @@ class PartitionLog:
         self.leader_epoch = 0
         # LeaderEpochFileCache: (epoch, start offset) in order
         self.epoch_starts: list[tuple[int, int]] = [(0, 0)]
+        self.producer_state = ProducerStateManager()
+        self.aborted_txns: list[AbortedTxn] = []  # in marker order, i.e. by last offset
 
     # -- offsets ----------------------------------------------------------------
     @property
@@ -59,7 +84,10 @@ class PartitionLog:
 
     @property
     def last_stable_offset(self) -> int:
-        # No transactions are kept open, so the LSO is the high watermark.
+        """``UnifiedLog.lastStableOffset``: the first unstable offset if below the high watermark."""
+        first_unstable = self.producer_state.first_unstable_offset(self.high_watermark)
+        if first_unstable is not None and first_unstable < self.high_watermark:
+            return first_unstable
         return self.high_watermark
 
     @property
@@ -94,6 +122,21 @@ class PartitionLog:
         seg.largest_timestamp = max(seg.largest_timestamp, max_ts)
         return base, last
 
+    def complete_txn(self, completed: CompletedTxn) -> None:
+        """``UnifiedLog.append`` for a marker that ended a transaction: an aborted one enters the
+        transaction index with the LSO of that moment (``LogSegment.updateTxnIndex``), then
+        ``ProducerStateManager.completeTxn``."""
+        lso = self.producer_state.last_stable_offset(completed)
+        if completed.is_aborted:
+            self.aborted_txns.append(AbortedTxn(completed.producer_id, completed.first_offset,
+                                                completed.last_offset, lso))
+        self.producer_state.complete_txn(completed)
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """``collectAbortedTransactions``: the aborted transactions overlapping [start, upper bound)
+        (``TransactionIndex.collectAbortedTxns``: last offset >= start and first offset < upper bound)."""
+        return [t for t in self.aborted_txns if t.last_offset >= start_offset and t.first_offset < upper_bound_offset]
+
     # -- read -------------------------------------------------------------------
     def _locate(self, offset: int) -> tuple[int, int]:
         """(segment index, batch index) of the batch holding ``offset``."""
@@ -117,29 +160,33 @@ class PartitionLog:
         chunks: list[bytes] = []
         total = 0
         if offset >= upper_bound:
-            return FetchSlice(chunks, 0)
+            return FetchSlice(chunks, 0, offset)
         si, bi = self._locate(offset)
+        next_offset = offset
         while si < len(self.segments):
             seg = self.segments[si]
             while bi < len(seg.batches):
                 if seg.batch_base(bi) >= upper_bound:
-                    return FetchSlice(chunks, total)
+                    return FetchSlice(chunks, total, next_offset)
                 b = seg.batches[bi]
                 if total + len(b) > max_bytes:
                     if not chunks and min_one:
                         chunks.append(b)
                         total += len(b)
+                        next_offset = seg.last_offsets[bi] + 1
                     elif max_bytes - total > 0:
                         tail = b[: max_bytes - total]  # the partial batch a slab read ends with
                         chunks.append(tail)
                         total += len(tail)
-                    return FetchSlice(chunks, total)
+                        next_offset = seg.last_offsets[bi] + 1
+                    return FetchSlice(chunks, total, next_offset)
                 chunks.append(b)
                 total += len(b)
+                next_offset = seg.last_offsets[bi] + 1
                 bi += 1
             si += 1
             bi = 0
-        return FetchSlice(chunks, total)
+        return FetchSlice(chunks, total, next_offset)
 
     def bytes_available(self, offset: int, upper_bound: int, cap: int) -> int:
         """Bytes from ``offset`` to ``upper_bound``, at most ``cap`` (DelayedFetch's accumulatedSize)."""
@@ -228,6 +275,8 @@ class PartitionLog:
             self.segments.append(LogSegment(now_end, now_ms))
         if n:
             self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+            # the deleted segments' transaction indexes go with them
+            self.aborted_txns = [t for t in self.aborted_txns if t.last_offset >= self.log_start_offset]
         return n
 
     # -- leadership -------------------------------------------------------------------
@@ -263,3 +312,4 @@ class PartitionLog:
         if not seg.batches:
             seg.base_offset = max(min(seg.base_offset, offset), self.log_start_offset)
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
+        self.aborted_txns = [t for t in self.aborted_txns if t.last_offset < offset]  # TransactionIndex.truncateTo

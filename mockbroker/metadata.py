@@ -271,7 +271,8 @@ class ClusterMetadata:
             else:
                 replicas = [ids[(start + p + i) % len(ids)] for i in range(replication_factor)]
             topic.partitions.append(
-                Partition(topic, p, replicas, list(replicas), replicas[0], PartitionLog(now))
+                Partition(topic, p, replicas, list(replicas), replicas[0], log := PartitionLog(now),
+                          log.producer_state)
             )
         self.topics[name] = topic
         self.topics_by_id[topic.topic_id] = topic

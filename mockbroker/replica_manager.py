@@ -13,12 +13,23 @@ per partition: leadership (``getPartitionOrException``:
 NOT_LEADER_OR_FOLLOWER), exactly one v2 batch (INVALID_RECORD), zstd below
 Produce v7 (UNSUPPORTED_COMPRESSION_TYPE), the batch itself
 (``protocol.records.validate_batch``: base offset 0, max.message.bytes,
-CRC32C, record count), a transactional batch (INVALID_TXN_STATE: no
-transaction coordinator is simulated), min.insync.replicas for acks=-1
-(``Partition.appendRecordsToLeader``: NOT_ENOUGH_REPLICAS, nothing appended),
-then the idempotent producer's sequence and epoch (``ProducerStateManager``;
-a duplicate of one of the last five batches is answered with its original
-offsets).  A partition that fails appends nothing; the others still append.
+CRC32C, record count, no control batch from a client), for a transactional
+batch whose producer has no open transaction in the partition the KIP-890
+verification hook (``txn_verifier``: the coordinator's word that the
+partition was added to the transaction; None accepts, as
+transaction.partition.verification.enable=false does), min.insync.replicas
+for acks=-1 (``Partition.appendRecordsToLeader``: NOT_ENOUGH_REPLICAS, nothing
+appended), then the producer's sequence, epoch and transaction state
+(``ProducerStateManager``; a duplicate of one of the last five batches is
+answered with its original offsets).  A transactional batch opens its
+producer's transaction in the partition.  A partition that fails appends
+nothing; the others still append.
+
+``append_txn_marker`` is the log side of WriteTxnMarkers
+(``appendRecords`` with origin COORDINATOR and acks=-1): it writes a COMMIT
+or ABORT control batch, completes the producer's transaction (the aborted
+transaction index, the last stable offset) and reports when the high
+watermark passes the marker, through the produce purgatory.
 The batch is stored as bytes with its offsets assigned (LogAppendTime: the
 broker's time written and the CRC recomputed); records are never decoded.
 
@@ -36,17 +47,27 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from protocol.errors import CorruptRecordBatch, ErrorCode
-from protocol.records import Compression, split_batches, validate_batch
+from protocol.records import (
+    Compression,
+    build_end_txn_marker,
+    parse_header,
+    split_batches,
+    validate_batch,
+)
 
 from .clock import Clock
 from .delayed_fetch import READ_COMMITTED, DelayedFetch
 from .delayed_produce import DelayedProduce, PartitionResponse, ProducePartitionStatus
 from .fetch_session import CachedPartition
+from .log import AbortedTxn
 from .metadata import ClusterMetadata, Partition
 from .purgatory import DelayedOperationPurgatory, Timer
 from .replication import ReplicationSimulator
 
 PartitionKey = tuple[str, int]
+# KIP-890 part 1: (transactional id, topic, partition, producer id, producer epoch) -> the error the
+# coordinator's verification answers (ErrorCode.none: the partition is in the ongoing transaction)
+TxnVerifier = Callable[[str | None, str, int, int, int], ErrorCode]
 
 
 class ActionQueue:
@@ -107,6 +128,8 @@ class LogReadResult:
     records: bytes | memoryview = b""
     size_bytes: int = 0
     partition: Partition | None = None
+    # read_committed: the aborted transactions overlapping what was read (else None, null on the wire)
+    aborted_transactions: list[AbortedTxn] | None = None
 
 
 @dataclass(slots=True)
@@ -127,6 +150,7 @@ class ReplicaManager:
         # One timer per purgatory, as Kafka gives each DelayedOperationPurgatory its own SystemTimer.
         self.produce_purgatory = DelayedOperationPurgatory("Produce", Timer(clock), purge_interval=produce_purge_interval)
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", Timer(clock), purge_interval=fetch_purge_interval)
+        self.txn_verifier: TxnVerifier | None = None
         actions.completers.append(self.try_complete_delayed)
 
     def try_complete_delayed(self, key: PartitionKey) -> None:
@@ -136,7 +160,8 @@ class ReplicaManager:
 
     # -- produce ---------------------------------------------------------------------------------
     def append_records(self, entries: list[ProduceEntry], acks: int, timeout_ms: int, api_version: int,
-                       on_done: Callable[[list[PartitionResponse]], None]) -> DelayedProduce | None:
+                       on_done: Callable[[list[PartitionResponse]], None],
+                       transactional_id: str | None = None) -> DelayedProduce | None:
         """Append every entry (those that fail append nothing) and call ``on_done`` with one
         response per entry, in order: at once, or for acks=-1 once the ISR has the records or
         ``timeout_ms`` passed (the ``DelayedProduce`` waiting for that is returned)."""
@@ -144,10 +169,15 @@ class ReplicaManager:
             on_done([PartitionResponse(ErrorCode.invalid_required_acks) for _ in entries])
             return None
         now_ms = self.clock.time_ms()
-        appended = [self._append_to_leader(e, acks, api_version, now_ms) for e in entries]
+        appended = [self._append_to_leader(e, acks, api_version, now_ms, transactional_id) for e in entries]
+        return self._complete_or_watch([e.partition for e in entries], appended, acks, timeout_ms, on_done)
+
+    def _complete_or_watch(self, partitions: list[Partition], appended: list[_Appended], acks: int, timeout_ms: int,
+                           on_done: Callable[[list[PartitionResponse]], None]) -> DelayedProduce | None:
+        """Answer at once, or (acks=-1) park a ``DelayedProduce`` until the high watermarks pass."""
         responses = [a.response for a in appended]
-        waiting = [ProducePartitionStatus(e.partition, a.next_offset, a.response)
-                   for e, a in zip(entries, appended) if acks == -1 and a.produced]
+        waiting = [ProducePartitionStatus(p, a.next_offset, a.response)
+                   for p, a in zip(partitions, appended) if acks == -1 and a.produced]
         if not waiting:
             on_done(responses)
             return None
@@ -156,7 +186,8 @@ class ReplicaManager:
         self.produce_purgatory.try_complete_else_watch(op, keys)
         return op
 
-    def _append_to_leader(self, entry: ProduceEntry, acks: int, api_version: int, now_ms: int) -> _Appended:
+    def _append_to_leader(self, entry: ProduceEntry, acks: int, api_version: int, now_ms: int,
+                          transactional_id: str | None) -> _Appended:
         p = entry.partition
         metadata = self.metadata
         topic = p.topic
@@ -178,11 +209,18 @@ class ReplicaManager:
             header = validate_batch(batch, metadata.topic_config(topic, "max.message.bytes"))
         except CorruptRecordBatch as e:
             return _Appended(PartitionResponse(e.error, error_message=str(e)))
-        if header.is_transactional:
-            return _Appended(PartitionResponse(
-                ErrorCode.invalid_txn_state,
-                error_message="mockbroker does not simulate transactions: no AddPartitionsToTxn preceded this batch"))
         log = p.log
+        verifier = self.txn_verifier
+        if header.is_transactional and verifier is not None:
+            # ReplicaManager.maybeStartTransactionVerificationForPartition: only while the producer has
+            # no transaction open here (once its first batch is in, the partition is known to be in it)
+            entry_state = p.producers.producers.get(header.producer_id)
+            if entry_state is None or entry_state.current_txn_first_offset < 0:
+                verr = verifier(transactional_id, topic.name, p.index, header.producer_id, header.producer_epoch)
+                if verr is not ErrorCode.none:
+                    return _Appended(PartitionResponse(verr, error_message=(
+                        "Partition was not added to the transaction" if verr is ErrorCode.invalid_txn_state
+                        else None)))
         min_isr = metadata.topic_config(topic, "min.insync.replicas")
         if acks == -1 and len(p.isr) < min_isr:
             return _Appended(PartitionResponse(
@@ -205,6 +243,58 @@ class ReplicaManager:
         self.actions.add(p)
         return _Appended(PartitionResponse(base_offset=base, log_append_time_ms=now_ms if log_append else -1,
                                            log_start_offset=log.log_start_offset), last + 1, produced=True)
+
+    # -- transaction markers (WriteTxnMarkers, origin COORDINATOR) ---------------------------------
+    def append_txn_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool,
+                          coordinator_epoch: int, on_done: Callable[[ErrorCode], None] | None = None,
+                          transaction_version: int = 0, timeout_ms: int = 30_000) -> ErrorCode:
+        """Write a COMMIT (``commit``) or ABORT marker for ``producer_id`` into a partition this broker
+        leads, as ``KafkaApis.handleWriteTxnMarkersRequest`` does through ``appendRecords`` (acks=-1,
+        origin COORDINATOR, request.timeout.ms): returns the append's error (NONE: written), and
+        ``on_done`` gets the final one once the high watermark passed the marker (or the wait timed out,
+        REQUEST_TIMED_OUT; leadership lost, NOT_LEADER_OR_FOLLOWER)."""
+        appended = self._append_marker(topic, partition, producer_id, producer_epoch, commit,
+                                       coordinator_epoch, transaction_version)
+        p = self.metadata.partition(topic, partition)
+        error = appended.response.error
+        if p is None or not appended.produced:
+            if on_done is not None:
+                on_done(error)
+            return error
+        self._complete_or_watch([p], [appended], -1, timeout_ms,
+                                lambda responses: on_done(responses[0].error) if on_done is not None else None)
+        return error
+
+    def _append_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool,
+                       coordinator_epoch: int, transaction_version: int) -> _Appended:
+        metadata = self.metadata
+        p = metadata.partition(topic, partition)
+        if p is None:
+            return _Appended(PartitionResponse(ErrorCode.unknown_topic_or_partition))
+        if p.leader_id != self.node_id:
+            return _Appended(PartitionResponse(ErrorCode.not_leader_or_follower))
+        log = p.log
+        min_isr = metadata.topic_config(p.topic, "min.insync.replicas")
+        if len(p.isr) < min_isr:
+            return _Appended(PartitionResponse(ErrorCode.not_enough_replicas, log_start_offset=log.log_start_offset))
+        err, message = p.producers.check_end_txn_marker(producer_id, producer_epoch, coordinator_epoch,
+                                                        transaction_version)
+        if err is not ErrorCode.none:
+            return _Appended(PartitionResponse(err, log_start_offset=log.log_start_offset, error_message=message))
+        now_ms = self.clock.time_ms()
+        batch = build_end_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit, now_ms)
+        log_append = metadata.topic_config(p.topic, "message.timestamp.type") == "LogAppendTime"
+        base, last = log.append(memoryview(batch), parse_header(batch), now_ms,
+                                metadata.topic_config(p.topic, "segment.bytes"),
+                                metadata.topic_config(p.topic, "segment.ms"), log_append)
+        completed = p.producers.append_end_txn_marker(producer_id, producer_epoch, coordinator_epoch, not commit,
+                                                      base, now_ms)
+        if completed is not None:
+            log.complete_txn(completed)
+        self.replication.on_leader_append(p)
+        self.actions.add(p)
+        return _Appended(PartitionResponse(base_offset=base, log_start_offset=log.log_start_offset), last + 1,
+                         produced=True)
 
     # -- fetch -----------------------------------------------------------------------------------
     def fetch_messages(self, params: FetchParams, partitions: list[CachedPartition],
@@ -266,6 +356,11 @@ class ReplicaManager:
         if sl.size_bytes:
             result.records = sl.chunks[0] if len(sl.chunks) == 1 else b"".join(sl.chunks)
             result.size_bytes = sl.size_bytes
+        if params.isolation_level == READ_COMMITTED:
+            # LocalLog.read with FetchIsolation.TXN_COMMITTED: nothing read, an empty list; else the
+            # aborted transactions from the fetch offset up to the offset after the data read
+            result.aborted_transactions = (
+                log.collect_aborted_transactions(cp.fetch_offset, sl.next_offset) if sl.size_bytes else [])
         return result
 
     def shutdown(self) -> None:

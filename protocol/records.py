@@ -321,7 +321,8 @@ def build_batch(
     attributes: int = 0,
     payload: bytes | None = None,
 ) -> bytes:
-    """Build an uncompressed v2 batch (test and tool helper; the broker never builds batches).
+    """Build an uncompressed v2 batch (a test and tool helper; the broker builds only
+    end-transaction markers with it, ``build_end_txn_marker``).
 
     ``payload`` replaces the encoded records (to build a batch around a
     pre-compressed blob, set ``attributes`` accordingly).
@@ -346,6 +347,28 @@ def build_batch(
     out = bytearray(head) + body
     _U32.pack_into(out, CRC_OFFSET, compute_crc(out))
     return bytes(out)
+
+
+# ControlRecordType (the control record's key: version int16 0, type int16)
+CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
+_CONTROL_KEY = struct.Struct(">hh")
+_END_TXN_VALUE = struct.Struct(">hi")  # EndTransactionMarker value v0: version int16, coordinatorEpoch int32
+
+
+def build_end_txn_marker(producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
+                         timestamp_ms: int) -> bytes:
+    """The control batch a transaction coordinator's WriteTxnMarkers leaves in a partition
+    (``MemoryRecords.withEndTransactionMarker``): transactional and control attributes, the
+    producer id and epoch, base sequence -1 (NO_SEQUENCE), CreateTime ``timestamp_ms``, and one
+    record: key ``ControlRecordType`` (version 0, ABORT=0 / COMMIT=1), value ``EndTransactionMarker``
+    (version 0, coordinator epoch), no headers.  Base offset 0, to be assigned on append.
+    """
+    key = _CONTROL_KEY.pack(0, CONTROL_COMMIT if commit else CONTROL_ABORT)
+    value = _END_TXN_VALUE.pack(0, coordinator_epoch)
+    return build_batch([(key, value, [])], base_timestamp=timestamp_ms, producer_id=producer_id,
+                       producer_epoch=producer_epoch, base_sequence=NO_SEQUENCE,
+                       attributes=TRANSACTIONAL_FLAG | CONTROL_FLAG)
 
 
 def _zigzag(v: int) -> bytes:

@@ -17,8 +17,10 @@ Behavior:
   still waiting at the request's timeout.
 * NOT_LEADER_OR_FOLLOWER carries the current leader and its endpoint from
   v10 (KIP-951), added here as Kafka's response callback adds them.
-* Transactional produce is not simulated: a transactional batch gets
-  INVALID_TXN_STATE (no AddPartitionsToTxn has happened).
+* A transactional batch opens (or continues) its producer's transaction in the
+  partition; ``ReplicaManager.txn_verifier`` stands for KIP-890's verification
+  with the coordinator (none: accepted, as with
+  transaction.partition.verification.enable=false).
 * An injected error (``faults.py``) goes to the partitions its rule names
   (every partition when it names none), which append nothing; the others are
   served as usual.
@@ -108,7 +110,8 @@ def handle(ctx: RequestContext, req: Any) -> Result:
     ctx.partition_bytes = {(e.partition.topic.name, e.partition.index): len(e.records or b"") for e in entries}
     deferred = Deferred()
     ctx.delayed = ctx.broker.replica_manager.append_records(
-        entries, acks, timedelta_ms(req.timeout), v, lambda responses: deferred.complete_with(lambda: respond(responses)))
+        entries, acks, timedelta_ms(req.timeout), v, lambda responses: deferred.complete_with(lambda: respond(responses)),
+        transactional_id=getattr(req, "transactional_id", None))
     return deferred
 
 

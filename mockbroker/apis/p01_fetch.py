@@ -14,7 +14,9 @@ Behavior:
   (NOT_LEADER_OR_FOLLOWER, with the leader from v16), current leader epoch
   (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH from v9), an offset below the
   log start or above the log end (OFFSET_OUT_OF_RANGE).  Reads stop at the
-  high watermark, or the last stable offset for read_committed.
+  high watermark, or the last stable offset for read_committed, which also
+  gets the aborted transactions overlapping the range read
+  (``collectAbortedTransactions``; null for read_uncommitted and errors).
 * Sizes as Kafka: the response is bounded by min(max_bytes, fetch.max.bytes,
   the consumer byte quota's window), each partition by partition_max_bytes and what is left; the first partition
   with data returns at least one whole batch (KIP-74); a later partition may
@@ -90,7 +92,9 @@ def _partition_entry(cp: CachedPartition, r: LogReadResult, read_committed: bool
         "high_watermark": r.high_watermark,
         "last_stable_offset": r.last_stable_offset,
         "log_start_offset": r.log_start_offset,
-        "aborted_transactions": [] if read_committed else None,
+        # read_committed: (producer id, first offset) of the aborted transactions in the range read
+        "aborted_transactions": None if not read_committed or r.aborted_transactions is None else [
+            {"producer_id": t.producer_id, "first_offset": t.first_offset} for t in r.aborted_transactions],
         "preferred_read_replica": -1,
         "records": r.records,
     }
