@@ -83,25 +83,33 @@ def test_listener_that_never_answers(silent_listener, capsys):
     assert one_line(capsys.readouterr().err) == f"mockbroker probe: {silent_listener}: no ApiVersions answer within 0.5 s"
 
 
-def test_peer_that_closes(capsys):
-    """A peer that reads the request and closes without answering (read first: closing with unread
-    data would reset the connection instead)."""
+def probe_one_shot_peer(reply: bytes) -> tuple[int, int]:
+    """Run the probe against a peer that reads the request, sends ``reply`` (may be empty) and closes
+    (read first: closing with unread data would reset the connection instead); (exit code, the peer's
+    port)."""
     srv = socket.create_server(("127.0.0.1", 0))
     port = srv.getsockname()[1]
 
-    def read_and_close() -> None:
+    def answer() -> None:
         c = srv.accept()[0]
         with c:
             c.recv(1024)
+            if reply:
+                c.sendall(reply)
 
-    t = threading.Thread(target=read_and_close, daemon=True)
+    t = threading.Thread(target=answer, daemon=True)
     t.start()
     try:
-        assert probe.run(args(f"127.0.0.1:{port}")) == 1
+        rc = probe.run(args(f"127.0.0.1:{port}"))
     finally:
         t.join(5)
         srv.close()
-    assert "closed the connection" in one_line(capsys.readouterr().err)
+    return rc, port
+
+
+def test_peer_that_closes(capsys):
+    rc, _ = probe_one_shot_peer(b"")
+    assert rc == 1 and "closed the connection" in one_line(capsys.readouterr().err)
 
 
 @pytest.mark.parametrize("bootstrap", ["localhost", "host:", ":9092", "h:99999"])
@@ -111,47 +119,18 @@ def test_bad_bootstrap(bootstrap, capsys):
 
 
 def test_an_answer_that_is_not_apiversions_exits_1(capsys):
-    """A peer that answers with a frame that does not decode as ApiVersions v0 (here: a bare size and a
-    wrong correlation id) is not a healthy broker."""
-    srv = socket.create_server(("127.0.0.1", 0))
-    port = srv.getsockname()[1]
-
-    def answer() -> None:
-        c = srv.accept()[0]
-        with c:
-            c.recv(1024)
-            c.sendall(b"\x00\x00\x00\x04\x00\x00\x00\x07")
-
-    t = threading.Thread(target=answer, daemon=True)
-    t.start()
-    try:
-        assert probe.run(args(f"127.0.0.1:{port}")) == 1
-    finally:
-        t.join(5)
-        srv.close()
-    assert "not an ApiVersions v0 answer" in one_line(capsys.readouterr().err)
+    """A frame that does not decode as ApiVersions v0 (a bare size and a wrong correlation id) is not
+    a healthy broker."""
+    rc, _ = probe_one_shot_peer(b"\x00\x00\x00\x04\x00\x00\x00\x07")
+    assert rc == 1 and "not an ApiVersions v0 answer" in one_line(capsys.readouterr().err)
 
 
 def test_error_answer_exits_1(capsys):
     """A broker that answers ApiVersions with an error (here UNSUPPORTED_VERSION) is not healthy."""
-    srv = socket.create_server(("127.0.0.1", 0))
-    port = srv.getsockname()[1]
     body = build_response(18, 0, {"error_code": 35, "api_keys": []})
     frame = bytes(encode_response(any_spec(18), 0, 1, body))  # the probe's one request has correlation id 1
-
-    def answer() -> None:
-        c = srv.accept()[0]
-        with c:
-            c.recv(1024)
-            c.sendall(frame)
-
-    t = threading.Thread(target=answer, daemon=True)
-    t.start()
-    try:
-        assert probe.run(args(f"127.0.0.1:{port}")) == 1
-    finally:
-        t.join(5)
-        srv.close()
+    rc, port = probe_one_shot_peer(frame)
+    assert rc == 1
     assert one_line(capsys.readouterr().err) == f"mockbroker probe: 127.0.0.1:{port}: ApiVersions answered error_code 35"
 
 
