@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiRegistry
@@ -227,7 +228,7 @@ class _LeaderMarkerWriter:
                 answered(tp, ErrorCode.not_leader_or_follower)
                 continue
             leader.replica_manager.append_txn_marker(topic, index, producer_id, producer_epoch, commit,
-                                                     coordinator_epoch, lambda e, tp=tp: answered(tp, e))
+                                                     coordinator_epoch, partial(answered, tp))
 
 
 def _overridden(listener: Listener, host: str | None, port: int | None, advertised: str) -> tuple[str, int] | None:
