@@ -44,6 +44,7 @@ from .replication import ReplicationSimulator
 from .request_stats import RequestStats
 from .sasl_authenticator import SaslAuthenticator
 from .sasl_mechanisms import CredentialStore
+from .txn.coordinator import TransactionCoordinator
 
 log = logging.getLogger("mockbroker.broker")
 
@@ -60,6 +61,7 @@ class SharedState:
     replication: ReplicationSimulator
     actions: ActionQueue
     groups: GroupCoordinatorService
+    txn: TransactionCoordinator
     quota_store: QuotaStore
     registry: ApiRegistry
     journal: RequestJournal
@@ -84,6 +86,7 @@ class Broker:
         self.metadata: ClusterMetadata = shared.metadata
         self.controller: Controller = shared.controller
         self.groups: GroupCoordinatorService = shared.groups
+        self.txn: TransactionCoordinator = shared.txn
         self.quota_store: QuotaStore = shared.quota_store
         self.quotas = QuotaManagers(shared.quota_store, self.clock, cfg)
         self.fetch_manager = FetchManager(cfg["max.incremental.fetch.session.cache.slots"])

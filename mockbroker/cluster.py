@@ -22,7 +22,9 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 
+from protocol.errors import ErrorCode
 from protocol.registry import ApiRegistry
 
 from .apis import build_handlers
@@ -40,6 +42,9 @@ from .quota.throttle import ThrottleEvent
 from .replica_manager import ActionQueue
 from .replication import ReplicationSimulator
 from .sasl_mechanisms import CredentialStore
+from .txn.coordinator import MarkerErrors, TransactionCoordinator
+from .txn.metadata import TV_0, TopicPartition
+from .txn.state_manager import TransactionConfig, TransactionStateManager
 
 
 class Cluster:
@@ -59,6 +64,11 @@ class Cluster:
         self.controller = Controller(self.metadata, self.replication)
         self.groups = GroupCoordinatorService(self.metadata, self.clock, config)
         self.controller.on_topic_deleted(self.groups.delete_topic_offsets)
+        # the transaction coordinator; the mock finalizes no transaction.version (ApiVersions lists
+        # no features), so the cluster is at level 0 and clients stay on TV1 paths
+        self.txn = TransactionCoordinator(
+            TransactionStateManager(self.metadata, self.clock, TransactionConfig.from_config(config, TV_0)),
+            self.controller, _LeaderMarkerWriter(self), self.groups.registry.partition_for)
         self.registry = ApiRegistry(config["mock.kafka.version"], set(build_handlers()))
         self.faults = FaultInjector()
         self.faults.add_all(config["mock.faults"])
@@ -84,7 +94,7 @@ class Cluster:
             if any(lst.protocol == "SASL_PLAINTEXT" for lst in listeners) else None
         )
         shared = SharedState(config, self.clock, self.loop, self.metadata, self.controller, self.replication,
-                             self.actions, self.groups, self.quota_store, self.registry, self.journal,
+                             self.actions, self.groups, self.txn, self.quota_store, self.registry, self.journal,
                              self.faults, self.throttle_events, credentials)
         first = config["node.id"]
         self.brokers: dict[int, Broker] = {}
@@ -104,6 +114,8 @@ class Cluster:
                 self.controller.create_topic(name, parts, rf)
         self._every(self.config["log.retention.check.interval.ms"], self.metadata.enforce_retention)
         self._every(self.config["offsets.retention.check.interval.ms"], self.groups.expire_offsets)
+        # the abort of timed-out transactions and the expiration of transactional ids, on this clock
+        self.txn.startup()
         # ReplicaManager's isr-expiration task: every replica.lag.time.max.ms / 2
         lag_max = self.config["replica.lag.time.max.ms"]
         self._every(max(lag_max // 2, 1), lambda: self.replication.shrink_lagging_isr(lag_max))
@@ -141,6 +153,7 @@ class Cluster:
             await b.stop()
             b.replica_manager.shutdown()
         self.groups.shutdown()
+        self.txn.shutdown()
         if self.journal_writer is not None:  # after the brokers: every request answered is in it
             self.journal_writer.close()
 
@@ -169,6 +182,7 @@ class Cluster:
         await self.brokers[node_id].stop()
         self.replication.broker_stopped(node_id)
         self.groups.on_brokers_changed()
+        self.txn.on_brokers_changed()
 
     async def start_broker(self, node_id: int) -> None:
         """Reopen a stopped broker on its port; its replicas catch up and rejoin the ISR."""
@@ -178,6 +192,43 @@ class Cluster:
         await broker.start()
         self.replication.broker_started(node_id)
         self.groups.on_brokers_changed()
+        self.txn.on_brokers_changed()
+
+
+class _LeaderMarkerWriter:
+    """The coordinator's WriteTxnMarkers: each partition's marker goes to its leader's
+    ``ReplicaManager.append_txn_marker`` (Kafka's TransactionMarkerChannelManager sends one request
+    per leader broker).  A partition whose topic is gone answers NONE (Kafka drops it from the
+    transaction); one without a running leader NOT_LEADER_OR_FOLLOWER, written again later."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self._cluster = cluster
+
+    def write_markers(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                      partitions: frozenset[TopicPartition], on_done: Callable[[MarkerErrors], None]) -> None:
+        errors: dict[TopicPartition, ErrorCode] = {}
+        waiting = set(partitions)
+
+        def answered(tp: TopicPartition, error: ErrorCode) -> None:
+            if tp not in waiting:
+                return
+            errors[tp] = error
+            waiting.discard(tp)
+            if not waiting:
+                on_done(errors)
+
+        for tp in sorted(partitions):
+            topic, index = tp
+            p = self._cluster.metadata.partition(topic, index)
+            if p is None:
+                answered(tp, ErrorCode.none)
+                continue
+            leader = self._cluster.brokers.get(p.leader_id)
+            if leader is None or not leader.running:
+                answered(tp, ErrorCode.not_leader_or_follower)
+                continue
+            leader.replica_manager.append_txn_marker(topic, index, producer_id, producer_epoch, commit,
+                                                     coordinator_epoch, partial(answered, tp))
 
 
 def _overridden(listener: Listener, host: str | None, port: int | None, advertised: str) -> tuple[str, int] | None:

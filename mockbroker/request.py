@@ -51,6 +51,7 @@ from .purgatory import DelayedOperation
 from .quota.entities import QuotaStore
 from .quota.manager import QuotaManagers
 from .replica_manager import ReplicaManager
+from .txn.coordinator import TransactionCoordinator
 
 
 class _NoResponse:
@@ -145,6 +146,7 @@ class BrokerServices(Protocol):
     replica_manager: ReplicaManager  # append_records, fetch_messages, this broker's purgatories
     fetch_manager: FetchManager     # this broker's KIP-227 fetch sessions
     groups: GroupCoordinatorService  # the group coordinator (checks itself which broker leads a group)
+    txn: TransactionCoordinator     # the transaction coordinator (checks itself which broker leads an id)
     quotas: QuotaManagers           # this broker's quota managers (Kafka's QuotaFactory)
     quota_store: QuotaStore         # the configured client quotas, cluster-wide (Describe/AlterClientQuotas)
 

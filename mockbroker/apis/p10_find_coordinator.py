@@ -5,8 +5,11 @@ Behavior:
   group's partition of ``__consumer_offsets`` (``abs(hashCode) %
   offsets.topic.num.partitions``); when that broker stops, the next replica of
   the partition takes over; with no live replica, COORDINATOR_NOT_AVAILABLE.
-* Transaction keys (key type 1): COORDINATOR_NOT_AVAILABLE, transactions are
-  not simulated.  Any other key type: INVALID_REQUEST.
+* Transaction keys (key type 1): the leader of the id's ``__transaction_state``
+  partition (``abs(hashCode) % transaction.state.log.num.partitions``), moving
+  as group coordinators do; no live replica: COORDINATOR_NOT_AVAILABLE.
+* Share keys (key type 2): COORDINATOR_NOT_AVAILABLE (share groups are not
+  simulated).  Any other key type: INVALID_REQUEST.
 
 Version notes:
 * v1 key type, throttle.  v2 clients back off.  v3 flexible, error message.
@@ -36,7 +39,12 @@ def _lookup(ctx: RequestContext, key: str, key_type: int) -> dict:
     if key_type not in (GROUP, TRANSACTION, SHARE):
         return {"key": key, "error_code": ErrorCode.invalid_request, "error_message": f"Invalid key type {key_type}",
                 "node_id": -1, "host": "", "port": -1}
-    node = coordinator_for(ctx, key) if key_type == GROUP else None
+    if key_type == GROUP:
+        node = coordinator_for(ctx, key)
+    elif key_type == TRANSACTION:
+        node = ctx.broker.txn.find_coordinator(key)
+    else:
+        node = None
     address = node.endpoint(ctx.conn.listener_name) if node is not None else None
     if node is None or address is None:
         return {"key": key, "error_code": ErrorCode.coordinator_not_available,

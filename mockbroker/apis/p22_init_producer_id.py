@@ -4,9 +4,13 @@ Behavior:
 * Without a transactional id (idempotent producer): a new producer id with
   epoch 0, every time, as Kafka's ``TransactionCoordinator.handleInitProducerId``
   does for a null transactional id (a v3+ epoch bump also gets a fresh id).
-* With a transactional id: TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a fatal
-  error for every client, because transactions are not simulated; a
-  transactional test fails at once instead of retrying forever.
+* With a transactional id: the transaction coordinator's
+  ``handleInitProducerId`` on the broker that coordinates the id (any other
+  broker answers NOT_COORDINATOR): a new producer id, or the id's producer
+  with its epoch bumped (an ongoing transaction is aborted first and the
+  client retries on CONCURRENT_TRANSACTIONS).  A producer id and epoch given
+  (v3+, KIP-360) must come together, else INVALID_REQUEST.  PRODUCER_FENCED is
+  INVALID_PRODUCER_EPOCH before v4.
 
 Version notes:
 * v1 clients back off on throttle.  v2 flexible.  v3 producer id/epoch for
@@ -17,19 +21,33 @@ from __future__ import annotations
 
 from typing import Any
 
+from protocol.codec import timedelta_ms
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..request import RequestContext
+from ..request import Deferred, RequestContext
+from ..txn.coordinator import InitProducerIdResult, error_for_client_version
 
 API_KEY = ApiKey.INIT_PRODUCER_ID
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    if req.transactional_id is not None:
-        return {"error_code": ErrorCode.transactional_id_authorization_failed, "producer_id": -1,
-                "producer_epoch": -1}
-    return {"error_code": ErrorCode.none, "producer_id": ctx.broker.controller.allocate_producer_id(), "producer_epoch": 0}
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | Deferred:
+    if req.transactional_id is None:
+        return {"error_code": ErrorCode.none, "producer_id": ctx.broker.controller.allocate_producer_id(),
+                "producer_epoch": 0}
+    v = ctx.version
+    pid, epoch = (req.producer_id, req.producer_epoch) if v >= 3 else (-1, -1)
+    if (pid == -1) != (epoch == -1):
+        return error_response(ctx, req, ErrorCode.invalid_request)
+    deferred = Deferred()
+
+    def answer(r: InitProducerIdResult) -> None:
+        error = error_for_client_version("InitProducerId", v, r.error)
+        deferred.complete({"error_code": error, "producer_id": r.producer_id, "producer_epoch": r.producer_epoch})
+
+    ctx.broker.txn.handle_init_producer_id(req.transactional_id, timedelta_ms(req.transaction_timeout),
+                                           None if pid == -1 else (pid, epoch), answer, ctx.node_id)
+    return deferred
 
 
 def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from typing import NamedTuple, Protocol
 from protocol.errors import ErrorCode
 
 from ..clock import TimerHandle
+from ..group.cluster_metadata import BrokerNode
 from .metadata import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
@@ -134,6 +135,11 @@ class TransactionCoordinator:
             self._timers[slot] = self.clock.call_later(interval_ms, run)
 
         self._timers.append(self.clock.call_later(interval_ms, run))
+
+    def find_coordinator(self, transactional_id: str) -> BrokerNode | None:
+        """FindCoordinator TRANSACTION: the broker leading the id's ``__transaction_state``
+        partition (None: no live replica)."""
+        return self.txn_manager.leaders.coordinator(transactional_id)
 
     # -- InitProducerId ---------------------------------------------------------------------------
     def handle_init_producer_id(self, transactional_id: str | None, transaction_timeout_ms: int,

@@ -187,10 +187,10 @@ class TestIdempotence:
         assert old.error_code == E.invalid_producer_epoch
         assert broker.log_end_offset("i2", 0) == 2
 
-    def test_transactional_id_refused(self, raw):
+    def test_transactional_id_served_by_the_coordinator(self, raw):
         r = raw().request(22, 4, {"transactional_id": "tx", "transaction_timeout": 60000,
                                   "producer_id": -1, "producer_epoch": -1})
-        assert r.error_code == E.transactional_id_authorization_failed
+        assert r.error_code == E.none and r.producer_id >= 0 and r.producer_epoch == 0
 
 
 class TestListOffsets:

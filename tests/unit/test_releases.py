@@ -22,7 +22,7 @@ from protocol.registry import (
 RELEASES = ["1.1", "2.0", "2.8", "3.9", "4.0", "4.1", "4.2"]
 ALL = set(range(100))
 # The API keys every release table covers (when the release had the API).
-KEYS = {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
+KEYS = {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 28,
         32, 33, 36, 37, 42, 44, 48, 49, 60, 68, 69}
 
 
@@ -72,6 +72,18 @@ def test_api_without_kio_overlap_is_left_out(release):
     reg = ApiRegistry(release, ALL)
     for key, (lo, hi) in KAFKA_RELEASES[release].items():
         assert (key in reg) == (served_range(key, lo, hi) is not None)
+
+
+@pytest.mark.parametrize("release,expected", [
+    # franz-go kversion: z0110 adds 24-28 at v0; z20 v1; z21 TxnOffsetCommit v2; z25 v3; z27 (KIP-588)
+    # 24-26 v2; z28 flexible v3; z36 AddPartitionsToTxn v4; z38 (KIP-890) 24 v5, 25/26/28 v4;
+    # b40 EndTxn and TxnOffsetCommit v5, no KIP-896 minimum for any of them
+    ("1.1", (0, 0, 0, 0)), ("2.0", (1, 1, 1, 1)), ("2.8", (3, 3, 3, 3)), ("3.9", (5, 4, 4, 4)),
+    ("4.0", (5, 4, 5, 5)), ("4.1", (5, 4, 5, 5)), ("4.2", (5, 4, 5, 5)),
+])
+def test_transaction_api_ranges(release, expected):
+    """AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit as franz-go's tables have them."""
+    assert tuple(KAFKA_RELEASES[release][k] for k in (24, 25, 26, 28)) == tuple((0, hi) for hi in expected)
 
 
 def test_offset_for_leader_epoch_absent_before_2_1():

@@ -1,0 +1,121 @@
+"""AddPartitionsToTxn (key 24): v0-5.
+
+Behavior:
+* v0-3 (clients): one transaction.  A partition the cluster does not have is
+  UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED, nothing
+  added; otherwise the coordinator's ``handleAddPartitionsToTransaction`` and its
+  one error for every partition (NOT_COORDINATOR on a broker that does not
+  coordinate the id, CONCURRENT_TRANSACTIONS while an end is being written,
+  INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED).
+* v4+ (KIP-890 part 1, batched, sent by brokers; no authorizer here, so any
+  client may): one result per transaction; ``verify_only`` answers, per
+  partition, whether it is already in the transaction (TRANSACTION_ABORTABLE
+  when not) and changes nothing.  A transactional id given twice is
+  INVALID_REQUEST for its partitions.
+* PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2 (KIP-588).
+
+Version notes:
+* v1 clients back off on throttle.  v2 PRODUCER_FENCED.  v3 flexible.
+* v4 batched transactions, verify_only, top-level error.  v5 the request's
+  transaction version is 2 on a cluster at transaction.version 2 (KIP-890
+  part 2; this cluster finalizes none).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from protocol.errors import ErrorCode
+from protocol.registry import ApiKey
+
+from ..request import Deferred, RequestContext
+from ..txn.coordinator import error_for_client_version
+from ..txn.metadata import TV_0, TV_2, TopicPartition
+
+API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
+
+Errors = dict[TopicPartition, ErrorCode]
+
+
+def _topic_results(errors: Errors) -> list[dict[str, Any]]:
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (topic, index), error in errors.items():
+        by_topic.setdefault(topic, []).append({"partition_index": index, "partition_error_code": error})
+    return [{"name": name, "results_by_partition": parts} for name, parts in by_topic.items()]
+
+
+def _partitions(topics: Any) -> list[TopicPartition]:
+    return [(t.name, int(p)) for t in topics for p in t.partitions]
+
+
+def _unknown(ctx: RequestContext, partitions: list[TopicPartition]) -> Errors | None:
+    """Kafka answers a partition the cluster lacks UNKNOWN_TOPIC_OR_PARTITION, the others
+    OPERATION_NOT_ATTEMPTED, and adds none."""
+    missing = {tp for tp in partitions if ctx.metadata.partition(*tp) is None}
+    if not missing:
+        return None
+    return {tp: ErrorCode.unknown_topic_or_partition if tp in missing else ErrorCode.operation_not_attempted
+            for tp in partitions}
+
+
+def _one_transaction(ctx: RequestContext, tid: str, pid: int, epoch: int, partitions: list[TopicPartition],
+                     verify_only: bool, done: Callable[[Errors], None]) -> None:
+    v = ctx.version
+    unknown = _unknown(ctx, partitions)
+    if unknown is not None:
+        done(unknown)
+        return
+    txn = ctx.broker.txn
+    if verify_only:
+        txn.handle_verify_partitions(tid, pid, epoch, partitions, lambda errors: done(dict(errors)), ctx.node_id)
+        return
+    tv = TV_2 if v >= 5 and txn.txn_manager.config.transaction_version >= TV_2 else TV_0
+
+    def added(error: ErrorCode) -> None:
+        error = error_for_client_version("AddPartitionsToTxn", v, error)
+        done(dict.fromkeys(partitions, error))
+
+    txn.handle_add_partitions(tid, pid, epoch, partitions, added, tv, ctx.node_id)
+
+
+def handle(ctx: RequestContext, req: Any) -> Deferred:
+    deferred = Deferred()
+    if ctx.version < 4:
+        partitions = _partitions(req.v3_and_below_topics)
+        _one_transaction(ctx, req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
+                         req.v3_and_below_producer_epoch, partitions, False,
+                         lambda errors: deferred.complete({"results_by_topic_v3_and_below": _topic_results(errors)}))
+        return deferred
+    results: list[dict[str, Any] | None] = [None] * len(req.transactions)
+    counts: dict[str, int] = {}
+    for t in req.transactions:
+        counts[t.transactional_id] = counts.get(t.transactional_id, 0) + 1
+
+    def finish() -> None:
+        if all(r is not None for r in results):
+            deferred.complete({"error_code": ErrorCode.none, "results_by_transaction": results})
+
+    for i, t in enumerate(req.transactions):
+        def done(errors: Errors, i: int = i, tid: str = t.transactional_id) -> None:
+            results[i] = {"transactional_id": tid, "topic_results": _topic_results(errors)}
+            finish()
+
+        partitions = _partitions(t.topics)
+        if counts[t.transactional_id] > 1:
+            done(dict.fromkeys(partitions, ErrorCode.invalid_request))
+        else:
+            _one_transaction(ctx, t.transactional_id, t.producer_id, t.producer_epoch, partitions, t.verify_only,
+                             done)
+    if not results:
+        finish()
+    return deferred
+
+
+def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
+    """AddPartitionsToTxnRequest.getErrorResponse: v0-3 the error on every partition; v4+ the
+    top-level error, no transaction results."""
+    if ctx.version < 4:
+        return {"results_by_topic_v3_and_below": _topic_results(
+            dict.fromkeys(_partitions(req.v3_and_below_topics), error))}
+    return {"error_code": error, "results_by_transaction": []}

@@ -1,0 +1,49 @@
+"""EndTxn (key 26): v0-5.
+
+Behavior:
+* The coordinator's ``handleEndTransaction`` on the broker that coordinates the
+  id (else NOT_COORDINATOR): PrepareCommit/PrepareAbort is written, the client
+  is answered, then a COMMIT or ABORT marker goes to every partition of the
+  transaction through its leader's ``ReplicaManager.append_txn_marker``; the
+  transaction completes when every marker is written.  An end while the
+  previous one's markers are still being written is CONCURRENT_TRANSACTIONS;
+  an end of an Empty transaction INVALID_TXN_STATE; a stale epoch
+  PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v2).
+
+Version notes:
+* v1 clients back off on throttle.  v2 PRODUCER_FENCED.  v3 flexible.
+* v5 (KIP-890 part 2): producer id and epoch answered; at transaction.version
+  2 the end bumps the epoch (this cluster finalizes none, so it is TV0 here).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.errors import ErrorCode
+from protocol.registry import ApiKey
+
+from ..request import Deferred, RequestContext
+from ..txn.coordinator import error_for_client_version
+from ..txn.metadata import TV_0, TV_2
+
+API_KEY = ApiKey.END_TXN
+
+
+def handle(ctx: RequestContext, req: Any) -> Deferred:
+    v = ctx.version
+    txn = ctx.broker.txn
+    tv = TV_2 if v >= 5 and txn.txn_manager.config.transaction_version >= TV_2 else TV_0
+    deferred = Deferred()
+
+    def answer(error: ErrorCode, producer_id: int, producer_epoch: int) -> None:
+        deferred.complete({"error_code": error_for_client_version("EndTxn", v, error),
+                           "producer_id": producer_id, "producer_epoch": producer_epoch})
+
+    txn.handle_end_transaction(req.transactional_id, req.producer_id, req.producer_epoch, req.committed, answer,
+                               tv, ctx.node_id)
+    return deferred
+
+
+def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
+    return {"error_code": error, "producer_id": -1, "producer_epoch": -1}
