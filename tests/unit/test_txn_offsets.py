@@ -205,3 +205,44 @@ def test_wrong_broker_and_verification_off():
 def broker():
     with MockBroker(config={"offsets.topic.num.partitions": 4, "group.initial.rebalance.delay.ms": 0}) as b:
         yield b
+
+
+def test_transactional_apis_are_charged_to_the_request_quota():
+    """Every transactional API carries its throttle field and counts against request_rate: at 2
+    requests/s over Kafka's padded 10 s window the 21st request of a burst is throttled, whichever
+    transactional API it is, and a client honouring the throttles settles at the quota."""
+    from mockbroker import ManualClock
+    from protocol.client import RawKafkaClient
+    from protocol.codec import timedelta_ms
+
+    clock = ManualClock()
+    with MockBroker(config={"mock.throttle.mode": "observe", "mock.quotas": "clients/txq:request_rate=2"},
+                    clock=clock) as b:
+        b.create_topic("tq-in", 1)
+        with RawKafkaClient.connect(b.bootstrap_servers, client_id="txq") as c:
+            body = {"transactional_id": "tq-1", "transaction_timeout": 60000, "producer_id": -1, "producer_epoch": -1}
+            r = c.request(ApiKey.INIT_PRODUCER_ID, 4, body)
+            pid, epoch = r.producer_id, r.producer_epoch
+            throttles, apis = [timedelta_ms(r.throttle_time)], ["InitProducerId"]
+            for i in range(12):
+                for api, version, body in (
+                        (ApiKey.ADD_OFFSETS_TO_TXN, 3, {"transactional_id": "tq-1", "producer_id": pid,
+                                                        "producer_epoch": epoch, "group_id": "tq-g"}),
+                        (ApiKey.TXN_OFFSET_COMMIT, 3, {
+                            "transactional_id": "tq-1", "group_id": "tq-g", "producer_id": pid,
+                            "producer_epoch": epoch, "generation_id": -1, "member_id": "",
+                            "group_instance_id": None, "topics": [{"name": "tq-in", "partitions": [
+                                {"partition_index": 0, "committed_offset": i, "committed_leader_epoch": -1,
+                                 "committed_metadata": ""}]}]}),
+                        (ApiKey.END_TXN, 3, {"transactional_id": "tq-1", "producer_id": pid,
+                                             "producer_epoch": epoch, "committed": True})):
+                    r = c.request(api, version, body)
+                    assert r.error_code == E.none if hasattr(r, "error_code") else \
+                        r.topics[0].partitions[0].error_code == E.none
+                    throttles.append(timedelta_ms(r.throttle_time))
+                    apis.append(api.name)
+                    b.advance(throttles[-1])  # a client that honours every throttle
+            assert throttles[:20] == [0] * 20 and throttles[20] > 0, list(zip(apis, throttles))
+            assert {apis[i] for i, t in enumerate(throttles) if t > 0} == {
+                "ADD_OFFSETS_TO_TXN", "TXN_OFFSET_COMMIT", "END_TXN"}
+            assert max(throttles) <= 1000  # capped at one quota window
