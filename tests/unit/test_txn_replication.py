@@ -1,0 +1,46 @@
+"""EndTxn under a slow follower (acks=all semantics for the markers), on the driven clock: the
+client is answered once PrepareCommit is written; the markers count only when the follower has them,
+and until then the producer's next transaction gets CONCURRENT_TRANSACTIONS (Kafka's
+TransactionMarkerChannelManager completes the transaction only after every marker is acknowledged)."""
+
+from __future__ import annotations
+
+from mockbroker import ManualClock, MockBroker
+from protocol.client import RawKafkaClient
+from protocol.errors import ErrorCode
+from tests.polling import until
+
+from .test_txn_offsets import add_offsets, fetch, txn_commit
+from .test_txn_wire import add_partitions, end_txn, init_pid, produce, txn_state
+
+E = ErrorCode
+
+
+def test_markers_wait_for_the_follower_and_the_next_transaction_waits_for_the_markers():
+    with MockBroker(config={"mock.num.brokers": 2, "transaction.state.log.num.partitions": 1,
+                            "offsets.topic.num.partitions": 1}, clock=ManualClock()) as b:
+        b.create_topic("sr-out", 1, replication_factor=2)
+        leader = b.call(lambda cl: cl.metadata.partition("sr-out", 0).leader_id)
+        tnode = b.call(lambda cl: cl.txn.txn_manager.coordinator_id("sr-1"))
+        gnode = b.call(lambda cl: cl.groups.registry.coordinator_id("sr-g"))
+        addrs = b.bootstrap_servers.split(",")
+        with RawKafkaClient.connect(addrs[tnode]) as tc, RawKafkaClient.connect(addrs[leader]) as pc, \
+                RawKafkaClient.connect(addrs[gnode]) as gc:
+            _, pid, epoch = init_pid(tc, "sr-1")
+            assert add_partitions(tc, "sr-1", pid, epoch, {"sr-out": [0]}) == {("sr-out", 0): E.none}
+            assert add_offsets(tc, "sr-1", pid, epoch, "sr-g") == E.none
+            assert produce(pc, "sr-out", pid, epoch, 0, 3, transactional=True).error_code == E.none
+            assert txn_commit(gc, "sr-1", pid, epoch, "sr-g", {("sr-out", 0): 3}) == {("sr-out", 0): E.none}
+            b.set_replication_lag(1000)
+            assert end_txn(tc, "sr-1", pid, epoch, True) == E.none  # answered after PrepareCommit
+            assert txn_state(b, "sr-1")[0] == "PrepareCommit"
+            # the __consumer_offsets marker is in (the group coordinator's own log), the output's is not
+            assert fetch(gc, "sr-g", [("sr-out", 0)], True) == {("sr-out", 0): (E.none, 3)}
+            assert add_partitions(tc, "sr-1", pid, epoch, {"sr-out": [0]}) == {("sr-out", 0): E.concurrent_transactions}
+            assert end_txn(tc, "sr-1", pid, epoch, True) == E.concurrent_transactions
+            lso = b.call(lambda cl: cl.metadata.partition("sr-out", 0).log.last_stable_offset)
+            assert lso == 0
+            b.advance(1000)  # the follower catches up: the marker counts, the transaction completes
+            until(lambda: txn_state(b, "sr-1")[0] == "CompleteCommit", "the transaction to complete", 5)
+            assert b.call(lambda cl: cl.metadata.partition("sr-out", 0).log.last_stable_offset) == 4
+            assert add_partitions(tc, "sr-1", pid, epoch, {"sr-out": [0]}) == {("sr-out", 0): E.none}
