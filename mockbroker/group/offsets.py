@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, cast
 from protocol.errors import ErrorCode
 
 from ..clock import Clock
-from .group import GroupType, OffsetAndMetadata, TopicPartition
+from .group import Group, GroupType, OffsetAndMetadata, TopicPartition
 from .metadata import GroupMetadata, GroupState
 from .registry import GroupRegistry
 
@@ -70,33 +70,20 @@ class OffsetMetadataManager:
                        api_version: int) -> dict[TopicPartition, ErrorCode]:
         """Per partition: the error; entries given as an ErrorCode (an unknown topic or partition)
         are answered with it and not stored."""
-        err = self.registry.validate_group_status(group_id, node_id, allow_empty_id=True)
-        if err is not None:
-            return {tp: err for tp in offsets}
-        group = self.registry.get(group_id)
-        if group is None:
-            if generation_id_or_member_epoch >= 0:
-                # from an older generation of a group that is gone: reject
-                return {tp: ErrorCode.illegal_generation for tp in offsets}
-            group = self.classic.get_or_create(group_id)  # a group that uses Kafka only to store offsets
-        err = group.validate_offset_commit(member_id, group_instance_id, generation_id_or_member_epoch, api_version)
-        if err is not None:
-            return {tp: err for tp in offsets}
+        group, err = self._validate_commit(node_id, group_id, member_id, group_instance_id,
+                                           generation_id_or_member_epoch, api_version, False)
+        if err is not None or group is None:
+            return {tp: err or ErrorCode.unknown_server_error for tp in offsets}
         if group.group_type is GroupType.CLASSIC:
             classic = cast(GroupMetadata, group)
             if classic.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE):
                 self.classic.reschedule_member_heartbeat(classic, member_id)
-        out = {}
-        for tp, om in offsets.items():
-            if isinstance(om, ErrorCode):
-                out[tp] = om
-            elif len(om.metadata.encode()) > self.offset_metadata_max_bytes:
-                out[tp] = ErrorCode.offset_metadata_too_large
-            else:
-                group.offsets[tp] = om
-                self._commit_seq[(group_id, tp)] = self._next_seq()
-                out[tp] = ErrorCode.none
-        return out
+
+        def store(tp: TopicPartition, om: OffsetAndMetadata) -> None:
+            group.offsets[tp] = om
+            self._commit_seq[(group_id, tp)] = self._next_seq()
+
+        return self._store_each(offsets, store)
 
     def commit_transactional_offsets(self, node_id: int, group_id: str, producer_id: int, member_id: str,
                                      group_instance_id: str | None, generation_id: int,
@@ -106,31 +93,50 @@ class OffsetMetadataManager:
         ``producer_id`` for the transaction's marker.  No heartbeat, no REBALANCE_IN_PROGRESS (the
         group's state is not enforced for transactional commits); a consumer group's stale member
         epoch is ILLEGAL_GENERATION.  Entries given as an ErrorCode are answered with it."""
-        err = self.registry.validate_group_status(group_id, node_id)
+        _group, err = self._validate_commit(node_id, group_id, member_id, group_instance_id, generation_id, -1, True)
         if err is not None:
             return {tp: err for tp in offsets}
+
+        def store(tp: TopicPartition, om: OffsetAndMetadata) -> None:
+            self.pending_txn_offsets.setdefault(producer_id, {}).setdefault(group_id, {})[tp] = (self._next_seq(), om)
+            self.open_txns_by_group.setdefault(group_id, set()).add(producer_id)
+
+        return self._store_each(offsets, store)
+
+    def _validate_commit(self, node_id: int, group_id: str, member_id: str, group_instance_id: str | None,
+                         generation_id_or_member_epoch: int, api_version: int, transactional: bool
+                         ) -> tuple[Group | None, ErrorCode | None]:
+        """validateOffsetCommit / validateTransactionalOffsetCommit: the coordinator is checked
+        (OffsetCommit accepts an empty group id, TxnOffsetCommit does not), the group looked up (a
+        generation -1 commit to no group creates one that only stores offsets; any other gets
+        ILLEGAL_GENERATION), then the group decides."""
+        err = self.registry.validate_group_status(group_id, node_id, allow_empty_id=not transactional)
+        if err is not None:
+            return None, err
         group = self.registry.get(group_id)
         if group is None:
-            if generation_id >= 0:
-                return {tp: ErrorCode.illegal_generation for tp in offsets}
-            group = self.classic.get_or_create(group_id)
-        err = group.validate_offset_commit(member_id, group_instance_id, generation_id, -1, is_transactional=True)
-        if err is ErrorCode.stale_member_epoch:
+            if generation_id_or_member_epoch >= 0:
+                # from an older generation of a group that is gone: reject
+                return None, ErrorCode.illegal_generation
+            group = self.classic.get_or_create(group_id)  # a group that uses Kafka only to store offsets
+        err = group.validate_offset_commit(member_id, group_instance_id, generation_id_or_member_epoch, api_version,
+                                           is_transactional=transactional)
+        if transactional and err is ErrorCode.stale_member_epoch:
             err = ErrorCode.illegal_generation
-        if err is not None:
-            return {tp: err for tp in offsets}
+        return group, err
+
+    def _store_each(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | ErrorCode],
+                    store: Callable[[TopicPartition, OffsetAndMetadata], None]) -> dict[TopicPartition, ErrorCode]:
+        """Each offset stored, or answered OFFSET_METADATA_TOO_LARGE past offset.metadata.max.bytes
+        (an ErrorCode given for it is its answer)."""
         out = {}
-        pending = None
         for tp, om in offsets.items():
             if isinstance(om, ErrorCode):
                 out[tp] = om
             elif len(om.metadata.encode()) > self.offset_metadata_max_bytes:
                 out[tp] = ErrorCode.offset_metadata_too_large
             else:
-                if pending is None:
-                    pending = self.pending_txn_offsets.setdefault(producer_id, {}).setdefault(group_id, {})
-                    self.open_txns_by_group.setdefault(group_id, set()).add(producer_id)
-                pending[tp] = (self._next_seq(), om)
+                store(tp, om)
                 out[tp] = ErrorCode.none
         return out
 
