@@ -30,7 +30,13 @@ from protocol.registry import ApiRegistry
 from .apis import build_handlers
 from .broker import Broker, SharedState
 from .clock import Clock, ManualClock, SystemClock, TimerHandle
-from .config import BrokerConfig, Listener, parse_topic_spec, parse_users, routable_address
+from .config import (
+    BrokerConfig,
+    Listener,
+    parse_topic_spec,
+    parse_users,
+    routable_address,
+)
 from .controller import Controller
 from .faults import FaultInjector
 from .group.service import GroupCoordinatorService
@@ -42,7 +48,7 @@ from .quota.throttle import ThrottleEvent
 from .replica_manager import ActionQueue
 from .replication import ReplicationSimulator
 from .sasl_mechanisms import CredentialStore
-from .txn.coordinator import MarkerErrors, TransactionCoordinator
+from .txn.coordinator import GROUP_METADATA_TOPIC, MarkerErrors, TransactionCoordinator
 from .txn.metadata import TV_0, TopicPartition
 from .txn.state_manager import TransactionConfig, TransactionStateManager
 
@@ -199,7 +205,9 @@ class _LeaderMarkerWriter:
     """The coordinator's WriteTxnMarkers: each partition's marker goes to its leader's
     ``ReplicaManager.append_txn_marker`` (Kafka's TransactionMarkerChannelManager sends one request
     per leader broker).  A partition whose topic is gone answers NONE (Kafka drops it from the
-    transaction); one without a running leader NOT_LEADER_OR_FOLLOWER, written again later."""
+    transaction); one without a running leader NOT_LEADER_OR_FOLLOWER, written again later.  A
+    ``__consumer_offsets`` partition's marker completes the transaction's offsets in the group
+    coordinator."""
 
     def __init__(self, cluster: Cluster) -> None:
         self._cluster = cluster
@@ -219,6 +227,11 @@ class _LeaderMarkerWriter:
 
         for tp in sorted(partitions):
             topic, index = tp
+            if topic == GROUP_METADATA_TOPIC:
+                # KafkaApis.handleWriteTxnMarkersRequest hands a __consumer_offsets marker to the group
+                # coordinator (completeTransaction): the pending TxnOffsetCommit offsets commit or go
+                answered(tp, self._cluster.groups.complete_transaction(index, producer_id, commit))
+                continue
             p = self._cluster.metadata.partition(topic, index)
             if p is None:
                 answered(tp, ErrorCode.none)

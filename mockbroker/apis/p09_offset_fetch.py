@@ -9,7 +9,9 @@ Behavior (Kafka's OffsetMetadataManager.fetchOffsets / fetchAllOffsets, see
   COORDINATOR_NOT_AVAILABLE when this broker does not lead the group's
   __consumer_offsets partition: at the group level from v2, on every partition
   for v1 (no group-level error field).
-* require_stable (v7) never waits: there are no pending transactional offsets.
+* require_stable (v7+): a partition with a transactional offset still waiting
+  for its transaction's marker answers UNSTABLE_OFFSET_COMMIT and offset -1
+  (the client retries); without it the last committed offset is answered.
 
 Version notes:
 * v2 top-level error, null topics = all.  v3 throttle.  v4 clients back off.
@@ -32,22 +34,29 @@ API_KEY = ApiKey.OFFSET_FETCH
 
 
 def _partition(index: int, om: Any, error: ErrorCode = ErrorCode.none) -> dict:
-    if om is None:
+    if om is None or error is ErrorCode.unstable_offset_commit:
         return {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1,
                 "metadata": "", "error_code": error}
     return {"partition_index": index, "committed_offset": om.offset, "committed_leader_epoch": om.leader_epoch,
             "metadata": om.metadata, "error_code": error}
 
 
-def _one(ctx: RequestContext, group_id: str, topics: Any, by_id: bool, member: tuple[str | None, int] = (None, -1)
-         ) -> tuple[ErrorCode, list[dict]]:
+def _one(ctx: RequestContext, group_id: str, topics: Any, by_id: bool, member: tuple[str | None, int] = (None, -1),
+         require_stable: bool = False) -> tuple[ErrorCode, list[dict]]:
     """The group's error and its topics; ``member`` (id, epoch) comes with v9+."""
     cluster = ctx.metadata
+    groups = ctx.broker.groups
+
+    def stable(tp: tuple[str, int]) -> ErrorCode:
+        if require_stable and groups.has_pending_transactional_offsets(group_id, tp):
+            return ErrorCode.unstable_offset_commit
+        return ErrorCode.none
+
     if topics is None:  # every committed partition
         err, stored = ctx.broker.groups.fetch_offsets(ctx.node_id, group_id, None, *member)
         by_topic: dict[str, list] = {}
         for (tname, idx), om in sorted(stored.items()):
-            by_topic.setdefault(tname, []).append(_partition(idx, om))
+            by_topic.setdefault(tname, []).append(_partition(idx, om, stable((tname, idx))))
         out = []
         for tname, parts in by_topic.items():
             t = cluster.topics.get(tname)
@@ -76,7 +85,7 @@ def _one(ctx: RequestContext, group_id: str, topics: Any, by_id: bool, member: t
                 _partition(i, None, ErrorCode.unknown_topic_id) for i in t.partition_indexes]})
             continue
         out.append({"name": tname, **({"topic_id": t.topic_id} if by_id else {}),
-                    "partitions": [_partition(i, stored[(tname, i)]) for i in t.partition_indexes]})
+                    "partitions": [_partition(i, stored[(tname, i)], stable((tname, i))) for i in t.partition_indexes]})
     return ErrorCode.none, out
 
 
@@ -85,10 +94,10 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         groups = []
         for g in req.groups:
             member = (g.member_id, g.member_epoch) if ctx.version >= 9 else (None, -1)
-            err, topics = _one(ctx, g.group_id, g.topics, ctx.version >= 10, member)
+            err, topics = _one(ctx, g.group_id, g.topics, ctx.version >= 10, member, req.require_stable)
             groups.append({"group_id": g.group_id, "error_code": err, "topics": topics})
         return {"groups": groups}
-    err, topics = _one(ctx, req.group_id, req.topics, False)
+    err, topics = _one(ctx, req.group_id, req.topics, False, require_stable=getattr(req, "require_stable", False))
     if err is not ErrorCode.none and ctx.version < 2:
         # v1 has no top-level error: report it on every asked partition
         return {"topics": [{"name": t.name, "partitions": [_partition(i, None, err) for i in t.partition_indexes]}

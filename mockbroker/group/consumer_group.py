@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 import functools
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -160,16 +160,18 @@ class ConsumerGroup:
         pass  # a removed consumer group simply disappears: nothing waits on it
 
     def validate_offset_commit(self, member_id: str, group_instance_id: str | None,
-                               generation_id_or_member_epoch: int, api_version: int) -> ErrorCode | None:
+                               generation_id_or_member_epoch: int, api_version: int,
+                               is_transactional: bool = False) -> ErrorCode | None:
         """ConsumerGroup.validateOffsetCommit: a member commits with its current epoch, over v9+
-        (older versions cannot carry a member epoch); anyone commits to a group without members."""
+        (older versions cannot carry a member epoch; TxnOffsetCommit carries it as its generation);
+        anyone commits to a group without members."""
         member_epoch = generation_id_or_member_epoch
         if member_epoch < 0 and not self.members:
             return None
         member = self.members.get(member_id)
         if member is None:
             return ErrorCode.unknown_member_id
-        if api_version < 9:
+        if not is_transactional and api_version < 9:
             return ErrorCode.unsupported_version
         if member_epoch != member.member_epoch:
             return ErrorCode.stale_member_epoch
@@ -187,7 +189,8 @@ class ConsumerGroup:
     def validate_delete_group(self) -> ErrorCode | None:
         return ErrorCode.non_empty_group if self.members else None
 
-    def remove_expired_offsets(self, now_ms: int, retention_ms: int) -> list[TopicPartition]:
+    def remove_expired_offsets(self, now_ms: int, retention_ms: int,
+                               keep: Callable[[TopicPartition], bool] = lambda _tp: False) -> list[TopicPartition]:
         """Empty: retention counts from when the group emptied; else offsets of topics no member
         subscribes to expire retention after their commit (OffsetExpirationCondition)."""
         subscribed = {t for m in self.members.values() for t in m.subscribed_topic_names}
@@ -202,6 +205,7 @@ class ConsumerGroup:
                     gone.append(tp)
             elif tp[0] not in subscribed and now_ms - om.commit_timestamp >= retention_ms:
                 gone.append(tp)
+        gone = [tp for tp in gone if not keep(tp)]  # a pending transactional offset keeps it
         for tp in gone:
             del self.offsets[tp]
         return gone

@@ -14,6 +14,7 @@ The leaf of the package: it imports nothing of mockbroker.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -104,7 +105,8 @@ class Group(Protocol):
         ...
 
     def validate_offset_commit(self, member_id: str, group_instance_id: str | None,
-                               generation_id_or_member_epoch: int, api_version: int) -> ErrorCode | None:
+                               generation_id_or_member_epoch: int, api_version: int,
+                               is_transactional: bool = False) -> ErrorCode | None:
         """Group.validateOffsetCommit: None when the commit may be stored, else its error."""
         ...
 
@@ -120,8 +122,10 @@ class Group(Protocol):
         """The group was deleted or expired: delayed operations still holding it see it gone."""
         ...
 
-    def remove_expired_offsets(self, now_ms: int, retention_ms: int) -> list[TopicPartition]:
-        """Drop the offsets past offsets.retention.minutes (KIP-211 rules); returns them."""
+    def remove_expired_offsets(self, now_ms: int, retention_ms: int,
+                               keep: Callable[[TopicPartition], bool] = lambda _tp: False) -> list[TopicPartition]:
+        """Drop the offsets past offsets.retention.minutes (KIP-211 rules) but those ``keep``
+        holds (a pending transactional offset); returns them."""
         ...
 
     def as_listed_group(self) -> ListedGroup: ...

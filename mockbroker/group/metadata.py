@@ -30,6 +30,7 @@ from .group import (
     GroupType,
     ListedGroup,
     OffsetAndMetadata,
+    TopicPartition,
 )
 
 log = logging.getLogger("mockbroker.group")
@@ -212,10 +213,12 @@ class GroupMetadata:
         return None if self.has(member_id) else ErrorCode.unknown_member_id
 
     def validate_offset_commit(self, member_id: str, group_instance_id: str | None,
-                               generation_id_or_member_epoch: int, api_version: int) -> ErrorCode | None:
+                               generation_id_or_member_epoch: int, api_version: int,
+                               is_transactional: bool = False) -> ErrorCode | None:
         """ClassicGroup.validateOffsetCommit: a member commits with its id and generation, and not
         while the group waits for SyncGroup; anyone else (generation -1, no member id: a consumer
-        using assign()) only to a group without members."""
+        using assign()) only to a group without members.  A transactional commit (TxnOffsetCommit)
+        is not held to the group's state, and before v3 it carries no member id or generation."""
         generation_id = generation_id_or_member_epoch
         if self.is_state(GroupState.DEAD):
             return ErrorCode.coordinator_not_available
@@ -225,10 +228,10 @@ class GroupMetadata:
                 return err
             if generation_id != self.generation_id:
                 return ErrorCode.illegal_generation
-            if self.is_state(GroupState.COMPLETING_REBALANCE):
+            if not is_transactional and self.is_state(GroupState.COMPLETING_REBALANCE):
                 return ErrorCode.rebalance_in_progress  # the member has no assignment yet
             return None
-        if not self.is_state(GroupState.EMPTY):
+        if not is_transactional and not self.is_state(GroupState.EMPTY):
             return ErrorCode.unknown_member_id  # only members commit to a non-empty group
         return None
 
@@ -429,8 +432,10 @@ class GroupMetadata:
         return topics
 
     # -- offsets ------------------------------------------------------------------------------
-    def remove_expired_offsets(self, now_ms: int, retention_ms: int) -> list[tuple[str, int]]:
-        """GroupMetadata.removeExpiredOffsets (KIP-211)."""
+    def remove_expired_offsets(self, now_ms: int, retention_ms: int,
+                               keep: Callable[[TopicPartition], bool] = lambda _tp: False) -> list[TopicPartition]:
+        """GroupMetadata.removeExpiredOffsets (KIP-211); an offset ``keep`` holds (a pending
+        transactional offset) stays."""
         def expired(base: Callable[[OffsetAndMetadata], int], subscribed: set[str] = frozenset()) -> list:  # type: ignore[assignment]
             out = []
             for tp, om in self.offsets.items():
@@ -454,6 +459,7 @@ class GroupMetadata:
             gone = expired(lambda om: om.commit_timestamp)
         else:
             gone = []
+        gone = [tp for tp in gone if not keep(tp)]  # a pending transactional offset keeps it
         for tp in gone:
             del self.offsets[tp]
         return gone

@@ -15,13 +15,21 @@ Mirrors Kafka 4.x's ``OffsetMetadataManager``, over the ``Group`` protocol
 * expiry (``cleanupExpiredOffsets``, every
   offsets.retention.check.interval.ms): each group drops what its KIP-211
   rules expire, and an Empty group left without offsets is removed;
-* a deleted topic's offsets go from every group (``onPartitionsDeleted``).
+* a deleted topic's offsets go from every group (``onPartitionsDeleted``);
+* transactional offsets (TxnOffsetCommit, KIP-98/KIP-447: ``commitTransactionalOffset``)
+  wait per producer id until the transaction's marker reaches the group's
+  ``__consumer_offsets`` partition (``replayEndTransactionMarker``): COMMIT moves them
+  to the committed offsets unless a plain commit written after them is there,
+  ABORT drops them.  While some wait, OffsetFetch with require_stable answers
+  UNSTABLE_OFFSET_COMMIT for their partitions, the offset does not expire and the
+  group is not removed.  A sequence number stands in for the commit record's log
+  offset (which of a plain and a transactional commit was written last).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from protocol.errors import ErrorCode
@@ -45,6 +53,16 @@ class OffsetMetadataManager:
         self.clock = clock
         self.offset_metadata_max_bytes: int = config["offset.metadata.max.bytes"]
         self.offsets_retention_ms: int = config["offsets.retention.minutes"] * 60_000
+        # producer id -> group id -> partition -> (record sequence, the offset) (pendingTransactionalOffsets)
+        self.pending_txn_offsets: dict[int, dict[str, dict[TopicPartition, tuple[int, OffsetAndMetadata]]]] = {}
+        self.open_txns_by_group: dict[str, set[int]] = {}  # openTransactionsByGroup
+        # (group id, partition) -> the record sequence of its last plain commit
+        self._commit_seq: dict[tuple[str, TopicPartition], int] = {}
+        self._seq = 0
+
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
 
     def commit_offsets(self, node_id: int, group_id: str, member_id: str, group_instance_id: str | None,
                        generation_id_or_member_epoch: int,
@@ -76,8 +94,81 @@ class OffsetMetadataManager:
                 out[tp] = ErrorCode.offset_metadata_too_large
             else:
                 group.offsets[tp] = om
+                self._commit_seq[(group_id, tp)] = self._next_seq()
                 out[tp] = ErrorCode.none
         return out
+
+    def commit_transactional_offsets(self, node_id: int, group_id: str, producer_id: int, member_id: str,
+                                     group_instance_id: str | None, generation_id: int,
+                                     offsets: Mapping[TopicPartition, OffsetAndMetadata | ErrorCode]
+                                     ) -> dict[TopicPartition, ErrorCode]:
+        """TxnOffsetCommit (OffsetMetadataManager.commitTransactionalOffset): the offsets wait under
+        ``producer_id`` for the transaction's marker.  No heartbeat, no REBALANCE_IN_PROGRESS (the
+        group's state is not enforced for transactional commits); a consumer group's stale member
+        epoch is ILLEGAL_GENERATION.  Entries given as an ErrorCode are answered with it."""
+        err = self.registry.validate_group_status(group_id, node_id)
+        if err is not None:
+            return {tp: err for tp in offsets}
+        group = self.registry.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                return {tp: ErrorCode.illegal_generation for tp in offsets}
+            group = self.classic.get_or_create(group_id)
+        err = group.validate_offset_commit(member_id, group_instance_id, generation_id, -1, is_transactional=True)
+        if err is ErrorCode.stale_member_epoch:
+            err = ErrorCode.illegal_generation
+        if err is not None:
+            return {tp: err for tp in offsets}
+        out = {}
+        pending = None
+        for tp, om in offsets.items():
+            if isinstance(om, ErrorCode):
+                out[tp] = om
+            elif len(om.metadata.encode()) > self.offset_metadata_max_bytes:
+                out[tp] = ErrorCode.offset_metadata_too_large
+            else:
+                if pending is None:
+                    pending = self.pending_txn_offsets.setdefault(producer_id, {}).setdefault(group_id, {})
+                    self.open_txns_by_group.setdefault(group_id, set()).add(producer_id)
+                pending[tp] = (self._next_seq(), om)
+                out[tp] = ErrorCode.none
+        return out
+
+    def complete_transaction(self, producer_id: int, commit: bool, in_partition: Callable[[str], bool]) -> None:
+        """The marker of ``producer_id``'s transaction reached a __consumer_offsets partition
+        (replayEndTransactionMarker): the pending offsets of the groups stored there (those
+        ``in_partition`` accepts) are committed or dropped."""
+        by_group = self.pending_txn_offsets.get(producer_id)
+        if not by_group:
+            return
+        for group_id in [g for g in by_group if in_partition(g)]:
+            pending = by_group.pop(group_id)
+            open_txns = self.open_txns_by_group.get(group_id)
+            if open_txns is not None:
+                open_txns.discard(producer_id)
+                if not open_txns:
+                    del self.open_txns_by_group[group_id]
+            if not commit:
+                continue
+            group = self.registry.get(group_id) or self.classic.get_or_create(group_id)
+            for tp, (seq, om) in pending.items():
+                # the most recent of a plain and a transactional commit wins (by record position)
+                if tp not in group.offsets or self._commit_seq.get((group_id, tp), 0) < seq:
+                    group.offsets[tp] = om
+                    self._commit_seq[(group_id, tp)] = seq
+        if not by_group:
+            del self.pending_txn_offsets[producer_id]
+
+    def has_pending_transactional_offsets(self, group_id: str, tp: TopicPartition) -> bool:
+        return any(tp in self.pending_txn_offsets.get(pid, {}).get(group_id, {})
+                   for pid in self.open_txns_by_group.get(group_id, ()))
+
+    def _drop_pending(self, group_id: str, keep: Callable[[TopicPartition], bool] = lambda _tp: False) -> None:
+        """Pending transactional offsets of the group not kept go (a deleted group or topic)."""
+        for pid in list(self.open_txns_by_group.get(group_id, ())):
+            pending = self.pending_txn_offsets.get(pid, {}).get(group_id, {})
+            for tp in [tp for tp in pending if not keep(tp)]:
+                del pending[tp]
 
     def fetch_offsets(self, node_id: int, group_id: str, partitions: list[TopicPartition] | None,
                       member_id: str | None = None, member_epoch: int = -1
@@ -109,8 +200,10 @@ class OffsetMetadataManager:
         now = self.clock.time_ms()
         removed = 0
         for gid, g in list(self.registry.groups.items()):
-            removed += len(g.remove_expired_offsets(now, self.offsets_retention_ms))
-            if g.is_empty() and not g.offsets:
+            removed += len(g.remove_expired_offsets(
+                now, self.offsets_retention_ms,
+                keep=lambda tp, gid=gid: self.has_pending_transactional_offsets(gid, tp)))
+            if g.is_empty() and not g.offsets and gid not in self.open_txns_by_group:
                 g.transition_to_dead(now)
                 self.registry.remove(gid)
                 log.info("Group %s transitioned to Dead", gid)
@@ -118,6 +211,11 @@ class OffsetMetadataManager:
 
     def on_topic_deleted(self, topic: str) -> None:
         """OffsetMetadataManager.onPartitionsDeleted: the topic's offsets go from every group."""
-        for g in self.registry.groups.values():
+        for gid, g in self.registry.groups.items():
             for tp in [tp for tp in g.offsets if tp[0] == topic]:
                 del g.offsets[tp]
+            self._drop_pending(gid, keep=lambda tp: tp[0] != topic)
+
+    def on_group_deleted(self, group_id: str) -> None:
+        """DeleteGroups: the group's pending transactional offsets go with it (deleteAllOffsets)."""
+        self._drop_pending(group_id)

@@ -99,6 +99,28 @@ class GroupCoordinatorService:
         return self.offsets.commit_offsets(node_id, group_id, member_id, group_instance_id,
                                            generation_id_or_member_epoch, offsets, api_version)
 
+    def commit_transactional_offsets(self, node_id: int, group_id: str, producer_id: int, member_id: str,
+                                     group_instance_id: str | None, generation_id: int,
+                                     offsets: Mapping[TopicPartition, OffsetAndMetadata | ErrorCode]
+                                     ) -> dict[TopicPartition, ErrorCode]:
+        """TxnOffsetCommit: per partition the error; stored offsets wait for the transaction's marker."""
+        return self.offsets.commit_transactional_offsets(node_id, group_id, producer_id, member_id,
+                                                         group_instance_id, generation_id, offsets)
+
+    def complete_transaction(self, partition: int, producer_id: int, commit: bool) -> ErrorCode:
+        """A COMMIT/ABORT marker for ``__consumer_offsets`` ``partition`` (GroupCoordinatorService
+        .completeTransaction): NOT_LEADER_OR_FOLLOWER while the partition has no live leader (the
+        transaction coordinator writes it again), else the partition's groups' pending offsets of
+        ``producer_id`` are committed or dropped."""
+        if self.registry.leaders.leader(partition) < 0:
+            return ErrorCode.not_leader_or_follower
+        self.offsets.complete_transaction(producer_id, commit,
+                                          lambda gid: self.registry.partition_for(gid) == partition)
+        return ErrorCode.none
+
+    def has_pending_transactional_offsets(self, group_id: str, tp: TopicPartition) -> bool:
+        return self.offsets.has_pending_transactional_offsets(group_id, tp)
+
     def fetch_offsets(self, node_id: int, group_id: str, partitions: list[TopicPartition] | None,
                       member_id: str | None = None, member_epoch: int = -1
                       ) -> tuple[ErrorCode, dict[TopicPartition, OffsetAndMetadata | None]]:
@@ -163,6 +185,7 @@ class GroupCoordinatorService:
                 continue
             g.transition_to_dead(self.clock.time_ms())
             self.registry.remove(gid)
+            self.offsets.on_group_deleted(gid)
             out[gid] = ErrorCode.none
         return out
 

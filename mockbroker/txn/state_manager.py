@@ -40,6 +40,7 @@ class TransactionConfig:
     abort_timed_out_transactions_interval_ms: int = 10000
     remove_expired_transactional_ids_interval_ms: int = 3600000
     transaction_version: int = TV_2
+    partition_verification_enable: bool = True  # transaction.partition.verification.enable (KIP-890 part 1)
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], transaction_version: int = TV_2) -> TransactionConfig:
@@ -47,7 +48,8 @@ class TransactionConfig:
                    config["transaction.state.log.num.partitions"],
                    config["transaction.state.log.replication.factor"],
                    config["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
-                   config["transaction.remove.expired.transaction.cleanup.interval.ms"], transaction_version)
+                   config["transaction.remove.expired.transaction.cleanup.interval.ms"], transaction_version,
+                   config["transaction.partition.verification.enable"])
 
 
 class CoordinatorEpochAndTxnMetadata(NamedTuple):

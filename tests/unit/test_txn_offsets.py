@@ -1,0 +1,207 @@
+"""AddOffsetsToTxn and TxnOffsetCommit over a real socket: the consume-transform-produce half of
+a transaction.  Offsets committed in a transaction wait for its marker (COMMIT commits them, ABORT
+drops them), OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT meanwhile, and the
+checks Kafka makes (KIP-447 member/generation, KIP-890 verification) answer as Kafka's do."""
+
+from __future__ import annotations
+
+import pytest
+
+from mockbroker import MockBroker
+from protocol.errors import ErrorCode
+from protocol.registry import ApiKey
+
+from .test_txn_wire import add_partitions, end_txn, init_pid, txn_state
+
+E = ErrorCode
+
+
+def add_offsets(c, tid, pid, epoch, group, version=3):
+    body = {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch, "group_id": group}
+    return c.request(ApiKey.ADD_OFFSETS_TO_TXN, version, body).error_code
+
+
+def txn_commit(c, tid, pid, epoch, group, offsets, version=3, member="", generation=-1):
+    """TxnOffsetCommit: {(topic, partition): error} for ``offsets`` {(topic, partition): offset}."""
+    topics: dict[str, list] = {}
+    for (t, p), off in offsets.items():
+        topics.setdefault(t, []).append({"partition_index": p, "committed_offset": off,
+                                         "committed_leader_epoch": -1, "committed_metadata": "m"})
+    body = {"transactional_id": tid, "group_id": group, "producer_id": pid, "producer_epoch": epoch,
+            "generation_id": generation, "member_id": member, "group_instance_id": None,
+            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+    r = c.request(ApiKey.TXN_OFFSET_COMMIT, version, body)
+    return {(t.name, p.partition_index): p.error_code for t in r.topics for p in t.partitions}
+
+
+def fetch(c, group, partitions, require_stable, version=7):
+    """OffsetFetch v7: {(topic, partition): (error, offset)}."""
+    topics: dict[str, list[int]] = {}
+    for t, p in partitions:
+        topics.setdefault(t, []).append(p)
+    body = {"group_id": group, "require_stable": require_stable,
+            "topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()]}
+    r = c.request(ApiKey.OFFSET_FETCH, version, body)
+    assert r.error_code == E.none
+    return {(t.name, p.partition_index): (p.error_code, p.committed_offset) for t in r.topics for p in t.partitions}
+
+
+def offsets_partition(b, group):
+    return ("__consumer_offsets", b.call(lambda cl: cl.groups.registry.partition_for(group)))
+
+
+class TestAddOffsetsToTxn:
+    def test_the_groups_offsets_partition_joins_the_transaction(self, raw, broker):
+        c = raw()
+        _, pid, epoch = init_pid(c, "ao-1")
+        for v in range(5):
+            assert add_offsets(c, "ao-1", pid, epoch, "ao-group", v) == E.none
+        assert txn_state(broker, "ao-1") == ("Ongoing", [offsets_partition(broker, "ao-group")])
+
+    def test_errors_as_add_partitions(self, raw, broker):
+        c = raw()
+        _, pid, epoch = init_pid(c, "ao-2")
+        assert add_offsets(c, "ao-2", pid + 1, epoch, "g") == E.invalid_producer_id_mapping
+        assert add_offsets(c, "ao-2", pid, epoch + 1, "g", version=2) == E.producer_fenced
+        assert add_offsets(c, "ao-2", pid, epoch + 1, "g", version=1) == E.invalid_producer_epoch  # KIP-588
+        assert add_offsets(c, "ao-unknown", pid, epoch, "g") == E.invalid_producer_id_mapping
+        assert add_offsets(c, "", pid, epoch, "g") == E.invalid_request
+
+
+class TestTxnOffsetCommit:
+    def test_commit_marker_commits_the_offsets_abort_drops_them(self, raw, broker):
+        broker.create_topic("to-in", 2)
+        c = raw()
+        _, pid, epoch = init_pid(c, "to-1")
+        tps = {("to-in", 0): 5, ("to-in", 1): 7}
+        assert add_offsets(c, "to-1", pid, epoch, "to-g") == E.none
+        assert txn_commit(c, "to-1", pid, epoch, "to-g", tps) == dict.fromkeys(tps, E.none)
+        # pending: require_stable waits, a plain read sees nothing committed yet
+        assert fetch(c, "to-g", tps, True) == dict.fromkeys(tps, (E.unstable_offset_commit, -1))
+        assert fetch(c, "to-g", tps, False) == dict.fromkeys(tps, (E.none, -1))
+        assert end_txn(c, "to-1", pid, epoch, True) == E.none
+        assert fetch(c, "to-g", tps, True) == {tp: (E.none, off) for tp, off in tps.items()}
+        # the next transaction aborts: the committed offsets stay as they were
+        assert add_offsets(c, "to-1", pid, epoch, "to-g") == E.none
+        assert txn_commit(c, "to-1", pid, epoch, "to-g", {("to-in", 0): 50}) == {("to-in", 0): E.none}
+        assert fetch(c, "to-g", tps, True)[("to-in", 0)] == (E.unstable_offset_commit, -1)
+        assert end_txn(c, "to-1", pid, epoch, False) == E.none
+        assert fetch(c, "to-g", tps, True) == {tp: (E.none, off) for tp, off in tps.items()}
+        assert txn_state(broker, "to-1") == ("CompleteAbort", [])
+
+    def test_offsets_and_records_commit_together(self, raw, broker):
+        """Consume-transform-produce: the output partition and the offsets partition share the marker."""
+        broker.create_topic("ctp-in", 1)
+        broker.create_topic("ctp-out", 1)
+        c = raw()
+        _, pid, epoch = init_pid(c, "ctp-1")
+        assert add_partitions(c, "ctp-1", pid, epoch, {"ctp-out": [0]}) == {("ctp-out", 0): E.none}
+        assert add_offsets(c, "ctp-1", pid, epoch, "ctp-g") == E.none
+        assert txn_state(broker, "ctp-1")[1] == sorted([("ctp-out", 0), offsets_partition(broker, "ctp-g")])
+        assert txn_commit(c, "ctp-1", pid, epoch, "ctp-g", {("ctp-in", 0): 3}) == {("ctp-in", 0): E.none}
+        assert end_txn(c, "ctp-1", pid, epoch, True) == E.none
+        assert fetch(c, "ctp-g", [("ctp-in", 0)], True) == {("ctp-in", 0): (E.none, 3)}
+
+    def test_a_later_plain_commit_wins_over_the_transactional_one(self, raw, broker):
+        """replayEndTransactionMarker keeps the most recently written commit of a partition."""
+        broker.create_topic("lw-in", 1)
+        c = raw()
+        _, pid, epoch = init_pid(c, "lw-1")
+        assert add_offsets(c, "lw-1", pid, epoch, "lw-g") == E.none
+        assert txn_commit(c, "lw-1", pid, epoch, "lw-g", {("lw-in", 0): 10}) == {("lw-in", 0): E.none}
+        r = c.request(ApiKey.OFFSET_COMMIT, 8, {
+            "group_id": "lw-g", "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+            "topics": [{"name": "lw-in", "partitions": [
+                {"partition_index": 0, "committed_offset": 20, "committed_leader_epoch": -1,
+                 "committed_metadata": ""}]}]})
+        assert r.topics[0].partitions[0].error_code == E.none
+        assert end_txn(c, "lw-1", pid, epoch, True) == E.none
+        assert fetch(c, "lw-g", [("lw-in", 0)], True) == {("lw-in", 0): (E.none, 20)}
+
+    def test_verification_needs_add_offsets_first(self, raw, broker):
+        """KIP-890 part 1: the offsets partition must be in the transaction."""
+        broker.create_topic("vf-in", 1)
+        c = raw()
+        _, pid, epoch = init_pid(c, "vf-1")
+        tp = {("vf-in", 0): 1}
+        assert txn_commit(c, "vf-1", pid, epoch, "vf-g", tp, version=4) == {("vf-in", 0): E.transaction_abortable}
+        assert txn_commit(c, "vf-1", pid, epoch, "vf-g", tp, version=3) == {("vf-in", 0): E.invalid_txn_state}
+        assert add_offsets(c, "vf-1", pid, epoch, "vf-g") == E.none
+        assert txn_commit(c, "vf-1", pid, epoch, "vf-g", tp, version=3, generation=-1) == {("vf-in", 0): E.none}
+        assert txn_commit(c, "vf-1", pid, epoch + 1, "vf-g", tp) == {("vf-in", 0): E.invalid_producer_epoch}
+        assert txn_commit(c, "vf-other", pid, epoch, "vf-g", tp) == {("vf-in", 0): E.invalid_producer_id_mapping}
+
+    def test_unknown_partition_and_group_errors(self, raw, broker):
+        broker.create_topic("ue-in", 1)
+        c = raw()
+        _, pid, epoch = init_pid(c, "ue-1")
+        assert add_offsets(c, "ue-1", pid, epoch, "ue-g") == E.none
+        got = txn_commit(c, "ue-1", pid, epoch, "ue-g", {("ue-in", 0): 1, ("ue-in", 5): 1, ("ue-none", 0): 1})
+        assert got == {("ue-in", 0): E.none, ("ue-in", 5): E.unknown_topic_or_partition,
+                       ("ue-none", 0): E.unknown_topic_or_partition}
+        assert txn_commit(c, "ue-1", pid, epoch, "", {("ue-in", 0): 1}) == {("ue-in", 0): E.invalid_group_id}
+        # a generation for a group that does not exist (after the verification, which comes first)
+        assert txn_commit(c, "ue-1", pid, epoch, "ue-nogroup", {("ue-in", 0): 1}, generation=3,
+                          member="m-1") == {("ue-in", 0): E.invalid_txn_state}
+        assert add_offsets(c, "ue-1", pid, epoch, "ue-nogroup") == E.none
+        assert txn_commit(c, "ue-1", pid, epoch, "ue-nogroup", {("ue-in", 0): 1}, generation=3,
+                          member="m-1") == {("ue-in", 0): E.illegal_generation}
+
+
+def test_member_and_generation_are_checked(raw, broker):
+    """KIP-447: the group metadata the producer sends is checked as OffsetCommit's, but not the
+    group's state: the producer of a group in CompletingRebalance still commits."""
+    from .test_groups import Member
+
+    broker.create_topic("mg-in", 1)
+    m = Member(broker, "mg-g", "mg-client")
+    try:
+        m.join_new()
+        r = m.join_response()
+        assert r.error_code == E.none and m.generation >= 1
+        # the leader has not synced yet: CompletingRebalance (OffsetCommit answers REBALANCE_IN_PROGRESS)
+        c = raw()
+        _, pid, epoch = init_pid(c, "mg-1")
+        assert add_offsets(c, "mg-1", pid, epoch, "mg-g") == E.none
+        tp = {("mg-in", 0): 9}
+        assert txn_commit(c, "mg-1", pid, epoch, "mg-g", tp, member=m.member_id,
+                          generation=m.generation) == {("mg-in", 0): E.none}
+        assert txn_commit(c, "mg-1", pid, epoch, "mg-g", tp, member=m.member_id,
+                          generation=m.generation + 1) == {("mg-in", 0): E.illegal_generation}
+        assert txn_commit(c, "mg-1", pid, epoch, "mg-g", tp, member="nobody",
+                          generation=m.generation) == {("mg-in", 0): E.unknown_member_id}
+        # v0-2 producers send no group metadata: accepted although the group has a member
+        assert txn_commit(c, "mg-1", pid, epoch, "mg-g", tp, version=2) == {("mg-in", 0): E.none}
+        assert end_txn(c, "mg-1", pid, epoch, True) == E.none
+        assert fetch(c, "mg-g", tp, True) == {("mg-in", 0): (E.none, 9)}
+    finally:
+        m.close()
+
+
+def test_wrong_broker_and_verification_off():
+    with MockBroker(config={"mock.num.brokers": 2, "transaction.partition.verification.enable": False,
+                            "offsets.topic.num.partitions": 4, "offsets.topic.replication.factor": 1}) as b:
+        from protocol.client import RawKafkaClient
+        clients = [RawKafkaClient.connect(a) for a in b.bootstrap_servers.split(",")]
+        try:
+            b.create_topic("wb-in", 1)
+            group = "wb-g"
+            gnode = b.call(lambda cl: cl.groups.registry.coordinator_id(group))
+            r = clients[0].request(ApiKey.FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": ["wb-1"]})
+            tnode = r.coordinators[0].node_id
+            _, pid, epoch = init_pid(clients[tnode], "wb-1")
+            other = clients[1 - gnode]
+            assert txn_commit(other, "wb-1", pid, epoch, group, {("wb-in", 0): 4}) == {("wb-in", 0): E.not_coordinator}
+            # verification off: no AddOffsetsToTxn needed, the offsets still wait for a marker
+            gc = clients[gnode]
+            assert txn_commit(gc, "wb-1", pid, epoch, group, {("wb-in", 0): 4}) == {("wb-in", 0): E.none}
+            assert fetch(gc, group, [("wb-in", 0)], True) == {("wb-in", 0): (E.unstable_offset_commit, -1)}
+        finally:
+            for c in clients:
+                c.close()
+
+
+@pytest.fixture(scope="module")
+def broker():
+    with MockBroker(config={"offsets.topic.num.partitions": 4, "group.initial.rebalance.delay.ms": 0}) as b:
+        yield b
