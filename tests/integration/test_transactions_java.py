@@ -11,8 +11,11 @@ the broker changed in its middle, and check its lines and the broker's state:
 3. a transaction left open past its transaction.timeout.ms is aborted by the coordinator;
 4. the coordinator's broker is stopped in the middle of a transaction; the producer finds the new
    coordinator and commits, read_committed sees every record once;
-5. consume-transform-produce with sendOffsetsToTransaction(offsets, groupMetadata()), the member
-   SIGKILLed in the middle of a transaction and a successor with the same transactional id taking over.
+5. consume-transform-produce with sendOffsetsToTransaction(offsets, groupMetadata()) (AddOffsetsToTxn,
+   TxnOffsetCommit), the member SIGKILLed in the middle of a transaction and a successor taking over
+   with the same transactional id (which aborts the open transaction) or a fresh one (KIP-447: the
+   open transaction ends at its timeout, OffsetFetch answers UNSTABLE_OFFSET_COMMIT until then); the
+   output read_committed is every input once, the group's committed offsets are the input's ends.
 
 The client speaks transaction version 1 here (the broker finalizes no transaction.version); every
 assertion holds at version 2 too (only exception classes are allowed to differ, as Kafka's do).
@@ -306,6 +309,8 @@ def test_coordinator_moves_mid_transaction(java_classpath, cluster):
 
 # -- 5. consume-transform-produce --------------------------------------------------------------------
 N_INPUT, PER_TXN, CRASH_AFTER = 200, 10, 5
+CTP_TXN_TIMEOUT_MS = 5000
+UNSTABLE_OFFSET_COMMIT = 88
 
 
 def produce_input(bootstrap: str, topic: str) -> None:
@@ -318,26 +323,36 @@ def produce_input(bootstrap: str, topic: str) -> None:
     assert all(f.succeeded() for f in futures)
 
 
-def test_consume_transform_produce_survives_a_killed_member(java_classpath, broker):
-    source, sink, group, tid = "java-ctp-in", "java-ctp-out", "java-ctp", "java-ctp-txn"
+@pytest.mark.parametrize("successor", ["same-transactional-id", "fresh-transactional-id"])
+def test_consume_transform_produce_survives_a_killed_member(java_classpath, broker, successor):
+    """The successor is the same static group member (group.instance.id) with the killed one's
+    transactional id -- its initTransactions aborts the open transaction at once -- or with a fresh
+    one (KIP-447): then the killed member's transaction stays open until its transaction.timeout.ms
+    and the successor's OffsetFetch (require_stable) is answered UNSTABLE_OFFSET_COMMIT meanwhile."""
+    source, sink, group = f"java-ctp-in-{successor}", f"java-ctp-out-{successor}", f"java-ctp-{successor}"
+    first_tid = f"java-ctp-{successor}-1"
+    second_tid = first_tid if successor == "same-transactional-id" else f"java-ctp-{successor}-2"
     broker.create_topic(source, PARTITIONS)
     broker.create_topic(sink, PARTITIONS)
     produce_input(broker.bootstrap_servers, source)
     inputs, _ = consume(java_classpath, source, "read_uncommitted", broker.bootstrap_servers)
     assert sum(map(len, inputs.values())) == N_INPUT
 
-    first = Interactive(java_classpath, "ctp", broker.bootstrap_servers, source, sink, group, tid, "member",
-                        PER_TXN, CRASH_AFTER)
+    def member(tid: str, crash_after: int) -> Interactive:
+        return Interactive(java_classpath, "ctp", broker.bootstrap_servers, source, sink, group, tid, "member",
+                           PER_TXN, crash_after, CTP_TXN_TIMEOUT_MS)
+
+    first = member(first_tid, CRASH_AFTER)
     try:
         in_flight = int(field([first.expect("MIDTXN")], "MIDTXN"))
         assert [line for line in first.seen if line.startswith("TXN")] == [f"TXN {PER_TXN}"] * CRASH_AFTER
-        assert txn_state(broker, tid) == ("Ongoing", None)
+        assert txn_state(broker, first_tid) == ("Ongoing", None)
     finally:
         first.kill()
     assert in_flight > 0
+    killed_at_ms = broker.call(lambda c: c.clock.monotonic_ms())
 
-    second = Interactive(java_classpath, "ctp", broker.bootstrap_servers, source, sink, group, tid, "member",
-                         PER_TXN, -1)
+    second = member(second_tid, -1)
     try:
         done = int(field([second.expect("DONE")], "DONE"))
         second.finish()
@@ -345,7 +360,12 @@ def test_consume_transform_produce_survives_a_killed_member(java_classpath, brok
         second.kill()
     # the successor redid the killed member's open transaction: its records, as its offsets, were aborted
     assert done == N_INPUT - CRASH_AFTER * PER_TXN, second.seen
-    wait_complete(broker, tid)
+    wait_complete(broker, second_tid)
+    if second_tid != first_tid:
+        wait_complete(broker, first_tid, "CompleteAbort")  # by the coordinator, on the timeout
+        unstable = [r for r in broker.journal(api_key=9) if r["received_clock_ns"] // 1_000_000 >= killed_at_ms
+                    and any(q["error_code"] == UNSTABLE_OFFSET_COMMIT for q in r["partitions"])]
+        assert unstable, "the successor never waited for the killed member's transactional offsets"
 
     committed, positions = consume(java_classpath, sink, "read_committed", broker.bootstrap_servers)
     assert committed == {p: [v.upper() for v in vs] for p, vs in inputs.items()}

@@ -52,7 +52,7 @@ import java.util.concurrent.TimeUnit;
  *       Opens a transaction, sends "m1-<p>" to every partition, flushes, prints "SENT"; waits for "GO"
  *       on stdin (the test stops the transaction's coordinator meanwhile), sends "m2-<p>" to every
  *       partition and commits: "COMMIT <outcome>".
- *   ctp bootstrap inputTopic outputTopic group txnId instanceId perTxn crashAfter
+ *   ctp bootstrap inputTopic outputTopic group txnId instanceId perTxn crashAfter transactionTimeoutMs
  *       Consume-transform-produce: a group member (classic protocol, static member instanceId,
  *       read_committed, max.poll.records=perTxn) uppercases every input record to the output topic's
  *       partition of the same number, one transaction per poll with sendOffsetsToTransaction(offsets,
@@ -274,7 +274,7 @@ public class Transactions {
     }
 
     static void ctp(String bootstrap, String input, String output, String group, String txnId, String instanceId,
-                    int perTxn, int crashAfter) throws Exception {
+                    int perTxn, int crashAfter, String transactionTimeoutMs) throws Exception {
         Properties cp = consumerProps(bootstrap, "read_committed");
         cp.put(ConsumerConfig.GROUP_ID_CONFIG, group);
         cp.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, instanceId);
@@ -283,7 +283,9 @@ public class Transactions {
         cp.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
         cp.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, String.valueOf(perTxn));
         int committed = 0, transformed = 0;
-        try (KafkaProducer<String, String> p = producer(bootstrap, txnId);
+        Properties pp = producerProps(bootstrap, txnId);
+        pp.put(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, transactionTimeoutMs);
+        try (KafkaProducer<String, String> p = new KafkaProducer<>(pp);
              KafkaConsumer<String, String> c = new KafkaConsumer<>(cp)) {
             p.initTransactions();
             c.subscribe(List.of(input));
@@ -339,7 +341,7 @@ public class Transactions {
                 case "timeout" -> timeout(args[1], args[2], Integer.parseInt(args[3]), args[4], args[5]);
                 case "move" -> move(args[1], args[2], Integer.parseInt(args[3]), args[4]);
                 case "ctp" -> ctp(args[1], args[2], args[3], args[4], args[5], args[6], Integer.parseInt(args[7]),
-                        Integer.parseInt(args[8]));
+                        Integer.parseInt(args[8]), args[9]);
                 default -> throw new IllegalArgumentException("unknown subcommand " + args[0]);
             }
         } catch (Exception e) {
