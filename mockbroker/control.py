@@ -329,6 +329,18 @@ class ControlPlane:
         return {"Produce": q.produce.metrics("byte-rate"), "Fetch": q.fetch.metrics("byte-rate"),
                 "Request": q.request.metrics("request-time"), "RequestRate": q.request_rate.metrics("request-rate")}
 
+    # -- transactions ----------------------------------------------------------------------------
+    def transactions(self) -> list[dict[str, Any]]:
+        """Every transactional id the coordinator holds, by id: state (Kafka's name), pending
+        transition, producer id/epoch, timeout, start time (-1: none), partitions, coordinator."""
+        mgr = self.cluster.txn.txn_manager
+        return [{"transactional_id": tid, "state": md.state.state_name,
+                 "pending_state": md.pending_state.state_name if md.pending_state is not None else None,
+                 "producer_id": md.producer_id, "producer_epoch": md.producer_epoch,
+                 "timeout_ms": md.txn_timeout_ms, "start_timestamp": md.txn_start_timestamp,
+                 "partitions": sorted(md.topic_partitions), "coordinator": mgr.coordinator_id(tid)}
+                for tid, md in sorted(mgr.transactions.items())]
+
     # -- groups --------------------------------------------------------------------------------
     def groups(self) -> list[dict[str, Any]]:
         return [self._group_view(gid) for gid in list(self.cluster.groups.registry.groups)]

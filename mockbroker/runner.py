@@ -200,6 +200,14 @@ class MockBroker:
         ``throttle-time`` (plus RequestRate ``request-rate`` for the KIP-124 draft quota)."""
         return self.control(lambda c: c.quota_metrics(node_id))
 
+    # transactions
+    def transactions(self) -> list[dict[str, Any]]:
+        """Every transactional id's state as the coordinator holds it: ``transactional_id``,
+        ``state`` ("Ongoing", "CompleteCommit", ...), ``pending_state``, ``producer_id``,
+        ``producer_epoch``, ``timeout_ms``, ``start_timestamp`` (-1: none), ``partitions``
+        [(topic, partition)], ``coordinator`` (node id, -1: none alive)."""
+        return self.control(lambda c: c.transactions())
+
     # groups
     def groups(self) -> list[dict[str, Any]]:
         return self.control(lambda c: c.groups())

@@ -101,10 +101,10 @@ toolchain_maven() {
 }
 
 # go build in tests/integration/go: the franz-go program, bin/groupconsumers (modules from the Go proxy);
-# main.go is the group test's command, control.go the `groupconsumers control` one.
+# main.go is the group test's command, control.go the `groupconsumers control` one, txn.go `groupconsumers txn`.
 toolchain_go() {
   local step="go build" dir=tests/integration/go rc=0
-  local tests="the franz-go tests (test_franz_go_group.py, test_control_franz_go.py)"
+  local tests="the franz-go tests (test_franz_go_group.py, test_control_franz_go.py, test_transactions_franz_go.py)"
   local absent
   if absent=$(missing_tools go); then
     toolchain_unavailable "$step" "not found on PATH: $absent" "$tests"

@@ -47,6 +47,9 @@ from . import (
     p48_describe_client_quotas,
     p49_alter_client_quotas,
     p60_describe_cluster,
+    p61_describe_producers,
+    p65_describe_transactions,
+    p66_list_transactions,
     p68_consumer_group_heartbeat,
     p69_consumer_group_describe,
 )
@@ -81,6 +84,9 @@ MODULES: tuple[ModuleType, ...] = (
     p48_describe_client_quotas,
     p49_alter_client_quotas,
     p60_describe_cluster,
+    p61_describe_producers,
+    p65_describe_transactions,
+    p66_list_transactions,
     p68_consumer_group_heartbeat,
     p69_consumer_group_describe,
 )

@@ -1,7 +1,8 @@
 """franz-go for the integration tests: ``go build`` of tests/integration/go into bin/groupconsumers.
 
-One program, two commands: the consumer group test's (main.go, test_franz_go_group.py) and
-``groupconsumers control ...`` (control.go, test_control_franz_go.py).
+One program, three commands: the consumer group test's (main.go, test_franz_go_group.py),
+``groupconsumers control ...`` (control.go, test_control_franz_go.py) and ``groupconsumers txn ...``
+(txn.go, test_transactions_franz_go.py; it also uses kadm).
 
 scripts/test.sh builds the program before pytest; ``franz_go_binary`` rebuilds it when it is missing
 or older than its sources.  Modules come from the Go module proxy into the usual caches

@@ -23,7 +23,7 @@ RELEASES = ["1.1", "2.0", "2.8", "3.9", "4.0", "4.1", "4.2"]
 ALL = set(range(100))
 # The API keys every release table covers (when the release had the API).
 KEYS = {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 28,
-        32, 33, 36, 37, 42, 44, 48, 49, 60, 68, 69}
+        32, 33, 36, 37, 42, 44, 48, 49, 60, 61, 65, 66, 68, 69}
 
 
 def ranges(release: str) -> dict[int, tuple[int, int, int]]:
@@ -84,6 +84,19 @@ def test_api_without_kio_overlap_is_left_out(release):
 def test_transaction_api_ranges(release, expected):
     """AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit as franz-go's tables have them."""
     assert tuple(KAFKA_RELEASES[release][k] for k in (24, 25, 26, 28)) == tuple((0, hi) for hi in expected)
+
+
+@pytest.mark.parametrize("release,expected", [
+    # franz-go kversion: z28 adds DescribeProducers (KAFKA-12238); z30 DescribeTransactions and
+    # ListTransactions (KAFKA-12267, KAFKA-12369); z38/b38 ListTransactions v1 (KIP-994); b41 v2 (KIP-1152)
+    ("1.1", (None, None, None)), ("2.0", (None, None, None)), ("2.8", ((0, 0), None, None)),
+    ("3.9", ((0, 0), (0, 0), (0, 1))), ("4.0", ((0, 0), (0, 0), (0, 1))),
+    ("4.1", ((0, 0), (0, 0), (0, 2))), ("4.2", ((0, 0), (0, 0), (0, 2))),
+])
+def test_transaction_admin_api_ranges(release, expected):
+    """DescribeProducers, DescribeTransactions, ListTransactions (KIP-664) as franz-go's tables have them."""
+    assert tuple(KAFKA_RELEASES[release].get(k) for k in (61, 65, 66)) == expected
+    assert tuple(ranges(release).get(k, (None,))[1:] or None for k in (61, 65, 66)) == expected
 
 
 def test_offset_for_leader_epoch_absent_before_2_1():

@@ -2,6 +2,7 @@
 //
 //	groupconsumers BOOTSTRAP TOPIC GROUP MEMBERS PARTITIONS RECORDS
 //	groupconsumers control SCENARIO BOOTSTRAP ADMIN   (control.go, for test_control_franz_go.py)
+//	groupconsumers txn SCENARIO BOOTSTRAP TOPIC PARTITIONS   (txn.go, for test_transactions_franz_go.py)
 //
 // Starts MEMBERS kgo clients in the group (franz-go's default balancer: cooperative-sticky, an
 // incremental rebalance over the classic protocol), waits until the partitions are split evenly
@@ -148,6 +149,9 @@ func start(bootstrap, topic, group string, i int) *member {
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "control" {
 		os.Exit(controlMain(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "txn" {
+		os.Exit(txnMain(os.Args[2:])) // txn.go, for test_transactions_franz_go.py
 	}
 	bootstrap, topic, group := os.Args[1], os.Args[2], os.Args[3]
 	members, _ := strconv.Atoi(os.Args[4])

@@ -1,0 +1,68 @@
+"""DescribeTransactions (key 65): v0-0.
+
+Behavior:
+* Per transactional id, the transaction coordinator's
+  ``handleDescribeTransactions`` (Kafka's ``TransactionCoordinator``): the
+  state as Kafka names it ("Empty", "Ongoing", "PrepareCommit",
+  "CompleteAbort", ...), the transaction timeout, the start time of the
+  current transaction (-1 when none was started), the producer id and epoch
+  and the partitions in the transaction, grouped by topic.
+* Errors per id: NOT_COORDINATOR on a broker that does not lead the id's
+  ``__transaction_state`` partition, COORDINATOR_NOT_AVAILABLE when no replica
+  of it is alive, COORDINATOR_LOAD_IN_PROGRESS while a load is injected,
+  INVALID_REQUEST for an empty id and TRANSACTIONAL_ID_NOT_FOUND for an id the
+  coordinator does not have (or one being expired: Dead).
+* No authorizer: TRANSACTIONAL_ID_AUTHORIZATION_FAILED is never answered and
+  no topic is hidden.
+
+Version notes:
+* v0 only (flexible).
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from protocol.errors import ErrorCode
+from protocol.registry import ApiKey
+
+from ..request import RequestContext
+
+API_KEY = ApiKey.DESCRIBE_TRANSACTIONS
+
+# kio types TransactionStartTimeMs as a non-nullable timestamp: -1 ("none") is the instant 1 ms
+# before the epoch, which it writes as -1 again
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+def _start_time(ms: int) -> datetime.datetime:
+    return _EPOCH + datetime.timedelta(milliseconds=ms)
+
+
+def _state(tid: str, error: ErrorCode) -> dict[str, Any]:
+    return {"error_code": error, "transactional_id": tid, "transaction_state": "", "transaction_timeout": 0,
+            "transaction_start_time": _start_time(-1), "producer_id": -1, "producer_epoch": -1, "topics": []}
+
+
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    txn = ctx.broker.txn
+    states = []
+    for tid in req.transactional_ids:
+        error, md = txn.handle_describe_transactions(tid, ctx.node_id)
+        out = _state(tid, error)
+        if md is not None and error is ErrorCode.none:
+            by_topic: dict[str, list[int]] = {}
+            for topic, partition in sorted(md.topic_partitions):
+                by_topic.setdefault(topic, []).append(partition)
+            out.update(transaction_state=md.state.state_name, transaction_timeout=md.txn_timeout_ms,
+                       transaction_start_time=_start_time(md.txn_start_timestamp), producer_id=md.producer_id,
+                       producer_epoch=md.producer_epoch,
+                       topics=[{"topic": t, "partitions": ps} for t, ps in by_topic.items()])
+        states.append(out)
+    return {"transaction_states": states}
+
+
+def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
+    return {"transaction_states": [_state(tid, error) for tid in req.transactional_ids]}
+

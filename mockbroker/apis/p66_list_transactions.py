@@ -1,0 +1,65 @@
+"""ListTransactions (key 66): v0-2.
+
+Behavior:
+* The transactional ids this broker coordinates (those whose
+  ``__transaction_state`` partition it leads), each with its producer id and
+  state name: the transaction coordinator's ``handleListTransactions``
+  (Kafka's ``TransactionStateManager.listTransactionStates``).  An admin
+  client asks every broker and merges the answers.
+* Filters (all must pass; an empty one passes everything): states, by the
+  names DescribeTransactions shows ("Ongoing", "CompleteCommit", ...; names
+  that are no state come back in ``unknown_state_filters`` and match
+  nothing); producer ids (KIP-664); from v1 a duration >= 0 keeps the ids
+  whose transaction started more than that many ms ago (KIP-994); from v2 a
+  transactional id pattern, a regular expression the whole id must match
+  (KIP-1152; Kafka compiles it with RE2/J, this broker with Python's ``re``,
+  which agree on the common syntax).  A pattern that does not compile:
+  INVALID_REGULAR_EXPRESSION.  Dead ids (being expired) are never listed.
+* COORDINATOR_LOAD_IN_PROGRESS while a load of one of the broker's
+  transaction log partitions is injected.
+
+Version notes:
+* v0 (flexible): state and producer id filters.  v1 duration filter.
+  v2 transactional id pattern.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from protocol.errors import ErrorCode
+from protocol.registry import ApiKey
+
+from ..request import RequestContext
+
+API_KEY = ApiKey.LIST_TRANSACTIONS
+
+
+def _pattern(req: Any) -> re.Pattern[str] | None | ErrorCode:
+    text = getattr(req, "transactional_id_pattern", None)
+    if not text:  # null or empty: no filter
+        return None
+    try:
+        return re.compile(text)
+    except re.error:
+        return ErrorCode.invalid_regular_expression
+
+
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    duration = getattr(req, "duration_filter", -1)
+    error, listed, unknown = ctx.broker.txn.handle_list_transactions(
+        frozenset(req.producer_id_filters), list(dict.fromkeys(req.state_filters)), duration, ctx.node_id)
+    if error is ErrorCode.none:
+        pattern = _pattern(req)
+        if isinstance(pattern, ErrorCode):
+            error, listed = pattern, []
+        elif pattern is not None:
+            listed = [x for x in listed if pattern.fullmatch(x[0])]
+    return {"error_code": error, "unknown_state_filters": unknown,
+            "transaction_states": [{"transactional_id": tid, "producer_id": pid, "transaction_state": state}
+                                   for tid, pid, state in listed]}
+
+
+def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
+    return {"error_code": error, "unknown_state_filters": [], "transaction_states": []}
