@@ -142,8 +142,9 @@ class TransactionStateManager:
         """ListTransactions: (error, (transactional id, producer id, state name) of the ids
         ``node_id`` coordinates (every id when None), the state filters naming no state).  An empty
         filter passes all; Dead ids are never listed; a duration filter >= 0 keeps the ids whose
-        transaction started more than that long ago (KIP-994, compared with txnStartTimestamp
-        whatever the state, as recalled from Kafka's listTransactionStates: not checked here)."""
+        transaction started more than that long ago (KIP-994: Kafka's listTransactionStates excludes
+        an id when ``now - txnStartTimestamp <= duration``, whatever its state, so an Empty id, whose
+        start is -1, passes any duration)."""
         unknown = [name for name in states if TransactionState.from_name(name) is None]
         now = self.clock.time_ms()
         out = []
