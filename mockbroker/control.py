@@ -362,6 +362,9 @@ class ControlPlane:
             "protocol_type": g.protocol_type, "coordinator": node.node_id if node is not None else -1,
             "committed_offsets": [{"topic": t, "partition": p, "offset": om.offset, "leader_epoch": om.leader_epoch,
                                    "metadata": om.metadata} for (t, p), om in sorted(g.offsets.items())],
+            "pending_transactional_offsets": [
+                {"producer_id": pid, "topic": t, "partition": p, "offset": om.offset}
+                for pid, (t, p), om in service.offsets.pending_transactional_offsets(gid)],
         }
         if g.group_type is GroupType.CLASSIC:
             c: Any = g  # the classic group (GroupMetadata)

@@ -169,6 +169,13 @@ class OffsetMetadataManager:
         return any(tp in self.pending_txn_offsets.get(pid, {}).get(group_id, {})
                    for pid in self.open_txns_by_group.get(group_id, ()))
 
+    def pending_transactional_offsets(self, group_id: str) -> list[tuple[int, TopicPartition, OffsetAndMetadata]]:
+        """(producer id, partition, offset) of every transactional offset of the group still
+        waiting for its marker, sorted."""
+        return sorted(((pid, tp, om) for pid in self.open_txns_by_group.get(group_id, ())
+                       for tp, (_seq, om) in self.pending_txn_offsets.get(pid, {}).get(group_id, {}).items()),
+                      key=lambda x: (x[0], x[1]))
+
     def _drop_pending(self, group_id: str, keep: Callable[[TopicPartition], bool] = lambda _tp: False) -> None:
         """Pending transactional offsets of the group not kept go (a deleted group or topic)."""
         for pid in list(self.open_txns_by_group.get(group_id, ())):

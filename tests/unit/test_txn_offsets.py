@@ -79,8 +79,13 @@ class TestTxnOffsetCommit:
         # pending: require_stable waits, a plain read sees nothing committed yet
         assert fetch(c, "to-g", tps, True) == dict.fromkeys(tps, (E.unstable_offset_commit, -1))
         assert fetch(c, "to-g", tps, False) == dict.fromkeys(tps, (E.none, -1))
+        assert broker.group("to-g")["pending_transactional_offsets"] == [
+            {"producer_id": pid, "topic": "to-in", "partition": p, "offset": off} for (_t, p), off in tps.items()]
+        assert [(t["transactional_id"], t["state"], t["producer_id"]) for t in broker.transactions()
+                if t["transactional_id"] == "to-1"] == [("to-1", "Ongoing", pid)]
         assert end_txn(c, "to-1", pid, epoch, True) == E.none
         assert fetch(c, "to-g", tps, True) == {tp: (E.none, off) for tp, off in tps.items()}
+        assert broker.group("to-g")["pending_transactional_offsets"] == []
         # the next transaction aborts: the committed offsets stay as they were
         assert add_offsets(c, "to-1", pid, epoch, "to-g") == E.none
         assert txn_commit(c, "to-1", pid, epoch, "to-g", {("to-in", 0): 50}) == {("to-in", 0): E.none}
