@@ -18,7 +18,8 @@ Version notes:
 * v1 clients back off on throttle.  v2 PRODUCER_FENCED.  v3 flexible.
 * v4 batched transactions, verify_only, top-level error.  v5 the request's
   transaction version is 2 on a cluster at transaction.version 2 (KIP-890
-  part 2; this cluster finalizes none).
+  part 2; the default on 4.x, ``mock.transaction.version``).  TV2 clients
+  send none: Produce v12+ adds the partition.
 """
 
 from __future__ import annotations

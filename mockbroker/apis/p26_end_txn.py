@@ -13,7 +13,10 @@ Behavior:
 Version notes:
 * v1 clients back off on throttle.  v2 PRODUCER_FENCED.  v3 flexible.
 * v5 (KIP-890 part 2): producer id and epoch answered; at transaction.version
-  2 the end bumps the epoch (this cluster finalizes none, so it is TV0 here).
+  2 (the default on 4.x, ``mock.transaction.version``) the end bumps the
+  epoch and the answer carries the bumped epoch the client goes on with
+  (a new producer id when the epoch ran out); the markers are written with it.
+  Below v5, or on a cluster below level 2, the TV0/1 rules (no bump).
 """
 
 from __future__ import annotations
