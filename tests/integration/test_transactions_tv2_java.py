@@ -56,7 +56,7 @@ def test_java_producer_follows_the_finalized_transaction_version(java_classpath:
         broker.create_topic(topic, 2)
         cmd = [shutil.which("java") or "java", "-cp", java_classpath, "TxnTv2", broker.bootstrap_servers, topic, tid]
         try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
+            r = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
         except subprocess.TimeoutExpired as e:
             pytest.fail(f"TxnTv2 timed out after {JAVA_TIMEOUT_S}s\nstdout:\n{e.stdout}\nstderr:\n{e.stderr}")
         report = f"exit {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{tail(r.stderr, 40)}"
