@@ -33,7 +33,7 @@ from enum import Enum
 from protocol.errors import ErrorCode
 
 from .coordinator import TransactionCoordinator
-from .metadata import TV_0, TV_2, TopicPartition
+from .metadata import TV_2, TopicPartition
 
 
 class TransactionSupportedOperation(Enum):
@@ -71,9 +71,9 @@ class AddPartitionsToTxnManager:
         answers: list[ErrorCode] = []
         txn = self.coordinator
         if operation.supports_epoch_bump:
-            # verifyOnly=false: the broker's AddPartitionsToTxn v5, at the cluster's transaction version
-            tv = TV_2 if txn.txn_manager.config.transaction_version >= TV_2 else TV_0
-            txn.handle_add_partitions(transactional_id, producer_id, producer_epoch, [tp], answers.append, tv)
+            # verifyOnly=false in the broker's AddPartitionsToTxn (its latest version, v4+: TV2 for the
+            # coordinator, transactionVersionForAddPartitionsToTxn)
+            txn.handle_add_partitions(transactional_id, producer_id, producer_epoch, [tp], answers.append, TV_2)
         else:
             txn.handle_verify_partitions(transactional_id, producer_id, producer_epoch, [tp],
                                          lambda errors: answers.append(errors.get(tp, ErrorCode.none)))

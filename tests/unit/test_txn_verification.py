@@ -203,16 +203,29 @@ def test_tv2_abort_of_an_empty_transaction_bumps_too(b, c):
     assert end_txn(c, "tv2-empty", pid, epoch + 1, True) == (E.invalid_txn_state, -1, -1)
 
 
-def test_transaction_version_0_keeps_the_epoch():
+def test_the_request_version_not_the_cluster_level_picks_the_rules():
+    """Kafka 4.x: transactionVersionForEndTxn (v5+: TV2) and the fence's abort at the cluster's level.
+    On a cluster at transaction.version 0 (clients are told so and send EndTxn <= v4), EndTxn v4
+    keeps the epoch, v5 still bumps it; an InitProducerId fence aborts without the TV2 bump."""
     with MockBroker(config={"mock.transaction.version": "0"}) as b:
         b.create_topic("tv0", 1)
         with RawKafkaClient.connect(b.bootstrap_servers) as c:
             pid, epoch = init_pid(c, "tv0")
             assert add_partitions(c, "tv0", pid, epoch, "tv0") == E.none
             assert produce(c, "tv0", "tv0", pid, epoch, 0, 9).error_code == E.none
-            assert end_txn(c, "tv0", pid, epoch, True) == (E.none, -1, -1)  # no bump to answer
+            assert end_txn(c, "tv0", pid, epoch, True, version=4) == (E.none,)  # TV0 rules: no bump
             assert txn_of(b, "tv0") == ("CompleteCommit", [], epoch)
+            # the marker ended the partition's transaction: a batch of the same epoch is verified again
             assert produce(c, "tv0", "tv0", pid, epoch, 1, 9).error_code == E.invalid_txn_state
+            assert add_partitions(c, "tv0", pid, epoch, "tv0") == E.none
+            assert produce(c, "tv0", "tv0", pid, epoch, 1, 9).error_code == E.none
+            assert end_txn(c, "tv0", pid, epoch, True) == (E.none, pid, epoch + 1)  # v5: TV2 rules
+            # an ongoing transaction fenced by InitProducerId: fence + 1, the abort at level 0 adds nothing
+            assert add_partitions(c, "tv0", pid, epoch + 1, "tv0") == E.none
+            r = c.request(ApiKey.INIT_PRODUCER_ID, 5, {"transactional_id": "tv0", "transaction_timeout": 60000,
+                                                       "producer_id": -1, "producer_epoch": -1})
+            assert r.error_code == E.concurrent_transactions
+            assert txn_of(b, "tv0") == ("CompleteAbort", [], epoch + 2)
 
 
 # -- the transaction.version feature in ApiVersions ------------------------------------------------
