@@ -49,8 +49,9 @@ from .replica_manager import ActionQueue
 from .replication import ReplicationSimulator
 from .sasl_mechanisms import CredentialStore
 from .txn.coordinator import GROUP_METADATA_TOPIC, MarkerErrors, TransactionCoordinator
-from .txn.metadata import TV_0, TopicPartition
+from .txn.metadata import TopicPartition
 from .txn.state_manager import TransactionConfig, TransactionStateManager
+from .txn.verification import AddPartitionsToTxnManager
 
 
 class Cluster:
@@ -70,10 +71,11 @@ class Cluster:
         self.controller = Controller(self.metadata, self.replication)
         self.groups = GroupCoordinatorService(self.metadata, self.clock, config)
         self.controller.on_topic_deleted(self.groups.delete_topic_offsets)
-        # the transaction coordinator; the mock finalizes no transaction.version (ApiVersions lists
-        # no features), so the cluster is at level 0 and clients stay on TV1 paths
+        # the transaction coordinator, at the transaction.version ApiVersions finalizes
+        # (mock.transaction.version, by default the release's: 2 on 4.x)
         self.txn = TransactionCoordinator(
-            TransactionStateManager(self.metadata, self.clock, TransactionConfig.from_config(config, TV_0)),
+            TransactionStateManager(self.metadata, self.clock,
+                                    TransactionConfig.from_config(config, config.transaction_version)),
             self.controller, _LeaderMarkerWriter(self), self.groups.registry.partition_for)
         self.registry = ApiRegistry(config["mock.kafka.version"], set(build_handlers()))
         self.faults = FaultInjector()
@@ -106,6 +108,11 @@ class Cluster:
         self.brokers: dict[int, Broker] = {}
         for i in range(config["mock.num.brokers"]):
             self.brokers[first + i] = Broker(shared, first + i, [lst.for_broker(i) for lst in listeners])
+        if config["transaction.partition.verification.enable"]:
+            # KIP-890: every leader asks the coordinator before appending a transactional batch
+            verifier = AddPartitionsToTxnManager(self.txn)
+            for b in self.brokers.values():
+                b.replica_manager.txn_verifier = verifier
         self._timers: list[TimerHandle] = []
         self._stopped = False
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from protocol.registry import KAFKA_RELEASES
+from protocol.registry import KAFKA_RELEASES, TRANSACTION_VERSION_FEATURE
 
 from .faults import FaultRuleError, parse_rule
 from .quota.entities import QuotaStore, parse_quota_spec
@@ -224,7 +224,8 @@ CONFIG_DEF: dict[str, ConfigKey] = {
         ConfigKey("transaction.remove.expired.transaction.cleanup.interval.ms", _int, 3600000,
                   "How often transactional ids past transactional.id.expiration.ms are removed.", 1),
         ConfigKey("transaction.partition.verification.enable", _bool, True,
-                  "KIP-890 part 1: a transactional produce is verified with the coordinator before it is appended."),
+                  "KIP-890: a transactional batch whose producer has no transaction open in the partition is "
+                  "verified with the coordinator before it is appended (Produce v12+: added to the transaction)."),
         ConfigKey("quota.window.num", _int, 11, "Samples of the quota rate (10 whole windows + the current one).", 1),
         ConfigKey("quota.window.size.seconds", _int, 1, "Length of one quota sample.", 1),
         ConfigKey("controller.quota.window.num", _int, 11, "Samples of the controller mutation quota.", 1),
@@ -237,6 +238,10 @@ CONFIG_DEF: dict[str, ConfigKey] = {
         ConfigKey("mock.replication.lag.ms", _int, 0, "How long followers take to catch up after an append.", 0),
         ConfigKey("mock.kafka.version", _str, "4.2", "Kafka release whose ApiVersions ranges are advertised: 1.1, 2.0, 2.8, 3.9, 4.0, 4.1 or 4.2.",
                   None, tuple(KAFKA_RELEASES)),
+        ConfigKey("mock.transaction.version", _str, "",
+                  "The transaction.version feature level finalized in ApiVersions: 0, 1 or 2 (2: KIP-890 part 2, "
+                  "epoch bump per transaction, partitions added by Produce v12+); default the release's "
+                  "(2 for 4.x, 0 before, where only 0 is accepted).", None, ("", "0", "1", "2")),
         ConfigKey("mock.cluster.id", _str, "mockbroker-cluster-0001", "Cluster id reported in Metadata and DescribeCluster."),
         ConfigKey("mock.journal.max.entries", _int, 100000,
                   "Request journal records kept in memory (oldest dropped); 0 keeps all.", 0),
@@ -369,6 +374,10 @@ class BrokerConfig(Mapping[str, Any]):
                 f"queued.max.request.bytes ({q}) must be larger than socket.request.max.bytes "
                 f"({self['socket.request.max.bytes']}) or <= 0"
             )
+        tv, release = self["mock.transaction.version"], self["mock.kafka.version"]
+        if tv and int(tv) > TRANSACTION_VERSION_FEATURE.get(release, (0, 0))[0]:
+            raise ConfigError(f"mock.transaction.version={tv}: Kafka {release} has no transaction.version "
+                              f"level {tv} (4.0 and later support 0-2)")
         for item in self["mock.topics"]:
             parse_topic_spec(item)
         self._check_listeners()
@@ -429,6 +438,14 @@ class BrokerConfig(Mapping[str, Any]):
             return mode
         major, minor = (int(x) for x in self["mock.kafka.version"].split(".")[:2])
         return "delay" if (major, minor) < (2, 0) else "mute"
+
+    @property
+    def transaction_version(self) -> int:
+        """mock.transaction.version, or the level a fresh cluster of mock.kafka.version finalizes."""
+        level = self["mock.transaction.version"]
+        if level:
+            return int(level)
+        return TRANSACTION_VERSION_FEATURE.get(self["mock.kafka.version"], (0, 0))[1]
 
     @property
     def retention_ms(self) -> int:

@@ -14,10 +14,13 @@ NOT_LEADER_OR_FOLLOWER), exactly one v2 batch (INVALID_RECORD), zstd below
 Produce v7 (UNSUPPORTED_COMPRESSION_TYPE), the batch itself
 (``protocol.records.validate_batch``: base offset 0, max.message.bytes,
 CRC32C, record count, no control batch from a client), for a transactional
-batch whose producer has no open transaction in the partition the KIP-890
-verification hook (``txn_verifier``: the coordinator's word that the
-partition was added to the transaction; None accepts, as
-transaction.partition.verification.enable=false does), min.insync.replicas
+batch (of a Produce naming a transactional id) whose producer has no
+transaction open in the partition at that epoch the KIP-890 verification hook
+(``txn_verifier``, ``txn/verification.py``: the coordinator's word that the
+partition is in the transaction, or at Produce v12+ its adding it; None
+accepts, as transaction.partition.verification.enable=false does; the
+coordinator errors older clients do not retry become NOT_ENOUGH_REPLICAS,
+``verification_failure``), min.insync.replicas
 for acks=-1 (``Partition.appendRecordsToLeader``: NOT_ENOUGH_REPLICAS, nothing
 appended), then the producer's sequence, epoch and transaction state
 (``ProducerStateManager``; a duplicate of one of the last five batches is
@@ -65,9 +68,29 @@ from .purgatory import DelayedOperationPurgatory, Timer
 from .replication import ReplicationSimulator
 
 PartitionKey = tuple[str, int]
-# KIP-890 part 1: (transactional id, topic, partition, producer id, producer epoch) -> the error the
-# coordinator's verification answers (ErrorCode.none: the partition is in the ongoing transaction)
-TxnVerifier = Callable[[str | None, str, int, int, int], ErrorCode]
+# KIP-890: (transactional id, topic, partition, producer id, producer epoch, Produce version) -> the
+# error AddPartitionsToTxnManager answers (ErrorCode.none: the partition is in the ongoing
+# transaction, or at Produce v12+ was just added to it)
+TxnVerifier = Callable[[str, str, int, int, int, int], ErrorCode]
+
+# the coordinator errors ReplicaManager.handleProduceAppend turns into NOT_ENOUGH_REPLICAS: older
+# clients would not retry them, and NOT_ENOUGH_REPLICAS is retried without a metadata refresh
+_VERIFICATION_RETRIABLE = frozenset({ErrorCode.network_exception, ErrorCode.coordinator_load_in_progress,
+                                     ErrorCode.coordinator_not_available, ErrorCode.not_coordinator})
+
+
+def verification_failure(error: ErrorCode, produce_version: int) -> PartitionResponse:
+    """The partition's answer when verification failed (``ReplicaManager.handleProduceAppend``'s
+    postVerificationCallback): CONCURRENT_TRANSACTIONS stays itself only for clients that add
+    partitions through Produce (v12+, transaction version 2), where it is common while the last
+    transaction's markers are written."""
+    if error in _VERIFICATION_RETRIABLE or (error is ErrorCode.concurrent_transactions and produce_version <= 11):
+        return PartitionResponse(ErrorCode.not_enough_replicas, error_message=(
+            f"Unable to verify the partition has been added to the transaction. Underlying error: "
+            f"{error.name.upper()}"))
+    if error is ErrorCode.invalid_txn_state:
+        return PartitionResponse(error, error_message="Partition was not added to the transaction")
+    return PartitionResponse(error)
 
 
 class ActionQueue:
@@ -211,16 +234,22 @@ class ReplicaManager:
             return _Appended(PartitionResponse(e.error, error_message=str(e)))
         log = p.log
         verifier = self.txn_verifier
-        if header.is_transactional and verifier is not None:
-            # ReplicaManager.maybeStartTransactionVerificationForPartition: only while the producer has
-            # no transaction open here (once its first batch is in, the partition is known to be in it)
+        if header.is_transactional and verifier is not None and transactional_id is not None:
+            # ReplicaManager.maybeStartTransactionVerificationForPartitions (no transactional id in the
+            # request: not verified) and UnifiedLog.maybeStartTransactionVerification: an epoch below
+            # the producer's is refused at once; verified only while the producer has no transaction
+            # open here at this epoch (hasOngoingTransaction: at TV2 a new epoch is a new transaction)
             entry_state = p.producers.producers.get(header.producer_id)
-            if entry_state is None or entry_state.current_txn_first_offset < 0:
-                verr = verifier(transactional_id, topic.name, p.index, header.producer_id, header.producer_epoch)
+            if entry_state is not None and header.producer_epoch < entry_state.epoch:
+                return _Appended(PartitionResponse(ErrorCode.invalid_producer_epoch, error_message=(
+                    f"Epoch of producer {header.producer_id} is {header.producer_epoch}, which is smaller "
+                    f"than the last seen epoch {entry_state.epoch}")))
+            if entry_state is None or entry_state.current_txn_first_offset < 0 \
+                    or entry_state.epoch != header.producer_epoch:
+                verr = verifier(transactional_id, topic.name, p.index, header.producer_id, header.producer_epoch,
+                                api_version)
                 if verr is not ErrorCode.none:
-                    return _Appended(PartitionResponse(verr, error_message=(
-                        "Partition was not added to the transaction" if verr is ErrorCode.invalid_txn_state
-                        else None)))
+                    return _Appended(verification_failure(verr, api_version))
         min_isr = metadata.topic_config(topic, "min.insync.replicas")
         if acks == -1 and len(p.isr) < min_isr:
             return _Appended(PartitionResponse(

@@ -180,6 +180,13 @@ KAFKA_RELEASES: dict[str, dict[int, tuple[int, int]]] = {
 }
 DEFAULT_KAFKA_RELEASE = "4.2"
 
+# The transaction.version feature (KIP-1022; level 2 is KIP-890 part 2) per release: (highest
+# supported level, the level a freshly formatted cluster finalizes).  Kafka 4.0-4.2: TV_0..TV_2,
+# LATEST_PRODUCTION = TV_2 bootstrapped at MetadataVersion IBP_4_0_IV2, below each release's
+# latest production metadata version, so `kafka-storage format` finalizes 2 (TransactionVersion.java,
+# Feature.java).  Releases absent advertise no such feature (transaction version 0).
+TRANSACTION_VERSION_FEATURE: dict[str, tuple[int, int]] = {"4.0": (2, 2), "4.1": (2, 2), "4.2": (2, 2)}
+
 # Versions a 4.x broker advertises but refuses (KAFKA-18659 / KIP-896): the
 # key's first enabled version.  Applies to releases >= KIP896_RELEASE only.
 ENABLED_MIN: dict[int, int] = {0: 3}

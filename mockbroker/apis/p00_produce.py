@@ -18,9 +18,16 @@ Behavior:
 * NOT_LEADER_OR_FOLLOWER carries the current leader and its endpoint from
   v10 (KIP-951), added here as Kafka's response callback adds them.
 * A transactional batch opens (or continues) its producer's transaction in the
-  partition; ``ReplicaManager.txn_verifier`` stands for KIP-890's verification
-  with the coordinator (none: accepted, as with
-  transaction.partition.verification.enable=false).
+  partition.  KIP-890 (transaction.partition.verification.enable, default
+  true): when the request names a transactional id and the producer has no
+  transaction open in the partition at the batch's epoch, the coordinator is
+  asked first (``txn/verification.py``): v0-10 a partition not in the
+  transaction is INVALID_TXN_STATE, v11 TRANSACTION_ABORTABLE; v12+ adds the
+  partition to the transaction (transaction version 2 clients send no
+  AddPartitionsToTxn).  NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
+  COORDINATOR_LOAD_IN_PROGRESS (and before v12 CONCURRENT_TRANSACTIONS) from
+  the coordinator are answered NOT_ENOUGH_REPLICAS; PRODUCER_FENCED is
+  INVALID_PRODUCER_EPOCH.
 * An injected error (``faults.py``) goes to the partitions its rule names
   (every partition when it names none), which append nothing; the others are
   served as usual.
@@ -29,7 +36,8 @@ Version notes:
 * v3 transactional id, magic 2 only.  v5 log_start_offset.  v6 clients back off (KIP-219).
 * v7 zstd allowed.  v8 record_errors and error_message.  v9 flexible.
 * v10 current_leader and node_endpoints on NOT_LEADER_OR_FOLLOWER (KIP-951).
-* v11 no change on the broker (KIP-890 part 1).  v12 transaction version 2.  v13 topic ids.
+* v11 TRANSACTION_ABORTABLE from verification (KIP-890 part 1).  v12 the partition is added to
+  the transaction (transaction version 2, KIP-890 part 2).  v13 topic ids.
 """
 
 from __future__ import annotations

@@ -9,14 +9,22 @@ Behavior:
   dispatcher answers v0 UNSUPPORTED_VERSION listing only ApiVersions (KIP-511).
 * v3+: ClientSoftwareName/Version must match Kafka's pattern, else
   INVALID_REQUEST; accepted values are kept on the connection.
-* No features are advertised (``supported_features``/``finalized_features``
-  empty, epoch -1): the mock finalizes no transaction.version, so Java/franz-go
-  transactional producers stay on Produce <= 11 paths.
+* Features (``ApiVersionsResponse.createApiVersionsResponseData``): on a
+  4.x release the one feature served, ``transaction.version``, is supported
+  0-2 and finalized at the cluster's level (``mock.transaction.version``,
+  default 2 as a freshly formatted Kafka 4.x cluster), epoch 0; a level 0 is
+  not listed as finalized (KRaft keeps no level-0 feature).  Java and franz-go
+  transactional producers use KIP-890 part 2 (EndTxn v5, Produce v12 without
+  AddPartitionsToTxn) when it is 2.  Earlier releases list no features,
+  epoch -1.  metadata.version and the other 4.x features are not advertised.
 
 Version notes:
 * v1: throttle_time_ms.  v2: clients back off on it (KIP-219).
 * v3: flexible request and body, but the response header stays v0 (KIP-511);
   client software name and version (KIP-511).
+* v0-3: supported features whose minimum is 0 (all of them here) are left out,
+  as Kafka does since KAFKA-17492 (older clients fail to parse them); the
+  finalized ones are still listed.
 """
 
 from __future__ import annotations
@@ -25,11 +33,12 @@ import re
 from typing import Any
 
 from protocol.errors import ErrorCode
-from protocol.registry import ApiKey
+from protocol.registry import TRANSACTION_VERSION_FEATURE, ApiKey
 
 from ..request import RequestContext
 
 API_KEY = ApiKey.API_VERSIONS
+TRANSACTION_VERSION = "transaction.version"  # TransactionVersion.FEATURE_NAME
 
 # ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
@@ -42,7 +51,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         if not (_SOFTWARE.match(name or "") and _SOFTWARE.match(ver or "")):
             return {"error_code": ErrorCode.invalid_request, "api_keys": []}
         ctx.conn.client_software = (name, ver)
-    return {
+    out: dict[str, Any] = {
         "error_code": ErrorCode.none,
         "api_keys": [
             {"api_key": s.key, "min_version": s.advertised_min, "max_version": s.max_version}
@@ -50,3 +59,12 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         ],
         "finalized_features_epoch": -1,
     }
+    tv_range = TRANSACTION_VERSION_FEATURE.get(ctx.broker.registry.release)
+    if tv_range is not None:
+        level = ctx.broker.txn.txn_manager.config.transaction_version
+        if ctx.version >= 4:  # KAFKA-17492: a minimum of 0 is not shown to v0-3 clients
+            out["supported_features"] = [{"name": TRANSACTION_VERSION, "min_version": 0, "max_version": tv_range[0]}]
+        out["finalized_features_epoch"] = 0
+        out["finalized_features"] = [{"name": TRANSACTION_VERSION, "max_version_level": level,
+                                      "min_version_level": level}] if level > 0 else []
+    return out

@@ -16,9 +16,11 @@ Behavior:
 
 Version notes:
 * v1 clients back off on throttle.  v2 PRODUCER_FENCED.  v3 flexible.
-* v4 batched transactions, verify_only, top-level error.  v5 the request's
-  transaction version is 2 on a cluster at transaction.version 2 (KIP-890
-  part 2; this cluster finalizes none).
+* v4 batched transactions, verify_only, top-level error; from v4 the
+  request's transaction version is 2 (KIP-890 part 2; Kafka 4.x
+  ``transactionVersionForAddPartitionsToTxn``, by the request version, not
+  the cluster's level).  TV2 clients send none: Produce v12+ adds the
+  partition.  v5 no change on the broker.
 """
 
 from __future__ import annotations
@@ -70,7 +72,9 @@ def _one_transaction(ctx: RequestContext, tid: str, pid: int, epoch: int, partit
     if verify_only:
         txn.handle_verify_partitions(tid, pid, epoch, partitions, lambda errors: done(dict(errors)), ctx.node_id)
         return
-    tv = TV_2 if v >= 5 and txn.txn_manager.config.transaction_version >= TV_2 else TV_0
+    # TransactionVersion.transactionVersionForAddPartitionsToTxn: v4+ comes from brokers (or TV2
+    # clients), so TV2, whatever level the cluster finalized
+    tv = TV_2 if v >= 4 else TV_0
 
     def added(error: ErrorCode) -> None:
         error = error_for_client_version("AddPartitionsToTxn", v, error)

@@ -12,8 +12,12 @@ Behavior:
 
 Version notes:
 * v1 clients back off on throttle.  v2 PRODUCER_FENCED.  v3 flexible.
-* v5 (KIP-890 part 2): producer id and epoch answered; at transaction.version
-  2 the end bumps the epoch (this cluster finalizes none, so it is TV0 here).
+* v5 (KIP-890 part 2): the client's transaction version is 2 (Kafka 4.x
+  ``transactionVersionForEndTxn``: by the request version, whatever level
+  the cluster finalized; clients send v5 only when it finalized 2): the end
+  bumps the epoch and the answer carries the bumped producer id and epoch the
+  client goes on with (a new producer id when the epoch ran out); the markers
+  are written with it.  Below v5 the TV0/1 rules (no bump, -1/-1 answered).
 """
 
 from __future__ import annotations
@@ -33,7 +37,9 @@ API_KEY = ApiKey.END_TXN
 def handle(ctx: RequestContext, req: Any) -> Deferred:
     v = ctx.version
     txn = ctx.broker.txn
-    tv = TV_2 if v >= 5 and txn.txn_manager.config.transaction_version >= TV_2 else TV_0
+    # TransactionVersion.transactionVersionForEndTxn: the request version alone says whether the
+    # client bumps the epoch per transaction (clients send v5 only when the cluster finalized TV2)
+    tv = TV_2 if v >= 5 else TV_0
     deferred = Deferred()
 
     def answer(error: ErrorCode, producer_id: int, producer_epoch: int) -> None:

@@ -13,8 +13,8 @@ OffsetMetadataManager.commitTransactionalOffset; see ``mockbroker/group/offsets.
   TRANSACTION_ABORTABLE from v4, INVALID_TXN_STATE before; a fenced epoch
   INVALID_PRODUCER_EPOCH; no live transaction coordinator
   COORDINATOR_NOT_AVAILABLE (NOT_ENOUGH_REPLICAS from the verification, as
-  the group coordinator maps it).  v5 on a cluster at transaction.version 2
-  adds the partition instead (KIP-890 part 2: no AddOffsetsToTxn).
+  the group coordinator maps it).  v5 adds the partition instead (KIP-890
+  part 2: a TV2 client sends no AddOffsetsToTxn).
 * The member is checked as OffsetCommit checks it (unknown member,
   generation, FENCED_INSTANCE_ID), but not the group's state: no
   REBALANCE_IN_PROGRESS; generation -1 without a member id is accepted from
@@ -28,57 +28,49 @@ OffsetMetadataManager.commitTransactionalOffset; see ``mockbroker/group/offsets.
 Version notes:
 * v1 clients back off on throttle.  v2 committed leader epoch.
 * v3 flexible; member id, generation, group instance id (KIP-447).
-* v4 TRANSACTION_ABORTABLE (KIP-890).  v5 implicit add at transaction version 2.
+* v4 TRANSACTION_ABORTABLE (KIP-890).  v5 adds the offsets partition (KIP-890
+  part 2, by the request version as Kafka decides it: a client sends v5 only to
+  a cluster at transaction.version 2).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..group.group import OffsetAndMetadata
-from ..request import Deferred, RequestContext
+from ..request import RequestContext
 from ..txn.coordinator import GROUP_METADATA_TOPIC
-from ..txn.metadata import TV_2, TopicPartition
+from ..txn.metadata import TopicPartition
+from ..txn.verification import (
+    AddPartitionsToTxnManager,
+    operation_for_txn_offset_commit_version,
+)
 
 API_KEY = ApiKey.TXN_OFFSET_COMMIT
 
-# what the verification's answer becomes for the group coordinator (AddPartitionsToTxnManager, then
-# CoordinatorOperationExceptionHelper: NOT_ENOUGH_REPLICAS -> COORDINATOR_NOT_AVAILABLE)
-_VERIFY_ERRORS = {
-    ErrorCode.producer_fenced: ErrorCode.invalid_producer_epoch,
-    ErrorCode.coordinator_not_available: ErrorCode.coordinator_not_available,
-    ErrorCode.not_coordinator: ErrorCode.coordinator_not_available,
-    ErrorCode.coordinator_load_in_progress: ErrorCode.coordinator_not_available,
-}
+# what the verifying broker's answer becomes for the group coordinator: the coordinator errors are
+# NOT_ENOUGH_REPLICAS from ReplicaManager, which CoordinatorOperationExceptionHelper answers as
+# COORDINATOR_NOT_AVAILABLE
+_COORDINATOR_ERRORS = frozenset({ErrorCode.coordinator_not_available, ErrorCode.not_coordinator,
+                                 ErrorCode.coordinator_load_in_progress, ErrorCode.network_exception})
 
 
-def _verified(ctx: RequestContext, req: Any, done: Callable[[ErrorCode], None]) -> None:
+def _verified(ctx: RequestContext, req: Any) -> ErrorCode:
     """The coordinator runtime's scheduleTransactionalWriteOperation: is the group's offsets
-    partition in the transaction (or, TV2 v5+, add it)?"""
+    partition in the transaction (v5+: add it, as Produce v12+ does)?"""
     txn = ctx.broker.txn
     if not txn.txn_manager.config.partition_verification_enable:
-        done(ErrorCode.none)
-        return
+        return ErrorCode.none
     tp = (GROUP_METADATA_TOPIC, ctx.broker.groups.registry.partition_for(req.group_id))
-    v = ctx.version
-
-    def mapped(error: ErrorCode) -> None:
-        if error is ErrorCode.transaction_abortable and v < 4:
-            error = ErrorCode.invalid_txn_state
-        done(_VERIFY_ERRORS.get(error, error))
-
-    if v >= 5 and txn.txn_manager.config.transaction_version >= TV_2:
-        txn.handle_add_partitions(req.transactional_id, req.producer_id, req.producer_epoch, [tp], mapped, TV_2)
-    else:
-        txn.handle_verify_partitions(req.transactional_id, req.producer_id, req.producer_epoch, [tp],
-                                     lambda errors: mapped(errors[tp]))
+    error = AddPartitionsToTxnManager(txn).verify(req.transactional_id, tp, req.producer_id, req.producer_epoch,
+                                                   operation_for_txn_offset_commit_version(ctx.version))
+    return ErrorCode.coordinator_not_available if error in _COORDINATOR_ERRORS else error
 
 
-def handle(ctx: RequestContext, req: Any) -> Deferred:
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     now = ctx.broker.clock.time_ms()
     offsets: dict[TopicPartition, OffsetAndMetadata | ErrorCode] = {}
     layout: list[tuple[str, list[tuple[int, TopicPartition]]]] = []
@@ -93,30 +85,20 @@ def handle(ctx: RequestContext, req: Any) -> Deferred:
                                                  p.committed_metadata or "", now)
             parts.append((p.partition_index, key))
         layout.append((t.name, parts))
-    deferred = Deferred()
-
-    def answer(errors: dict[TopicPartition, ErrorCode]) -> None:
-        deferred.complete({"topics": [
-            {"name": name, "partitions": [{"partition_index": i, "error_code": errors[key]} for i, key in parts]}
-            for name, parts in layout]})
-
-    def commit(error: ErrorCode) -> None:
-        if error is not ErrorCode.none:
-            answer({key: om if isinstance(om, ErrorCode) else error for key, om in offsets.items()})
-            return
-        answer(ctx.broker.groups.commit_transactional_offsets(
-            ctx.node_id, req.group_id, req.producer_id, getattr(req, "member_id", ""),
-            getattr(req, "group_instance_id", None), getattr(req, "generation_id", -1), offsets))
-
     if not any(isinstance(om, OffsetAndMetadata) for om in offsets.values()):
-        answer({key: om for key, om in offsets.items() if isinstance(om, ErrorCode)})
-        return deferred
-    status = ctx.broker.groups.registry.validate_group_status(req.group_id, ctx.node_id)
-    if status is not None:  # no verification for a request this broker will not serve
-        commit(status)
-        return deferred
-    _verified(ctx, req, commit)
-    return deferred
+        errors: dict[TopicPartition, ErrorCode] = {k: om for k, om in offsets.items() if isinstance(om, ErrorCode)}
+    else:
+        # no verification for a request this broker will not serve
+        error = ctx.broker.groups.registry.validate_group_status(req.group_id, ctx.node_id) or _verified(ctx, req)
+        if error is not ErrorCode.none:
+            errors = {k: om if isinstance(om, ErrorCode) else error for k, om in offsets.items()}
+        else:
+            errors = ctx.broker.groups.commit_transactional_offsets(
+                ctx.node_id, req.group_id, req.producer_id, getattr(req, "member_id", ""),
+                getattr(req, "group_instance_id", None), getattr(req, "generation_id", -1), offsets)
+    return {"topics": [
+        {"name": name, "partitions": [{"partition_index": i, "error_code": errors[key]} for i, key in parts]}
+        for name, parts in layout]}
 
 
 def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:

@@ -5,9 +5,10 @@ of transactional ids (Kafka 4.x ``TransactionCoordinator.scala`` with the part o
 
 Results go through callbacks, as in Kafka.  Errors are the coordinator's own; the wire handlers
 map PRODUCER_FENCED to INVALID_PRODUCER_EPOCH for old clients (``error_for_client_version``).
-``client_transaction_version`` is the request's transaction version: 2 for EndTxn and
-AddPartitionsToTxn v5+ on a cluster at transaction.version 2 (KIP-890 part 2), else 1; aborts
-the coordinator starts itself (a fence, a timeout) use the cluster's level.
+``client_transaction_version`` is the request's transaction version, by its version alone
+(Kafka 4.x ``TransactionVersion.transactionVersionForEndTxn`` / ``...ForAddPartitionsToTxn``):
+2 for EndTxn v5+ and AddPartitionsToTxn v4+ (KIP-890 part 2), else 0; aborts the coordinator
+starts itself (a fence, a timeout) use the cluster's level.
 
 Transaction markers go through a ``MarkerWriter``: one call per (producer, marker) with all the
 transaction's partitions, answered with an error per partition.  NONE removes the partition

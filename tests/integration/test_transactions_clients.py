@@ -104,3 +104,48 @@ def test_confluent_kafka_commit_and_abort(broker):
     assert consume_all(broker.bootstrap_servers, topic, "read_committed", len(committed)) == committed
     everything = sorted(committed + values("a1", 20))
     assert consume_all(broker.bootstrap_servers, topic, "read_uncommitted", len(everything)) == everything
+
+
+def _commit_one_transaction(client: str, bootstrap: str, topic: str, tid: str) -> None:
+    if client == "kafka-python":
+        p = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=tid, client_id=tid, linger_ms=5)
+        try:
+            p.init_transactions()
+            p.begin_transaction()
+            for i, v in enumerate(values("tv", 10)):
+                p.send(topic, v, partition=i % PARTITIONS)
+            p.commit_transaction()
+        finally:
+            p.close()
+        return
+    ck = pytest.importorskip("confluent_kafka")
+    p = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": tid, "client.id": tid, "linger.ms": 5})
+    p.init_transactions(30)
+    p.begin_transaction()
+    for i, v in enumerate(values("tv", 10)):
+        p.produce(topic, v, partition=i % PARTITIONS)
+    p.commit_transaction(30)
+    p.flush(10)
+
+
+@pytest.mark.parametrize("client", ["kafka-python", "confluent-kafka"])
+@pytest.mark.parametrize("transaction_version", ["2", "0"])
+def test_tv1_clients_with_verification_at_either_transaction_version(mockbroker_factory, client,
+                                                                     transaction_version):
+    """The broker verifies every transactional produce with the coordinator (KIP-890 part 1, on by
+    default) and finalizes transaction.version 2 by default: these TV1 clients still add their
+    partitions with AddPartitionsToTxn, produce at v11 or below (verified, never added by Produce)
+    and end with EndTxn below v5 or without the bump; the records commit either way."""
+    broker = mockbroker_factory({"mock.transaction.version": transaction_version})
+    topic, tid = f"txn-tv-{client}", f"tv-{client}"
+    broker.create_topic(topic, PARTITIONS)
+    assert broker.call(lambda cl: all(b.replica_manager.txn_verifier is not None for b in cl.brokers.values()))
+    _commit_one_transaction(client, broker.bootstrap_servers, topic, tid)
+    assert consume_all(broker.bootstrap_servers, topic, "read_committed", 10) == sorted(values("tv", 10))
+    mine = broker.journal(client_id=tid)
+    adds = [r for r in mine if r["api"] == "ADD_PARTITIONS_TO_TXN"]
+    produces = [r for r in mine if r["api"] == "PRODUCE"]
+    assert adds and produces and all(r["api_version"] <= 11 for r in produces)
+    assert all(p["error_code"] == 0 for r in adds + produces for p in r["partitions"])
+    ended = broker.call(lambda cl: cl.txn.txn_manager.transactions[tid])
+    assert ended.state.state_name == "CompleteCommit"

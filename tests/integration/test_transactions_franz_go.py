@@ -48,10 +48,13 @@ def franz_go() -> str:
     return franz_go_binary()
 
 
-@pytest.fixture
-def broker():
-    with MockBroker(config=CONFIG) as b:
+@pytest.fixture(params=[2, 0], ids=["tv2", "tv0"])
+def broker(request):
+    """A 4.x cluster finalizes transaction.version 2 (kgo then sends EndTxn v5, and every end bumps
+    the epoch, KIP-890 part 2); at level 0 it runs the classic protocol."""
+    with MockBroker(config={**CONFIG, "mock.transaction.version": str(request.param)}) as b:
         b.create_topic(TOPIC, PARTITIONS, replication_factor=2)
+        b.tv = request.param
         yield b
 
 
@@ -96,10 +99,15 @@ def test_a_second_producer_fences_the_first(franz_go, broker):
     assert out["a_end_error"]["kafka"] == "PRODUCER_FENCED", out
     assert out["b_produce_error"]["kafka"] == "INVALID_PRODUCER_EPOCH", out
     assert out["b_end_error"]["kafka"] == "OPERATION_NOT_ATTEMPTED", out  # kgo's own refusal
-    # epochs: a 0; b's InitProducerId fences (1) and gets 2; c's fences (3) and gets 4
-    assert (out["state"], out["producer_epoch"]) == ("CompleteCommit", 4)
+    # epochs, TV0: a 0; b's InitProducerId fences (1) and gets 2; c's fences (3) and gets 4.  TV2: the
+    # fence's abort bumps again (server level) and each commit bumps: b fences 1, abort 2, gets 3, commits
+    # at 4; c fences 5, abort 6, gets 7, commits at 8
+    epoch = 8 if broker.tv == 2 else 4
+    assert (out["state"], out["producer_epoch"]) == ("CompleteCommit", epoch)
     t = txns(broker)["fg-fence"]
-    assert (t["state"], t["producer_id"], t["producer_epoch"]) == ("CompleteCommit", out["producer_id"], 4)
+    assert (t["state"], t["producer_id"], t["producer_epoch"]) == ("CompleteCommit", out["producer_id"], epoch)
+    end_versions = {j["api_version"] for j in broker.journal(api_key="END_TXN")}
+    assert (min(end_versions) >= 5) == (broker.tv == 2), end_versions
     # what kgo reported is what the broker answered
     end_errors = [j["error_code"] for j in broker.journal(api_key="END_TXN")]
     assert end_errors.count(ErrorCode.producer_fenced.value) == 1, end_errors
@@ -110,10 +118,12 @@ def test_a_second_producer_fences_the_first(franz_go, broker):
 def test_the_coordinator_aborts_a_timed_out_transaction(franz_go, broker):
     out = run(franz_go, broker, "timeout")
     assert out["states"] == ["Ongoing", "CompleteAbort"], out
-    assert out["producer_epoch_after_abort"] == 1  # the timeout's fence bumped epoch 0
+    # the timeout's fence bumped epoch 0; at TV2 its abort bumps once more
+    epoch = 2 if broker.tv == 2 else 1
+    assert out["producer_epoch_after_abort"] == epoch
     assert out["end_error"]["kafka"] == "PRODUCER_FENCED", out
     t = txns(broker)["fg-timeout"]
-    assert (t["state"], t["timeout_ms"], t["producer_epoch"]) == ("CompleteAbort", 1500, 1)
+    assert (t["state"], t["timeout_ms"], t["producer_epoch"]) == ("CompleteAbort", 1500, epoch)
     # the two records were aborted: the partition's log has them and the ABORT marker, the LSO is past them
     p0 = broker.partition_state(TOPIC, 0)
     assert p0["log_end_offset"] == 3 and p0["high_watermark"] == 3
@@ -153,9 +163,12 @@ def test_kadm_describes_and_lists(franz_go, broker):
         return {x["producer_id"]: (x["last_sequence"], x["coordinator_epoch"], x["txn_start_offset"])
                 for x in prods[p]["producers"]}
 
-    assert seen(0) == {pid["fg-adm-commit"]: (0, 0, -1), pid["fg-adm-abort"]: (0, 0, -1)}
+    # an ended transaction's producer: at TV2 its marker carries the bumped epoch, which clears the
+    # producer's batch metadata (ProducerStateEntry.maybeUpdateProducerEpoch): last sequence -1
+    ended = (-1 if broker.tv == 2 else 0, 0, -1)
+    assert seen(0) == {pid["fg-adm-commit"]: ended, pid["fg-adm-abort"]: ended}
     # partition 1: commit's record + marker, abort's record + marker, then the open transaction from offset 4
-    assert seen(1) == {pid["fg-adm-commit"]: (0, 0, -1), pid["fg-adm-abort"]: (0, 0, -1),
+    assert seen(1) == {pid["fg-adm-commit"]: ended, pid["fg-adm-abort"]: ended,
                        pid["fg-adm-open"]: (1, -1, 4)}
     assert seen(2) == {pid["fg-adm-open"]: (0, -1, 0)}
     assert seen(3) == {}

@@ -58,7 +58,7 @@ class Cluster:
         self.started[tid] = self.b.call(lambda cl: cl.clock.time_ms())
         assert set(add_partitions(c, tid, pid, epoch, {TOPIC: list(partitions)}).values()) == {E.none}
         for p in partitions:
-            r = produce(self.leader(p), TOPIC, pid, epoch, 0, records, transactional=True, partition=p)
+            r = produce(self.leader(p), TOPIC, pid, epoch, 0, records, transactional=True, partition=p, tid=tid)
             assert r.error_code == E.none
 
     def end(self, tid: str, commit: bool) -> None:

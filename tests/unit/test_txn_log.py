@@ -28,6 +28,9 @@ from protocol.records import (
 )
 
 E = ErrorCode
+# these tests append transactional batches with no transaction at the coordinator: KIP-890's
+# produce-time verification is off (tests/unit/test_txn_verification.py covers it)
+NO_VERIFY = {"transaction.partition.verification.enable": False}
 
 
 def topic_name(prefix: str) -> str:
@@ -144,7 +147,7 @@ def test_end_txn_marker_bytes_field_by_field(commit):
 # -- over the wire ---------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def b():
-    with MockBroker() as broker:
+    with MockBroker(config=NO_VERIFY) as broker:
         yield broker
 
 
@@ -259,7 +262,7 @@ def test_txn_verifier_hook(b, c):
     b.create_topic(t, 1)
     seen = []
 
-    def verifier(txn_id, topic, partition, pid, epoch):
+    def verifier(txn_id, topic, partition, pid, epoch, produce_version):
         seen.append((txn_id, topic, partition, pid, epoch))
         return E.invalid_txn_state if pid == 66 else E.none
 
@@ -316,7 +319,7 @@ def test_retention_drops_index_entries_below_the_log_start(b, c):
 
 def test_marker_counts_when_the_high_watermark_passes_it():
     """acks=-1 for the marker: ``on_done`` once the follower has it; the LSO moves then too."""
-    with MockBroker(config={"mock.num.brokers": 2}, clock=ManualClock()) as mb:
+    with MockBroker(config={"mock.num.brokers": 2, **NO_VERIFY}, clock=ManualClock()) as mb:
         t = topic_name("acks")
         mb.create_topic(t, 1, replication_factor=2)
         mb.set_replication_lag(1000)
@@ -340,7 +343,7 @@ def test_marker_counts_when_the_high_watermark_passes_it():
 
 
 def test_long_poll_read_committed_fetch_is_answered_when_the_marker_lands():
-    with MockBroker(clock=ManualClock()) as mb:
+    with MockBroker(config=NO_VERIFY, clock=ManualClock()) as mb:
         t = topic_name("poll")
         mb.create_topic(t, 1)
         with RawKafkaClient.connect(mb.bootstrap_servers) as c:

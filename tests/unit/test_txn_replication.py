@@ -29,7 +29,7 @@ def test_markers_wait_for_the_follower_and_the_next_transaction_waits_for_the_ma
             _, pid, epoch = init_pid(tc, "sr-1")
             assert add_partitions(tc, "sr-1", pid, epoch, {"sr-out": [0]}) == {("sr-out", 0): E.none}
             assert add_offsets(tc, "sr-1", pid, epoch, "sr-g") == E.none
-            assert produce(pc, "sr-out", pid, epoch, 0, 3, transactional=True).error_code == E.none
+            assert produce(pc, "sr-out", pid, epoch, 0, 3, transactional=True, tid="sr-1").error_code == E.none
             assert txn_commit(gc, "sr-1", pid, epoch, "sr-g", {("sr-out", 0): 3}) == {("sr-out", 0): E.none}
             b.set_replication_lag(1000)
             assert end_txn(tc, "sr-1", pid, epoch, True) == E.none  # answered after PrepareCommit

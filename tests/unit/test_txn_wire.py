@@ -100,17 +100,17 @@ def begin(b, c, tid, topic, partitions=(0,), n=2, timeout=60000):
     assert err == E.none
     assert set(add_partitions(c, tid, pid, epoch, {topic: list(partitions)}).values()) == {E.none}
     for p in partitions:
-        assert produce(c, topic, pid, epoch, 0, n, transactional=True, partition=p).error_code == E.none
+        assert produce(c, topic, pid, epoch, 0, n, transactional=True, partition=p, tid=tid).error_code == E.none
     return pid, epoch
 
 
-def produce(c, topic, pid, epoch, seq, n, transactional, partition=0):
+def produce(c, topic, pid, epoch, seq, n, transactional, partition=0, tid="t", version=9):
     from protocol.records import TRANSACTIONAL_FLAG, build_batch
     batch = build_batch([(b"k", b"v", [])] * n, base_timestamp=1, producer_id=pid, producer_epoch=epoch,
                         base_sequence=seq, attributes=TRANSACTIONAL_FLAG if transactional else 0)
-    body = {"acks": -1, "timeout": 1000, "transactional_id": "t" if transactional else None,
+    body = {"acks": -1, "timeout": 1000, "transactional_id": tid if transactional else None,
             "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": batch}]}]}
-    return c.request(ApiKey.PRODUCE, 9, body).responses[0].partition_responses[0]
+    return c.request(ApiKey.PRODUCE, version, body).responses[0].partition_responses[0]
 
 
 def partition_state(b, topic, partition=0):
@@ -180,7 +180,9 @@ class TestAddPartitionsAndEndTxn:
         assert set(add_partitions(c, "tw-e", pid, epoch, {"tw-err": [0]}).values()) == {E.none}
         assert init_pid(c, "tw-e")[0] == E.concurrent_transactions
         assert txn_state(broker, "tw-e") == ("CompleteAbort", [])
-        assert init_pid(c, "tw-e") == (E.none, pid, epoch + 2)
+        # the fence took epoch + 1, the abort at the cluster's transaction.version 2 epoch + 2
+        # (TransactionCoordinator: "Since this is not from client, use server TV")
+        assert init_pid(c, "tw-e") == (E.none, pid, epoch + 3)
         assert end_txn(c, "tw-e", pid, epoch, False) == E.producer_fenced
 
     def test_batched_and_verify_only(self, raw, broker):
@@ -223,7 +225,8 @@ class TestCoordinatorTimers:
                 assert txn_state(b, "tw-t") == ("CompleteAbort", [])
                 assert partition_state(b, "tw-timeout") == (3, 3, [pid])
                 assert end_txn(c, "tw-t", pid, epoch, True) == E.producer_fenced
-                assert init_pid(c, "tw-t") == (E.none, pid, epoch + 2)  # the fence took epoch + 1
+                # the fence took epoch + 1, the abort at the cluster's TV2 epoch + 2
+                assert init_pid(c, "tw-t") == (E.none, pid, epoch + 3)
             finally:
                 c.close()
 

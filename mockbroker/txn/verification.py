@@ -1,0 +1,101 @@
+"""KIP-890 produce-time verification: the broker asks the transaction coordinator about a
+transactional batch before appending it (Kafka 4.x ``AddPartitionsToTxnManager``, the part of
+``ReplicaManager.handleProduceAppend`` that picks what to send, and ``KafkaApis`` choosing the
+``TransactionSupportedOperation`` from the Produce version).
+
+What the Produce version lets the broker do
+(``AddPartitionsToTxnManager.produceRequestVersionToTransactionSupportedOperation``):
+
+* v0-10 ``defaultError``: verify only; a partition not in the transaction is INVALID_TXN_STATE
+  (these clients do not know TRANSACTION_ABORTABLE);
+* v11 ``genericErrorSupported``: verify only; TRANSACTION_ABORTABLE is passed through (KIP-890's
+  generic abortable error);
+* v12+ ``addPartition`` (transaction version 2 clients): the partition is added to the
+  transaction (AddPartitionsToTxn with verifyOnly=false), so the client sends no
+  AddPartitionsToTxn itself.
+
+The coordinator's answer is mapped as ``AddPartitionsToTxnHandler.onComplete`` maps it:
+PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH (what producers expect there), and no live leader
+of the id's ``__transaction_state`` partition is COORDINATOR_NOT_AVAILABLE
+(``getTransactionCoordinator``).  ``ReplicaManager`` then turns the coordinator errors older
+clients would not retry into NOT_ENOUGH_REPLICAS (``verification_failure`` in
+``replica_manager.py``).
+
+The inter-broker request is not simulated: the coordinator is called in-process and answers at
+once (its log writes complete at once); an answer that did not come back at once is taken as
+Kafka takes a timed-out request, NETWORK_EXCEPTION.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from protocol.errors import ErrorCode
+
+from .coordinator import TransactionCoordinator
+from .metadata import TV_2, TopicPartition
+
+
+class TransactionSupportedOperation(Enum):
+    """Kafka's ``TransactionSupportedOperation``: what the client's request version allows."""
+    DEFAULT_ERROR = "defaultError"
+    GENERIC_ERROR_SUPPORTED = "genericErrorSupported"
+    ADD_PARTITION = "addPartition"
+
+    @property
+    def supports_epoch_bump(self) -> bool:
+        return self is TransactionSupportedOperation.ADD_PARTITION
+
+
+def operation_for_txn_offset_commit_version(version: int) -> TransactionSupportedOperation:
+    """``txnOffsetCommitRequestVersionToTransactionSupportedOperation``: v5+ add, v4 generic error,
+    else default (the group coordinator's transactional write verifies its offsets partition)."""
+    if version > 4:
+        return TransactionSupportedOperation.ADD_PARTITION
+    if version > 3:
+        return TransactionSupportedOperation.GENERIC_ERROR_SUPPORTED
+    return TransactionSupportedOperation.DEFAULT_ERROR
+
+
+def operation_for_produce_version(version: int) -> TransactionSupportedOperation:
+    """``produceRequestVersionToTransactionSupportedOperation``: v12+ add, v11 generic error, else default."""
+    if version > 11:
+        return TransactionSupportedOperation.ADD_PARTITION
+    if version > 10:
+        return TransactionSupportedOperation.GENERIC_ERROR_SUPPORTED
+    return TransactionSupportedOperation.DEFAULT_ERROR
+
+
+class AddPartitionsToTxnManager:
+    """One per cluster (Kafka has one per broker, each sending to the coordinators); a
+    ``ReplicaManager.txn_verifier``: called for a transactional batch whose producer has no
+    transaction open in the partition, answers the error for that partition (NONE: append)."""
+
+    def __init__(self, coordinator: TransactionCoordinator) -> None:
+        self.coordinator = coordinator
+
+    def __call__(self, transactional_id: str, topic: str, partition: int, producer_id: int, producer_epoch: int,
+                 produce_version: int) -> ErrorCode:
+        return self.verify(transactional_id, (topic, partition), producer_id, producer_epoch,
+                           operation_for_produce_version(produce_version))
+
+    def verify(self, transactional_id: str, tp: TopicPartition, producer_id: int, producer_epoch: int,
+               operation: TransactionSupportedOperation) -> ErrorCode:
+        """The coordinator's answer for ``tp`` as the verifying broker sees it (NONE: go on)."""
+        answers: list[ErrorCode] = []
+        txn = self.coordinator
+        if operation.supports_epoch_bump:
+            # verifyOnly=false in the broker's AddPartitionsToTxn (its latest version, v4+: TV2 for the
+            # coordinator, transactionVersionForAddPartitionsToTxn)
+            txn.handle_add_partitions(transactional_id, producer_id, producer_epoch, [tp], answers.append, TV_2)
+        else:
+            txn.handle_verify_partitions(transactional_id, producer_id, producer_epoch, [tp],
+                                         lambda errors: answers.append(errors.get(tp, ErrorCode.none)))
+        if not answers:
+            return ErrorCode.network_exception
+        error = answers[0]
+        if error is ErrorCode.producer_fenced:
+            return ErrorCode.invalid_producer_epoch
+        if error is ErrorCode.transaction_abortable and operation is TransactionSupportedOperation.DEFAULT_ERROR:
+            return ErrorCode.invalid_txn_state  # for backward compatibility with clients
+        return error

@@ -1,0 +1,267 @@
+"""KIP-890 over a real socket: produce-time verification of transactional batches (part 1) and
+transaction version 2 (part 2: the transaction.version feature in ApiVersions, partitions added
+by Produce v12+, EndTxn v5 bumping the epoch), checked against Kafka 4.x's answers
+(ReplicaManager.handleProduceAppend, AddPartitionsToTxnManager, TransactionCoordinator)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from mockbroker import ManualClock, MockBroker
+from mockbroker.config import BrokerConfig, ConfigError
+from protocol.client import RawKafkaClient
+from protocol.errors import ErrorCode
+from protocol.records import TRANSACTIONAL_FLAG, build_batch
+from protocol.registry import ApiKey
+
+E = ErrorCode
+NOT_ADDED = "Partition was not added to the transaction"
+
+
+def init_pid(c, tid, version=5):
+    body = {"transactional_id": tid, "transaction_timeout": 60000, "producer_id": -1, "producer_epoch": -1}
+    r = c.request(ApiKey.INIT_PRODUCER_ID, version, body)
+    assert r.error_code == E.none, r
+    return r.producer_id, r.producer_epoch
+
+
+def add_partitions(c, tid, pid, epoch, topic, partition=0):
+    body = {"v3_and_below_transactional_id": tid, "v3_and_below_producer_id": pid,
+            "v3_and_below_producer_epoch": epoch,
+            "v3_and_below_topics": [{"name": topic, "partitions": [partition]}]}
+    r = c.request(ApiKey.ADD_PARTITIONS_TO_TXN, 3, body)
+    return r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+
+
+def end_txn(c, tid, pid, epoch, commit, version=5):
+    body = {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch, "committed": commit}
+    r = c.request(ApiKey.END_TXN, version, body)
+    return (r.error_code, r.producer_id, r.producer_epoch) if version >= 5 else (r.error_code,)
+
+
+def produce(c, tid, topic, pid, epoch, seq, version, n=1, partition=0, acks=-1):
+    """A transactional batch in a Produce naming ``tid`` (None: no transactional id in the request)."""
+    batch = build_batch([(b"k", b"v", [])] * n, base_timestamp=1, producer_id=pid, producer_epoch=epoch,
+                        base_sequence=seq, attributes=TRANSACTIONAL_FLAG)
+    body = {"acks": acks, "timeout": 5000, "transactional_id": tid,
+            "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": batch}]}]}
+    return c.request(ApiKey.PRODUCE, version, body).responses[0].partition_responses[0]
+
+
+def txn_of(b, tid):
+    md = b.call(lambda cl: cl.txn.txn_manager.transactions.get(tid))
+    return md.state.state_name, sorted(md.topic_partitions), md.producer_epoch
+
+
+def partition_state(b, topic, partition=0):
+    def read(cl):
+        log = cl.metadata.partition(topic, partition).log
+        return log.log_end_offset, log.last_stable_offset, [a.producer_id for a in log.aborted_txns]
+    return b.call(read)
+
+
+@pytest.fixture(scope="module")
+def b():
+    with MockBroker(clock=ManualClock()) as broker:  # defaults: verification on, Kafka 4.2, TV2
+        yield broker
+
+
+@pytest.fixture
+def c(b):
+    client = RawKafkaClient.connect(b.bootstrap_servers)
+    yield client
+    client.close()
+
+
+# -- KIP-890 part 1: verification ------------------------------------------------------------------
+def test_a_partition_never_added_is_refused_then_accepted_once_added(b, c):
+    b.create_topic("v-refused", 1)
+    pid, epoch = init_pid(c, "v-refused")
+    # Produce v0-10 (defaultError): INVALID_TXN_STATE; v11 (genericErrorSupported): TRANSACTION_ABORTABLE
+    r = produce(c, "v-refused", "v-refused", pid, epoch, 0, version=9)
+    assert (r.error_code, r.error_message) == (E.invalid_txn_state, NOT_ADDED)
+    r = produce(c, "v-refused", "v-refused", pid, epoch, 0, version=11)
+    assert (r.error_code, r.error_message) == (E.transaction_abortable, None)
+    assert partition_state(b, "v-refused") == (0, 0, [])  # nothing appended
+    assert txn_of(b, "v-refused") == ("Empty", [], epoch)  # verification changes nothing
+    assert add_partitions(c, "v-refused", pid, epoch, "v-refused") == E.none
+    for version, seq in ((9, 0), (11, 1)):
+        r = produce(c, "v-refused", "v-refused", pid, epoch, seq, version=version)
+        assert (r.error_code, r.base_offset) == (E.none, seq)
+    assert partition_state(b, "v-refused") == (2, 0, [])  # an open transaction: the LSO holds
+
+
+def test_coordinator_errors_as_the_producer_sees_them(b, c):
+    b.create_topic("v-errors", 1)
+    pid, epoch = init_pid(c, "v-errors")
+    # the coordinator knows no such id / another producer id: INVALID_PRODUCER_ID_MAPPING
+    assert produce(c, "v-unknown-id", "v-errors", pid, epoch, 0, 9).error_code == E.invalid_producer_id_mapping
+    assert produce(c, "v-errors", "v-errors", pid + 1, 0, 0, 9).error_code == E.invalid_producer_id_mapping
+    # a stale epoch: PRODUCER_FENCED at the coordinator, INVALID_PRODUCER_EPOCH to the producer
+    init_pid(c, "v-errors")
+    assert produce(c, "v-errors", "v-errors", pid, epoch, 0, 9).error_code == E.invalid_producer_epoch
+    # the coordinator loading: retriable for every client, as NOT_ENOUGH_REPLICAS
+    b.call(lambda cl: cl.txn.txn_manager.inject_loading("v-errors", 60_000))
+    try:
+        r = produce(c, "v-errors", "v-errors", pid, epoch + 1, 0, 12)
+        assert r.error_code == E.not_enough_replicas
+        assert r.error_message == ("Unable to verify the partition has been added to the transaction. "
+                                   "Underlying error: COORDINATOR_LOAD_IN_PROGRESS")
+    finally:
+        b.call(lambda cl: cl.txn.txn_manager._loading_until.clear())
+    assert partition_state(b, "v-errors") == (0, 0, [])
+
+
+def test_no_transactional_id_in_the_request_is_not_verified(b, c):
+    """ReplicaManager verifies only when the Produce names a transactional id."""
+    b.create_topic("v-noid", 1)
+    assert produce(c, None, "v-noid", 4242, 0, 0, 9).error_code == E.none
+
+
+def test_verification_disabled_appends_without_asking():
+    with MockBroker(config={"transaction.partition.verification.enable": False}) as b:
+        b.create_topic("v-off", 1)
+        with RawKafkaClient.connect(b.bootstrap_servers) as c:
+            pid, epoch = init_pid(c, "v-off")
+            assert produce(c, "v-off", "v-off", pid, epoch, 0, 9).error_code == E.none
+            assert produce(c, "v-off", "v-off", pid, epoch, 1, 12).error_code == E.none
+            assert txn_of(b, "v-off") == ("Empty", [], epoch)  # v12 added nothing either
+
+
+def test_concurrent_transactions_is_not_enough_replicas_before_produce_v12():
+    """While the last transaction's markers are written: NOT_ENOUGH_REPLICAS for Produce <= 11,
+    CONCURRENT_TRANSACTIONS itself for v12+ (ReplicaManager: common at TV2, less confusing)."""
+    with MockBroker(config={"mock.num.brokers": 2}, clock=ManualClock()) as b:
+        b.create_topic("v-conc", 2, replication_factor=2)
+        b.set_replication_lag(1000)
+        leaders = b.call(lambda cl: [cl.metadata.partition("v-conc", i).leader_id for i in (0, 1)])
+        addrs = b.bootstrap_servers.split(",")
+        clients = [RawKafkaClient.connect(a) for a in addrs]
+        try:
+            coord = b.call(lambda cl: cl.txn.txn_manager.coordinator_id("v-conc"))
+            cc = clients[coord - b.call(lambda cl: min(cl.brokers))]
+
+            def to_leader(i):
+                return clients[leaders[i] - b.call(lambda cl: min(cl.brokers))]
+
+            pid, epoch = init_pid(cc, "v-conc")
+            assert add_partitions(cc, "v-conc", pid, epoch, "v-conc", 0) == E.none
+            assert produce(to_leader(0), "v-conc", "v-conc", pid, epoch, 0, 9, acks=1).error_code == E.none
+            assert end_txn(cc, "v-conc", pid, epoch, True, version=3) == (E.none,)
+            # the COMMIT marker waits for the follower: the transaction stays PrepareCommit
+            assert txn_of(b, "v-conc")[0] == "PrepareCommit"
+            r = produce(to_leader(1), "v-conc", "v-conc", pid, epoch, 0, 9, partition=1)
+            assert r.error_code == E.not_enough_replicas
+            assert r.error_message.endswith("Underlying error: CONCURRENT_TRANSACTIONS")
+            r = produce(to_leader(1), "v-conc", "v-conc", pid, epoch, 0, 12, partition=1)
+            assert (r.error_code, r.error_message) == (E.concurrent_transactions, None)
+            b.advance(1000)
+            deadline = time.monotonic() + 5
+            while txn_of(b, "v-conc")[0] != "CompleteCommit":
+                assert time.monotonic() < deadline, "the marker never completed"
+                time.sleep(0.01)
+            assert produce(to_leader(1), "v-conc", "v-conc", pid, epoch, 0, 12, partition=1,
+                           acks=1).error_code == E.none
+        finally:
+            for x in clients:
+                x.close()
+
+
+# -- KIP-890 part 2: transaction version 2 ---------------------------------------------------------
+def test_tv2_produce_adds_the_partition_and_end_txn_bumps_the_epoch(b, c):
+    b.create_topic("tv2-flow", 2)
+    pid, epoch = init_pid(c, "tv2-flow")
+    # no AddPartitionsToTxn: Produce v12 adds each partition
+    for p in (0, 1):
+        r = produce(c, "tv2-flow", "tv2-flow", pid, epoch, 0, 12, n=2, partition=p)
+        assert (r.error_code, r.base_offset) == (E.none, 0)
+    assert txn_of(b, "tv2-flow") == ("Ongoing", [("tv2-flow", 0), ("tv2-flow", 1)], epoch)
+    assert produce(c, "tv2-flow", "tv2-flow", pid, epoch, 2, 12).error_code == E.none  # already in
+    # EndTxn v5 commits and answers the bumped epoch; the markers carry it
+    assert end_txn(c, "tv2-flow", pid, epoch, True) == (E.none, pid, epoch + 1)
+    assert txn_of(b, "tv2-flow") == ("CompleteCommit", [], epoch + 1)
+    assert partition_state(b, "tv2-flow", 0) == (4, 4, [])
+    assert partition_state(b, "tv2-flow", 1) == (3, 3, [])
+    assert b.call(lambda cl: cl.metadata.partition("tv2-flow", 0).producers.producers[pid].epoch) == epoch + 1
+    # a retry of that EndTxn (the epoch before the bump) answers the same
+    assert end_txn(c, "tv2-flow", pid, epoch, True) == (E.none, pid, epoch + 1)
+    # the old epoch is fenced at the partition; the next transaction goes on at the bumped one, sequence 0
+    assert produce(c, "tv2-flow", "tv2-flow", pid, epoch, 3, 12).error_code == E.invalid_producer_epoch
+    r = produce(c, "tv2-flow", "tv2-flow", pid, epoch + 1, 0, 12)
+    assert (r.error_code, r.base_offset) == (E.none, 4)
+    assert txn_of(b, "tv2-flow") == ("Ongoing", [("tv2-flow", 0)], epoch + 1)
+    assert end_txn(c, "tv2-flow", pid, epoch + 1, False) == (E.none, pid, epoch + 2)
+    assert partition_state(b, "tv2-flow", 0) == (6, 6, [pid])
+    assert partition_state(b, "tv2-flow", 1) == (3, 3, [])  # not in the aborted transaction
+
+
+def test_tv2_abort_of_an_empty_transaction_bumps_too(b, c):
+    pid, epoch = init_pid(c, "tv2-empty")
+    assert end_txn(c, "tv2-empty", pid, epoch, False) == (E.none, pid, epoch + 1)
+    assert end_txn(c, "tv2-empty", pid, epoch + 1, True) == (E.invalid_txn_state, -1, -1)
+
+
+def test_the_request_version_not_the_cluster_level_picks_the_rules():
+    """Kafka 4.x: transactionVersionForEndTxn (v5+: TV2) and the fence's abort at the cluster's level.
+    On a cluster at transaction.version 0 (clients are told so and send EndTxn <= v4), EndTxn v4
+    keeps the epoch, v5 still bumps it; an InitProducerId fence aborts without the TV2 bump."""
+    with MockBroker(config={"mock.transaction.version": "0"}) as b:
+        b.create_topic("tv0", 1)
+        with RawKafkaClient.connect(b.bootstrap_servers) as c:
+            pid, epoch = init_pid(c, "tv0")
+            assert add_partitions(c, "tv0", pid, epoch, "tv0") == E.none
+            assert produce(c, "tv0", "tv0", pid, epoch, 0, 9).error_code == E.none
+            assert end_txn(c, "tv0", pid, epoch, True, version=4) == (E.none,)  # TV0 rules: no bump
+            assert txn_of(b, "tv0") == ("CompleteCommit", [], epoch)
+            # the marker ended the partition's transaction: a batch of the same epoch is verified again
+            assert produce(c, "tv0", "tv0", pid, epoch, 1, 9).error_code == E.invalid_txn_state
+            assert add_partitions(c, "tv0", pid, epoch, "tv0") == E.none
+            assert produce(c, "tv0", "tv0", pid, epoch, 1, 9).error_code == E.none
+            assert end_txn(c, "tv0", pid, epoch, True) == (E.none, pid, epoch + 1)  # v5: TV2 rules
+            # an ongoing transaction fenced by InitProducerId: fence + 1, the abort at level 0 adds nothing
+            assert add_partitions(c, "tv0", pid, epoch + 1, "tv0") == E.none
+            r = c.request(ApiKey.INIT_PRODUCER_ID, 5, {"transactional_id": "tv0", "transaction_timeout": 60000,
+                                                       "producer_id": -1, "producer_epoch": -1})
+            assert r.error_code == E.concurrent_transactions
+            assert txn_of(b, "tv0") == ("CompleteAbort", [], epoch + 2)
+
+
+# -- the transaction.version feature in ApiVersions ------------------------------------------------
+def api_versions(c, version):
+    body = {"client_software_name": "t", "client_software_version": "1"} if version >= 3 else {}
+    r = c.request(ApiKey.API_VERSIONS, version, body)
+    supported = {f.name: (f.min_version, f.max_version) for f in r.supported_features}
+    finalized = {f.name: (f.min_version_level, f.max_version_level) for f in r.finalized_features}
+    return supported, finalized, r.finalized_features_epoch
+
+
+@pytest.mark.parametrize("config, v4, v3", [
+    ({}, ({"transaction.version": (0, 2)}, {"transaction.version": (2, 2)}, 0),
+     ({}, {"transaction.version": (2, 2)}, 0)),
+    ({"mock.kafka.version": "4.0"}, ({"transaction.version": (0, 2)}, {"transaction.version": (2, 2)}, 0),
+     ({}, {"transaction.version": (2, 2)}, 0)),
+    ({"mock.transaction.version": "1"}, ({"transaction.version": (0, 2)}, {"transaction.version": (1, 1)}, 0),
+     ({}, {"transaction.version": (1, 1)}, 0)),
+    ({"mock.transaction.version": "0"}, ({"transaction.version": (0, 2)}, {}, 0), ({}, {}, 0)),
+    ({"mock.kafka.version": "3.9"}, ({}, {}, -1), ({}, {}, -1)),
+])
+def test_api_versions_features(config, v4, v3):
+    """Supported 0-2 and finalized at the cluster's level on 4.x; a minimum of 0 is hidden from
+    v0-3 (KAFKA-17492); level 0 is not finalized; 3.9 lists none."""
+    with MockBroker(config=config) as b, RawKafkaClient.connect(b.bootstrap_servers) as c:
+        assert api_versions(c, 4) == v4
+        assert api_versions(c, 3) == v3
+
+
+def test_transaction_version_config():
+    assert BrokerConfig().transaction_version == 2
+    assert BrokerConfig({"mock.kafka.version": "4.0"}).transaction_version == 2
+    assert BrokerConfig({"mock.transaction.version": 1}).transaction_version == 1
+    assert BrokerConfig({"mock.kafka.version": "3.9"}).transaction_version == 0
+    assert BrokerConfig({"mock.kafka.version": "3.9", "mock.transaction.version": "0"}).transaction_version == 0
+    with pytest.raises(ConfigError, match="no transaction.version level 2"):
+        BrokerConfig({"mock.kafka.version": "3.9", "mock.transaction.version": "2"})
+    with pytest.raises(ConfigError):
+        BrokerConfig({"mock.transaction.version": "3"})
