@@ -136,6 +136,21 @@ class TestTxnOffsetCommit:
         assert txn_commit(c, "vf-1", pid, epoch + 1, "vf-g", tp) == {("vf-in", 0): E.invalid_producer_epoch}
         assert txn_commit(c, "vf-other", pid, epoch, "vf-g", tp) == {("vf-in", 0): E.invalid_producer_id_mapping}
 
+    def test_v5_adds_the_offsets_partition_itself(self, raw, broker):
+        """KIP-890 part 2: a transaction version 2 client sends no AddOffsetsToTxn; TxnOffsetCommit
+        v5 adds the group's offsets partition (verifyOnly=false), v4 only verifies."""
+        broker.create_topic("v5-in", 1)
+        c = raw()
+        _, pid, epoch = init_pid(c, "v5-1")
+        tp = {("v5-in", 0): 6}
+        assert txn_commit(c, "v5-1", pid, epoch, "v5-g", tp, version=4) == {("v5-in", 0): E.transaction_abortable}
+        assert txn_commit(c, "v5-1", pid, epoch, "v5-g", tp, version=5) == {("v5-in", 0): E.none}
+        assert txn_state(broker, "v5-1") == ("Ongoing", [offsets_partition(broker, "v5-g")])
+        r = c.request(ApiKey.END_TXN, 5, {"transactional_id": "v5-1", "producer_id": pid, "producer_epoch": epoch,
+                                          "committed": True})
+        assert (r.error_code, r.producer_epoch) == (E.none, epoch + 1)  # TV2: the end bumps the epoch
+        assert fetch(c, "v5-g", tp, True) == {("v5-in", 0): (E.none, 6)}
+
     def test_unknown_partition_and_group_errors(self, raw, broker):
         broker.create_topic("ue-in", 1)
         c = raw()
