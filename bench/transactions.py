@@ -17,6 +17,16 @@ values (an 8-byte record number, then padding; no key):
   records first, as Kafka's producer does).  After the timed transactions, one transaction of
   100 records is aborted (untimed) so that the verification sees an aborted transaction too.
 
+Requests per transaction: librdkafka's statistics (``statistics.interval.ms``, the per-broker
+``req`` counters; on for all three producers so their configurations differ only as described)
+count the AddPartitionsToTxn, Produce and EndTxn requests the transactional producer sent while
+timed.  More than one AddPartitionsToTxn per transaction means retries: Kafka's
+TransactionCoordinator.handleAddPartitionsToTransaction answers CONCURRENT_TRANSACTIONS while the
+previous transaction is still PrepareCommit, i.e. its markers are not all written yet (EndTxn is
+answered once PrepareCommit is in the transaction log, before the markers;
+core/src/main/scala/kafka/coordinator/transaction/TransactionCoordinator.scala), and librdkafka
+backs off and sends it again.
+
 Every producer first sends ``--warmup`` records (default 1,000, in transactions of 100 for the
 transactional one) untimed, so the JVM's JIT and the first metadata/coordinator lookups are out of
 the measurement; they count in the verification.  Each timed phase stops early at ``--time-limit``
@@ -29,8 +39,8 @@ topic must see the committed and the aborted records.
 
 mockbroker runs as ``mockbroker serve`` in a subprocess (bench/brokers.py ``serve_mockbroker``),
 so that, like Kafka's JVM, it does not share this process's interpreter with the client; Kafka is
-bench/brokers.py's ``RealKafka`` (single-node KRaft broker+controller, Kafka's defaults but for
-the replication factors of one node).  The brokers run one after the other, never at once.  The
+bench/brokers.py's ``RealKafka`` (single-node KRaft broker+controller; its server.properties
+there: Kafka's defaults but for the replication factors of one node, __transaction_state's among them).  The brokers run one after the other, never at once.  The
 client and the broker share the machine's cores.
 
 Usage: .venv/bin/python bench/transactions.py [--records 20000] [--brokers mock,kafka]
@@ -41,6 +51,7 @@ Without java or mvn, or when Maven cannot resolve Kafka, it says why and measure
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import struct
 import sys
@@ -78,6 +89,7 @@ TOPICS = {"idempotent": "txn-bench-idempotent", "flush/100": "txn-bench-flush100
           "transactional": "txn-bench-transactional"}
 BROKER_LABELS = {"mock": "mockbroker", "kafka": "Kafka 4.1.1"}
 MIB = 2**20
+STATS_INTERVAL_MS = 100
 
 
 @dataclass
@@ -91,13 +103,14 @@ class Result:
     committed: set[int] = field(default_factory=set)  # record numbers that must be readable
     aborted: set[int] = field(default_factory=set)  # record numbers of the aborted transaction
     verified: str = ""
+    requests: dict[str, int] = field(default_factory=dict)  # transactional: requests sent while timed, by API
 
 
 def value(n: int, pad: bytes = b"x" * (RECORD_BYTES - 8)) -> bytes:
     return struct.pack(">Q", n) + pad
 
 
-def producer_config(bootstrap: str, transactional_id: str | None, errors: list) -> dict:
+def producer_config(bootstrap: str, transactional_id: str | None, errors: list, stats: list) -> dict:
     config = {
         "bootstrap.servers": bootstrap,
         "acks": "all",
@@ -106,6 +119,9 @@ def producer_config(bootstrap: str, transactional_id: str | None, errors: list) 
         "compression.type": "none",
         "delivery.report.only.error": True,
         "on_delivery": lambda err, _msg: errors.append(err),
+        # librdkafka's statistics (JSON, served by poll()): the requests it sent, by API (see request_counts)
+        "statistics.interval.ms": STATS_INTERVAL_MS,
+        "stats_cb": stats.append,
     }
     if transactional_id is not None:
         config["transactional.id"] = transactional_id
@@ -125,7 +141,7 @@ def run_idempotent(bootstrap: str, partitions: int, records: int, warmup: int, t
                    res: Result, every: int | None) -> None:
     """The non-transactional producer: flush at the end (``every`` None) or after every ``every`` records."""
     errors: list = []
-    p = Producer(producer_config(bootstrap, None, errors))
+    p = Producer(producer_config(bootstrap, None, errors, []))
     topic = TOPICS[res.mode]
     for n in range(warmup):
         send(p, topic, partitions, n)
@@ -154,10 +170,29 @@ def run_idempotent(bootstrap: str, partitions: int, records: int, warmup: int, t
     res.committed = set(range(n))
 
 
+def request_counts(p: Producer, stats: list[str]) -> dict[str, int]:
+    """Requests the producer sent so far, by API name, summed over brokers: from the first statistics
+    librdkafka emits after this call (so none of what was sent before is missing)."""
+    while p.poll(0):  # serve what is queued: the statistics wanted are those emitted from now on
+        pass
+    seen = len(stats)
+    deadline = time.monotonic() + 5 * STATS_INTERVAL_MS / 1000
+    while len(stats) == seen and time.monotonic() < deadline:
+        p.poll(STATS_INTERVAL_MS / 1000 / 4)
+    if len(stats) == seen:
+        raise RuntimeError("librdkafka emitted no statistics")
+    counts: dict[str, int] = {}
+    for broker in json.loads(stats[-1])["brokers"].values():
+        for api, n in (broker.get("req") or {}).items():
+            counts[api] = counts.get(api, 0) + n
+    return counts
+
+
 def run_transactional(bootstrap: str, partitions: int, records: int, warmup: int, time_limit: float,
                       res: Result) -> None:
     errors: list = []
-    p = Producer(producer_config(bootstrap, f"txn-bench-{res.broker}", errors))
+    stats: list[str] = []
+    p = Producer(producer_config(bootstrap, f"txn-bench-{res.broker}", errors, stats))
     topic = TOPICS[res.mode]
     t = time.perf_counter()
     p.init_transactions(INIT_TIMEOUT_S)
@@ -182,6 +217,7 @@ def run_transactional(bootstrap: str, partitions: int, records: int, warmup: int
         count = min(TXN_RECORDS, warmup - n)
         transaction(n, count)
         n += count
+    before = request_counts(p, stats)
     t0 = time.perf_counter()
     deadline = t0 + time_limit
     while n < warmup + records and time.perf_counter() < deadline:
@@ -189,6 +225,8 @@ def run_transactional(bootstrap: str, partitions: int, records: int, warmup: int
         res.commits_ms.append(transaction(n, count))
         n += count
     res.seconds = time.perf_counter() - t0
+    after = request_counts(p, stats)
+    res.requests = {api: after.get(api, 0) - before.get(api, 0) for api in after}
     res.records = n - warmup
     res.committed = set(range(n))
     transaction(n, TXN_RECORDS, commit=False)
@@ -288,6 +326,11 @@ def report(results: list[Result]) -> None:
         print(f"{BROKER_LABELS[r.broker]:<12} {r.mode:<14} {r.records:>8,} {r.seconds:>8.2f} {rate:>10,.0f} "
               f"{rate * RECORD_BYTES / MIB:>7.2f} {txn} {p50} {p99} {init}")
     print("(flush/100: 'commit' = the flush() after each 100 records; MiB/s of record values, 1 MiB = 2^20 B)")
+    for r in results:
+        if r.requests and r.commits_ms:
+            per = ", ".join(f"{api} {r.requests.get(api, 0) / len(r.commits_ms):.2f}"
+                            for api in ("AddPartitionsToTxn", "Produce", "EndTxn"))
+            print(f"{BROKER_LABELS[r.broker]} transactional, requests per transaction (librdkafka statistics): {per}")
 
     by = {(r.broker, r.mode): r for r in results}
 
