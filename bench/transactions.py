@@ -32,6 +32,12 @@ transactional one) untimed, so the JVM's JIT and the first metadata/coordinator 
 the measurement; they count in the verification.  Each timed phase stops early at ``--time-limit``
 seconds (at a transaction boundary); the table then shows the records actually sent.
 
+``--runs N`` repeats the three producers N times on each broker (one broker process per broker for
+all runs, the order of the producers turning by one each run, the transactional producer's
+``transactional.id`` the same every run): the table shows the medians of the runs, and the commit
+latency quantiles of all their commits together.  A phase of 20,000 records lasts well under a
+second on mockbroker, so one run on a shared machine is noisy: the pipelined ``idempotent`` row most.
+
 Verification (the run exits 1 and says why when it fails): a read_committed consumer reads every
 topic from the start and must see exactly the committed (or acknowledged) record numbers, each
 once, and none of the aborted transaction's; a read_uncommitted consumer on the transactional
@@ -43,7 +49,7 @@ bench/brokers.py's ``RealKafka`` (single-node KRaft broker+controller; its serve
 there: Kafka's defaults but for the replication factors of one node, __transaction_state's among them).  The brokers run one after the other, never at once.  The
 client and the broker share the machine's cores.
 
-Usage: .venv/bin/python bench/transactions.py [--records 20000] [--brokers mock,kafka]
+Usage: .venv/bin/python bench/transactions.py [--records 20000] [--brokers mock,kafka] [--runs 1]
        [--partitions 1] [--warmup 1000] [--time-limit 60]
 Without java or mvn, or when Maven cannot resolve Kafka, it says why and measures mockbroker only.
 """
@@ -102,7 +108,6 @@ class Result:
     init_ms: float | None = None
     committed: set[int] = field(default_factory=set)  # record numbers that must be readable
     aborted: set[int] = field(default_factory=set)  # record numbers of the aborted transaction
-    verified: str = ""
     requests: dict[str, int] = field(default_factory=dict)  # transactional: requests sent while timed, by API
 
 
@@ -138,20 +143,21 @@ def send(producer: Producer, topic: str, partitions: int, n: int) -> None:
 
 
 def run_idempotent(bootstrap: str, partitions: int, records: int, warmup: int, time_limit: float,
-                   res: Result, every: int | None) -> None:
-    """The non-transactional producer: flush at the end (``every`` None) or after every ``every`` records."""
+                   res: Result, every: int | None, base: int) -> None:
+    """The non-transactional producer: flush at the end (``every`` None) or after every ``every`` records.
+    Record numbers from ``base`` on."""
     errors: list = []
     p = Producer(producer_config(bootstrap, None, errors, []))
     topic = TOPICS[res.mode]
-    for n in range(warmup):
+    for n in range(base, base + warmup):
         send(p, topic, partitions, n)
     if p.flush(INIT_TIMEOUT_S):
         raise RuntimeError(f"{res.broker} {res.mode}: warm-up records not acknowledged in {INIT_TIMEOUT_S:.0f}s")
-    n = warmup
+    n = base + warmup
     t0 = time.perf_counter()
     deadline = t0 + time_limit
-    while n < warmup + records and time.perf_counter() < deadline:
-        chunk = min(every or 1000, warmup + records - n)  # the deadline is looked at every 1000 at least
+    while n < base + warmup + records and time.perf_counter() < deadline:
+        chunk = min(every or 1000, base + warmup + records - n)  # the deadline is looked at every 1000 at least
         for _ in range(chunk):
             send(p, topic, partitions, n)
             n += 1
@@ -166,8 +172,8 @@ def run_idempotent(bootstrap: str, partitions: int, records: int, warmup: int, t
     if errors or left:
         raise RuntimeError(f"{res.broker} {res.mode}: {len(errors)} delivery errors (first: {errors[:1]}), "
                            f"{left} records not acknowledged")
-    res.records = n - warmup
-    res.committed = set(range(n))
+    res.records = n - base - warmup
+    res.committed = set(range(base, n))
 
 
 def request_counts(p: Producer, stats: list[str]) -> dict[str, int]:
@@ -189,7 +195,8 @@ def request_counts(p: Producer, stats: list[str]) -> dict[str, int]:
 
 
 def run_transactional(bootstrap: str, partitions: int, records: int, warmup: int, time_limit: float,
-                      res: Result) -> None:
+                      res: Result, base: int) -> None:
+    """The transactional producer, record numbers from ``base`` on."""
     errors: list = []
     stats: list[str] = []
     p = Producer(producer_config(bootstrap, f"txn-bench-{res.broker}", errors, stats))
@@ -212,23 +219,23 @@ def run_transactional(bootstrap: str, partitions: int, records: int, warmup: int
             p.abort_transaction()
         return (time.perf_counter() - c0) * 1e3
 
-    n = 0
-    while n < warmup:
-        count = min(TXN_RECORDS, warmup - n)
+    n = base
+    while n < base + warmup:
+        count = min(TXN_RECORDS, base + warmup - n)
         transaction(n, count)
         n += count
     before = request_counts(p, stats)
     t0 = time.perf_counter()
     deadline = t0 + time_limit
-    while n < warmup + records and time.perf_counter() < deadline:
-        count = min(TXN_RECORDS, warmup + records - n)
+    while n < base + warmup + records and time.perf_counter() < deadline:
+        count = min(TXN_RECORDS, base + warmup + records - n)
         res.commits_ms.append(transaction(n, count))
         n += count
     res.seconds = time.perf_counter() - t0
     after = request_counts(p, stats)
     res.requests = {api: after.get(api, 0) - before.get(api, 0) for api in after}
-    res.records = n - warmup
-    res.committed = set(range(n))
+    res.records = n - base - warmup
+    res.committed = set(range(base, n))
     transaction(n, TXN_RECORDS, commit=False)
     res.aborted = set(range(n, n + TXN_RECORDS))
     if errors:
@@ -269,36 +276,48 @@ def check(label: str, got: list[int], want: set[int]) -> str | None:
             f"(e.g. {sorted(missing)[:3]}), {len(extra)} unexpected (e.g. {sorted(extra)[:3]}), {dups} duplicates")
 
 
-def verify(bootstrap: str, partitions: int, res: Result) -> list[str]:
-    topic = TOPICS[res.mode]
+def verify(bootstrap: str, partitions: int, runs: list[Result]) -> tuple[list[str], str]:
+    """(what is wrong, what was read) on the topic of ``runs`` (one mode's runs on one broker)."""
+    label = f"{runs[0].broker} {runs[0].mode}"
+    topic = TOPICS[runs[0].mode]
+    committed = set().union(*(r.committed for r in runs))
+    aborted = set().union(*(r.aborted for r in runs))
     problems = []
-    got = read_all(bootstrap, topic, partitions, "read_committed", len(res.committed))
-    if (p := check(f"{res.broker} {res.mode} read_committed", got, res.committed)) is not None:
+    got = read_all(bootstrap, topic, partitions, "read_committed", len(committed))
+    if (p := check(f"{label} read_committed", got, committed)) is not None:
         problems.append(p)
-    res.verified = f"read_committed {len(got)}"
-    if res.aborted:
-        everything = res.committed | res.aborted
+    read = f"read_committed {len(got)}"
+    if aborted:
+        everything = committed | aborted
         got = read_all(bootstrap, topic, partitions, "read_uncommitted", len(everything))
-        if (p := check(f"{res.broker} {res.mode} read_uncommitted", got, everything)) is not None:
+        if (p := check(f"{label} read_uncommitted", got, everything)) is not None:
             problems.append(p)
-        res.verified += f", read_uncommitted {len(got)}"
-    return problems
+        read += f", read_uncommitted {len(got)}"
+    return problems, read
 
 
 def run_broker(broker: str, bootstrap: str, args: argparse.Namespace) -> tuple[list[Result], list[str]]:
+    """``args.runs`` rounds of the three producers (the order turns by one each round), then the verification."""
     results, problems = [], []
+    span = args.warmup + args.records + TXN_RECORDS  # record numbers one run may use
+    for run in range(args.runs):
+        for i in range(len(MODES)):
+            mode = MODES[(i + run) % len(MODES)]
+            res = Result(broker, mode)
+            base = run * span
+            if mode == "transactional":
+                run_transactional(bootstrap, args.partitions, args.records, args.warmup, args.time_limit, res, base)
+            else:
+                every = TXN_RECORDS if mode == "flush/100" else None
+                run_idempotent(bootstrap, args.partitions, args.records, args.warmup, args.time_limit, res, every,
+                               base)
+            print(f"  {BROKER_LABELS[broker]} run {run + 1} {mode}: {res.records:,} records in {res.seconds:.2f}s",
+                  flush=True)
+            results.append(res)
     for mode in MODES:
-        res = Result(broker, mode)
-        if mode == "transactional":
-            run_transactional(bootstrap, args.partitions, args.records, args.warmup, args.time_limit, res)
-        else:
-            every = TXN_RECORDS if mode == "flush/100" else None
-            run_idempotent(bootstrap, args.partitions, args.records, args.warmup, args.time_limit, res, every)
-        print(f"  {BROKER_LABELS[broker]} {mode}: {res.records:,} records in {res.seconds:.2f}s", flush=True)
-        results.append(res)
-    for res in results:
-        problems += verify(bootstrap, args.partitions, res)
-        print(f"  {BROKER_LABELS[broker]} {res.mode} verified: {res.verified}", flush=True)
+        found, read = verify(bootstrap, args.partitions, [r for r in results if r.mode == mode])
+        problems += found
+        print(f"  {BROKER_LABELS[broker]} {mode} verified: {read}", flush=True)
     return results, problems
 
 
@@ -311,32 +330,55 @@ def quantile(samples: list[float], q: float) -> float:
     return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
-def report(results: list[Result]) -> None:
+@dataclass
+class Row:
+    """One (broker, mode) over its runs: medians of the per-run figures, commit latencies pooled."""
+
+    broker: str
+    mode: str
+    runs: list[Result]
+
+    def rate(self) -> float:
+        return statistics.median(r.records / r.seconds for r in self.runs)
+
+    def commits(self) -> list[float]:
+        return [ms for r in self.runs for ms in r.commits_ms]
+
+
+def report(results: list[Result], runs: int) -> None:
+    rows = {}
+    for r in results:
+        rows.setdefault((r.broker, r.mode), Row(r.broker, r.mode, [])).runs.append(r)
     print()
+    if runs > 1:
+        print(f"medians of {runs} runs (records, seconds, records/s, MiB/s, txn/s, init ms); commit latencies of all runs")
     head = (f"{'broker':<12} {'mode':<14} {'records':>8} {'seconds':>8} {'records/s':>10} {'MiB/s':>7} "
             f"{'txn/s':>7} {'commit p50 ms':>13} {'commit p99 ms':>13} {'init ms':>8}")
     print(head)
     print("-" * len(head))
-    for r in results:
-        rate = r.records / r.seconds if r.seconds else 0.0
-        txn = f"{len(r.commits_ms) / r.seconds:>7.1f}" if r.commits_ms and r.mode == "transactional" else f"{'-':>7}"
-        p50 = f"{statistics.median(r.commits_ms):>13.2f}" if r.commits_ms else f"{'-':>13}"
-        p99 = f"{quantile(r.commits_ms, 0.99):>13.2f}" if r.commits_ms else f"{'-':>13}"
-        init = f"{r.init_ms:>8.1f}" if r.init_ms is not None else f"{'-':>8}"
-        print(f"{BROKER_LABELS[r.broker]:<12} {r.mode:<14} {r.records:>8,} {r.seconds:>8.2f} {rate:>10,.0f} "
+    for row in rows.values():
+        rate, commits = row.rate(), row.commits()
+        records = statistics.median(r.records for r in row.runs)
+        seconds = statistics.median(r.seconds for r in row.runs)
+        txn = (f"{statistics.median(len(r.commits_ms) / r.seconds for r in row.runs):>7.1f}"
+               if row.mode == "transactional" else f"{'-':>7}")
+        p50 = f"{statistics.median(commits):>13.2f}" if commits else f"{'-':>13}"
+        p99 = f"{quantile(commits, 0.99):>13.2f}" if commits else f"{'-':>13}"
+        inits = [r.init_ms for r in row.runs if r.init_ms is not None]
+        init = f"{statistics.median(inits):>8.1f}" if inits else f"{'-':>8}"
+        print(f"{BROKER_LABELS[row.broker]:<12} {row.mode:<14} {records:>8,.0f} {seconds:>8.2f} {rate:>10,.0f} "
               f"{rate * RECORD_BYTES / MIB:>7.2f} {txn} {p50} {p99} {init}")
     print("(flush/100: 'commit' = the flush() after each 100 records; MiB/s of record values, 1 MiB = 2^20 B)")
-    for r in results:
-        if r.requests and r.commits_ms:
-            per = ", ".join(f"{api} {r.requests.get(api, 0) / len(r.commits_ms):.2f}"
-                            for api in ("AddPartitionsToTxn", "Produce", "EndTxn"))
-            print(f"{BROKER_LABELS[r.broker]} transactional, requests per transaction (librdkafka statistics): {per}")
-
-    by = {(r.broker, r.mode): r for r in results}
+    for row in rows.values():
+        if row.mode == "transactional" and row.commits():
+            sent = {api: sum(r.requests.get(api, 0) for r in row.runs) for api in ("AddPartitionsToTxn", "Produce",
+                                                                                  "EndTxn")}
+            per = ", ".join(f"{api} {n / len(row.commits()):.2f}" for api, n in sent.items())
+            print(f"{BROKER_LABELS[row.broker]} transactional, requests per transaction (librdkafka statistics): {per}")
 
     def rate(broker: str, mode: str) -> float | None:
-        r = by.get((broker, mode))
-        return r.records / r.seconds if r and r.seconds else None
+        row = rows.get((broker, mode))
+        return row.rate() if row else None
 
     print()
     print("ratios of records/s:")
@@ -345,21 +387,24 @@ def report(results: list[Result]) -> None:
         if txn and idem and sync:
             print(f"  {label:<12} transactional/idempotent {txn / idem:.3f}   "
                   f"transactional/flush-100 {txn / sync:.3f}")
-    if any(b == "kafka" for b, _ in by) and any(b == "mock" for b, _ in by):
-        for mode in MODES:
-            m, k = rate("mock", mode), rate("kafka", mode)
-            line = f"  mockbroker/Kafka {mode:<14} records/s {m / k:.3f}"
-            rm, rk = by[("mock", mode)], by[("kafka", mode)]
-            if rm.commits_ms and rk.commits_ms:
-                line += (f"   commit p50 {statistics.median(rm.commits_ms) / statistics.median(rk.commits_ms):.3f}"
-                         f"   p99 {quantile(rm.commits_ms, 0.99) / quantile(rk.commits_ms, 0.99):.3f}")
-            print(line)
+    for mode in MODES:
+        m, k = rows.get(("mock", mode)), rows.get(("kafka", mode))
+        if m is None or k is None:
+            continue
+        line = f"  mockbroker/Kafka {mode:<14} records/s {m.rate() / k.rate():.3f}"
+        mc, kc = m.commits(), k.commits()
+        if mc and kc:
+            line += (f"   commit p50 {statistics.median(mc) / statistics.median(kc):.3f}"
+                     f"   p99 {quantile(mc, 0.99) / quantile(kc, 0.99):.3f}")
+        print(line)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--records", type=int, default=RECORDS, help=f"timed records per producer (default {RECORDS:,})")
     ap.add_argument("--brokers", default="mock,kafka", help="comma-separated, of mock,kafka (default both)")
+    ap.add_argument("--runs", type=int, default=1,
+                    help="rounds of the three producers per broker; medians are shown (default 1)")
     ap.add_argument("--partitions", type=int, default=1, help="partitions of each topic (default 1)")
     ap.add_argument("--warmup", type=int, default=WARMUP, help=f"untimed records first (default {WARMUP:,})")
     ap.add_argument("--time-limit", type=float, default=TIME_LIMIT_S,
@@ -369,8 +414,8 @@ def main() -> int:
     unknown = [b for b in brokers if b not in BROKER_LABELS]
     if unknown or not brokers:
         ap.error(f"unknown brokers {unknown}; known: {list(BROKER_LABELS)}")
-    if args.records < 1 or args.partitions < 1 or args.warmup < 0:
-        ap.error("--records and --partitions must be at least 1, --warmup at least 0")
+    if args.records < 1 or args.partitions < 1 or args.runs < 1 or args.warmup < 0:
+        ap.error("--records, --partitions and --runs must be at least 1, --warmup at least 0")
 
     print(f"{args.records:,} records x {RECORD_BYTES} B per producer (+{args.warmup:,} untimed), "
           f"{TXN_RECORDS} per transaction, {args.partitions} partition(s), acks=all, idempotence on, linger.ms=5, "
@@ -404,7 +449,7 @@ def main() -> int:
                 kafka.stop()
         results += r
         problems += p
-    report(results)
+    report(results, args.runs)
     if problems:
         print("\nVERIFICATION FAILED:", file=sys.stderr)
         for p in problems:
