@@ -27,9 +27,11 @@ answered once PrepareCommit is in the transaction log, before the markers;
 core/src/main/scala/kafka/coordinator/transaction/TransactionCoordinator.scala), and librdkafka
 backs off and sends it again.
 
-Every producer first sends ``--warmup`` records (default 1,000, in transactions of 100 for the
-transactional one) untimed, so the JVM's JIT and the first metadata/coordinator lookups are out of
-the measurement; they count in the verification.  Each timed phase stops early at ``--time-limit``
+Warm-up: each broker first gets ``--warmup-runs`` untimed rounds of the three producers (default
+1; a cold Kafka JVM ran the transactional phase about twice as slowly in its first round as in its
+third, here), and every producer first sends ``--warmup`` records (default 1,000, in transactions
+of 100 for the transactional one) untimed, so that its metadata and coordinator lookups are out of
+the measurement.  All of them count in the verification.  Each timed phase stops early at ``--time-limit``
 seconds (at a transaction boundary); the table then shows the records actually sent.
 
 ``--runs N`` repeats the three producers N times on each broker (one broker process per broker for
@@ -50,7 +52,7 @@ there: Kafka's defaults but for the replication factors of one node, __transacti
 client and the broker share the machine's cores.
 
 Usage: .venv/bin/python bench/transactions.py [--records 20000] [--brokers mock,kafka] [--runs 1]
-       [--partitions 1] [--warmup 1000] [--time-limit 60]
+       [--warmup-runs 1] [--partitions 1] [--warmup 1000] [--time-limit 60]
 Without java or mvn, or when Maven cannot resolve Kafka, it says why and measures mockbroker only.
 """
 
@@ -87,6 +89,7 @@ RECORDS = 20_000
 RECORD_BYTES = 1024
 TXN_RECORDS = 100
 WARMUP = 1_000
+WARMUP_RUNS = 1
 TIME_LIMIT_S = 60.0
 INIT_TIMEOUT_S = 60.0
 VERIFY_TIMEOUT_S = 60.0
@@ -109,6 +112,7 @@ class Result:
     committed: set[int] = field(default_factory=set)  # record numbers that must be readable
     aborted: set[int] = field(default_factory=set)  # record numbers of the aborted transaction
     requests: dict[str, int] = field(default_factory=dict)  # transactional: requests sent while timed, by API
+    warmup: bool = False  # a --warmup-runs round: verified, not reported
 
 
 def value(n: int, pad: bytes = b"x" * (RECORD_BYTES - 8)) -> bytes:
@@ -300,10 +304,12 @@ def run_broker(broker: str, bootstrap: str, args: argparse.Namespace) -> tuple[l
     """``args.runs`` rounds of the three producers (the order turns by one each round), then the verification."""
     results, problems = [], []
     span = args.warmup + args.records + TXN_RECORDS  # record numbers one run may use
-    for run in range(args.runs):
+    for run in range(args.warmup_runs + args.runs):
+        warm = run < args.warmup_runs
+        name = f"warm-up {run + 1}" if warm else f"run {run - args.warmup_runs + 1}"
         for i in range(len(MODES)):
             mode = MODES[(i + run) % len(MODES)]
-            res = Result(broker, mode)
+            res = Result(broker, mode, warmup=warm)
             base = run * span
             if mode == "transactional":
                 run_transactional(bootstrap, args.partitions, args.records, args.warmup, args.time_limit, res, base)
@@ -311,7 +317,7 @@ def run_broker(broker: str, bootstrap: str, args: argparse.Namespace) -> tuple[l
                 every = TXN_RECORDS if mode == "flush/100" else None
                 run_idempotent(bootstrap, args.partitions, args.records, args.warmup, args.time_limit, res, every,
                                base)
-            print(f"  {BROKER_LABELS[broker]} run {run + 1} {mode}: {res.records:,} records in {res.seconds:.2f}s",
+            print(f"  {BROKER_LABELS[broker]} {name} {mode}: {res.records:,} records in {res.seconds:.2f}s",
                   flush=True)
             results.append(res)
     for mode in MODES:
@@ -348,6 +354,8 @@ class Row:
 def report(results: list[Result], runs: int) -> None:
     rows = {}
     for r in results:
+        if r.warmup:
+            continue
         rows.setdefault((r.broker, r.mode), Row(r.broker, r.mode, [])).runs.append(r)
     print()
     if runs > 1:
@@ -405,6 +413,8 @@ def main() -> int:
     ap.add_argument("--brokers", default="mock,kafka", help="comma-separated, of mock,kafka (default both)")
     ap.add_argument("--runs", type=int, default=1,
                     help="rounds of the three producers per broker; medians are shown (default 1)")
+    ap.add_argument("--warmup-runs", type=int, default=WARMUP_RUNS,
+                    help=f"untimed rounds of the three producers first, per broker (default {WARMUP_RUNS})")
     ap.add_argument("--partitions", type=int, default=1, help="partitions of each topic (default 1)")
     ap.add_argument("--warmup", type=int, default=WARMUP, help=f"untimed records first (default {WARMUP:,})")
     ap.add_argument("--time-limit", type=float, default=TIME_LIMIT_S,
@@ -414,10 +424,11 @@ def main() -> int:
     unknown = [b for b in brokers if b not in BROKER_LABELS]
     if unknown or not brokers:
         ap.error(f"unknown brokers {unknown}; known: {list(BROKER_LABELS)}")
-    if args.records < 1 or args.partitions < 1 or args.runs < 1 or args.warmup < 0:
-        ap.error("--records, --partitions and --runs must be at least 1, --warmup at least 0")
+    if args.records < 1 or args.partitions < 1 or args.runs < 1 or args.warmup < 0 or args.warmup_runs < 0:
+        ap.error("--records, --partitions and --runs must be at least 1, --warmup and --warmup-runs at least 0")
 
-    print(f"{args.records:,} records x {RECORD_BYTES} B per producer (+{args.warmup:,} untimed), "
+    print(f"{args.records:,} records x {RECORD_BYTES} B per producer (+{args.warmup:,} untimed), {args.runs} run(s) "
+          f"after {args.warmup_runs} untimed, "
           f"{TXN_RECORDS} per transaction, {args.partitions} partition(s), acks=all, idempotence on, linger.ms=5, "
           f"time limit {args.time_limit:.0f}s per phase", flush=True)
     results: list[Result] = []
