@@ -357,6 +357,8 @@ def report(results: list[Result], runs: int) -> None:
         if r.warmup:
             continue
         rows.setdefault((r.broker, r.mode), Row(r.broker, r.mode, [])).runs.append(r)
+    order = list(BROKER_LABELS)
+    rows = dict(sorted(rows.items(), key=lambda kv: (order.index(kv[0][0]), MODES.index(kv[0][1]))))
     print()
     if runs > 1:
         print(f"medians of {runs} runs (records, seconds, records/s, MiB/s, txn/s, init ms); commit latencies of all runs")
