@@ -24,7 +24,7 @@ first timed run does not pay for the JVM's JIT.  The end shows the medians and t
 mockbroker/Kafka, plus Spark's and Kafka's start-up times.  No quota anywhere.
 
 mockbroker runs in this process (``MockBroker``, as the tests use it); Kafka is a single-node KRaft
-broker+controller started as bench/quota_vs_kafka.py starts it (its ``RealKafka`` and
+broker+controller started by bench/brokers.py (its ``RealKafka`` and
 ``kafka_classpath``: the jars bench/realkafka/pom.xml resolves).  Spark: local[2] with the Kafka
 connector's jars from tests/integration/sparktools.py (offline, resolved by scripts/toolchains.sh).
 
@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(ROOT / "examples" / "spark"))
 
-import quota_vs_kafka  # bench/quota_vs_kafka.py: RealKafka, kafka_classpath, Unavailable
+import brokers  # bench/brokers.py: RealKafka, kafka_classpath, Unavailable
 
 PARTITIONS = 2
 USERS = 100
@@ -190,9 +190,9 @@ def main() -> int:
     try:
         from tests.integration import sparktools
 
-        cp = None if args.only == "mock" else quota_vs_kafka.kafka_classpath()
+        cp = None if args.only == "mock" else brokers.kafka_classpath()
         sparktools.connector_jars()
-    except quota_vs_kafka.Unavailable as e:
+    except brokers.Unavailable as e:
         print(f"real Kafka unavailable, nothing compared: {e}")
         return 0
     except (pytest.skip.Exception, pytest.fail.Exception) as e:  # sparktools: no java, mvn or pyspark
@@ -217,7 +217,7 @@ def main() -> int:
         with MockBroker() as mock:
             bootstraps = {"mock": mock.bootstrap_servers}
             if args.only != "mock":
-                kafka = quota_vs_kafka.RealKafka(cp)
+                kafka = brokers.RealKafka(cp)
                 t0 = time.monotonic()
                 kafka.start()
                 kafka_up = time.monotonic() - t0

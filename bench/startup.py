@@ -21,7 +21,7 @@ with ``PYTHONDONTWRITEBYTECODE=1`` compiles every project module on every start 
 ``... no .pyc`` shows that cost.
 
 Then, unless ``--no-kafka``: Apache Kafka 4.1.1 (single-node KRaft broker+controller from the
-jars bench/realkafka/pom.xml resolves, started as bench/quota_vs_kafka.py starts it, same JVM
+jars bench/realkafka/pom.xml resolves, started by bench/brokers.py as the other benches, same JVM
 options) for ``--kafka-runs`` runs: spawn of the broker's JVM -> its "Kafka Server started" log
 line, and spawn -> first Metadata v12 answered (polling connect).  The storage format before it
 (``kafka-storage format``, a JVM of its own) is timed apart.  Without java/mvn, or when Maven
@@ -176,18 +176,18 @@ def kafka_runs(runs: int, idle_s: float) -> dict[str, list[float]] | str:
     import psutil
 
     sys.path.insert(0, str(ROOT / "bench"))
-    import quota_vs_kafka as qk
+    import brokers  # bench/brokers.py
 
     try:
-        cp = qk.kafka_classpath()
-    except qk.Unavailable as e:
+        cp = brokers.kafka_classpath()
+    except brokers.Unavailable as e:
         return str(e)
-    log4j = qk.KAFKA_DIR / "log4j2-startup.properties"
-    opts = [o for o in qk.JVM_OPTS if not o.startswith("-Dlog4j2.configurationFile=")]
+    log4j = brokers.KAFKA_DIR / "log4j2-startup.properties"
+    opts = [o for o in brokers.JVM_OPTS if not o.startswith("-Dlog4j2.configurationFile=")]
     opts.append(f"-Dlog4j2.configurationFile={log4j}")
     rows: dict[str, list[float]] = {"format": [], "ready": [], "meta": [], "rss": []}
     for _ in range(runs):
-        kafka = qk.RealKafka(cp)
+        kafka = brokers.RealKafka(cp)
         try:
             t = time.perf_counter()
             kafka.format()
@@ -206,7 +206,7 @@ def kafka_runs(runs: int, idle_s: float) -> dict[str, list[float]] | str:
 
             reader = threading.Thread(target=read_stdout, daemon=True)
             reader.start()
-            deadline = t0 + qk.KAFKA_READY_TIMEOUT_S
+            deadline = t0 + brokers.KAFKA_READY_TIMEOUT_S
             while True:
                 if proc.poll() is not None:
                     raise RuntimeError(f"Kafka exited {proc.returncode}:\n{kafka.log_tail()}")
@@ -215,7 +215,7 @@ def kafka_runs(runs: int, idle_s: float) -> dict[str, list[float]] | str:
                     break
                 except OSError:
                     if time.perf_counter() > deadline:
-                        raise RuntimeError(f"no Metadata answer in {qk.KAFKA_READY_TIMEOUT_S}s:\n{kafka.log_tail()}")
+                        raise RuntimeError(f"no Metadata answer in {brokers.KAFKA_READY_TIMEOUT_S}s:\n{kafka.log_tail()}")
                     time.sleep(0.02)
             rows["meta"].append(time.perf_counter() - t0)
             if not started.wait(max(0.0, deadline - time.perf_counter())):

@@ -43,7 +43,6 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -55,6 +54,9 @@ import psutil
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 HERE = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(HERE / "bench"))
+from brokers import serve_mockbroker  # bench/brokers.py
+
 TOPIC = "bench"
 PARTITIONS = 3
 RECORDS = 1_000_000
@@ -144,16 +146,7 @@ Row = tuple[str, int, float, float, int]  # phase, records, seconds, broker CPU 
 
 def run_once(source: Path, extra_config: list[str]) -> tuple[int, list[Row]]:
     """Start ``mockbroker serve`` from the checkout ``source``, produce then consume: (idle RSS, rows)."""
-    args = [sys.executable, "-m", "mockbroker", "serve", "--port", "0", "--log-level", "WARNING",
-            "-c", f"mock.topics={TOPIC}:{PARTITIONS}"]
-    for item in extra_config:
-        args += ["-c", item]
-    proc = subprocess.Popen(args, cwd=source, stdout=subprocess.PIPE, text=True)  # stderr passes through
-    try:
-        line = proc.stdout.readline() if proc.stdout else ""
-        if not line.startswith("mockbroker ready bootstrap="):
-            raise RuntimeError(f"unexpected first line: {line!r}")
-        bootstrap = line.split("=", 1)[1].strip()
+    with serve_mockbroker([f"mock.topics={TOPIC}:{PARTITIONS}", *extra_config], cwd=source) as (proc, bootstrap):
         broker = psutil.Process(proc.pid)
         time.sleep(1.0)  # let start-up settle before the idle reading
         idle_rss = broker.memory_info().rss
@@ -172,9 +165,6 @@ def run_once(source: Path, extra_config: list[str]) -> tuple[int, list[Row]]:
         produced = phase("produce", lambda: produce(bootstrap))
         phase("consume", lambda: consume(bootstrap, produced))
         sampler.stop.set()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
     return idle_rss, rows
 
 
