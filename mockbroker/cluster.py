@@ -76,7 +76,8 @@ class Cluster:
         self.txn = TransactionCoordinator(
             TransactionStateManager(self.metadata, self.clock,
                                     TransactionConfig.from_config(config, config.transaction_version)),
-            self.controller, _LeaderMarkerWriter(self), self.groups.registry.partition_for)
+            self.controller, _LeaderMarkerWriter(self, config["mock.txn.marker.latency.ms"]),
+            self.groups.registry.partition_for)
         self.registry = ApiRegistry(config["mock.kafka.version"], set(build_handlers()))
         self.faults = FaultInjector()
         self.faults.add_all(config["mock.faults"])
@@ -216,11 +217,20 @@ class _LeaderMarkerWriter:
     ``__consumer_offsets`` partition's marker completes the transaction's offsets in the group
     coordinator."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Cluster, latency_ms: int = 0) -> None:
         self._cluster = cluster
+        self._latency_ms = latency_ms  # mock.txn.marker.latency.ms: the inter-broker request's trip
 
     def write_markers(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
                       partitions: frozenset[TopicPartition], on_done: Callable[[MarkerErrors], None]) -> None:
+        if self._latency_ms > 0:
+            self._cluster.clock.call_later(self._latency_ms, partial(
+                self._write, producer_id, producer_epoch, commit, coordinator_epoch, partitions, on_done))
+        else:
+            self._write(producer_id, producer_epoch, commit, coordinator_epoch, partitions, on_done)
+
+    def _write(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+               partitions: frozenset[TopicPartition], on_done: Callable[[MarkerErrors], None]) -> None:
         errors: dict[TopicPartition, ErrorCode] = {}
         waiting = set(partitions)
 

@@ -236,6 +236,10 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "or 'users/U/clients/C:producer_byte_rate=N,...;...'."),
         ConfigKey("mock.num.brokers", _int, 1, "Brokers simulated in this process (one listener each).", 1),
         ConfigKey("mock.replication.lag.ms", _int, 0, "How long followers take to catch up after an append.", 0),
+        ConfigKey("mock.txn.marker.latency.ms", _int, 0,
+                  "How long the transaction coordinator's WriteTxnMarkers takes to reach the partition leaders "
+                  "(Kafka sends it over the network from its marker sender thread, so a producer that begins its "
+                  "next transaction at once gets CONCURRENT_TRANSACTIONS meanwhile); 0: at once.", 0),
         ConfigKey("mock.kafka.version", _str, "4.2", "Kafka release whose ApiVersions ranges are advertised: 1.1, 2.0, 2.8, 3.9, 4.0, 4.1 or 4.2.",
                   None, tuple(KAFKA_RELEASES)),
         ConfigKey("mock.transaction.version", _str, "",

@@ -149,3 +149,28 @@ def test_tv1_clients_with_verification_at_either_transaction_version(mockbroker_
     assert all(p["error_code"] == 0 for r in adds + produces for p in r["partitions"])
     ended = broker.call(lambda cl: cl.txn.txn_manager.transactions[tid])
     assert ended.state.state_name == "CompleteCommit"
+
+
+def test_confluent_kafka_retries_concurrent_transactions_while_markers_travel(mockbroker_factory):
+    """With the markers 40 ms on their way (mock.txn.marker.latency.ms, as Kafka's marker sender
+    round trip), librdkafka's next transaction finds the previous one still completing: its
+    AddPartitionsToTxn is answered CONCURRENT_TRANSACTIONS, it retries, and every transaction commits."""
+    ck = pytest.importorskip("confluent_kafka")
+    broker = mockbroker_factory({"mock.txn.marker.latency.ms": 40})
+    topic, tid = "txn-marker-latency", "ck-latency"
+    broker.create_topic(topic, PARTITIONS)
+    p = ck.Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": tid, "client.id": tid,
+                     "linger.ms": 0})
+    p.init_transactions(30)
+    for t in range(5):
+        p.begin_transaction()
+        for i, v in enumerate(values(f"ml{t}", 4)):
+            p.produce(topic, v, partition=i % PARTITIONS)
+        p.commit_transaction(30)
+    p.flush(10)
+    expected = sorted(v for t in range(5) for v in values(f"ml{t}", 4))
+    assert consume_all(broker.bootstrap_servers, topic, "read_committed", len(expected)) == expected
+    errors = [p["error_code"] for r in broker.journal(api_key="ADD_PARTITIONS_TO_TXN", client_id=tid)
+              for p in r["partitions"]]
+    assert 51 in errors, errors  # CONCURRENT_TRANSACTIONS, then the retry went through
+    assert errors[-1] == 0

@@ -44,3 +44,23 @@ def test_markers_wait_for_the_follower_and_the_next_transaction_waits_for_the_ma
             until(lambda: txn_state(b, "sr-1")[0] == "CompleteCommit", "the transaction to complete", 5)
             assert b.call(lambda cl: cl.metadata.partition("sr-out", 0).log.last_stable_offset) == 4
             assert add_partitions(tc, "sr-1", pid, epoch, {"sr-out": [0]}) == {("sr-out", 0): E.none}
+
+
+def test_marker_latency_holds_the_next_transaction_until_the_markers_land():
+    """mock.txn.marker.latency.ms: WriteTxnMarkers reaches the leaders that much later (Kafka's marker
+    sender thread and its network round trip), on the driven clock."""
+    with MockBroker(config={"mock.txn.marker.latency.ms": 50}, clock=ManualClock()) as b:
+        b.create_topic("ml-out", 1)
+        with RawKafkaClient.connect(b.bootstrap_servers) as c:
+            _, pid, epoch = init_pid(c, "ml-1")
+            assert add_partitions(c, "ml-1", pid, epoch, {"ml-out": [0]}) == {("ml-out", 0): E.none}
+            assert produce(c, "ml-out", pid, epoch, 0, 2, transactional=True, tid="ml-1").error_code == E.none
+            assert end_txn(c, "ml-1", pid, epoch, True) == E.none
+            assert txn_state(b, "ml-1")[0] == "PrepareCommit"
+            assert add_partitions(c, "ml-1", pid, epoch, {"ml-out": [0]}) == {("ml-out", 0): E.concurrent_transactions}
+            b.advance(49)
+            assert b.call(lambda cl: cl.metadata.partition("ml-out", 0).log.log_end_offset) == 2  # no marker yet
+            b.advance(1)
+            until(lambda: txn_state(b, "ml-1")[0] == "CompleteCommit", "the markers to land", 5)
+            assert b.call(lambda cl: cl.metadata.partition("ml-out", 0).log.last_stable_offset) == 3
+            assert add_partitions(c, "ml-1", pid, epoch, {"ml-out": [0]}) == {("ml-out", 0): E.none}
