@@ -418,6 +418,9 @@ def main() -> int:
     ap.add_argument("--warmup-runs", type=int, default=WARMUP_RUNS,
                     help=f"untimed rounds of the three producers first, per broker (default {WARMUP_RUNS})")
     ap.add_argument("--partitions", type=int, default=1, help="partitions of each topic (default 1)")
+    ap.add_argument("--marker-latency-ms", type=int, default=0,
+                    help="mockbroker's mock.txn.marker.latency.ms: how long its transaction markers take to reach "
+                         "the leaders, as Kafka's inter-broker WriteTxnMarkers round trip (default 0: at once)")
     ap.add_argument("--warmup", type=int, default=WARMUP, help=f"untimed records first (default {WARMUP:,})")
     ap.add_argument("--time-limit", type=float, default=TIME_LIMIT_S,
                     help=f"seconds per timed phase at most (default {TIME_LIMIT_S:.0f})")
@@ -432,14 +435,16 @@ def main() -> int:
     print(f"{args.records:,} records x {RECORD_BYTES} B per producer (+{args.warmup:,} untimed), {args.runs} run(s) "
           f"after {args.warmup_runs} untimed, "
           f"{TXN_RECORDS} per transaction, {args.partitions} partition(s), acks=all, idempotence on, linger.ms=5, "
-          f"time limit {args.time_limit:.0f}s per phase", flush=True)
+          f"time limit {args.time_limit:.0f}s per phase, mockbroker marker latency {args.marker_latency_ms} ms",
+          flush=True)
     results: list[Result] = []
     problems: list[str] = []
     for broker in brokers:
         print(f"{BROKER_LABELS[broker]}:", flush=True)
         if broker == "mock":
             topics = ",".join(f"{t}:{args.partitions}" for t in TOPICS.values())
-            with serve_mockbroker([f"mock.topics={topics}"]) as (_proc, bootstrap):
+            config = [f"mock.topics={topics}", f"mock.txn.marker.latency.ms={args.marker_latency_ms}"]
+            with serve_mockbroker(config) as (_proc, bootstrap):
                 r, p = run_broker(broker, bootstrap, args)
         else:
             try:

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from mockbroker import MockBroker
+from tests.polling import until
 
 NODES = (0, 1, 2)
 N_PARTITIONS = 3
@@ -99,11 +100,7 @@ class Ledger:
 
 
 def wait_until(cond: Callable[[], bool], timeout_s: float, what: Callable[[], str]) -> None:
-    end = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out after {timeout_s}s waiting for {what()}")
-        time.sleep(0.05)
+    until(cond, what, timeout_s, step=0.02)
 
 
 def states(broker: MockBroker, topic: str, partitions: int = N_PARTITIONS) -> list[dict]:

@@ -34,6 +34,7 @@ from collections.abc import Callable
 import pytest
 
 from mockbroker import MockBroker
+from tests.polling import until
 
 from .javatools import JAVA_TIMEOUT_S, tail
 from .javatools import java_classpath as _java_classpath
@@ -166,11 +167,7 @@ def txn_state(broker: MockBroker, tid: str) -> tuple[str, str | None]:
 
 
 def wait_until(cond: Callable[[], bool], timeout_s: float, what: Callable[[], str]) -> None:
-    end = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out after {timeout_s}s waiting for {what()}")
-        time.sleep(0.02)
+    until(cond, what, timeout_s, step=0.02)
 
 
 def wait_complete(broker: MockBroker, tid: str, state: str = "CompleteCommit") -> None:
