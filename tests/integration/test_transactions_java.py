@@ -51,7 +51,9 @@ def java_classpath() -> str:
 @pytest.fixture(scope="module")
 def broker():
     cfg = {"num.partitions": PARTITIONS, "transaction.abort.timed.out.transaction.cleanup.interval.ms": 100,
-           "group.initial.rebalance.delay.ms": 0}
+           "group.initial.rebalance.delay.ms": 0,
+           # a KIP-848 static member killed without leaving is replaced once its session expires
+           "group.consumer.session.timeout.ms": 6000, "group.consumer.heartbeat.interval.ms": 500}
     with MockBroker(config=cfg) as b:
         yield b
 
@@ -320,15 +322,19 @@ def produce_input(bootstrap: str, topic: str) -> None:
     assert all(f.succeeded() for f in futures)
 
 
-@pytest.mark.parametrize("successor", ["same-transactional-id", "fresh-transactional-id"])
-def test_consume_transform_produce_survives_a_killed_member(java_classpath, broker, successor):
+@pytest.mark.parametrize(("successor", "protocol"), [("same-transactional-id", "classic"),
+                                                     ("fresh-transactional-id", "classic"),
+                                                     ("same-transactional-id", "consumer")])
+def test_consume_transform_produce_survives_a_killed_member(java_classpath, broker, successor, protocol):
     """The successor is the same static group member (group.instance.id) with the killed one's
     transactional id -- its initTransactions aborts the open transaction at once -- or with a fresh
     one (KIP-447): then the killed member's transaction stays open until its transaction.timeout.ms
-    and the successor's OffsetFetch (require_stable) is answered UNSTABLE_OFFSET_COMMIT meanwhile."""
-    source, sink, group = f"java-ctp-in-{successor}", f"java-ctp-out-{successor}", f"java-ctp-{successor}"
-    first_tid = f"java-ctp-{successor}-1"
-    second_tid = first_tid if successor == "same-transactional-id" else f"java-ctp-{successor}-2"
+    and the successor's OffsetFetch (require_stable) is answered UNSTABLE_OFFSET_COMMIT meanwhile.
+    With group.protocol=consumer (KIP-848) TxnOffsetCommit carries the member epoch as generation."""
+    name = f"{successor}-{protocol}"
+    source, sink, group = f"java-ctp-in-{name}", f"java-ctp-out-{name}", f"java-ctp-{name}"
+    first_tid = f"java-ctp-{name}-1"
+    second_tid = first_tid if successor == "same-transactional-id" else f"java-ctp-{name}-2"
     broker.create_topic(source, PARTITIONS)
     broker.create_topic(sink, PARTITIONS)
     produce_input(broker.bootstrap_servers, source)
@@ -336,8 +342,12 @@ def test_consume_transform_produce_survives_a_killed_member(java_classpath, brok
     assert sum(map(len, inputs.values())) == N_INPUT
 
     def member(tid: str, crash_after: int) -> Interactive:
-        return Interactive(java_classpath, "ctp", broker.bootstrap_servers, source, sink, group, tid, "member",
-                           PER_TXN, crash_after, CTP_TXN_TIMEOUT_MS)
+        # KIP-848: a static member killed without leaving holds its instance id until its session
+        # expires (the successor would get UNRELEASED_INSTANCE_ID, fatal to the Java consumer), so the
+        # consumer-protocol members are dynamic: the killed one's partitions move when it times out
+        instance = "member" if protocol == "classic" else "-"
+        return Interactive(java_classpath, "ctp", broker.bootstrap_servers, source, sink, group, tid, instance,
+                           PER_TXN, crash_after, CTP_TXN_TIMEOUT_MS, protocol)
 
     first = member(first_tid, CRASH_AFTER)
     try:
@@ -371,3 +381,4 @@ def test_consume_transform_produce_survives_a_killed_member(java_classpath, brok
     assert sum(map(len, everything.values())) == N_INPUT + in_flight  # the aborted ones are in the log
     assert broker.committed_offsets(group) == {(source, p): broker.log_end_offset(source, p)
                                                for p in range(PARTITIONS)}
+    assert broker.group(group)["type"] == protocol

@@ -52,7 +52,8 @@ import java.util.concurrent.TimeUnit;
  *       Opens a transaction, sends "m1-<p>" to every partition, flushes, prints "SENT"; waits for "GO"
  *       on stdin (the test stops the transaction's coordinator meanwhile), sends "m2-<p>" to every
  *       partition and commits: "COMMIT <outcome>".
- *   ctp bootstrap inputTopic outputTopic group txnId instanceId perTxn crashAfter transactionTimeoutMs
+ *   ctp bootstrap inputTopic outputTopic group txnId instanceId(- for none) perTxn crashAfter transactionTimeoutMs
+ *       [classic|consumer]
  *       Consume-transform-produce: a group member (classic protocol, static member instanceId,
  *       read_committed, max.poll.records=perTxn) uppercases every input record to the output topic's
  *       partition of the same number, one transaction per poll with sendOffsetsToTransaction(offsets,
@@ -274,13 +275,17 @@ public class Transactions {
     }
 
     static void ctp(String bootstrap, String input, String output, String group, String txnId, String instanceId,
-                    int perTxn, int crashAfter, String transactionTimeoutMs) throws Exception {
+                    int perTxn, int crashAfter, String transactionTimeoutMs, String groupProtocol) throws Exception {
         Properties cp = consumerProps(bootstrap, "read_committed");
         cp.put(ConsumerConfig.GROUP_ID_CONFIG, group);
-        cp.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, instanceId);
-        cp.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
-        cp.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "6000");
-        cp.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
+        if (!instanceId.equals("-")) {
+            cp.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, instanceId);
+        }
+        cp.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, groupProtocol);
+        if (groupProtocol.equals("classic")) {  // KIP-848: the broker owns these for the consumer protocol
+            cp.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "6000");
+            cp.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
+        }
         cp.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, String.valueOf(perTxn));
         int committed = 0, transformed = 0;
         Properties pp = producerProps(bootstrap, txnId);
@@ -341,7 +346,7 @@ public class Transactions {
                 case "timeout" -> timeout(args[1], args[2], Integer.parseInt(args[3]), args[4], args[5]);
                 case "move" -> move(args[1], args[2], Integer.parseInt(args[3]), args[4]);
                 case "ctp" -> ctp(args[1], args[2], args[3], args[4], args[5], args[6], Integer.parseInt(args[7]),
-                        Integer.parseInt(args[8]), args[9]);
+                        Integer.parseInt(args[8]), args[9], args.length > 10 ? args[10] : "classic");
                 default -> throw new IllegalArgumentException("unknown subcommand " + args[0]);
             }
         } catch (Exception e) {
