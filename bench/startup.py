@@ -51,21 +51,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from protocol.codec import build_request, encode_request
-from protocol.registry import ApiKey, any_spec
+from protocol.client import metadata_all_topics_request
 
 N = 10
 KAFKA_RUNS = 3
 IDLE_S = 3.0
 PYTHON = str(ROOT / ".venv" / "bin" / "python")
 ADMIN = ("-c", "mock.admin.listener=127.0.0.1:0")
-METADATA_V12 = encode_request(
-    ApiKey.METADATA, 12, 1, "bench",
-    build_request(ApiKey.METADATA, 12, {
-        "topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False,
-    }),
-    any_spec(ApiKey.METADATA),
-)
+METADATA_V12 = metadata_all_topics_request(12, "bench")
 
 # Run by a fresh interpreter: seconds from before `import mockbroker` to the Metadata answer, then
 # the import's share.  argv: the Metadata request (hex), "admin" or "plain".

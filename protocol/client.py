@@ -12,7 +12,7 @@ import struct
 from typing import Any
 
 from .codec import build_request, decode_response, encode_request
-from .registry import any_spec
+from .registry import ApiKey, any_spec
 
 _I32 = struct.Struct(">i")
 
@@ -84,3 +84,11 @@ class RawKafkaClient:
             return True
         except socket.timeout:
             return False
+
+
+def metadata_all_topics_request(version: int = 12, client_id: str = "raw-client", correlation_id: int = 1) -> bytes:
+    """A whole framed Metadata request for every topic, no auto-creation (a probe's or a
+    benchmark's first question to a broker)."""
+    body = build_request(ApiKey.METADATA, version, {
+        "topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False})
+    return encode_request(ApiKey.METADATA, version, correlation_id, client_id, body, any_spec(ApiKey.METADATA))

@@ -16,18 +16,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from protocol.codec import build_request, encode_request
-from protocol.registry import ApiKey, any_spec
+from protocol.client import metadata_all_topics_request
 
 ROOT = Path(__file__).resolve().parents[2]
 UNWANTED = ("hypothesis", "pyspark", "aiohttp", "prometheus_client", "re2")
-METADATA_V12 = encode_request(
-    ApiKey.METADATA, 12, 1, "imports",
-    build_request(ApiKey.METADATA, 12, {
-        "topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False,
-    }),
-    any_spec(ApiKey.METADATA),
-)
+METADATA_V12 = metadata_all_topics_request(12, "imports")
 
 REPORT = """
 import json, sys
