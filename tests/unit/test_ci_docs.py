@@ -100,6 +100,12 @@ class Runner:
         if (self.work / "mockbroker.pid").exists() and self.alive():
             os.kill(self.pid(), 9)
 
+    def assert_stopped_after_serving(self) -> None:
+        """The stop step ended the broker, whose log shows it started on the port and stopped."""
+        assert not self.alive()
+        log = self.log()
+        assert f"mockbroker ready bootstrap=127.0.0.1:{self.port}" in log and "stopped" in log, log
+
     def log(self) -> str:
         path = self.work / "mockbroker.log"
         return path.read_text() if path.exists() else ""
@@ -145,9 +151,7 @@ def test_github_commands_start_wait_answer_and_stop(tmp_path):
                 assert runner.alive() and time.monotonic() - t0 < 5
             if TESTS.search(step["run"]):
                 assert r.stdout == "broker answered\n"
-        assert not runner.alive()
-        log = runner.log()
-        assert f"mockbroker ready bootstrap=127.0.0.1:{runner.port}" in log and "stopped" in log, log
+        runner.assert_stopped_after_serving()
     finally:
         runner.cleanup()
 
@@ -163,9 +167,7 @@ def test_gitlab_commands_start_wait_answer_and_stop(tmp_path):
         assert r.stdout.endswith("broker answered\n") and runner.alive()
         for command in job["after_script"]:
             assert runner.run(command).returncode == 0
-        assert not runner.alive()
-        log = runner.log()
-        assert f"mockbroker ready bootstrap=127.0.0.1:{runner.port}" in log and "stopped" in log, log
+        runner.assert_stopped_after_serving()
     finally:
         runner.cleanup()
 
