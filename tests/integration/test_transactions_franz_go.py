@@ -92,6 +92,14 @@ def test_commit_and_abort_read_committed_and_uncommitted(franz_go, broker):
     t = txns(broker)
     assert (t["fg-txn-a"]["state"], t["fg-txn-b"]["state"]) == ("CompleteCommit", "CompleteAbort")
     assert t["fg-txn-a"]["partitions"] == t["fg-txn-b"]["partitions"] == []
+    # KIP-890 part 2 at level 2: kgo adds partitions by producing (Produce v12+), ends with EndTxn v5;
+    # at level 0 it sends AddPartitionsToTxn and older versions
+    adds = broker.journal(api_key="ADD_PARTITIONS_TO_TXN")
+    produce_versions = {j["api_version"] for j in broker.journal(api_key="PRODUCE")}
+    if broker.tv == 2:
+        assert not adds and min(produce_versions) >= 12, (len(adds), produce_versions)
+    else:
+        assert adds and max(produce_versions) <= 11, produce_versions
 
 
 def test_a_second_producer_fences_the_first(franz_go, broker):
