@@ -145,3 +145,40 @@ def test_everything_spark_sent_was_served_without_error(broker):
               for j in java if j["error_code"] or any(p["error_code"] for p in j["partitions"])]
     print(f"\nSpark sent {len(java)} requests: {sorted(apis)}")
     assert not failed, failed[:10]
+
+
+def test_read_committed_skips_aborted_transactions_and_markers(spark, broker):
+    """Transactions written by librdkafka, committed and aborted in turn over two partitions: Spark's
+    reader with kafka.isolation.level=read_committed gets exactly the committed rows (the aborted
+    records and the control batches leave gaps in the offsets it must step over), read_uncommitted
+    every record; an open transaction's records stay out of the committed read (the LSO)."""
+    ck = pytest.importorskip("confluent_kafka")
+    b = broker.bootstrap_servers
+    broker.create_topic("btx-in", 2)
+    p = ck.Producer({"bootstrap.servers": b, "transactional.id": "spark-btx", "linger.ms": 5})
+    p.init_transactions(30)
+    committed, aborted = [], []
+    for t in range(6):
+        keys = [f"t{t}-{i}" for i in range(25)]
+        p.begin_transaction()
+        for i, k in enumerate(keys):
+            p.produce("btx-in", b"v", key=k.encode(), partition=i % 2)
+        p.flush(30)
+        if t % 2 == 0:
+            p.commit_transaction(30)
+            committed += keys
+        else:
+            p.abort_transaction(30)
+            aborted += keys
+    p.begin_transaction()  # left open: below the LSO nothing of it
+    p.produce("btx-in", b"v", key=b"open-0", partition=0)
+    p.flush(30)
+
+    def keys(isolation: str) -> Counter:
+        df = kafka_batch(spark, b, subscribe="btx-in", startingOffsets="earliest", endingOffsets="latest",
+                         **{"kafka.isolation.level": isolation})
+        return Counter(r.key.decode() for r in df.select("key").collect())
+
+    assert keys("read_committed") == Counter(committed)
+    assert keys("read_uncommitted") == Counter(committed + aborted + ["open-0"])
+    p.abort_transaction(30)
