@@ -12,8 +12,8 @@ Behavior:
   nothing); producer ids (KIP-664); from v1 a duration >= 0 keeps the ids
   whose transaction started more than that many ms ago (KIP-994); from v2 a
   transactional id pattern, a regular expression the whole id must match
-  (KIP-1152; Kafka compiles it with RE2/J, this broker with Python's ``re``,
-  which agree on the common syntax).  A pattern that does not compile:
+  (KIP-1152; compiled with RE2 as Kafka compiles it with RE2/J: linear
+  time, so a hostile pattern cannot stall the broker).  A pattern that does not compile:
   INVALID_REGULAR_EXPRESSION.  Dead ids (being expired) are never listed.
 * COORDINATOR_LOAD_IN_PROGRESS while a load of one of the broker's
   transaction log partitions is injected.
@@ -25,24 +25,28 @@ Version notes:
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
+from ..group.consumer_group import re2_options
 from ..request import RequestContext
 
 API_KEY = ApiKey.LIST_TRANSACTIONS
 
 
-def _pattern(req: Any) -> re.Pattern[str] | None | ErrorCode:
+def _pattern(req: Any) -> Any:
+    """The v2 pattern compiled with RE2 (linear time: a hostile pattern cannot stall the broker's
+    loop, where Python's ``re`` backtracks exponentially); None: no filter."""
     text = getattr(req, "transactional_id_pattern", None)
     if not text:  # null or empty: no filter
         return None
+    import re2  # on the first pattern, not at start-up
+
     try:
-        return re.compile(text)
-    except re.error:
+        return re2.compile(text, re2_options())
+    except re2.error:
         return ErrorCode.invalid_regular_expression
 
 

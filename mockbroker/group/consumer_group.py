@@ -99,7 +99,7 @@ class ConsumerGroupDescription:
 
 
 @functools.cache
-def _re2_options() -> Any:
+def re2_options() -> Any:
     import re2  # on the first KIP-848 regex, not at start-up (~5-10 ms)
 
     options = re2.Options()
@@ -114,7 +114,7 @@ def topic_regex(pattern: str) -> Any:
     Raises ``re2.error`` for an invalid pattern."""
     import re2
 
-    return re2.compile(pattern, _re2_options())
+    return re2.compile(pattern, re2_options())
 
 
 class ConsumerGroup:

@@ -266,6 +266,15 @@ class TestListTransactions:
         for c in cluster.clients:
             assert list_txns(c, pattern="adm-[")[:2] == (E.invalid_regular_expression, set())
 
+    def test_a_backtracking_pattern_cannot_stall_the_broker(self, cluster):
+        """RE2 (as Kafka's RE2/J) matches in linear time: a pattern that makes a backtracking engine
+        take 2^n steps over this id is answered at once (with Python's re this request would hang
+        the broker's loop, and every connection with it)."""
+        tid = "a" * 40 + "!"
+        assert cluster.coordinator(tid) is not None and init_pid(cluster.coordinator(tid), tid)[0] == E.none
+        assert list_all(cluster, pattern="(a+)+$") == set()
+        assert {x[0] for x in list_all(cluster, pattern="(a+)+!")} == {tid}
+
 
 def describe_producers(c: RawKafkaClient, topics: dict[str, list[int]]):
     r = c.request(ApiKey.DESCRIBE_PRODUCERS, 0,
