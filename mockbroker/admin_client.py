@@ -12,6 +12,7 @@ Human-readable tables by default, ``--json`` for scripts.  Standard library only
     mockbroker admin --url URL release [--rule 2]
     mockbroker admin --url URL faults [--delete 2 | --clear]
     mockbroker admin --url URL journal [--api Produce] [--client-id app] [--limit 20] [--follow]
+    mockbroker admin --url URL transactions
 
 Exit codes: 0 done, 1 the API refused (its error is printed), 2 wrong command line, 3 no
 answer from the URL.
@@ -130,6 +131,13 @@ def show_faults(rows: list[dict[str, Any]], out: TextIO) -> None:
            for r in rows], ["rule", "match", "action", "left", "fired"], out)
 
 
+def show_transactions(rows: list[dict[str, Any]], out: TextIO) -> None:
+    table([(t["transactional_id"], t["state"] + (f" -> {t['pending_state']}" if t.get("pending_state") else ""),
+            t["producer_id"], t["producer_epoch"], t["coordinator"],
+            " ".join(f"{topic}-{p}" for topic, p in t["partitions"]) or "-") for t in rows],
+          ["transactional_id", "state", "producer_id", "epoch", "coordinator", "partitions"], out)
+
+
 def journal_line(r: dict[str, Any]) -> str:
     errors = [f"{p['topic']}-{p['partition']}:{p['error_code']}" for p in r.get("partitions", []) if p["error_code"]]
     top = r.get("error_code")
@@ -235,6 +243,7 @@ def build_parser(sub: Any) -> None:
     g = f.add_mutually_exclusive_group()
     g.add_argument("--delete", type=int, metavar="RULE")
     g.add_argument("--clear", action="store_true")
+    cmd.add_parser("transactions", help="every transactional id: state, producer id and epoch, partitions")
     j = cmd.add_parser("journal", help="the request journal")
     j.add_argument("--api")
     j.add_argument("--client-id", dest="client_id")
@@ -297,6 +306,8 @@ def _run(client: AdminClient, args: argparse.Namespace, out: TextIO) -> int:
             client.request("DELETE", "/faults")
             return 0
         return emit(client.request("GET", "/faults"), show_faults)
+    if c == "transactions":
+        return emit(client.request("GET", "/transactions"), show_transactions)
     if c == "journal":
         if args.follow:
             follow_journal(client, args, out)

@@ -90,6 +90,23 @@ def test_journal_and_follow(broker):
         assert [("PRODUCE" in x, "METADATA" in x) for x in lines] == [(True, False), (False, True)]  # once each
 
 
+def test_transactions_table_and_json(broker):
+    with RawKafkaClient.connect(broker.bootstrap_servers) as c:
+        r = c.request(22, 4, {"transactional_id": "cli-tx", "transaction_timeout": 60000, "producer_id": -1,
+                              "producer_epoch": -1})
+        assert r.error_code == 0
+        r = c.request(24, 3, {"v3_and_below_transactional_id": "cli-tx", "v3_and_below_producer_id": r.producer_id,
+                              "v3_and_below_producer_epoch": r.producer_epoch,
+                              "v3_and_below_topics": [{"name": "cli", "partitions": [1]}]})
+        assert r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+    code, out, _ = admin(broker, "transactions")
+    row = next(line.split() for line in out.splitlines() if line.startswith("cli-tx"))
+    assert code == 0 and row[1] == "Ongoing" and row[-1] == "cli-1"
+    code, out, _ = admin(broker, "--json", "transactions")
+    (t,) = [t for t in json.loads(out) if t["transactional_id"] == "cli-tx"]
+    assert (t["state"], t["partitions"]) == ("Ongoing", [["cli", 1]])
+
+
 def test_command_line_exit_codes():
     out = subprocess.run([sys.executable, "-m", "mockbroker", "admin", "--url", "http://127.0.0.1:1", "status"],
                          capture_output=True, text=True, timeout=30)
