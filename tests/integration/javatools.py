@@ -71,7 +71,8 @@ def java_classpath(*programs: str) -> str:
     for program in programs:
         source = JAVA_DIR / "src" / f"{program}.java"
         if not _newer(OUT_DIR / f"{program}.class", source, JAVA_DIR / "cp.txt"):
-            cmd = [javac, "-cp", cp, "-d", str(OUT_DIR), str(source)]
+            # -sourcepath: a program may use another's helpers (compiled along with it)
+            cmd = [javac, "-cp", cp, "-sourcepath", str(JAVA_DIR / "src"), "-d", str(OUT_DIR), str(source)]
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=MAVEN_TIMEOUT_S)
             assert r.returncode == 0, f"javac failed:\n{r.stdout}\n{r.stderr}"
     return cp + os.pathsep + str(OUT_DIR)

@@ -3,7 +3,6 @@ import java.util.Properties;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.serialization.StringSerializer;
 
 /**
  * A kafka-clients transactional producer against mockbroker: three transactions (commit, abort,
@@ -16,15 +15,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
 public class TxnTv2 {
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0], topic = args[1], transactionalId = args[2];
-        Properties props = new Properties();
-        props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        props.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
+        Properties props = Transactions.producerProps(bootstrap, transactionalId);  // compiled along
         props.put(ProducerConfig.CLIENT_ID_CONFIG, transactionalId);
-        props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
-        props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
-        props.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "30000");
-        props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "30000");
-        props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
         String[][] plan = {{"c1", "commit"}, {"a1", "abort"}, {"c2", "commit"}};
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(props)) {
             producer.initTransactions();
