@@ -266,3 +266,40 @@ def test_transactional_apis_are_charged_to_the_request_quota():
             assert {apis[i] for i, t in enumerate(throttles) if t > 0} == {
                 "ADD_OFFSETS_TO_TXN", "TXN_OFFSET_COMMIT", "END_TXN"}
             assert max(throttles) <= 1000  # capped at one quota window
+
+
+def test_pending_offsets_outlive_retention_and_go_with_their_group():
+    """A partition with a transactional offset waiting for its marker does not expire, nor does its
+    group (OffsetMetadataManager.cleanupExpiredOffsets); DeleteGroups drops the pending offsets with
+    the group (deleteAllOffsets)."""
+    from mockbroker import ManualClock
+    from protocol.client import RawKafkaClient
+
+    with MockBroker(config={"offsets.retention.minutes": 1, "offsets.topic.num.partitions": 1},
+                    clock=ManualClock()) as b:
+        b.create_topic("ret-in", 1)
+        tp = {("ret-in", 0): 7}
+        with RawKafkaClient.connect(b.bootstrap_servers) as c:
+            r = c.request(ApiKey.OFFSET_COMMIT, 8, {
+                "group_id": "ret-g", "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+                "topics": [{"name": "ret-in", "partitions": [{"partition_index": 0, "committed_offset": 3,
+                                                              "committed_leader_epoch": -1, "committed_metadata": ""}]}]})
+            assert r.topics[0].partitions[0].error_code == E.none
+            _, pid, epoch = init_pid(c, "ret-1", timeout=900_000)
+            assert add_offsets(c, "ret-1", pid, epoch, "ret-g") == E.none
+            assert txn_commit(c, "ret-1", pid, epoch, "ret-g", tp) == {("ret-in", 0): E.none}
+            b.advance(61_000)
+            assert b.call(lambda cl: cl.groups.expire_offsets()) == 0  # kept: a transactional offset waits
+            assert b.committed_offsets("ret-g") == {("ret-in", 0): 3}
+            assert end_txn(c, "ret-1", pid, epoch, False) == E.none  # aborted: nothing waits any more
+            assert b.call(lambda cl: cl.groups.expire_offsets()) == 1
+            assert b.group("ret-g") is None  # Empty and without offsets: removed
+            # a pending offset goes with its group
+            _, pid, epoch = init_pid(c, "ret-1", timeout=900_000)
+            assert add_offsets(c, "ret-1", pid, epoch, "ret-g") == E.none
+            assert txn_commit(c, "ret-1", pid, epoch, "ret-g", tp) == {("ret-in", 0): E.none}
+            r = c.request(ApiKey.DELETE_GROUPS, 2, {"groups_names": ["ret-g"]})
+            assert r.results[0].error_code == E.none
+            assert fetch(c, "ret-g", tp, True) == {("ret-in", 0): (E.none, -1)}  # nothing pending, nothing committed
+            assert end_txn(c, "ret-1", pid, epoch, True) == E.none
+            assert fetch(c, "ret-g", tp, True) == {("ret-in", 0): (E.none, -1)}  # the commit found nothing
