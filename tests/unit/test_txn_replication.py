@@ -64,3 +64,36 @@ def test_marker_latency_holds_the_next_transaction_until_the_markers_land():
             until(lambda: txn_state(b, "ml-1")[0] == "CompleteCommit", "the markers to land", 5)
             assert b.call(lambda cl: cl.metadata.partition("ml-out", 0).log.last_stable_offset) == 3
             assert add_partitions(c, "ml-1", pid, epoch, {"ml-out": [0]}) == {("ml-out", 0): E.none}
+
+
+def test_offsets_marker_waits_for_a_leader_of_the_groups_partition():
+    """WriteTxnMarkers to a __consumer_offsets partition without a live leader answers
+    NOT_LEADER_OR_FOLLOWER: the coordinator writes it again every 100 ms (on the driven clock) and
+    completes the transaction once the partition's broker is back."""
+    from .test_txn_offsets import add_offsets, fetch, txn_commit
+
+    cfg = {"mock.num.brokers": 3, "offsets.topic.num.partitions": 3, "offsets.topic.replication.factor": 1,
+           "transaction.state.log.num.partitions": 3}
+    with MockBroker(config=cfg, clock=ManualClock()) as b:
+        b.create_topic("ol-in", 1, replication_factor=3)
+        tid = "ol-1"
+        tnode = b.call(lambda cl: cl.txn.txn_manager.coordinator_id(tid))
+        group = next(g for g in (f"ol-g{i}" for i in range(50))
+                     if b.call(lambda cl, g=g: cl.groups.registry.coordinator_id(g)) != tnode)
+        gnode = b.call(lambda cl: cl.groups.registry.coordinator_id(group))
+        addrs = b.bootstrap_servers.split(",")
+        with RawKafkaClient.connect(addrs[tnode]) as tc, RawKafkaClient.connect(addrs[gnode]) as gc:
+            _, pid, epoch = init_pid(tc, tid)
+            assert add_offsets(tc, tid, pid, epoch, group) == E.none
+            assert txn_commit(gc, tid, pid, epoch, group, {("ol-in", 0): 5}) == {("ol-in", 0): E.none}
+        b.stop_broker(gnode)  # the group's offsets partition has no other replica: no leader
+        with RawKafkaClient.connect(addrs[tnode]) as tc:
+            assert end_txn(tc, tid, pid, epoch, True) == E.none
+            for _ in range(3):
+                b.advance(100)
+                assert txn_state(b, tid)[0] == "PrepareCommit"  # written again, refused again
+            b.start_broker(gnode)
+            b.advance(100)
+            until(lambda: txn_state(b, tid)[0] == "CompleteCommit", "the offsets marker to land", 5)
+        with RawKafkaClient.connect(addrs[gnode]) as gc:
+            assert fetch(gc, group, [("ol-in", 0)], True) == {("ol-in", 0): (E.none, 5)}
