@@ -138,7 +138,6 @@ class Partition:
     isr: list[int]
     leader_id: int
     log: PartitionLog
-    producers: ProducerStateManager = field(default_factory=ProducerStateManager)
     # log end offset of each replica as the leader knows it (Kafka's Replica state)
     replica_leo: dict[int, int] = field(default_factory=dict)
     # replicas a test forced out of the ISR (set_isr): they do not rejoin by catching up
@@ -149,6 +148,11 @@ class Partition:
     @property
     def leader_epoch(self) -> int:
         return self.log.leader_epoch
+
+    @property
+    def producers(self) -> ProducerStateManager:
+        """The log's producer state (Kafka's ``UnifiedLog.producerStateManager``)."""
+        return self.log.producer_state
 
 
 @dataclass(slots=True)
@@ -271,8 +275,7 @@ class ClusterMetadata:
             else:
                 replicas = [ids[(start + p + i) % len(ids)] for i in range(replication_factor)]
             topic.partitions.append(
-                Partition(topic, p, replicas, list(replicas), replicas[0], log := PartitionLog(now),
-                          log.producer_state)
+                Partition(topic, p, replicas, list(replicas), replicas[0], PartitionLog(now))
             )
         self.topics[name] = topic
         self.topics_by_id[topic.topic_id] = topic

@@ -212,6 +212,8 @@ class ProducerStateManager:
     def first_unstable_offset(self, high_watermark: int) -> int | None:
         """``firstUnstableOffset`` after ``onHighWatermarkUpdated(high_watermark)``: the smallest first
         offset of an open transaction or of a completed one whose marker the HW has not passed."""
+        if not self.ongoing_txns and not self.unreplicated_txns:
+            return None  # no transaction here: every fetch of a plain topic asks, keep it cheap
         for first in [f for f, t in self.unreplicated_txns.items() if t.last_offset < high_watermark]:
             del self.unreplicated_txns[first]
         firsts = [next(iter(d)) for d in (self.ongoing_txns, self.unreplicated_txns) if d]
