@@ -151,13 +151,6 @@ def b():
         yield broker
 
 
-@pytest.fixture
-def c(b):
-    client = RawKafkaClient.connect(b.bootstrap_servers)
-    yield client
-    client.close()
-
-
 def test_commit_moves_the_lso_and_read_committed_sees_the_records(b, c):
     t = topic_name("commit")
     b.create_topic(t, 1)

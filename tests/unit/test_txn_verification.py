@@ -13,26 +13,23 @@ from mockbroker import ManualClock, MockBroker
 from mockbroker.config import BrokerConfig, ConfigError
 from protocol.client import RawKafkaClient
 from protocol.errors import ErrorCode
-from protocol.records import TRANSACTIONAL_FLAG, build_batch
 from protocol.registry import ApiKey
+
+from . import test_txn_wire as wire
+from .test_txn_wire import partition_state
 
 E = ErrorCode
 NOT_ADDED = "Partition was not added to the transaction"
 
 
 def init_pid(c, tid, version=5):
-    body = {"transactional_id": tid, "transaction_timeout": 60000, "producer_id": -1, "producer_epoch": -1}
-    r = c.request(ApiKey.INIT_PRODUCER_ID, version, body)
-    assert r.error_code == E.none, r
-    return r.producer_id, r.producer_epoch
+    err, pid, epoch = wire.init_pid(c, tid, version)
+    assert err == E.none
+    return pid, epoch
 
 
 def add_partitions(c, tid, pid, epoch, topic, partition=0):
-    body = {"v3_and_below_transactional_id": tid, "v3_and_below_producer_id": pid,
-            "v3_and_below_producer_epoch": epoch,
-            "v3_and_below_topics": [{"name": topic, "partitions": [partition]}]}
-    r = c.request(ApiKey.ADD_PARTITIONS_TO_TXN, 3, body)
-    return r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+    return wire.add_partitions(c, tid, pid, epoch, {topic: [partition]})[(topic, partition)]
 
 
 def end_txn(c, tid, pid, epoch, commit, version=5):
@@ -43,11 +40,7 @@ def end_txn(c, tid, pid, epoch, commit, version=5):
 
 def produce(c, tid, topic, pid, epoch, seq, version, n=1, partition=0, acks=-1):
     """A transactional batch in a Produce naming ``tid`` (None: no transactional id in the request)."""
-    batch = build_batch([(b"k", b"v", [])] * n, base_timestamp=1, producer_id=pid, producer_epoch=epoch,
-                        base_sequence=seq, attributes=TRANSACTIONAL_FLAG)
-    body = {"acks": acks, "timeout": 5000, "transactional_id": tid,
-            "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": batch}]}]}
-    return c.request(ApiKey.PRODUCE, version, body).responses[0].partition_responses[0]
+    return wire.produce(c, topic, pid, epoch, seq, n, True, partition, tid=tid, version=version, acks=acks)
 
 
 def txn_of(b, tid):
@@ -55,24 +48,10 @@ def txn_of(b, tid):
     return md.state.state_name, sorted(md.topic_partitions), md.producer_epoch
 
 
-def partition_state(b, topic, partition=0):
-    def read(cl):
-        log = cl.metadata.partition(topic, partition).log
-        return log.log_end_offset, log.last_stable_offset, [a.producer_id for a in log.aborted_txns]
-    return b.call(read)
-
-
 @pytest.fixture(scope="module")
 def b():
     with MockBroker(clock=ManualClock()) as broker:  # defaults: verification on, Kafka 4.2, TV2
         yield broker
-
-
-@pytest.fixture
-def c(b):
-    client = RawKafkaClient.connect(b.bootstrap_servers)
-    yield client
-    client.close()
 
 
 # -- KIP-890 part 1: verification ------------------------------------------------------------------
