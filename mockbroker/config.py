@@ -218,7 +218,9 @@ CONFIG_DEF: dict[str, ConfigKey] = {
         ConfigKey("transaction.state.log.replication.factor", _int, 3,
                   "Replicas of each __transaction_state partition (capped at the broker count); a transaction "
                   "coordinator moves to the next replica when its broker stops.", 1),
-        ConfigKey("transaction.state.log.min.isr", _int, 2, "min.insync.replicas of __transaction_state.", 1),
+        ConfigKey("transaction.state.log.min.isr", _int, 2,
+                  "min.insync.replicas of __transaction_state; accepted as Kafka's, but that log's replication "
+                  "is not simulated (a transition is written at once), so it changes nothing.", 1),
         ConfigKey("transaction.abort.timed.out.transaction.cleanup.interval.ms", _int, 10000,
                   "How often transactions older than their transaction.timeout.ms are aborted.", 1),
         ConfigKey("transaction.remove.expired.transaction.cleanup.interval.ms", _int, 3600000,
