@@ -397,7 +397,6 @@ def _take_after_throttle(conn: KafkaConnection) -> dict[str, Any] | None:
 
 _PARTITION_KEYS = ("partition_index", "index", "partition")
 _TOPIC_KEYS = ("name", "topic")
-_ERROR_KEYS = ("error_code", "partition_error_code")  # AddPartitionsToTxn names its partitions' error so
 
 
 def _collect_errors(rec: RequestRecord, result: dict[str, Any], sizes: dict[tuple[str, int], int]) -> None:
@@ -421,7 +420,9 @@ def _collect_errors(rec: RequestRecord, result: dict[str, Any], sizes: dict[tupl
                 if code:  # a topic-level error (Metadata, CreateTopics): partition -1
                     rec.partitions.append(PartitionRecord(name, -1, int(code), 0))
             idx = next((node[k] for k in _PARTITION_KEYS if isinstance(node.get(k), int)), None)
-            error = next((node[k] for k in _ERROR_KEYS if k in node), None)
+            error = node.get("error_code")
+            if error is None:  # AddPartitionsToTxn v0-3 names its partitions' error partition_error_code
+                error = node.get("partition_error_code")
             if topic is not None and idx is not None and error is not None:
                 seen.add((topic, idx))
                 rec.partitions.append(PartitionRecord(topic, idx, int(error), sizes.get((topic, idx), 0)))
