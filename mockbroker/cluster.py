@@ -109,7 +109,7 @@ class Cluster:
         self.brokers: dict[int, Broker] = {}
         for i in range(config["mock.num.brokers"]):
             self.brokers[first + i] = Broker(shared, first + i, [lst.for_broker(i) for lst in listeners])
-        if config["transaction.partition.verification.enable"]:
+        if self.txn.txn_manager.config.partition_verification_enable:
             # KIP-890: every leader asks the coordinator before appending a transactional batch
             verifier = AddPartitionsToTxnManager(self.txn)
             for b in self.brokers.values():
