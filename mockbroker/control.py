@@ -28,7 +28,7 @@ from protocol.registry import ApiKey
 from .apis import supports_error_injection
 from .channel import MuteReason
 from .clock import ManualClock
-from .faults import FaultRuleError, api_key_of
+from .faults import FaultRule, FaultRuleError, api_key_of
 from .group.group import GroupType
 from .metadata import Partition, Topic
 from .quota.entities import QUOTA_KEYS, validate_quota
@@ -500,18 +500,17 @@ class ControlPlane:
     def inject(self, spec: Any) -> dict[str, Any]:
         """Add a fault rule (``faults.py``: match by api, versions, broker, client_id, topic,
         partition; action error/delay/hold/drop/close; count)."""
+        def check(rule: FaultRule) -> None:
+            m = rule.match
+            if rule.action == "error" and m.api_key is not None and not supports_error_injection(m.api_key):
+                raise InvalidArgument(f"{ApiKey(m.api_key).name} cannot be answered with an injected error", "api")
+            if m.broker is not None and m.broker not in self.cluster.brokers:
+                raise NotFound(f"no broker {m.broker}", "broker")
+
         try:
-            rule = self.cluster.faults.add(spec)
+            return self.cluster.faults.add(spec, check).describe()
         except FaultRuleError as e:
             raise InvalidArgument(e.message, e.field) from None
-        m = rule.match
-        if rule.action == "error" and m.api_key is not None and not supports_error_injection(m.api_key):
-            self.cluster.faults.remove(rule.id)
-            raise InvalidArgument(f"{ApiKey(m.api_key).name} cannot be answered with an injected error", "api")
-        if m.broker is not None and m.broker not in self.cluster.brokers:
-            self.cluster.faults.remove(rule.id)
-            raise NotFound(f"no broker {m.broker}", "broker")
-        return rule.describe()
 
     def fault(self, rule_id: Any) -> dict[str, Any]:
         rule = self.cluster.faults.get(_int(rule_id, "rule", 1))

@@ -31,7 +31,6 @@ API's ``POST /faults`` and ``mock.faults`` at start-up, all parsed by
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -285,10 +284,14 @@ class FaultInjector:
     def __init__(self) -> None:
         self.rules: list[FaultRule] = []
         self.held: list[HeldRequest] = []
-        self._ids = itertools.count(1)
+        self._next_id = 1  # ids count the rules accepted: a refused rule uses none up
 
-    def add(self, spec: Mapping[str, Any]) -> FaultRule:
-        rule = parse_rule(spec, next(self._ids))
+    def add(self, spec: Mapping[str, Any], check: Callable[[FaultRule], None] | None = None) -> FaultRule:
+        """Parse and add a rule; ``check`` may refuse it (by raising) before it takes an id."""
+        rule = parse_rule(spec, self._next_id)
+        if check is not None:
+            check(rule)
+        self._next_id += 1
         self.rules.append(rule)
         return rule
 

@@ -283,3 +283,18 @@ def test_the_journal_records_a_per_item_error(mb):
         c.request(10, 4, {"key_type": 0, "coordinator_keys": ["g"]})
         c.request(10, 4, {"key_type": 0, "coordinator_keys": ["g"]})
     assert [r["error_code"] for r in mb.journal(api_key="FindCoordinator", client_id="fc")] == [15, 0]
+
+
+def test_refused_rules_take_no_id(mb):
+    """Rule ids count the accepted rules: one refused by parsing, by its broker or by its API uses none up."""
+    with pytest.raises(InvalidArgument):
+        mb.inject(api="Produce", errors=["NOT_A_CODE"])
+    with pytest.raises(NotFound):
+        mb.inject(action="delay", delay_ms=5, broker=7)
+    with pytest.raises(InvalidArgument):
+        mb.inject(api="WriteTxnMarkers", errors=["UNKNOWN_SERVER_ERROR"])  # not served
+    assert mb.inject(api="Metadata", action="delay", delay_ms=5)["id"] == 1
+    with pytest.raises(NotFound):
+        mb.inject(action="delay", delay_ms=5, broker=7)
+    assert mb.inject(api="Fetch", action="hold")["id"] == 2
+    assert [r["id"] for r in mb.faults()] == [1, 2]
