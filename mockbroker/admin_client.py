@@ -205,14 +205,30 @@ def follow_journal(client: AdminClient, args: argparse.Namespace, out: TextIO,
         sleep(args.interval)
 
 
+def _parser_with(parent: argparse.ArgumentParser) -> type[argparse.ArgumentParser]:
+    """An ArgumentParser class whose parsers all take ``parent``'s options (for add_subparsers)."""
+
+    class Parser(argparse.ArgumentParser):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs["parents"] = [*kwargs.get("parents", ()), parent]
+            super().__init__(*args, **kwargs)
+
+    return Parser
+
+
 def build_parser(sub: Any) -> None:
+    json_help = "print the API's JSON instead of tables"
     a = sub.add_parser("admin", help="steer and observe a running broker through its admin API")
     a.add_argument("--url", required=True, help="the admin listener, e.g. http://127.0.0.1:9644")
-    a.add_argument("--json", action="store_true", help="print the API's JSON instead of tables")
-    cmd = a.add_subparsers(dest="admin_command", required=True)
+    a.add_argument("--json", action="store_true", help=json_help)
+    # --json is also taken after the subcommand (`admin --url URL status --json`); SUPPRESS keeps a
+    # subcommand that was not given it from resetting the one given before the subcommand
+    after = argparse.ArgumentParser(add_help=False)
+    after.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=json_help)
+    cmd = a.add_subparsers(dest="admin_command", required=True, parser_class=_parser_with(after))
     cmd.add_parser("status", help="brokers, topics, groups, connections, throttles at a glance")
     q = cmd.add_parser("quota", help="client quotas (as Describe/AlterClientQuotas)")
-    qs = q.add_subparsers(dest="quota_command", required=True)
+    qs = q.add_subparsers(dest="quota_command", required=True, parser_class=_parser_with(after))
     for name in ("get", "set", "delete"):
         p = qs.add_parser(name)
         p.add_argument("--user")

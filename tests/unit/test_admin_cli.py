@@ -38,6 +38,21 @@ def test_status_table_and_json(broker):
     assert json.loads(out)["topics"][0]["name"] == "cli"
 
 
+@pytest.mark.parametrize("argv", [("status", "--json"), ("quota", "get", "--json"), ("--json", "quota", "get"),
+                                  ("faults", "--json"), ("journal", "--json", "--limit", "1")])
+def test_json_before_or_after_the_subcommand(broker, argv):
+    code, out, err = admin(broker, *argv)
+    assert code == 0, err
+    json.loads(out)  # JSON, not a table
+
+
+def test_subcommand_without_json_keeps_the_one_before_it(broker):
+    args = _parser().parse_args(["admin", "--url", broker.admin_url, "--json", "status"])
+    assert args.json is True
+    args = _parser().parse_args(["admin", "--url", broker.admin_url, "status"])
+    assert args.json is False
+
+
 def test_quota_set_get_delete_round_trip(broker):
     assert admin(broker, "quota", "set", "--client-id", "cq", "producer_byte_rate=5000")[0] == 0
     code, out, _ = admin(broker, "--json", "quota", "get", "--client-id", "cq")
