@@ -231,7 +231,10 @@ class _State:
             clock = ManualClock()
         broker = cls(config=dict(config), clock=clock, **kw).start()
         self.counter += 1
-        tracked = _Tracked(broker, f"{kind} #{self.counter} {broker.bootstrap_servers}")
+        # the report names the fixture that made the broker (``mockbroker``, ``mockbroker_manual``,
+        # ``mockbroker_session``); brokers a test made with ``mockbroker_factory`` are numbered
+        label = f"{kind} #{self.counter}" if kind == "mockbroker_factory" else kind
+        tracked = _Tracked(broker, f"{label} {broker.bootstrap_servers}")
         self.live.append(tracked)
         broker._mockbroker_test_seq = 0  # type: ignore[attr-defined]  # started within this test
         if self.current is not None:
@@ -359,6 +362,11 @@ def pytest_runtest_makereport(item: pytest.Item) -> Iterator[pytest.TestReport]:
 def mockbroker_factory(request: pytest.FixtureRequest) -> Iterator[Callable[..., MockBroker]]:
     """``factory(config=None, *, brokers=None, manual_clock=False, **MockBroker_kwargs)``: a started
     broker; configuration from the command line/ini, then the test's marker, then ``config``."""
+    yield from _factory(request, "mockbroker_factory")
+
+
+def _factory(request: pytest.FixtureRequest, fixture: str) -> Iterator[Callable[..., MockBroker]]:
+    """The factory of ``mockbroker_factory``; ``fixture`` names its brokers in a failure's report."""
     state = request.config.stash[_STATE]
     base = {**state.defaults, **_marker_config(request.node)}
     started: list[MockBroker] = []
@@ -368,7 +376,7 @@ def mockbroker_factory(request: pytest.FixtureRequest) -> Iterator[Callable[...,
         merged = {**base, **(config or {})}
         if brokers is not None:
             merged["mock.num.brokers"] = brokers
-        broker = state.start(merged, "factory", manual_clock, **kw)
+        broker = state.start(merged, fixture, manual_clock, **kw)
         started.append(broker)
         return broker
 
@@ -378,15 +386,17 @@ def mockbroker_factory(request: pytest.FixtureRequest) -> Iterator[Callable[...,
 
 
 @pytest.fixture
-def mockbroker(mockbroker_factory: Callable[..., MockBroker]) -> MockBroker:
+def mockbroker(request: pytest.FixtureRequest) -> Iterator[MockBroker]:
     """A fresh broker for this test (system clock), configured by the marker; stopped after the test."""
-    return mockbroker_factory()
+    for factory in _factory(request, "mockbroker"):
+        yield factory()
 
 
 @pytest.fixture
-def mockbroker_manual(mockbroker_factory: Callable[..., MockBroker]) -> MockBroker:
+def mockbroker_manual(request: pytest.FixtureRequest) -> Iterator[MockBroker]:
     """A fresh broker on a ``ManualClock``: time moves only with ``mockbroker_manual.advance(ms)``."""
-    return mockbroker_factory(manual_clock=True)
+    for factory in _factory(request, "mockbroker_manual"):
+        yield factory(manual_clock=True)
 
 
 @pytest.fixture(scope="session")
@@ -394,6 +404,6 @@ def mockbroker_session(request: pytest.FixtureRequest) -> Iterator[MockBroker]:
     """One broker for the session (in each xdist worker): command-line/ini configuration only.
     Tests share its topics, groups, quotas and fault rules; ``journal_of_test()`` is this test's part."""
     state = request.config.stash[_STATE]
-    broker = state.start(state.defaults, "session")
+    broker = state.start(state.defaults, "mockbroker_session")
     yield broker
     state.stop(broker)

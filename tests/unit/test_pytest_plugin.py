@@ -222,24 +222,34 @@ def test_failure_report_has_the_broker_log_and_the_tests_requests(pytester: pyte
             b = request.getfixturevalue("mockbroker")
             metadata(b.bootstrap_servers, client_id="by-name")
             assert False, "a broker asked for by name"
+
+        def test_factory_brokers_fail(mockbroker_factory, mockbroker_manual):
+            for _ in range(2):
+                metadata(mockbroker_factory().bootstrap_servers, client_id="from-factory")
+            assert False, "two factory brokers and a manual one"
     ''')
     result = pytester.runpytest("-p", "no:cacheprovider", "--mockbroker-report-requests", "3")
-    result.assert_outcomes(passed=2, failed=4)
+    result.assert_outcomes(passed=2, failed=5)
     out = result.stdout.str()
     first = out[out.index("_ test_fails_after_a_dropped_request _"):out.index("_ test_session_second_fails _")]
     second = out[out.index("_ test_session_second_fails _"):out.index("_ test_without_our_fixtures_fails _")]
     third = out[out.index("_ test_without_our_fixtures_fails _"):out.index("_ test_fixture_by_name_fails _")]
-    fourth = out[out.index("_ test_fixture_by_name_fails _"):out.index("short test summary")]
+    fourth = out[out.index("_ test_fixture_by_name_fails _"):out.index("_ test_factory_brokers_fail _")]
+    fifth = out[out.index("_ test_factory_brokers_fail _"):out.index("short test summary")]
     assert "no broker here" in third and "mockbroker requests" not in third and "mockbroker log" not in third
-    assert re.search(r"by-name +METADATA v12", fourth) and "mockbroker log: factory" in fourth
+    assert re.search(r"by-name +METADATA v12", fourth) and "mockbroker log: mockbroker 127.0.0.1:" in fourth
+    # each section names the fixture its broker came from; the factory's brokers are numbered
+    assert re.search(r"mockbroker log: mockbroker_manual 127\.0\.0\.1:\d+", fifth)
+    factory_logs = re.findall(r"mockbroker log: mockbroker_factory #(\d+) 127\.0\.0\.1:\d+", fifth)
+    assert len(set(factory_logs)) == 2, fifth
     # the per-test broker: its log (start-up, the dropped request) and its requests
-    assert re.search(r"-+ mockbroker log: factory #\d+ 127\.0\.0\.1:\d+ -+", first)
+    assert re.search(r"-+ mockbroker log: mockbroker 127\.0\.0\.1:\d+ -+", first)
     assert "broker 0 listening on" in first and "dropping METADATA" in first.replace("Metadata", "METADATA")
-    assert re.search(r"mockbroker requests: factory #\d+ 127\.0\.0\.1:\d+ \(last 2 of 2 in this test\)", first)
+    assert re.search(r"mockbroker requests: mockbroker 127\.0\.0\.1:\d+ \(last 2 of 2 in this test\)", first)
     assert re.search(r"answered +METADATA v12 .* response", first)
     assert re.search(r"dropped +METADATA v12 .* (dropped|closed)", first)
     # the session broker: bounded to 3 of this test's 5 requests, none of the earlier test's
-    assert "mockbroker requests: session" in second and "(last 3 of 5 in this test)" in second
+    assert "mockbroker requests: mockbroker_session" in second and "(last 3 of 5 in this test)" in second
     assert len(re.findall(r"^\d+ +[\d.]+ +0 +\d+ +failing-test +METADATA v12", second, re.M)) == 3
     assert "earlier-test" not in out
     assert "passing-client" not in out
