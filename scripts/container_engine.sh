@@ -18,8 +18,15 @@ CE_WORK=${CE_WORK:-${XDG_CACHE_HOME:-$HOME/.cache}/mockbroker-podman}
 CE_BASE=${CE_BASE:-localhost/mockbroker-base:bookworm}
 CE_BASE_PKGS=${CE_BASE_PKGS:-python3,python3-venv,ca-certificates}
 # netavark and aardvark-dns: without them podman 4.3 falls back to CNI, whose networks have no DNS, so
-# compose services could not reach each other by name (kafka:9092)
-CE_PACKAGES=(podman podman-compose runc debootstrap netavark aardvark-dns)
+# compose services could not reach each other by name (kafka:9092).  iptables: netavark 1.4 sets up each
+# network's NAT and port forwarding with the iptables command; without it every container on a compose
+# network fails to start ("netavark: No such file or directory") while podman-compose still exits 0.
+# Installed with --no-install-recommends, so everything the path needs is named here (podman only
+# suggests iptables).
+CE_PACKAGES=(podman podman-compose runc debootstrap netavark aardvark-dns iptables)
+# CE_TOOLS: the commands those packages bring that the container path runs (iptables is in /usr/sbin)
+CE_TOOLS=(podman podman-compose runc debootstrap iptables)
+CE_LIBEXEC=${CE_PODMAN_LIBEXEC:-/usr/lib/podman}
 
 # ce_mirror: the Debian mirror apt already uses (deb822 sources or sources.list), else deb.debian.org.
 ce_mirror() {
@@ -32,22 +39,37 @@ ce_mirror() {
   echo "${m:-http://deb.debian.org/debian}"
 }
 
-# ce_install: apt-get install of podman, podman-compose, runc (crun 1.8 refuses this machine's hybrid
-# cgroup layout), debootstrap, netavark and aardvark-dns; nothing when all are there; apt-get update
-# only when the install cannot find the packages.
-ce_install() {
-  local tool missing=0
-  for tool in podman podman-compose runc debootstrap; do
-    command -v "$tool" >/dev/null 2>&1 || missing=1
+# ce_missing: prints what of the container path is not installed (commands not on PATH, netavark and
+# aardvark-dns not in $CE_LIBEXEC); status 1 when nothing is missing.
+ce_missing() {
+  local tool absent=()
+  for tool in "${CE_TOOLS[@]}"; do
+    command -v "$tool" >/dev/null 2>&1 || absent+=("$tool")
   done
-  [ -x /usr/lib/podman/netavark ] && [ -x /usr/lib/podman/aardvark-dns ] || missing=1
-  [ "$missing" -eq 0 ] && return 0
+  for tool in netavark aardvark-dns; do
+    [ -x "$CE_LIBEXEC/$tool" ] || absent+=("$CE_LIBEXEC/$tool")
+  done
+  [ "${#absent[@]}" -ne 0 ] || return 1
+  echo "${absent[*]}"
+}
+
+# ce_install: apt-get install of $CE_PACKAGES (runc: crun 1.8 refuses this machine's hybrid cgroup
+# layout); nothing when all are there; apt-get update only when the install cannot find the packages.
+# Status: 0 done, apt-get's when it failed, or 200 (and ce_missing's list on stderr) when the packages
+# installed still leave something of the path missing.
+ce_install() {
+  ce_missing >/dev/null || return 0
   local install=(install -y -qq --no-install-recommends "${CE_PACKAGES[@]}")
   if ! DEBIAN_FRONTEND=noninteractive apt-get "${install[@]}" >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
       DEBIAN_FRONTEND=noninteractive apt-get "${install[@]}" || return
   fi
   hash -r
+  local absent
+  if absent=$(ce_missing); then
+    echo "$absent" >&2
+    return 200
+  fi
 }
 
 # ce_conf: writes $CE_WORK/containers.conf (runc; netavark, whose networks resolve service names; ulimits no higher than our hard limits: without

@@ -171,46 +171,36 @@ toolchain_chromium() {
   fi
 }
 
-# apt-get install of podman, podman-compose, runc, debootstrap, netavark and aardvark-dns, then the base
-# image the container test builds on (scripts/container_engine.sh: containers.conf, debootstrap of
-# bookworm with python3-venv, podman import; about 40 s, once).  As root only: the test runs podman as
-# root.  Nothing is installed when the programs are on PATH and netavark and aardvark-dns are in
-# $CE_PODMAN_LIBEXEC (Debian's /usr/lib/podman); apt-get update runs only when the install needs it.
+# apt-get install of the container path's packages (scripts/container_engine.sh's CE_PACKAGES: podman,
+# podman-compose, runc, debootstrap, netavark, aardvark-dns, iptables), then the base image the container
+# test builds on (containers.conf, debootstrap of bookworm with python3-venv, podman import; about 40 s,
+# once).  As root only: the test runs podman as root.  Nothing is installed when all of it is there;
+# apt-get update runs only when the install needs it.
 toolchain_podman() {
-  local step="podman install" rc=0
+  local step="podman install" rc=0 uid absent
   local tests="the container image and compose test (test_container.py)"
-  local tools=(podman podman-compose runc debootstrap) uid absent
-  local packages=(podman podman-compose runc debootstrap netavark aardvark-dns)
-  local libexec=${CE_PODMAN_LIBEXEC:-/usr/lib/podman}
   uid=$(id -u 2>/dev/null) || uid=$EUID
   if [ "$uid" != 0 ]; then
     toolchain_unavailable "$step" "podman runs as root for the container test (its storage, networks, debootstrap), and this is uid $uid" "$tests"
     return
   fi
-  if absent=$(missing_tools "${tools[@]}") || [ ! -x "$libexec/netavark" ] || [ ! -x "$libexec/aardvark-dns" ]; then
-    if ! command -v apt-get >/dev/null 2>&1; then
-      toolchain_unavailable "$step" "not found on PATH: ${absent:-netavark aardvark-dns} (and no apt-get to install ${packages[*]})" "$tests"
-      return
-    fi
-    local install=(install -y -qq --no-install-recommends "${packages[@]}")
-    if ! DEBIAN_FRONTEND=noninteractive apt-get "${install[@]}" >/dev/null 2>&1; then
-      { DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-        DEBIAN_FRONTEND=noninteractive apt-get "${install[@]}"; } || rc=$?
-    fi
-    if [ "$rc" -ne 0 ]; then
-      toolchain_unavailable "$step" "apt-get could not install ${packages[*]} (exit $rc)" "$tests"
-      return
-    fi
-    hash -r
-    if absent=$(missing_tools "${tools[@]}"); then
-      toolchain_unavailable "$step" "apt-get installed ${packages[*]} but left $absent off PATH" "$tests"
-      return
-    fi
-  fi
   local here=${BASH_SOURCE[0]%/*}
   [ "$here" = "${BASH_SOURCE[0]}" ] && here=.
   # shellcheck source=scripts/container_engine.sh
   source "$here/container_engine.sh"
+  if absent=$(ce_missing) && ! command -v apt-get >/dev/null 2>&1; then
+    toolchain_unavailable "$step" "not found: $absent (and no apt-get to install ${CE_PACKAGES[*]})" "$tests"
+    return
+  fi
+  absent=$(ce_install 2>&1 >/dev/null) || rc=$?
+  if [ "$rc" -eq 200 ]; then
+    toolchain_unavailable "$step" "apt-get installed ${CE_PACKAGES[*]} but left $absent missing" "$tests"
+    return
+  elif [ "$rc" -ne 0 ]; then
+    [ -n "$absent" ] && echo "$absent" >&2
+    toolchain_unavailable "$step" "apt-get could not install ${CE_PACKAGES[*]} (exit $rc)" "$tests"
+    return
+  fi
   if ! ce_conf >/dev/null; then
     toolchain_unavailable "$step" "could not write $CE_WORK/containers.conf" "$tests"
     return

@@ -68,8 +68,34 @@ class Stack:
                 if n == f"{self.project}_default"]
         return ps + nets
 
+    def require_running(self, ref: str, started_by: subprocess.CompletedProcess[str]) -> None:
+        """Fail at once, with podman's own words, when the container is not running: podman-compose 1.0
+        exits 0 even when its `podman run` or `podman start` failed (it only prints "exit code: N")."""
+        state = self.inspect(ref)["State"]
+        if state.get("Status") == "running":
+            return
+        failed = failed_compose_steps(started_by.stdout + started_by.stderr)
+        start = self.run("podman", "start", ref, timeout=60, check=False)
+        logs = self.run("podman", "logs", ref, timeout=30, check=False)
+        raise AssertionError(
+            f"container {ref} is {state.get('Status')!r} (exit code {state.get('ExitCode')}, error "
+            f"{state.get('Error')!r}), not running\n"
+            f"podman-compose's failed steps:\n{failed or '(none reported)'}\n"
+            f"`podman start {ref}` exited {start.returncode}: {(start.stdout + start.stderr).strip()[-3000:]}\n"
+            f"`podman logs {ref}`: {(logs.stdout + logs.stderr).strip()[-3000:] or '(empty)'}")
+
     def down(self) -> None:
         self.engine("down", self.project, str(COMPOSE), timeout=120, check=False)
+
+
+def failed_compose_steps(output: str) -> str:
+    """The podman commands podman-compose ran that failed: each "exit code: N" (N != 0) with the command
+    printed before it."""
+    lines, out = output.splitlines(), []
+    for i, line in enumerate(lines):
+        if line.startswith("exit code: ") and line.split(":", 1)[1].strip() not in ("", "0"):
+            out.append(f"{lines[i - 1] if i else '?'}\n  -> {line}")
+    return "\n".join(out)
 
 
 def port_is_free(host: str, port: int) -> bool:
@@ -88,12 +114,14 @@ def stack():
     assert port_is_free(*EXTERNAL), f"{EXTERNAL[0]}:{EXTERNAL[1]} is taken: the EXTERNAL listener cannot be published"
     try:
         t0 = time.monotonic()
-        s.compose("up", "-d", "kafka", timeout=120)
+        up = s.compose("up", "-d", "kafka", timeout=120)
         kafka = s.container("kafka")
+        s.require_running(kafka, up)
         deadline = time.monotonic() + HEALTHY_WITHIN_S
         # podman runs health checks from systemd timers; without systemd (as here) nothing schedules them,
         # so the check is run by hand -- the same command, and it sets the same health status
         while s.run("podman", "healthcheck", "run", kafka, timeout=30, check=False).returncode != 0:
+            s.require_running(kafka, up)  # exited while starting: its error and logs now, not in 60 s
             if time.monotonic() > deadline:
                 logs = s.run("podman", "logs", kafka, timeout=30, check=False)
                 raise AssertionError(f"kafka not healthy within {HEALTHY_WITHIN_S} s; its logs:\n"

@@ -366,7 +366,7 @@ def test_chromium_install_that_leaves_no_program_fails_under_ci(repo, stubs):
 # ---- the podman install: podman and its helpers from apt-get, then the base image -------------------
 
 PODMAN = "podman install"
-PODMAN_PACKAGES = ["podman", "podman-compose", "runc", "debootstrap", "netavark", "aardvark-dns"]
+PODMAN_PACKAGES = ["podman", "podman-compose", "runc", "debootstrap", "netavark", "aardvark-dns", "iptables"]
 PODMAN_INSTALL = ["install", "-y", "-qq", "--no-install-recommends", *PODMAN_PACKAGES]
 BASE = "localhost/mockbroker-base:bookworm"
 SH_OK = "#!/bin/sh\nexit 0\n"
@@ -418,7 +418,7 @@ def podman_stubs(stubs: Stubs, podman_mode: str = "imports", debootstrap_mode: s
     fmt = {"python": sys.executable, "log": str(stubs.log)}
     return {"podman": PODMAN_STUB.format(images=str(stubs.dir.parent / "images"), mode=podman_mode, **fmt),
             "debootstrap": DEBOOTSTRAP_STUB.format(mode=debootstrap_mode, **fmt),
-            "podman-compose": SH_OK, "runc": SH_OK, "netavark": SH_OK, "aardvark-dns": SH_OK}
+            "podman-compose": SH_OK, "runc": SH_OK, "iptables": SH_OK, "netavark": SH_OK, "aardvark-dns": SH_OK}
 
 
 def podman_dest(stubs: Stubs, name: str) -> Path:
@@ -487,18 +487,20 @@ def test_podman_installed_and_base_image_made_under_ci(repo, stubs):
     assert not (repo / ".ce-work" / "rootfs").exists()  # the root file system went into the image
 
 
-def test_podman_helpers_missing_are_installed(repo, stubs):
-    """podman on PATH but no netavark/aardvark-dns (podman would use CNI, whose networks have no DNS)."""
+@pytest.mark.parametrize("missing", [("netavark", "aardvark-dns"), ("iptables",)])
+def test_podman_helpers_missing_are_installed(missing, repo, stubs):
+    """podman on PATH but no netavark/aardvark-dns (podman would use CNI, whose networks have no DNS), or
+    no iptables (netavark cannot set up a network: every compose container fails to start)."""
     add_podman(stubs)
-    for name in ("netavark", "aardvark-dns"):
-        (stubs.libexec / name).unlink()
+    for name in missing:
+        podman_dest(stubs, name).unlink()
     add_base_image(stubs)
     add_podman_packages(stubs)
     add_apt_get(stubs, "installs")
     r = run_podman(repo, stubs, ci="true")
     assert r.returncode == 0 and r.stderr == "", r
     assert podman_calls(stubs)[0] == ("apt-get", PODMAN_INSTALL)
-    assert (stubs.libexec / "netavark").is_file() and (stubs.libexec / "aardvark-dns").is_file()
+    assert all(podman_dest(stubs, name).is_file() for name in missing)
 
 
 def test_podman_package_lists_fetched_when_the_install_needs_them(repo, stubs):
@@ -530,7 +532,8 @@ def test_podman_whose_apt_get_fails(ci, repo, stubs):
 def test_podman_without_apt_get(ci, repo, stubs):
     podman_stubs(stubs)
     r = run_podman(repo, stubs, ci)
-    what = "not found on PATH: podman podman-compose runc debootstrap (and no apt-get to install"
+    what = (f"not found: podman podman-compose runc debootstrap iptables {stubs.libexec}/netavark "
+            f"{stubs.libexec}/aardvark-dns (and no apt-get to install {' '.join(PODMAN_PACKAGES)})")
     if ci:
         assert r.returncode == 1, r
         assert f"ERROR: toolchain step '{PODMAN}' failed: {what}" in r.stderr, r.stderr
@@ -572,7 +575,8 @@ def test_podman_install_that_leaves_no_program_fails_under_ci(repo, stubs):
     r = run_podman(repo, stubs, ci="true")
     assert r.returncode == 1, r
     assert (f"ERROR: toolchain step '{PODMAN}' failed: apt-get installed {' '.join(PODMAN_PACKAGES)} but left "
-            "podman podman-compose runc debootstrap off PATH") in r.stderr, r.stderr
+            f"podman podman-compose runc debootstrap iptables {stubs.libexec}/netavark {stubs.libexec}/aardvark-dns "
+            "missing") in r.stderr, r.stderr
 
 
 CI_VALUES = [None, "", "0", "false", "False", "FALSE", "no", "off", "true", "TRUE", "1", "yes", "github"]
