@@ -21,12 +21,16 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
 
 from mockbroker import MockBroker
 
+#: the PySpark (and so Spark Kafka connector) version this example is tested with: the `spark` extra
+#: of mockbroker pins it; the connector must be exactly PySpark's version
+TESTED_PYSPARK = "4.2.0"
 #: the repository root when this file is examples/spark/conftest.py of mockbroker's repository
 _REPO = Path(__file__).resolve().parents[2]
 #: what the session looks like outside the repository (sparktools.BASE_CONF inside it)
@@ -39,6 +43,16 @@ LOCAL_CONF = {
     "spark.sql.session.timeZone": "UTC",
     "spark.ui.showConsoleProgress": "false",  # no progress bars in the test output
 }
+
+
+def version_mismatch(pyspark_version: str) -> str | None:
+    """What to tell a user whose PySpark is not the one the example is tested with (None when it is)."""
+    if pyspark_version == TESTED_PYSPARK:
+        return None
+    return (f"pyspark {pyspark_version} is installed, but this example is tested with pyspark "
+            f"{TESTED_PYSPARK}: Spark needs its Kafka connector at exactly pyspark's version "
+            f"(spark-sql-kafka-0-10_2.13:{pyspark_version}), which may not be resolvable; "
+            f"install the tested one with: python3 -m pip install 'pyspark=={TESTED_PYSPARK}'")
 
 
 def _sparktools():
@@ -67,17 +81,25 @@ def spark():
     if sparktools is not None:
         session = sparktools.spark_session("mockbroker-examples", {"spark.ui.showConsoleProgress": "false"})
     else:
-        pytest.importorskip("pyspark")
+        pyspark = pytest.importorskip("pyspark")
         from pipeline import connector_package
         from pyspark.sql import SparkSession
 
+        mismatch = version_mismatch(pyspark.__version__)
+        if mismatch:
+            warnings.warn(mismatch, stacklevel=1)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = (SparkSession.builder.master("local[2]").appName("mockbroker-examples")
                    .config("spark.jars.packages", connector_package()))
         for key, value in LOCAL_CONF.items():
             builder = builder.config(key, value)
-        session = builder.getOrCreate()
+        try:
+            session = builder.getOrCreate()
+        except Exception as e:  # noqa: BLE001 - Ivy's resolution error, or the JVM's: said in one line
+            pytest.fail(f"Spark could not start with the Kafka connector {connector_package()}: "
+                        f"{str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}"
+                        + (f"; {mismatch}" if mismatch else ""), pytrace=False)
         session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
