@@ -248,6 +248,10 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "The transaction.version feature level finalized in ApiVersions: 0, 1 or 2 (2: KIP-890 part 2, "
                   "epoch bump per transaction, partitions added by Produce v12+); default the release's "
                   "(2 for 4.x, 0 before, where only 0 is accepted).", None, ("", "0", "1", "2")),
+        ConfigKey("mock.produce.check.records", _bool, True,
+                  "Walk each produced batch's records to check its record count, as Kafka's LogValidator "
+                  "iterates them (a compressed batch is decompressed); false trusts the batch header "
+                  "(faster; a lying count then moves the log end offset)."),
         ConfigKey("mock.cluster.id", _str, "mockbroker-cluster-0001", "Cluster id reported in Metadata and DescribeCluster."),
         ConfigKey("mock.journal.max.entries", _int, 100000,
                   "Request journal records kept in memory (oldest dropped); 0 keeps all.", 0),
