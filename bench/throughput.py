@@ -189,6 +189,35 @@ def print_rows(label: str, idle_rss: int, rows: list[Row]) -> None:
               f"{records / seconds:>10,.0f} {100 * cpu / seconds:>13.0f} {peak / 2**20:>13.1f}")
 
 
+def record_check_cost(compression: str, records: int = 1000) -> float:
+    """µs per record of ``check_record_count`` on one batch shaped as this bench's (``records``
+    values of RECORD_BYTES, compressed as the producer would), measured in this process."""
+    import gzip
+
+    import cramjam
+    import lz4.frame
+
+    sys.path.insert(0, str(HERE))
+    from protocol.records import build_batch, check_record_count, parse_header
+
+    pattern = bytes(range(64)) * (RECORD_BYTES // 64 + 2)
+    recs = [(None, pattern[i % 64:i % 64 + RECORD_BYTES], []) for i in range(records)]
+    plain = build_batch(recs)
+    # the framings Kafka reads: lz4 with independent blocks (Kafka refuses dependent ones)
+    compress = {"gzip": (1, gzip.compress), "snappy": (2, lambda d: bytes(cramjam.snappy.compress_raw(d))),
+                "lz4": (3, lambda d: lz4.frame.compress(d, block_linked=False)),
+                "zstd": (4, lambda d: bytes(cramjam.zstd.compress(d)))}
+    batch = plain if compression == "none" else build_batch(
+        recs, payload=compress[compression][1](plain[61:]), attributes=compress[compression][0])
+    view = memoryview(batch)
+    header = parse_header(view)
+    reps = 30
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        check_record_count(view, header)
+    return (time.perf_counter() - t0) / reps / records * 1e6
+
+
 def journal_size(directory: Path) -> tuple[int, int]:
     """(records, bytes on disk) of the journal a run wrote."""
     from mockbroker.journal_reader import read_journal
@@ -239,6 +268,9 @@ def main() -> None:
           + (f", config {' '.join(args.config)}" if args.config else "")
           + (f"; on: {' '.join(args.compare_config + (['mock.journal.dir=<fresh>'] if args.journal else []))}"
              if compare else ""))
+    if args.record_check:
+        print(f"check_record_count in this process, 1000 x {RECORD_BYTES} B records, compression {COMPRESSION}: "
+              f"{record_check_cost(COMPRESSION):.3f} µs per record")
     rates: dict[str, dict[str, list[float]]] = {v[0]: {"produce": [], "consume": []} for v in variants}
     cpu_us: dict[str, dict[str, list[float]]] = {v[0]: {"produce": [], "consume": []} for v in variants}
     for run in range(args.runs):
