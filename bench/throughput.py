@@ -30,6 +30,14 @@ the checkout as working directory), ``--runs`` times, alternating, so both
 see the same machine at the same time; the medians and the ratio
 candidate/baseline are printed.  ``-c key=value`` is passed to both brokers.
 
+Measuring the produce-side record check (``--record-check``): each run starts
+the broker with ``mock.produce.check.records=false`` (the batch header is
+trusted) and with the check on (the default: every batch's record length
+varints are walked, a compressed batch decompressed first), alternating; the
+ratio is checked/unchecked.  ``--compression`` sets the producer's
+compression.type (default none), so the check's cost on compressed batches,
+which it decompresses, shows too.
+
 Comparing two configurations of this checkout (``--compare-config key=value``,
 repeatable, or ``--journal``): each run starts the broker without and with
 those keys in turn (``-c`` goes to both), alternating as above; the ratio is
@@ -62,6 +70,7 @@ PARTITIONS = 3
 RECORDS = 1_000_000
 RECORD_BYTES = 1024
 TIME_LIMIT_S = 60.0
+COMPRESSION = "none"
 MB = 1e6
 
 
@@ -98,17 +107,18 @@ def produce(bootstrap: str) -> tuple[int, float]:
         "acks": 1,
         "linger.ms": 5,
         "batch.size": 1_000_000,
-        "compression.type": "none",
+        "compression.type": COMPRESSION,
         "delivery.report.only.error": True,
         "on_delivery": lambda err, _msg: errors.append(err),
     })
-    value = b"x" * RECORD_BYTES
+    # compressible but not trivially so: a repeating 64-byte pattern shifted per record
+    pattern = bytes(range(64)) * (RECORD_BYTES // 64 + 2)
     sent = 0
     t0 = time.perf_counter()
     deadline = t0 + TIME_LIMIT_S
     while sent < RECORDS and time.perf_counter() < deadline:
         try:
-            producer.produce(TOPIC, value, partition=sent % PARTITIONS)
+            producer.produce(TOPIC, pattern[sent % 64:sent % 64 + RECORD_BYTES], partition=sent % PARTITIONS)
             sent += 1
         except BufferError:  # local queue full: let librdkafka send
             producer.poll(0.001)
@@ -179,6 +189,35 @@ def print_rows(label: str, idle_rss: int, rows: list[Row]) -> None:
               f"{records / seconds:>10,.0f} {100 * cpu / seconds:>13.0f} {peak / 2**20:>13.1f}")
 
 
+def record_check_cost(compression: str, records: int = 1000) -> float:
+    """µs per record of ``check_record_count`` on one batch shaped as this bench's (``records``
+    values of RECORD_BYTES, compressed as the producer would), measured in this process."""
+    import gzip
+
+    import cramjam
+    import lz4.frame
+
+    sys.path.insert(0, str(HERE))
+    from protocol.records import build_batch, check_record_count, parse_header
+
+    pattern = bytes(range(64)) * (RECORD_BYTES // 64 + 2)
+    recs = [(None, pattern[i % 64:i % 64 + RECORD_BYTES], []) for i in range(records)]
+    plain = build_batch(recs)
+    # the framings Kafka reads: lz4 with independent blocks (Kafka refuses dependent ones)
+    compress = {"gzip": (1, gzip.compress), "snappy": (2, lambda d: bytes(cramjam.snappy.compress_raw(d))),
+                "lz4": (3, lambda d: lz4.frame.compress(d, block_linked=False)),
+                "zstd": (4, lambda d: bytes(cramjam.zstd.compress(d)))}
+    batch = plain if compression == "none" else build_batch(
+        recs, payload=compress[compression][1](plain[61:]), attributes=compress[compression][0])
+    view = memoryview(batch)
+    header = parse_header(view)
+    reps = 30
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        check_record_count(view, header)
+    return (time.perf_counter() - t0) / reps / records * 1e6
+
+
 def journal_size(directory: Path) -> tuple[int, int]:
     """(records, bytes on disk) of the journal a run wrote."""
     from mockbroker.journal_reader import read_journal
@@ -188,11 +227,15 @@ def journal_size(directory: Path) -> tuple[int, int]:
 
 
 def main() -> None:
-    global RECORDS
+    global RECORDS, COMPRESSION
     ap = argparse.ArgumentParser(description="produce/consume throughput of mockbroker serve (confluent-kafka)")
     ap.add_argument("--baseline", type=Path, help="another mockbroker checkout to measure side by side")
     ap.add_argument("--compare-config", action="append", default=[], metavar="KEY=VALUE",
                     help="measure this checkout without and with these keys side by side (repeatable)")
+    ap.add_argument("--record-check", action="store_true",
+                    help="measure this checkout with mock.produce.check.records=false and with the check on")
+    ap.add_argument("--compression", default="none", choices=("none", "gzip", "snappy", "lz4", "zstd"),
+                    help="the producer's compression.type (default none)")
     ap.add_argument("--journal", action="store_true",
                     help="measure this checkout without and with the on-disk journal (mock.journal.dir)")
     ap.add_argument("--runs", type=int, default=1, help="runs per variant, alternating (default 1)")
@@ -201,12 +244,18 @@ def main() -> None:
                     help="broker configuration for every run (repeatable)")
     args = ap.parse_args()
     RECORDS = args.records
+    COMPRESSION = args.compression
     compare = bool(args.compare_config or args.journal)
-    if compare and args.baseline:
-        ap.error("--baseline compares checkouts, --compare-config/--journal configurations: one at a time")
+    if sum((compare, bool(args.baseline), args.record_check)) > 1:
+        ap.error("--baseline compares checkouts, --compare-config/--journal configurations, --record-check "
+                 "the record check: one at a time")
     # (label, checkout, extra config, journal on)
     variants: list[tuple[str, Path, list[str], bool]]
-    if compare:
+    if args.record_check:
+        variants = [("unchecked", HERE, args.config + ["mock.produce.check.records=false"], False),
+                    ("checked", HERE, args.config, False)]
+        first, second = "checked", "unchecked"
+    elif compare:
         variants = [("off", HERE, args.config, False), ("on", HERE, args.config + args.compare_config, args.journal)]
         first, second = "on", "off"
     else:
@@ -215,10 +264,13 @@ def main() -> None:
             variants.append(("baseline", args.baseline.resolve(), args.config, False))
         first, second = "candidate", "baseline"
     print(f"{RECORDS:,} records x {RECORD_BYTES} B asked, {PARTITIONS} partitions, acks=1, "
-          f"linger.ms=5, batch.size=1000000, time limit {TIME_LIMIT_S:.0f}s per phase"
+          f"linger.ms=5, batch.size=1000000, compression {COMPRESSION}, time limit {TIME_LIMIT_S:.0f}s per phase"
           + (f", config {' '.join(args.config)}" if args.config else "")
           + (f"; on: {' '.join(args.compare_config + (['mock.journal.dir=<fresh>'] if args.journal else []))}"
              if compare else ""))
+    if args.record_check:
+        print(f"check_record_count in this process, 1000 x {RECORD_BYTES} B records, compression {COMPRESSION}: "
+              f"{record_check_cost(COMPRESSION):.3f} µs per record")
     rates: dict[str, dict[str, list[float]]] = {v[0]: {"produce": [], "consume": []} for v in variants}
     cpu_us: dict[str, dict[str, list[float]]] = {v[0]: {"produce": [], "consume": []} for v in variants}
     for run in range(args.runs):

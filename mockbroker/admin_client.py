@@ -14,6 +14,10 @@ Human-readable tables by default, ``--json`` for scripts.  Standard library only
     mockbroker admin --url URL journal [--api Produce] [--client-id app] [--limit 20] [--follow]
     mockbroker admin --url URL transactions
 
+When the broker sets ``mock.admin.token``, pass it with ``--token TOKEN`` or in the
+environment as ``MOCKBROKER_MOCK_ADMIN_TOKEN`` (the variable that also sets it for
+``mockbroker serve``); it is sent as ``Authorization: Bearer TOKEN``.
+
 Exit codes: 0 done, 1 the API refused (its error is printed), 2 wrong command line, 3 no
 answer from the URL.
 """
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import urllib.parse
@@ -40,12 +45,16 @@ class Unreachable(Exception):
     pass
 
 
+TOKEN_ENV = "MOCKBROKER_MOCK_ADMIN_TOKEN"  # mock.admin.token's environment variable
+
+
 class AdminClient:
-    def __init__(self, url: str, timeout: float = 10.0) -> None:
+    def __init__(self, url: str, timeout: float = 10.0, token: str | None = None) -> None:
         self.url = url.rstrip("/")
         if "://" not in self.url:
             self.url = "http://" + self.url
         self.timeout = timeout
+        self.token = token
 
     def request(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None) -> Any:
         # Imported here, not at the top: cli.py imports this module for its parser, so urllib.request
@@ -56,7 +65,10 @@ class AdminClient:
         q = {k: v for k, v in (query or {}).items() if v is not None}
         url = self.url + path + ("?" + urllib.parse.urlencode(q) if q else "")
         data = None if body is None else json.dumps(body).encode()
-        req = Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+        headers = {"Content-Type": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        req = Request(url, data=data, method=method, headers=headers)
         try:
             with urlopen(req, timeout=self.timeout) as r:
                 raw = r.read()
@@ -221,6 +233,7 @@ def build_parser(sub: Any) -> None:
     a = sub.add_parser("admin", help="steer and observe a running broker through its admin API")
     a.add_argument("--url", required=True, help="the admin listener, e.g. http://127.0.0.1:9644")
     a.add_argument("--json", action="store_true", help=json_help)
+    a.add_argument("--token", help=f"the broker's mock.admin.token (default: ${TOKEN_ENV})")
     # --json is also taken after the subcommand (`admin --url URL status --json`); SUPPRESS keeps a
     # subcommand that was not given it from resetting the one given before the subcommand
     after = argparse.ArgumentParser(add_help=False)
@@ -269,7 +282,7 @@ def build_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
-    client = AdminClient(args.url)
+    client = AdminClient(args.url, token=args.token or os.environ.get(TOKEN_ENV) or None)
     try:
         return _run(client, args, out)
     except ApiError as e:

@@ -93,6 +93,7 @@ class Broker:
         self.replica_manager = ReplicaManager(
             node_id, shared.metadata, shared.replication, shared.actions, self.clock,
             cfg["producer.purgatory.purge.interval.requests"], cfg["fetch.purgatory.purge.interval.requests"])
+        self.replica_manager.check_records = cfg["mock.produce.check.records"]
         self.request_stats = RequestStats()
         self.apis = KafkaApis(self, shared.registry, build_handlers(), shared.journal, shared.faults,
                               cfg.throttle_mode, shared.throttle_events, self.request_stats)

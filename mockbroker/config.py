@@ -248,6 +248,10 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "The transaction.version feature level finalized in ApiVersions: 0, 1 or 2 (2: KIP-890 part 2, "
                   "epoch bump per transaction, partitions added by Produce v12+); default the release's "
                   "(2 for 4.x, 0 before, where only 0 is accepted).", None, ("", "0", "1", "2")),
+        ConfigKey("mock.produce.check.records", _bool, True,
+                  "Walk each produced batch's records to check its record count, as Kafka's LogValidator "
+                  "iterates them (a compressed batch is decompressed); false trusts the batch header "
+                  "(faster; a lying count then moves the log end offset)."),
         ConfigKey("mock.cluster.id", _str, "mockbroker-cluster-0001", "Cluster id reported in Metadata and DescribeCluster."),
         ConfigKey("mock.journal.max.entries", _int, 100000,
                   "Request journal records kept in memory (oldest dropped); 0 keeps all.", 0),
@@ -260,7 +264,13 @@ CONFIG_DEF: dict[str, ConfigKey] = {
         ConfigKey("mock.admin.listener", _admin_listener, "",
                   "HOST:PORT of the admin HTTP API (off when empty; port 0 picks a free one).", None),
         ConfigKey("mock.admin.allow.remote", _bool, False,
-                  "Allow the admin API (no authentication) on an address that is not loopback."),
+                  "Allow the admin API on an address that is not loopback (needs mock.admin.token)."),
+        ConfigKey("mock.admin.token", _str, "",
+                  "Bearer token every admin API request must carry (Authorization: Bearer TOKEN); empty: none. "
+                  "Required when mock.admin.allow.remote=true."),
+        ConfigKey("mock.admin.hosts", _list, [],
+                  "Host names the admin API answers besides loopback names and its listener's address "
+                  "(e.g. a compose service name); any other Host header is refused (DNS rebinding)."),
         ConfigKey("mock.clock", _str, "system",
                   "system, or manual: time moves only when advanced (MockBroker.advance, POST /clock/advance).",
                   None, ("system", "manual")),
@@ -389,9 +399,12 @@ class BrokerConfig(Mapping[str, Any]):
         self._check_listeners()
         admin = self["mock.admin.listener"]
         if admin and not self["mock.admin.allow.remote"] and not is_loopback(parse_host_port(admin)[0]):
-            raise ConfigError(f"mock.admin.listener {admin!r} is not a loopback address: the admin API has no "
-                              "authentication, so it is served only on 127.0.0.1/::1/localhost unless "
-                              "mock.admin.allow.remote=true")
+            raise ConfigError(f"mock.admin.listener {admin!r} is not a loopback address: the admin API is "
+                              "served only on 127.0.0.1/::1/localhost unless mock.admin.allow.remote=true "
+                              "(with mock.admin.token set)")
+        if self["mock.admin.allow.remote"] and not self["mock.admin.token"]:
+            raise ConfigError("mock.admin.allow.remote=true needs mock.admin.token: anyone who can reach a "
+                              "remote admin listener could otherwise stop brokers and inject faults")
 
     def _check_listeners(self) -> None:
         listeners = self.listeners()  # parses and checks listeners, advertised.listeners, the protocol map

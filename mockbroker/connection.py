@@ -16,12 +16,12 @@ It does not know the broker, the quota code or SASL: those call it through
 Reading a request is ``NetworkReceive.readFrom``: first the 4-byte size
 prefix, which is checked (negative or above ``socket.request.max.bytes``
 closes), then a buffer of exactly that size is taken from the memory pool
-(KIP-72, ``memory_pool.py``) and the body is read straight into it.  Without a
-pool (``queued.max.request.bytes`` <= 0, ``MemoryPool.NONE``) the connection
-reads ahead into a 64 KiB staging buffer, so small pipelined requests cost one
-read each; with a pool it reads exactly the prefix before asking for memory,
-so a connection that gets none holds nothing but those 4 bytes.  A size of 0
-takes nothing from the pool (Kafka's empty buffer) and fails on its header.
+(KIP-72, ``memory_pool.py``; without a pool, ``queued.max.request.bytes`` <= 0,
+``MemoryPool.NONE``, it is allocated) and the body is read straight into it.
+Pool or not, the prefix is read into a 4-byte buffer of its own, so a
+connection holds nothing but those 4 bytes until its request's size is known,
+and a request's memory is allocated once, at its size.  A size of 0 takes
+nothing from the pool (Kafka's empty buffer) and fails on its header.
 Frames read before SASL authentication completes are not taken from the pool
 either (Kafka's authenticator reads them with its own ``NetworkReceive``).
 
@@ -71,9 +71,6 @@ from .clock import Clock
 from .memory_pool import MemoryPool
 
 log = logging.getLogger("mockbroker.connection")
-
-# Staging buffer without a pool: bytes read ahead of the current frame (several small frames per read).
-READ_AHEAD_BYTES = 64 * 1024
 
 # Reasons that stop reading the socket at once.  RESPONSE_PENDING pauses lazily, only
 # when more bytes arrive (no epoll churn per long poll); HELD never pauses.
@@ -173,9 +170,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self._memory: MemoryMutedChannels = owner.memory_mutes
-        # Bytes read but not yet in a request buffer: with a pool only the size prefix
-        # (allocated when needed, dropped when empty).
-        self._head_size = SIZE_PREFIX_BYTES if self._memory.pool.enabled else READ_AHEAD_BYTES
+        # The size prefix being read (NetworkReceive's 4-byte size buffer), allocated on the first byte
+        self._head_size = SIZE_PREFIX_BYTES
         self._head: bytearray | None = None
         self._head_len = 0
         self._frame: bytearray | None = None  # the request being read (NetworkReceive's buffer)
@@ -214,6 +210,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
         """Pool bytes this connection holds (the request being read and the one being handled)."""
         held = len(self._frame) if self._frame is not None and self._frame_pooled else 0
         return held + (len(self._inflight) if self._inflight is not None else 0)
+
+    @property
+    def read_buffer_bytes(self) -> int:
+        """Bytes of the buffers this connection reads into, pool or not: the size prefix's and the
+        buffer of the request being read (what a half-sent request costs)."""
+        head = len(self._head) if self._head is not None else 0
+        return head + (len(self._frame) if self._frame is not None else 0)
 
     # -- asyncio.BufferedProtocol --------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -393,8 +396,6 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if rest:
             head[:rest] = head[n : n + rest]
         self._head_len = rest
-        if not rest and len(head) > SIZE_PREFIX_BYTES:
-            self._head = None  # an idle connection keeps no read-ahead buffer
 
     def _release_all(self) -> None:
         """The connection is gone: return every pool buffer it holds (KafkaChannel.close)."""

@@ -13,7 +13,7 @@ min.insync.replicas meanwhile.  On completion (or expiry) it calls the
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from protocol.errors import ErrorCode
 
@@ -30,6 +30,8 @@ class PartitionResponse:
     log_append_time_ms: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
+    # RecordErrors (Produce v8+): (batch index, message) of each record the batch was refused for
+    record_errors: list[tuple[int, str]] = field(default_factory=list)
 
 
 class ProducePartitionStatus:

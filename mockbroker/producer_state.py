@@ -12,7 +12,8 @@ Per producer id: the current epoch and the metadata of the last 5 batches
    Integer.MAX_VALUE), else OUT_OF_ORDER_SEQUENCE_NUMBER.
 
 An unknown producer (no entry, e.g. after retention removed its batches) is
-accepted at any sequence, as ``checkSequence`` does for NO_PRODUCER_EPOCH.
+accepted at any sequence, as ``checkSequence`` does for NO_PRODUCER_EPOCH, and
+at any epoch from -1 up (``checkProducerEpoch`` against an empty entry).
 Producer id -1 means no checks at all.
 
 Transactions (``ProducerAppendInfo.appendDataBatch`` / ``appendEndTxnMarker``):
@@ -102,6 +103,11 @@ class ProducerStateManager:
             return ErrorCode.none, None, None
         entry = self.producers.get(h.producer_id)
         if entry is None:
+            if h.producer_epoch < NO_PRODUCER_EPOCH:
+                # checkProducerEpoch against ProducerStateEntry.empty (epoch -1)
+                return (ErrorCode.invalid_producer_epoch, None,
+                        f"Epoch of producer {h.producer_id} at offset is {h.producer_epoch}, which is smaller "
+                        f"than the last seen epoch {NO_PRODUCER_EPOCH}")
             return ErrorCode.none, None, None
         if h.producer_epoch == entry.epoch:
             for b in entry.batches:

@@ -11,9 +11,15 @@ map the wire to these calls and the results back to the wire.
 else INVALID_REQUIRED_ACKS for every partition and nothing appended), then
 per partition: leadership (``getPartitionOrException``:
 NOT_LEADER_OR_FOLLOWER), exactly one v2 batch (INVALID_RECORD), zstd below
-Produce v7 (UNSUPPORTED_COMPRESSION_TYPE), the batch itself
+Produce v7 (UNSUPPORTED_COMPRESSION_TYPE), a compression id above 4
+(UNKNOWN_SERVER_ERROR), the batch itself
 (``protocol.records.validate_batch``: base offset 0, max.message.bytes,
-CRC32C, record count, no control batch from a client), for a transactional
+CRC32C, offset range and record count, no control batch from a client, a
+sequence with a producer id), the records (``check_record_count``, Kafka's
+``LogValidator`` iterating them: the count must be the records'; off with
+``mock.produce.check.records=false``), a LogAppendTime attribute set by the
+client (INVALID_TIMESTAMP for each record on a LogAppendTime topic or without a
+maxTimestamp; else stored as CreateTime), for a transactional
 batch (of a Produce naming a transactional id) whose producer has no
 transaction open in the partition at that epoch the KIP-890 verification hook
 (``txn_verifier``, ``txn/verification.py``: the coordinator's word that the
@@ -51,8 +57,12 @@ from dataclasses import dataclass
 
 from protocol.errors import CorruptRecordBatch, ErrorCode
 from protocol.records import (
+    COMPRESSION_MASK,
+    TIMESTAMP_TYPE_MASK,
     Compression,
     build_end_txn_marker,
+    check_record_count,
+    clear_log_append_time,
     parse_header,
     split_batches,
     validate_batch,
@@ -174,6 +184,8 @@ class ReplicaManager:
         self.produce_purgatory = DelayedOperationPurgatory("Produce", Timer(clock), purge_interval=produce_purge_interval)
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", Timer(clock), purge_interval=fetch_purge_interval)
         self.txn_verifier: TxnVerifier | None = None
+        # mock.produce.check.records: walk each batch's records to check its count (LogValidator)
+        self.check_records = True
         actions.completers.append(self.try_complete_delayed)
 
     def try_complete_delayed(self, key: PartitionKey) -> None:
@@ -225,13 +237,34 @@ class ReplicaManager:
                     ErrorCode.invalid_record, error_message=(
                         "Produce requests with version 3 and above must have exactly one record batch per partition")))
             batch = batches[0]
-            if len(batch) > 21 and batch[16] == 2 and api_version < 7 and (batch[22] & 0x07) == Compression.ZSTD:
+            codec = batch[22] & COMPRESSION_MASK if len(batch) > 22 and batch[16] == 2 else Compression.NONE
+            if codec > Compression.ZSTD:
+                # CompressionType.forId throws IllegalArgumentException in ProduceRequest.validateRecords
+                # (not an ApiException: Kafka answers the whole request with it)
+                return _Appended(PartitionResponse(ErrorCode.unknown_server_error,
+                                                   error_message=f"Unknown compression type id: {codec}"))
+            if api_version < 7 and codec == Compression.ZSTD:
                 return _Appended(PartitionResponse(
                     ErrorCode.unsupported_compression_type,
                     error_message="Produce requests with version below 7 cannot use ZStandard compression"))
             header = validate_batch(batch, metadata.topic_config(topic, "max.message.bytes"))
+            if self.check_records:
+                check_record_count(batch, header)
         except CorruptRecordBatch as e:
             return _Appended(PartitionResponse(e.error, error_message=str(e)))
+        log_append = metadata.topic_config(topic, "message.timestamp.type") == "LogAppendTime"
+        if header.attributes & TIMESTAMP_TYPE_MASK:
+            # LogValidator.validateTimestamp: a client may not set LogAppendTime; on a CreateTime topic
+            # each record's timestamp reads as the batch's maxTimestamp, refused only when that is -1
+            if log_append or header.max_timestamp == -1:
+                return _Appended(PartitionResponse(
+                    ErrorCode.invalid_timestamp,
+                    error_message="One or more records have been rejected due to invalid timestamp",
+                    record_errors=[(i, f"Invalid timestamp type in message with offset delta {i}. Producer "
+                                       "should not set timestamp type to LogAppendTime.")
+                                   for i in range(header.records_count)]))
+            batch = memoryview(clear_log_append_time(batch))
+            header.attributes &= ~TIMESTAMP_TYPE_MASK
         log = p.log
         verifier = self.txn_verifier
         if header.is_transactional and verifier is not None and transactional_id is not None:
@@ -259,7 +292,6 @@ class ReplicaManager:
         err, duplicate, message = p.producers.check(header)
         if err is not ErrorCode.none:
             return _Appended(PartitionResponse(err, log_start_offset=log.log_start_offset, error_message=message))
-        log_append = metadata.topic_config(topic, "message.timestamp.type") == "LogAppendTime"
         if duplicate is not None:
             # ProducerStateManager found the batch among the last 5: answer with the original offsets
             return _Appended(PartitionResponse(

@@ -5,9 +5,14 @@ CRC32C over ``attributes .. end`` and rewrites ``baseOffset`` and
 ``partitionLeaderEpoch`` (both outside the CRC).  With LogAppendTime it also
 sets the timestamp-type attribute bit and ``maxTimestamp`` and recomputes the
 CRC, as Kafka's ``LogValidator`` / ``DefaultRecordBatch.setMaxTimestamp`` do.
-Compressed payloads (gzip, snappy in both framings, lz4, zstd) are decompressed
-only for ListOffsets by timestamp (``record_timestamps``, ``compression.py``);
-produce and fetch never touch them.  Layout (``DefaultRecordBatch.java``)::
+
+The record count is checked against the records (``check_record_count``), as
+``LogValidator`` does by iterating them: the record length varints of an
+uncompressed batch are walked in place; a compressed batch (gzip, snappy in
+both framings, lz4, zstd; ``compression.py``) is decompressed first, as Kafka
+decompresses every compressed batch a client produces.  Records are not
+decoded further (keys, values, headers, timestamps: see docs/design.md's
+differences).  Fetch never touches the records.  Layout (``DefaultRecordBatch.java``)::
 
     0  baseOffset            int64
     8  batchLength           int32
@@ -183,17 +188,102 @@ def validate_batch(batch: memoryview, max_message_bytes: int) -> BatchHeader:
             ErrorCode.corrupt_message,
             f"Record is corrupt (stored crc = {h.crc}, computed crc = {actual})",
         )
-    if h.is_control:
-        raise CorruptRecordBatch(ErrorCode.invalid_record, "Clients are not allowed to write control records")
-    if h.last_offset_delta < 0 or h.records_count != h.last_offset_delta + 1:
+    # LogValidator.validateBatch (origin CLIENT), in its order
+    if h.last_offset_delta < 0:
+        raise CorruptRecordBatch(
+            ErrorCode.invalid_record, f"Batch has an invalid offset range: [0, {h.last_offset_delta}]")
+    if h.records_count <= 0:
+        raise CorruptRecordBatch(ErrorCode.invalid_record, f"Invalid reported count for record batch: {h.records_count}")
+    if h.records_count != h.last_offset_delta + 1:
         raise CorruptRecordBatch(
             ErrorCode.invalid_record,
-            f"Inner record count {h.records_count} does not match last offset delta + 1 "
-            f"({h.last_offset_delta + 1})",
+            f"Inconsistent batch offset range [0, {h.last_offset_delta}] and count of records {h.records_count}",
         )
-    if h.records_count <= 0:
-        raise CorruptRecordBatch(ErrorCode.invalid_record, "Record batch has no records")
+    if h.is_control:
+        raise CorruptRecordBatch(ErrorCode.invalid_record, "Clients are not allowed to write control records")
+    if h.has_producer_id and h.base_sequence < 0:
+        raise CorruptRecordBatch(
+            ErrorCode.invalid_record,
+            f"Invalid sequence number {h.base_sequence} in record batch with producerId {h.producer_id}",
+        )
     return h
+
+
+# The smallest record: length, attributes, timestamp delta, offset delta, key length, value
+# length and header count, one byte each (DefaultRecord.sizeInBytes of an empty record).
+MIN_RECORD_SIZE = 7
+
+
+def check_record_count(batch: memoryview, h: BatchHeader) -> None:
+    """Check that ``batch`` holds exactly ``h.records_count`` records, as Kafka's
+    ``LogValidator`` finds out by iterating them (``DefaultRecordBatch.RecordIterator``):
+    fewer is "premature EOF", more is "records still remaining", both INVALID_RECORD.
+
+    An uncompressed batch's record length varints are walked in place (a count above what
+    its length can hold is refused without walking).  A compressed batch is decompressed
+    first (``compression.decompress``; a payload that cannot be is UNKNOWN_SERVER_ERROR, as
+    the ``KafkaException`` Kafka's stream throws), then walked the same way.  Only the framing
+    is checked: Kafka's ``DefaultRecord.readFrom`` also checks each record's inner structure
+    (an uncompressed batch) or reads it instead of trusting the length (``readPartiallyFrom``,
+    a compressed one).  Raises ``CorruptRecordBatch``.
+    """
+    count = h.records_count
+    if h.compression == Compression.NONE:
+        body: bytes | memoryview = batch
+        pos = RECORD_BATCH_OVERHEAD
+    else:
+        body = decompress(h.compression, batch[RECORD_BATCH_OVERHEAD:])
+        pos = 0
+    end = len(body)
+    if count > (end - pos) // MIN_RECORD_SIZE:
+        raise _invalid("Incorrect declared batch size, premature EOF reached")
+    n = 0
+    while n < count:
+        if pos >= end:
+            raise _invalid("Incorrect declared batch size, premature EOF reached")
+        b = body[pos]
+        if b < 0x80:  # one-byte varint: a record body below 64 bytes
+            pos += 1
+            size = (b >> 1) ^ -(b & 1)
+        else:
+            size, pos = _record_size(body, pos, end)
+        if size < 0 or size > end - pos:
+            raise _invalid(f"Invalid record size: expected {size} bytes in record payload, but instead the "
+                           f"buffer has only {end - pos} remaining bytes.")
+        pos += size
+        n += 1
+    if pos != end:
+        raise _invalid("Incorrect declared batch size, records still remaining in file")
+
+
+def _record_size(body: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
+    """A record's length varint of two bytes or more (``ByteUtils.readVarint``).  Kafka reads it
+    outside ``DefaultRecord.readFrom``'s try: one over 5 bytes is an ``IllegalArgumentException``
+    that reaches the partition as UNKNOWN_SERVER_ERROR; running out of bytes is premature EOF."""
+    value = 0
+    for i in range(5):
+        if pos >= end:
+            raise _invalid("Incorrect declared batch size, premature EOF reached")
+        b = body[pos]
+        pos += 1
+        value |= (b & 0x7F) << (7 * i)
+        if not b & 0x80:
+            value &= 0xFFFFFFFF
+            return (value >> 1) ^ -(value & 1), pos
+    raise CorruptRecordBatch(ErrorCode.unknown_server_error, "Varint is too long, the most significant bit in the "
+                             "5th byte is set")
+
+
+def clear_log_append_time(batch: bytes | bytearray | memoryview) -> bytes:
+    """``batch`` with the LogAppendTime attribute cleared and its CRC recomputed: what a
+    CreateTime topic stores of a client batch that set it (``LogValidator`` reads every record's
+    timestamp as the batch's maxTimestamp, keeps that as the maximum, and
+    ``DefaultRecordBatch.setMaxTimestamp(CREATE_TIME, ...)`` rewrites the attributes)."""
+    out = bytearray(batch)
+    (attrs,) = _I16.unpack_from(out, ATTRIBUTES_OFFSET)
+    _I16.pack_into(out, ATTRIBUTES_OFFSET, attrs & ~TIMESTAMP_TYPE_MASK)
+    _U32.pack_into(out, CRC_OFFSET, compute_crc(out))
+    return bytes(out)
 
 
 def assign_offsets(

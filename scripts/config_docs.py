@@ -97,6 +97,7 @@ Beyond each key's own valid values, the broker refuses to start when:
 - a listener is SASL_PLAINTEXT and `sasl.enabled.mechanisms` is empty or names a mechanism the mock
   does not serve, or `mock.sasl.users` is empty;
 - `mock.admin.listener` is not a loopback address and `mock.admin.allow.remote` is false;
+- `mock.admin.allow.remote` is true and `mock.admin.token` is empty;
 - a `mock.topics` item is not `name[:partitions[:replication]]`.
 """
 

@@ -244,18 +244,36 @@ paths = {
  "/openapi.json": {"get": {"summary": "This document", "operationId": "openapi",
                            "responses": {"200": {"description": "ok", **js({"type": "object"})}}}},
 }
+GUARD = {
+    "401": {"description": "mock.admin.token is set and the request has no Authorization: Bearer TOKEN with it",
+            **js(ref("Error"))},
+    "403": {"description": "the Host is not a loopback name, the listener's address or one of mock.admin.hosts, "
+                           "or the Origin is not this API's own", **js(ref("Error"))},
+}
+UNSUPPORTED = {"description": "a POST, PUT or DELETE without Content-Type: application/json", **js(ref("Error"))}
 for path, ops in paths.items():
     for m, o in ops.items():
         if m in ("get",) and path not in ("/openapi.json",):
             o.setdefault("responses", {}).setdefault("400", ERR)
+        if o.get("requestBody"):  # a body nested deeper than 32 levels, or no JSON: 400 naming it
+            o["responses"].setdefault("400", ERR)
+        o["responses"].update(GUARD)
+        if m in ("post", "put", "delete"):
+            o["responses"]["415"] = UNSUPPORTED
 doc = {"openapi": "3.0.3",
        "info": {"title": "mockbroker admin API", "version": "1",
                 "description": "Steer and observe a mockbroker cluster from any language: quotas, brokers, "
                                "partitions, topics, groups, connections, throttles and KIP-219 violations, the memory "
                                "pool, purgatories, the request journal, the clock and fault rules. Served when "
-                               "mock.admin.listener is set. No authentication: loopback only unless "
-                               "mock.admin.allow.remote=true."},
-       "paths": paths, "components": {"schemas": schemas}}
+                               "mock.admin.listener is set, on loopback unless mock.admin.allow.remote=true (which "
+                               "needs mock.admin.token). Every request needs a Host that is a loopback name or the "
+                               "listener's address, no foreign Origin, the bearer token when one is set, and "
+                               "Content-Type: application/json when it is a POST, PUT or DELETE."},
+       "paths": paths,
+       "components": {"schemas": schemas,
+                      "securitySchemes": {"token": {"type": "http", "scheme": "bearer",
+                                                    "description": "mock.admin.token, when it is set"}}},
+       "security": [{}, {"token": []}]}
 
 
 def render() -> str:

@@ -3,9 +3,19 @@
 Routes and bodies are described by ``openapi.json`` beside this module (served
 at ``/openapi.json``); ``docs/admin.md`` shows examples.  Every route calls
 one ``ControlPlane`` method, so the Python API (``MockBroker``) and this one
-behave the same.  Wrong input is a 400 with ``{"error": ..., "field": ...}``;
-an unknown broker, topic, partition, group, fault rule or quota entity is a
-404; no input can crash the broker (a bug is a 500 with one log line).
+behave the same.  Wrong input is a 400 with ``{"error": ..., "field": ...}``
+(a body nested deeper than ``MAX_BODY_DEPTH`` too); an unknown broker, topic,
+partition, group, fault rule or quota entity is a 404; no input can crash the
+broker (a bug is a 500 with one log line).
+
+Before any route (``_guard``), so that no web page and no DNS-rebinding attack
+can drive it from a developer's browser: a ``Host`` that is neither a loopback
+name nor the listener's own address (nor one of ``mock.admin.hosts``) is a 403,
+an ``Origin`` other than the API's own is a 403, a request without the bearer
+token when ``mock.admin.token`` is set is a 401, and a POST, PUT, PATCH or
+DELETE whose ``Content-Type`` is not ``application/json`` is a 415 (a browser
+sends a cross-site request without a CORS preflight only with a form's content
+types, and this API answers no preflight).
 
 This module is imported only when ``mock.admin.listener`` is set.
 """
@@ -13,6 +23,8 @@ This module is imported only when ``mock.admin.listener`` is set.
 from __future__ import annotations
 
 import base64
+import hmac
+import ipaddress
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -49,16 +61,58 @@ def _error(status: int, message: str, field: str | None = None,
     return response
 
 
+# No body of this API nests deeper than 4; deeper is refused before any handler sees it.
+MAX_BODY_DEPTH = 32
+_MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def _too_deep() -> InvalidArgument:
+    return InvalidArgument(f"body nests JSON arrays or objects deeper than {MAX_BODY_DEPTH} levels", "body")
+
+
+def _depth_within(data: Any, limit: int) -> bool:
+    """Whether ``data`` nests lists and dicts at most ``limit`` deep (iteratively: no recursion)."""
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return False
+        stack.extend((child, depth + 1) for child in children)
+    return True
+
+
+def _parse(raw: bytes) -> Any:
+    try:
+        data = json.loads(raw)
+    except RecursionError:  # the parser's own depth limit (the interpreter's recursion limit)
+        raise _too_deep() from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise InvalidArgument(f"body is not JSON: {e}", "body") from None
+    if not _depth_within(data, MAX_BODY_DEPTH):
+        raise _too_deep()
+    return data
+
+
+@web.middleware
+async def _json_body(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every mutating request's body, if it has one, is JSON nested at most MAX_BODY_DEPTH deep,
+    whether its route reads a body or not (parsed once, kept for ``_body``)."""
+    if request.method in _MUTATING and request.can_read_body:
+        raw = await request.read()
+        if raw:
+            request["json"] = _parse(raw)
+    return await handler(request)
+
+
 async def _body(request: web.Request, required: bool = True) -> dict[str, Any]:
-    raw = await request.read() if request.can_read_body else b""
-    if not raw:
+    if "json" not in request:
         if required:
             raise InvalidArgument("a JSON object body is required", "body")
         return {}
-    try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise InvalidArgument(f"body is not JSON: {e}", "body") from None
+    data = request["json"]
     if not isinstance(data, dict):
         raise InvalidArgument("body must be a JSON object", "body")
     return data
@@ -95,9 +149,92 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return _error(500, f"internal error: {type(e).__name__}")
 
 
-def build_app(cluster: Cluster, control: ControlPlane) -> web.Application:
+_LOOPBACK_NAMES = frozenset({"localhost", "localhost."})
+
+
+def _hostname(authority: str) -> str | None:
+    """The host of a ``Host`` header or an origin's authority, lower case, without port or
+    brackets; None when it is not one."""
+    a = authority.strip().lower()
+    if a.startswith("["):
+        end = a.find("]")
+        if end <= 0 or (a[end + 1:] and not a[end + 1:].startswith(":")):
+            return None
+        return a[1:end]
+    if a.count(":") > 1:  # an IPv6 literal without brackets is no authority
+        return None
+    return a.split(":", 1)[0] or None
+
+
+def _port(authority: str, default: int) -> int | None:
+    authority = authority.strip()
+    tail = authority.rsplit("]", 1)[1] if authority.startswith("[") else authority
+    if ":" not in tail:
+        return default
+    digits = tail.rsplit(":", 1)[1]
+    return int(digits) if digits.isdigit() else None
+
+
+def _is_loopback(host: str) -> bool:
+    if host in _LOOPBACK_NAMES or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Guard:
+    """Who may call the API (the checks before any route): Host, Origin, bearer token, and
+    ``application/json`` on every mutating request."""
+
+    def __init__(self, listener_host: str, token: str, extra_hosts: list[str]) -> None:
+        self.listener_host = listener_host.strip("[]").lower()
+        self.token = token
+        self.extra_hosts = {h.strip("[]").lower() for h in extra_hosts}
+        self.port = 0  # the bound port, set once listening
+
+    def _own_host(self, host: str, request: web.Request) -> bool:
+        if _is_loopback(host) or host == self.listener_host or host in self.extra_hosts:
+            return True
+        sockname = request.transport.get_extra_info("sockname") if request.transport is not None else None
+        return bool(sockname) and host == str(sockname[0]).lower()  # the address the client connected to
+
+    def refusal(self, request: web.Request) -> web.Response | None:
+        """The error response for a request that may not be served, else None."""
+        host_header = request.headers.get("Host", "")
+        host = _hostname(host_header)
+        if host is None or not self._own_host(host, request):
+            return _error(403, f"Host {host_header!r} is not this listener's address or a loopback name "
+                               "(mock.admin.hosts adds names)", "Host")
+        origin = request.headers.get("Origin")
+        if origin is not None:
+            scheme, _, authority = origin.partition("://")
+            o_host = _hostname(authority) if scheme == "http" and "/" not in authority else None
+            if o_host is None or not self._own_host(o_host, request) or _port(authority, 80) != self.port:
+                return _error(403, f"Origin {origin!r} is not this API's own origin", "Origin")
+        if self.token:
+            scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(presented.strip().encode(), self.token.encode()):
+                return _error(401, "a bearer token is required (mock.admin.token): Authorization: Bearer TOKEN",
+                              "Authorization", {"WWW-Authenticate": 'Bearer realm="mockbroker admin"'})
+        if request.method in _MUTATING and request.content_type != "application/json":
+            return _error(415, f"{request.method} needs Content-Type: application/json "
+                               f"(got {request.headers.get('Content-Type', 'none')!r})", "Content-Type")
+        return None
+
+
+def build_app(cluster: Cluster, control: ControlPlane, guard: Guard | None = None) -> web.Application:
     c = control
-    app = web.Application(middlewares=[_errors], client_max_size=1024 * 1024)
+    middlewares = [_errors, _json_body]
+    if guard is not None:
+        @web.middleware
+        async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+            refused = guard.refusal(request)
+            return refused if refused is not None else await handler(request)
+
+        middlewares.insert(0, _guard)
+    app = web.Application(middlewares=middlewares, client_max_size=1024 * 1024)
     spec = resources.files(__package__).joinpath("openapi.json").read_text()
     r = app.router
 
@@ -294,7 +431,9 @@ class AdminServer:
 
     def __init__(self, cluster: Cluster, control: ControlPlane, host: str, port: int) -> None:
         self.cluster = cluster
-        self.app = build_app(cluster, control)
+        cfg = cluster.config
+        self.guard = Guard(host, cfg["mock.admin.token"], cfg["mock.admin.hosts"])
+        self.app = build_app(cluster, control, self.guard)
         self.host = host
         self.port = port
         self._runner: web.AppRunner | None = None
@@ -312,6 +451,7 @@ class AdminServer:
         sockets = getattr(server, "sockets", None) or []
         if sockets:
             self.port = sockets[0].getsockname()[1]
+        self.guard.port = self.port
         log.info("admin API on http://%s", self.address)
 
     @property

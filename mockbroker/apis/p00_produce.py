@@ -7,6 +7,9 @@ Behavior:
   partition goes down in one call, ``ReplicaManager.append_records``, which
   owns the rest of the validation, the append, the idempotent-producer state
   and the wait (see ``replica_manager.py`` for the order of its checks).
+* Transactional records (the first batch of some partition) in a request
+  without a transactional id: TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every
+  partition, nothing appended, as ``KafkaApis.handleProduceRequest``.
 * acks must be -1, 0 or 1, else every partition that exists gets
   INVALID_REQUIRED_ACKS and nothing is appended.
 * acks=0: no response at all; any partition error closes the connection, as
@@ -46,6 +49,7 @@ from typing import Any
 
 from protocol.codec import timedelta_ms
 from protocol.errors import ErrorCode
+from protocol.records import TRANSACTIONAL_FLAG
 from protocol.registry import ApiKey
 
 from ..delayed_produce import PartitionResponse
@@ -60,13 +64,31 @@ API_KEY = ApiKey.PRODUCE
 def _partition(index: int, r: PartitionResponse) -> dict[str, Any]:
     return {"index": index, "error_code": r.error, "base_offset": r.base_offset,
             "log_append_time": r.log_append_time_ms, "log_start_offset": r.log_start_offset,
-            "error_message": r.error_message, "record_errors": []}
+            "error_message": r.error_message,
+            "record_errors": [{"batch_index": i, "batch_index_error_message": m} for i, m in r.record_errors]}
+
+
+def _has_transactional_records(req: Any) -> bool:
+    """``RequestUtils.hasTransactionalRecords``: the first batch of some partition is transactional."""
+    return any(pd.records is not None and len(pd.records) > 22 and pd.records[16] == 2
+               and pd.records[22] & TRANSACTIONAL_FLAG
+               for td in req.topic_data for pd in td.partition_data)
 
 
 def handle(ctx: RequestContext, req: Any) -> Result:
     v = ctx.version
     metadata = ctx.metadata
     injected = ctx.injected
+    if getattr(req, "transactional_id", None) is None and _has_transactional_records(req):
+        # KafkaApis.handleProduceRequest: transactional records need a transactional id the client
+        # may write; the whole request gets the error (ProduceRequest.getErrorResponse)
+        if req.acks == 0:
+            return CloseConnection("a produce request with acks=0 failed: transactional records without a "
+                                   "transactional id")
+        error = PartitionResponse(ErrorCode.transactional_id_authorization_failed)
+        return {"responses": [{"name": getattr(td, "name", None), "topic_id": getattr(td, "topic_id", None),
+                               "partition_responses": [_partition(pd.index, error) for pd in td.partition_data]}
+                              for td in req.topic_data], "node_endpoints": []}
     # (topic response, [(partition index, its partition if known, ProduceEntry or the error it gets
     # here)]) in request order
     layout: list[tuple[dict[str, Any], list[tuple[int, Partition | None, ProduceEntry | ErrorCode]]]] = []

@@ -27,9 +27,11 @@ E = ErrorCode
 ADMIN = {"mock.admin.listener": "127.0.0.1:0"}
 
 
-def http(url: str, method: str = "GET", body: Any = None, raw: bytes | None = None) -> tuple[int, Any]:
+def http(url: str, method: str = "GET", body: Any = None, raw: bytes | None = None,
+         headers: dict[str, str] | None = None) -> tuple[int, Any]:
     data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
-    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(url, data=data, method=method,
+                                 headers={"Content-Type": "application/json", **(headers or {})})
     try:
         with urllib.request.urlopen(req, timeout=10) as r:
             text = r.read()
@@ -60,14 +62,44 @@ def test_every_endpoint_conforms_and_never_fails(api_broker):
     running server: every operation with generated input, valid and invalid; the status is one
     the document lists, the body matches its schema, invalid input is refused, nothing is a 500.
     A value the schema allows may still be one Kafka refuses (a topic name with '/', a broker that
-    is not a replica): those are documented 400s, so positive_data_acceptance is left out."""
+    is not a replica): those are documented 400s, so positive_data_acceptance is left out.
+    Hostile bodies (nested 33-300 levels deep) come from tests/unit/schemathesis_hooks.py; every
+    request says Content-Type: application/json (a bodiless POST or DELETE without it is a 415,
+    tested below), so the operations themselves are reached."""
     cmd = [sys.executable, "-m", "schemathesis.cli", "run", api_broker.admin_url + "/openapi.json",
            "--checks", "all", "--exclude-checks", "positive_data_acceptance", "--max-examples", "25",
            "--generation-deterministic", "--max-time", "60", "--request-timeout", "10",
-           "--workers", "1", "--no-color", "--suppress-health-check", "all"]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+           "--workers", "1", "--no-color", "--suppress-health-check", "all",
+           "--header", "Content-Type: application/json"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "SCHEMATHESIS_HOOKS": "tests.unit.schemathesis_hooks"})
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:]
     assert re.search(r"\b(\d+) passed", out.stdout) and " failed" not in out.stdout.split("SUMMARY")[-1]
+
+
+def _operations() -> list[tuple[str, str]]:
+    with open("mockbroker/admin/openapi.json") as f:
+        doc = json.load(f)
+    return [(m.upper(), path) for path, ops in doc["paths"].items() for m in ops if m in ("post", "put", "delete")]
+
+
+@pytest.mark.parametrize("method,path", _operations())
+def test_a_body_nested_beyond_the_parser_is_400_on_every_operation(api_broker, method, path):
+    """100,000 levels: Python's JSON parser raises RecursionError, which was a 500.  Routes that
+    read no body refuse it too (nothing is done: the broker is not stopped)."""
+    url = api_broker.admin_url + path.replace("{broker}", "0").replace("{topic}", "seed") \
+        .replace("{partition}", "0").replace("{group}", "seed-group").replace("{rule}", "1")
+    for raw in (b'{"a":' * 100_000 + b"1" + b"}" * 100_000, b"[" * 100_000 + b"]" * 100_000):
+        status, body = http(url, method, raw=raw)
+        assert (status, body["field"]) == (400, "body") and "nests" in body["error"], (method, path, body)
+    status, body = http(api_broker.admin_url + "/faults", "POST", {"api": _nest_list("Produce", 40)})
+    assert (status, body["field"]) == (400, "body") and "deeper than 32 levels" in body["error"]
+
+
+def _nest_list(value: Any, depth: int) -> Any:
+    for _ in range(depth):
+        value = [value]
+    return value
 
 
 # -- start-up -----------------------------------------------------------------------------------
@@ -97,10 +129,105 @@ def test_a_remote_address_is_refused_at_start_up(listener):
     assert "Traceback" not in p.stderr
 
 
-def test_a_remote_address_is_served_when_allowed():
-    with MockBroker(config={"mock.admin.listener": "0.0.0.0:0", "mock.admin.allow.remote": True}) as b:
+def test_a_remote_address_is_served_when_allowed_with_a_token():
+    with MockBroker(config={"mock.admin.listener": "0.0.0.0:0", "mock.admin.allow.remote": True,
+                            "mock.admin.token": "s3cret"}) as b:
         port = b.admin_url.rsplit(":", 1)[1]
-        assert http(f"http://127.0.0.1:{port}/clock")[0] == 200
+        assert http(f"http://127.0.0.1:{port}/clock", headers={"Authorization": "Bearer s3cret"})[0] == 200
+        assert http(f"http://127.0.0.1:{port}/clock")[0] == 401
+
+
+def test_a_remote_address_without_a_token_is_refused_at_start_up():
+    p = subprocess.run(CMD + ["-c", "mock.admin.listener=0.0.0.0:0", "-c", "mock.admin.allow.remote=true"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and p.stdout == ""
+    assert "mock.admin.allow.remote=true needs mock.admin.token" in p.stderr and "Traceback" not in p.stderr
+
+
+# -- who may call: Host, Origin, token, content type (issue 21) -----------------------------------------
+
+def test_a_simple_cross_site_post_installs_no_fault(admin):
+    """What any web page can send without a CORS preflight (a form's text/plain POST), here with
+    the Host and Origin a DNS-rebinding page would give it: refused, nothing installed."""
+    status, body = http(admin.admin_url + "/faults", "POST", raw=b'{"api": "Produce", "action": "close"}',
+                        headers={"Host": "attacker.example", "Origin": "http://attacker.example",
+                                 "Content-Type": "text/plain"})
+    assert (status, body["field"]) == (403, "Host")
+    assert admin.faults() == []
+
+
+@pytest.mark.parametrize("headers,status,field", [
+    ({"Host": "attacker.example"}, 403, "Host"),
+    ({"Host": "attacker.example:{port}"}, 403, "Host"),
+    ({"Host": "127.0.0.1.attacker.example"}, 403, "Host"),
+    ({"Origin": "http://attacker.example"}, 403, "Origin"),
+    ({"Origin": "http://localhost:1"}, 403, "Origin"),  # another local origin: a dev server's page
+    ({"Origin": "null"}, 403, "Origin"),
+    ({"Origin": "https://127.0.0.1:{port}"}, 403, "Origin"),
+    ({"Content-Type": "text/plain"}, 415, "Content-Type"),
+    ({"Content-Type": "application/x-www-form-urlencoded"}, 415, "Content-Type"),
+    ({"Host": "localhost:{port}"}, 201, None),
+    ({"Host": "127.0.0.1"}, 201, None),
+    ({"Host": "[::1]:{port}"}, 201, None),
+    ({"Origin": "http://127.0.0.1:{port}"}, 201, None),
+    ({"Origin": "http://localhost:{port}"}, 201, None),
+    ({"Content-Type": "application/json; charset=utf-8"}, 201, None),
+])
+def test_host_origin_and_content_type_are_checked(admin, headers, status, field):
+    port = admin.admin_url.rsplit(":", 1)[1]
+    headers = {k: v.replace("{port}", port) for k, v in headers.items()}
+    got, body = http(admin.admin_url + "/faults", "POST", {"api": "Metadata", "action": "delay", "delay_ms": 1},
+                     headers=headers)
+    assert got == status, body
+    if field:
+        assert body["field"] == field and body["error"]
+        assert admin.faults() == []
+    else:
+        assert [r["id"] for r in admin.faults()] == [body["id"]]
+
+
+def test_every_mutating_method_needs_json_and_reads_need_nothing(admin):
+    url = admin.admin_url
+    for method, path in (("DELETE", "/faults"), ("POST", "/brokers/0/stop"), ("DELETE", "/topics/t"),
+                         ("PUT", "/replication/lag")):
+        req = urllib.request.Request(url + path, method=method)  # no Content-Type at all (curl -X)
+        try:
+            urllib.request.urlopen(req, timeout=10)
+            raise AssertionError(f"{method} {path} was served")
+        except urllib.error.HTTPError as e:
+            assert (e.code, json.loads(e.read())["field"]) == (415, "Content-Type"), (method, path)
+    assert admin.topics()[0]["name"] == "t" and admin.brokers()[0]["alive"]
+    with urllib.request.urlopen(url + "/topics", timeout=10) as r:  # a GET needs no content type
+        assert r.status == 200
+
+
+def test_the_token_is_required_on_every_route_when_set():
+    with MockBroker(config={**ADMIN, "mock.admin.token": "s3cret"}) as b:
+        url = b.admin_url
+        for path in ("/status", "/openapi.json", "/metrics"):
+            status, body = http(url + path)
+            assert (status, body["field"]) == (401, "Authorization"), path
+        assert http(url + "/faults", "POST", {"api": "Metadata", "action": "close"},
+                    headers={"Authorization": "Bearer wrong"})[0] == 401
+        assert http(url + "/faults", "POST", {"api": "Metadata", "action": "close"},
+                    headers={"Authorization": "Basic czNjcmV0"})[0] == 401
+        assert b.faults() == []
+        req = urllib.request.Request(url + "/clock")
+        try:
+            urllib.request.urlopen(req, timeout=10)
+        except urllib.error.HTTPError as e:
+            assert e.headers["WWW-Authenticate"].startswith("Bearer")
+        status, _ = http(url + "/faults", "POST", {"api": "Metadata", "action": "close"},
+                         headers={"Authorization": "Bearer s3cret"})
+        assert status == 201 and len(b.faults()) == 1
+
+
+def test_mock_admin_hosts_adds_a_host_name():
+    """A compose service reaching the API as http://mockbroker:PORT names it in mock.admin.hosts."""
+    with MockBroker(config={**ADMIN, "mock.admin.hosts": "mockbroker,admin.test"}) as b:
+        assert http(b.admin_url + "/clock", headers={"Host": "mockbroker:9644"})[0] == 200
+        assert http(b.admin_url + "/clock", headers={"Host": "ADMIN.test"})[0] == 200
+        assert http(b.admin_url + "/clock", headers={"Host": "other"})[0] == 403
 
 
 def test_without_the_listener_nothing_of_the_http_stack_is_imported():

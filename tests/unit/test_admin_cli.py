@@ -128,3 +128,12 @@ def test_command_line_exit_codes():
     assert out.returncode == 3 and "no answer" in out.stderr and "Traceback" not in out.stderr
     with pytest.raises(argparse.ArgumentTypeError):
         ac._values(["producer_byte_rate"])
+
+
+def test_the_token_from_the_option_or_the_environment(monkeypatch):
+    with MockBroker(config={"mock.admin.listener": "127.0.0.1:0", "mock.admin.token": "s3cret"}) as b:
+        code, _, err = admin(b, "status")
+        assert code == 1 and "401" in err and "mock.admin.token" in err
+        assert admin(b, "--token", "s3cret", "status")[0] == 0
+        monkeypatch.setenv(ac.TOKEN_ENV, "s3cret")
+        assert admin(b, "faults", "--clear")[0] == 0

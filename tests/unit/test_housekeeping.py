@@ -81,3 +81,29 @@ def test_idle_connection_closed_after_connections_max_idle_ms(manual_idle):
             busy.request(3, 12, {"topics": None})
         assert idle.is_closed_by_peer(timeout=2)
         assert busy.request(3, 12, {"topics": None}).brokers
+
+
+def test_a_steady_producer_under_retention_reaches_a_plateau(manual):
+    """retention.ms with segment.ms rolling (Kafka's LogManager cleanup on
+    log.retention.check.interval.ms, here 1 s of the ManualClock): one batch per 100 ms for 60 s of
+    broker time.  Once retention.ms + segment.ms have passed, whole segments go as fast as batches
+    come: the log holds at most (retention.ms + segment.ms + the check interval) of batches, and
+    its start offset keeps moving.  With the default segment.ms (7 days) the one active segment
+    would keep everything, as in Kafka."""
+    b, clock = manual
+    b.create_topic("plateau", 1, configs={"retention.ms": "10000", "segment.ms": "2000"})
+    held = []
+    with RawKafkaClient.connect(b.bootstrap_servers) as c:
+        for i in range(600):
+            produce(c, "plateau", clock.time_ms(), n=1)
+            b.advance(100)
+            if i >= 200 and i % 50 == 0:
+                held.append(len(b.partition_records("plateau", 0)))
+    per_s = 10  # batches per second of broker time
+    assert max(held) <= (10 + 2 + 1) * per_s, held
+    assert min(held) >= 10 * per_s - per_s, held  # nothing younger than retention.ms went
+    assert earliest_offset(b) >= 600 - max(held)
+
+
+def earliest_offset(b) -> int:
+    return int(b.partition_state("plateau", 0)["log_start_offset"])

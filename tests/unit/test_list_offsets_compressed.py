@@ -250,11 +250,28 @@ def test_only_the_first_segment_reaching_the_timestamp_is_searched():
 # -- batches that cannot be read ------------------------------------------------------------------------
 
 
-def test_undecompressable_batch_is_unknown_server_error_for_its_partition_only(raw, broker):
-    broker.create_topic("locorrupt", 2)
-    c = raw()
-    # a gzip batch whose payload is no gzip stream (the CRC over it is right, so produce takes it)
-    produce(c, "locorrupt", make_batch([100, 200], "gzip", payload=b"\x1f\x8b\x08\x00 not deflate data"))
+@pytest.fixture(scope="module")
+def unchecked():
+    """A broker that stores what the record walk on produce would refuse
+    (``mock.produce.check.records=false``), so reading such batches back can be tested."""
+    with MockBroker(config={"mock.produce.check.records": False}) as b:
+        yield b
+
+
+def produce_error(c: RawKafkaClient, topic: str, batch: bytes) -> int:
+    body = {"acks": -1, "timeout": 5000, "topic_data": [{"name": topic, "partition_data": [
+        {"index": 0, "records": batch}]}]}
+    return c.request(0, 9, body).responses[0].partition_responses[0].error_code
+
+
+def test_undecompressable_batch_is_unknown_server_error_for_its_partition_only(raw, broker, unchecked):
+    not_gzip = make_batch([100, 200], "gzip", payload=b"\x1f\x8b\x08\x00 not deflate data")
+    broker.create_topic("locorrupt", 1)
+    assert produce_error(raw(), "locorrupt", not_gzip) == E.unknown_server_error  # Kafka decompresses on produce
+    unchecked.create_topic("locorrupt", 2)
+    c = RawKafkaClient.connect(unchecked.bootstrap_servers)
+    # a gzip batch whose payload is no gzip stream (the CRC over it is right; unchecked, produce takes it)
+    produce(c, "locorrupt", not_gzip)
     produce(c, "locorrupt", make_batch([100, 200], "gzip"), partition=1)
     r = c.request(2, 7, {"replica_id": -1, "isolation_level": 0, "topics": [{"name": "locorrupt", "partitions": [
         {"partition_index": 0, "timestamp": 150}, {"partition_index": 1, "timestamp": 150}]}]})
@@ -266,13 +283,18 @@ def test_undecompressable_batch_is_unknown_server_error_for_its_partition_only(r
     assert lookup(c, "locorrupt", -2) == (E.none, 0, -1)
     assert lookup(c, "locorrupt", -1) == (E.none, 2, -1)
     assert lookup(c, "locorrupt", 201) == NOT_FOUND  # no batch reaches 201: nothing is read
+    c.close()
 
 
-def test_malformed_records_in_a_compressed_batch_are_invalid_record(raw, broker):
-    broker.create_topic("loinvalid", 1)
-    c = raw()
+def test_malformed_records_in_a_compressed_batch_are_invalid_record(raw, broker, unchecked):
     two = records_section([100, 200], 100)
     # the header says three records, the payload holds two (InvalidRecordException in Kafka)
-    produce(c, "loinvalid", make_batch([100, 200, 200], "zstd", payload=zstandard.ZstdCompressor().compress(two)))
+    three = make_batch([100, 200, 200], "zstd", payload=zstandard.ZstdCompressor().compress(two))
+    broker.create_topic("loinvalid", 1)
+    assert produce_error(raw(), "loinvalid", three) == E.invalid_record
+    unchecked.create_topic("loinvalid", 1)
+    c = RawKafkaClient.connect(unchecked.bootstrap_servers)
+    produce(c, "loinvalid", three)
     assert lookup(c, "loinvalid", 150) == (E.invalid_record, -1, -1)
     assert lookup(c, "loinvalid", -3) == (E.invalid_record, -1, -1)
+    c.close()

@@ -93,10 +93,12 @@ def test_coordinator_errors_as_the_producer_sees_them(b, c):
     assert partition_state(b, "v-errors") == (0, 0, [])
 
 
-def test_no_transactional_id_in_the_request_is_not_verified(b, c):
-    """ReplicaManager verifies only when the Produce names a transactional id."""
+def test_transactional_records_without_a_transactional_id_are_refused(b, c):
+    """KafkaApis.handleProduceRequest refuses transactional records when the Produce names no
+    transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), before ReplicaManager could verify."""
     b.create_topic("v-noid", 1)
-    assert produce(c, None, "v-noid", 4242, 0, 0, 9).error_code == E.none
+    assert produce(c, None, "v-noid", 4242, 0, 0, 9).error_code == E.transactional_id_authorization_failed
+    assert b.log_end_offset("v-noid", 0) == 0
 
 
 def test_verification_disabled_appends_without_asking():
