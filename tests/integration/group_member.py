@@ -21,8 +21,11 @@ journal):
 * ``ready``: imports done; the member waits for ``go`` on stdin before it creates
   its consumer (so a test starts several members within one initial rebalance
   delay, or has a replacement ready before it stops the original);
-* ``assign`` with ``parts`` (sorted partitions of ``assignment()``) and
-  ``member_id`` when the library exposes it: every change of the assignment;
+* ``assign`` with ``parts`` (sorted partitions of ``assignment()``), and
+  ``member_id`` and ``generation`` when the library exposes them: every change of
+  the assignment, and every rejoin that completes in a new generation with the same
+  partitions (a member must tell the test it followed a rebalance even when its
+  partitions stay; librdkafka does not expose its generation);
 * ``recs`` with ``r`` = ``[[partition, offset, value], ...]``: records processed;
 * ``commit`` with ``offsets`` = ``{partition: next offset}``, after the
   broker acknowledged it; ``commit_failed`` with ``err`` otherwise;
@@ -85,6 +88,23 @@ class Commands:
                     return True
         except queue.Empty:
             return False
+
+
+class AssignmentWatch:
+    """Whether the member's assignment or its generation changed since it last said so; a generation
+    below 0 is the client between two generations (reset for a rejoin), which is no news."""
+
+    def __init__(self) -> None:
+        self.parts: list[int] | None = None
+        self.generation: int | None = None
+
+    def __call__(self, parts: list[int], generation: int | None) -> bool:
+        if generation is not None and generation < 0:
+            generation = self.generation
+        if parts == self.parts and generation == self.generation:
+            return False
+        self.parts, self.generation = parts, generation
+        return True
 
 
 class Progress:
@@ -156,7 +176,7 @@ def run_kafka_python(cfg: dict, cmds: Commands) -> None:
             pass
 
     c.subscribe([topic], listener=Listener())
-    last: list[int] | None = None
+    changed = AssignmentWatch()
     next_commit = time.monotonic() + cfg["commit_interval_ms"] / 1000
     try:
         while not cmds.closing():
@@ -167,10 +187,9 @@ def run_kafka_python(cfg: dict, cmds: Commands) -> None:
             if rows:
                 emit("recs", r=rows)
             parts = sorted(tp.partition for tp in c.assignment())
-            if parts != last:
-                last = parts
-                emit("assign", parts=parts, member_id=c._coordinator._generation.member_id,
-                     generation=c._coordinator._generation.generation_id)
+            gen = c._coordinator._generation
+            if changed(parts, gen.generation_id):
+                emit("assign", parts=parts, member_id=gen.member_id, generation=gen.generation_id)
             if time.monotonic() >= next_commit:
                 commit(set(parts))
                 next_commit = time.monotonic() + cfg["commit_interval_ms"] / 1000
@@ -227,7 +246,7 @@ def run_aiokafka(cfg: dict, cmds: Commands) -> None:
 
         await c.start()
         c.subscribe([topic], listener=Listener())
-        last: list[int] | None = None
+        changed = AssignmentWatch()
         next_commit = time.monotonic() + cfg["commit_interval_ms"] / 1000
         try:
             while not cmds.closing():
@@ -238,8 +257,7 @@ def run_aiokafka(cfg: dict, cmds: Commands) -> None:
                 if rows:
                     emit("recs", r=rows)
                 parts = sorted(tp.partition for tp in c.assignment())
-                if parts != last:
-                    last = parts
+                if changed(parts, c._coordinator.generation):
                     emit("assign", parts=parts, member_id=c._coordinator.member_id,
                          generation=c._coordinator.generation)
                 if time.monotonic() >= next_commit:
@@ -295,7 +313,7 @@ def run_confluent(cfg: dict, cmds: Commands) -> None:
         progress.forget(parts)
 
     c.subscribe([topic], on_revoke=on_revoke)
-    last: list[int] | None = None
+    changed = AssignmentWatch()
     next_commit = time.monotonic() + cfg["commit_interval_ms"] / 1000
     try:
         while not cmds.closing():
@@ -311,8 +329,7 @@ def run_confluent(cfg: dict, cmds: Commands) -> None:
             if rows:
                 emit("recs", r=rows)
             parts = sorted(tp.partition for tp in c.assignment())
-            if parts != last:
-                last = parts
+            if changed(parts, None):  # librdkafka does not tell its generation
                 emit("assign", parts=parts, member_id=c.memberid())
             if time.monotonic() >= next_commit:
                 commit(set(parts))
