@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import logging
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -23,8 +24,50 @@ def wall_time_ns() -> int:
     return time.time_ns()
 
 
+log = logging.getLogger("mockbroker.clock")
+
+
 class TimerHandle(Protocol):
     def cancel(self) -> None: ...
+
+
+class PeriodicTask:
+    """A task run every ``interval_ms`` of a clock until cancelled (Kafka's ``KafkaScheduler.schedule``
+    with a period).  One timer handle at a time, however long it runs; a task that raises is logged
+    ("Uncaught exception in scheduled task", as Kafka's scheduler wraps each run) and runs again at its
+    next period, so one failure does not stop it for good."""
+
+    __slots__ = ("clock", "interval_ms", "task", "name", "_handle", "cancelled", "runs")
+
+    def __init__(self, clock: Clock, interval_ms: float, task: Callable[[], object], name: str) -> None:
+        self.clock = clock
+        self.interval_ms = interval_ms
+        self.task = task
+        self.name = name
+        self.cancelled = False
+        self.runs = 0
+        self._handle: TimerHandle = clock.call_later(interval_ms, self._run)
+
+    def _run(self) -> None:
+        if self.cancelled:
+            return
+        self.runs += 1
+        try:
+            self.task()
+        except Exception:  # noqa: BLE001 - KafkaScheduler logs a task's failure and keeps its schedule
+            log.exception("Uncaught exception in scheduled task '%s'", self.name)
+        if not self.cancelled:
+            self._handle = self.clock.call_later(self.interval_ms, self._run)
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        self._handle.cancel()
+
+
+def every(clock: Clock, interval_ms: float, task: Callable[[], object], name: str) -> PeriodicTask:
+    """Run ``task`` on ``clock`` every ``interval_ms`` (first after one interval) until the returned
+    task is cancelled: the one periodic scheduler of the broker."""
+    return PeriodicTask(clock, interval_ms, task, name)
 
 
 class Clock(Protocol):

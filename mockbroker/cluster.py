@@ -29,7 +29,7 @@ from protocol.registry import ApiRegistry
 
 from .apis import build_handlers
 from .broker import Broker, SharedState
-from .clock import Clock, ManualClock, SystemClock, TimerHandle
+from .clock import Clock, ManualClock, PeriodicTask, SystemClock, every
 from .config import (
     BrokerConfig,
     Listener,
@@ -114,8 +114,7 @@ class Cluster:
             verifier = AddPartitionsToTxnManager(self.txn)
             for b in self.brokers.values():
                 b.replica_manager.txn_verifier = verifier
-        self._timers: list[TimerHandle] = []
-        self._stopped = False
+        self._timers: list[PeriodicTask] = []
 
     async def start(self) -> None:
         if self.journal_writer is not None:
@@ -126,28 +125,22 @@ class Cluster:
             name, parts, rf = parse_topic_spec(item)
             if name not in self.metadata.topics:
                 self.controller.create_topic(name, parts, rf)
-        self._every(self.config["log.retention.check.interval.ms"], self.metadata.enforce_retention)
-        self._every(self.config["offsets.retention.check.interval.ms"], self.groups.expire_offsets)
+        self._every(self.config["log.retention.check.interval.ms"], self.metadata.enforce_retention,
+                    "kafka-log-retention")
+        self._every(self.config["offsets.retention.check.interval.ms"], self.groups.expire_offsets,
+                    "delete-expired-group-metadata")
         # the abort of timed-out transactions and the expiration of transactional ids, on this clock
         self.txn.startup()
         # ReplicaManager's isr-expiration task: every replica.lag.time.max.ms / 2
         lag_max = self.config["replica.lag.time.max.ms"]
-        self._every(max(lag_max // 2, 1), lambda: self.replication.shrink_lagging_isr(lag_max))
+        self._every(max(lag_max // 2, 1), lambda: self.replication.shrink_lagging_isr(lag_max), "isr-expiration")
         # ClientQuotaManager: sensors idle for an hour are dropped (InactiveSensorExpirationTimeSeconds)
-        self._every(60_000, self._expire_quota_sensors)
+        self._every(60_000, self._expire_quota_sensors, "quota-sensor-expiration")
         idle = self.config["connections.max.idle.ms"]
-        self._every(min(max(idle // 10, 1000), 30_000), lambda: self._close_idle(idle))
+        self._every(min(max(idle // 10, 1000), 30_000), lambda: self._close_idle(idle), "idle-connections")
 
-    def _every(self, interval_ms: int, fn: Callable[[], object]) -> None:
-        def tick() -> None:
-            if self._stopped:
-                return
-            try:
-                fn()
-            finally:
-                self._timers.append(self.clock.call_later(interval_ms, tick))
-
-        self._timers.append(self.clock.call_later(interval_ms, tick))
+    def _every(self, interval_ms: int, fn: Callable[[], object], name: str) -> None:
+        self._timers.append(every(self.clock, interval_ms, fn, name))
 
     def _expire_quota_sensors(self) -> None:
         now = self.clock.monotonic_ms()
@@ -160,7 +153,6 @@ class Cluster:
             b.close_idle(now, idle_ms)
 
     async def stop(self) -> None:
-        self._stopped = True
         for t in self._timers:
             t.cancel()
         for b in self.brokers.values():

@@ -26,7 +26,7 @@ from typing import NamedTuple, Protocol
 
 from protocol.errors import ErrorCode
 
-from ..clock import TimerHandle
+from ..clock import PeriodicTask, every
 from ..group.cluster_metadata import BrokerNode
 from .metadata import (
     NO_PRODUCER_EPOCH,
@@ -107,7 +107,7 @@ class TransactionCoordinator:
         self.producer_ids = producer_ids
         self.marker_writer = marker_writer
         self.group_partition_for = group_partition_for
-        self._timers: list[TimerHandle] = []
+        self._timers: list[PeriodicTask] = []
         # transactional id -> the coordinator epoch its markers are sent under (transactionsWithPendingMarkers)
         self._pending_markers: dict[str, int] = {}
         self.active = False
@@ -117,8 +117,10 @@ class TransactionCoordinator:
         """Schedule the abort of timed-out transactions and the expiration of ids on the clock."""
         cfg = self.txn_manager.config
         self.active = True
-        self._every(cfg.abort_timed_out_transactions_interval_ms, self.abort_timed_out_transactions)
-        self._every(cfg.remove_expired_transactional_ids_interval_ms, self.expire_transactional_ids)
+        self._every(cfg.abort_timed_out_transactions_interval_ms, self.abort_timed_out_transactions,
+                    "transaction-abort")
+        self._every(cfg.remove_expired_transactional_ids_interval_ms, self.expire_transactional_ids,
+                    "transactionalId-expiration")
 
     def shutdown(self) -> None:
         self.active = False
@@ -126,16 +128,8 @@ class TransactionCoordinator:
             t.cancel()
         self._timers.clear()
 
-    def _every(self, interval_ms: int, task: Callable[[], object]) -> None:
-        slot = len(self._timers)
-
-        def run() -> None:
-            if not self.active:
-                return
-            task()
-            self._timers[slot] = self.clock.call_later(interval_ms, run)
-
-        self._timers.append(self.clock.call_later(interval_ms, run))
+    def _every(self, interval_ms: int, task: Callable[[], object], name: str) -> None:
+        self._timers.append(every(self.clock, interval_ms, task, name))
 
     def find_coordinator(self, transactional_id: str) -> BrokerNode | None:
         """FindCoordinator TRANSACTION: the broker leading the id's ``__transaction_state``
