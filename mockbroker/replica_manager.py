@@ -52,6 +52,7 @@ wakes are answered.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -76,6 +77,8 @@ from .log import AbortedTxn
 from .metadata import ClusterMetadata, Partition
 from .purgatory import DelayedOperationPurgatory, Timer
 from .replication import ReplicationSimulator
+
+log = logging.getLogger("mockbroker.replica_manager")
 
 PartitionKey = tuple[str, int]
 # KIP-890: (transactional id, topic, partition, producer id, producer epoch, Produce version) -> the
@@ -124,11 +127,16 @@ class ActionQueue:
             self.loop.call_soon(self.try_complete_actions)
 
     def try_complete_actions(self) -> None:
+        """Each completer for each partition, each guarded as Kafka's ``DelayedActionQueue.tryCompleteActions``
+        guards each action: one that raises is logged and the others still run."""
         self._scheduled = False
         keys, self._pending = self._pending, set()
         for key in keys:
             for complete in self.completers:
-                complete(key)
+                try:
+                    complete(key)
+                except Exception:  # noqa: BLE001 - a broker bug in one completion must not drop the rest
+                    log.exception("Failed to complete the delayed operations of %s-%d", *key)
 
 
 @dataclass(slots=True)
