@@ -26,7 +26,7 @@ PROGRAMS = {
     "chromium": "the report.html test", "chromedriver": "the report.html test",
     "podman": "the container test", "podman-compose": "the container test", "runc": "the container test",
     "debootstrap": "the base image", "iptables": "netavark's networks (the container test)",
-    "curl": "docs/admin.md's example", "bash": "the toolchain steps", "git": "the CI snippets' checks",
+    "curl": "docs/admin.md's example", "bash": "the toolchain steps",
 }
 #: files (not programs) the toolchain steps rely on
 FILES = {
