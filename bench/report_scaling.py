@@ -132,7 +132,7 @@ CREATE VIEW raw AS SELECT * FROM read_json({files}, format='newline_delimited', 
   'api_version': 'BIGINT', 'request_bytes': 'BIGINT', 'arrived_clock_ns': 'BIGINT',
   'sent_clock_ns': 'BIGINT', 'throttle_time_ms': 'BIGINT', 'throttle_mode': 'VARCHAR',
   'client_throttles': 'BOOLEAN', 'mute_end_clock_ns': 'BIGINT', 'seq': 'BIGINT',
-  'after_throttle': 'STRUCT(pipelined BOOLEAN, violation BOOLEAN)'}});
+  'after_throttle': 'STRUCT(pipelined BOOLEAN, judged BOOLEAN, violation BOOLEAN)'}});
 CREATE TABLE rec AS
   WITH r AS (SELECT *, regexp_extract(filename, 'journal-(\\d+)-\\d+\\.jsonl', 1) AS run FROM raw)
   SELECT r.* REPLACE (
@@ -153,16 +153,18 @@ CREATE TABLE th AS
         FROM n WHERE throttle_time_ms > 0 AND sent_clock_ns IS NOT NULL),
   p AS (SELECT *, CASE WHEN has_at THEN coalesce(nxt_at.pipelined, false)
                        ELSE has_next AND next_arrived < sent_clock_ns + {pipelined_ns} END AS pipelined FROM t),
-  j AS (SELECT *, has_next AND NOT pipelined AND (throttle_mode = 'observe' OR (throttle_mode = 'mute' AND has_at))
-                  AS judged FROM p)
+  j AS (SELECT *, CASE WHEN has_at AND nxt_at.judged IS NOT NULL THEN nxt_at.judged
+                       ELSE has_next AND NOT pipelined AND (throttle_mode = 'observe' OR (throttle_mode = 'mute' AND has_at))
+                       END AS judged FROM p)
   SELECT run, client_id, client_throttles, has_next, pipelined, judged,
+         has_next AND NOT pipelined AND throttle_mode = 'mute' AND NOT has_at AS undetermined,
          judged AND CASE WHEN has_at THEN coalesce(nxt_at.violation, false)
                          ELSE deadline - next_arrived > {early_ns} END AS early FROM j;
 CREATE TABLE verdicts AS
   WITH g AS (SELECT run, client_id, count(*) AS throttles,
                     count(*) FILTER (WHERE client_throttles AND judged) AS judged,
                     count(*) FILTER (WHERE client_throttles AND early) AS violations_obliged,
-                    count(*) FILTER (WHERE has_next AND NOT pipelined AND NOT judged) AS undetermined
+                    count(*) FILTER (WHERE undetermined) AS undetermined
              FROM th GROUP BY ALL),
   c AS (SELECT run, client_id, sum(requests) AS requests FROM req GROUP BY ALL)
   SELECT c.run, c.client_id, c.requests, coalesce(throttles, 0) AS throttles, coalesce(judged, 0) AS judged,
@@ -180,13 +182,14 @@ def reference(directory: str, threads: int) -> dict[str, Any]:
     """The reference's tables, as lists of rows (run in a child process by ``--reference``)."""
     import duckdb
 
+    from mockbroker.quota import verdict
     from mockbroker.report import job
     files = sorted(os.path.join(directory, f) for f in os.listdir(directory) if f.endswith(".jsonl"))
     con = duckdb.connect()
     con.execute(f"SET threads = {threads}")
     con.execute(f"SET temp_directory = '{tempfile.gettempdir()}/mockbroker-bench-duckdb'")
     con.execute(REFERENCE_SQL.format(files=json.dumps(files).replace('"', "'"), pipelined_ns=job.PIPELINED_NS,
-                                     early_ns=job.EARLY_TOLERANCE_NS, ignores_share=job.IGNORES_SHARE))
+                                     early_ns=job.EARLY_TOLERANCE_NS, ignores_share=verdict.IGNORES_SHARE))
     return {"verdicts": con.execute(f"SELECT {', '.join(VERDICT_COLS)} FROM verdicts ORDER BY client_id").fetchall(),
             "requests": con.execute("SELECT client_id, api, api_version, requests, request_bytes FROM req "
                                     "ORDER BY ALL").fetchall(),

@@ -39,7 +39,14 @@ with the memory-pool mute kept apart as ``Selector`` does):
   per connection at a time and answers in order.
 * ``THROTTLED``: KIP-219, the response was sent and the channel stays muted
   for the throttle time (``start_throttling``/``end_throttling``, called by
-  ``quota.throttle.ThrottledChannel``).
+  ``quota.throttle.ThrottledChannel``).  Kafka unregisters OP_READ; here the
+  connection goes on watching the socket until the client's next request
+  begins, reading its first byte (and nothing more) to see when it arrived: the
+  throttle's verdict is taken from what the client did, not from a timer racing
+  the deadline.  That byte waits in the connection's buffer and the rest in the
+  socket, so the request is served when the mute ends, as Kafka would serve it;
+  what differs is one byte of the kernel's receive buffer, and a client that
+  closes during the mute is seen closing at once rather than at the mute's end.
 * ``MEMORY``: the pool refused the buffer of the request whose size prefix was
   just read (KIP-72); ``MemoryMutedChannels`` gives it the memory and unmutes
   it when memory comes back.
@@ -190,8 +197,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         # SASL_PLAINTEXT: the authenticator until authentication completes; else None
         self.authenticator: Authenticator | None = owner.new_authenticator(self)
         self.last_active_ms = owner.clock.monotonic_ms()
-        # called once with the monotonic ms at which the next request is taken (or held, observe mode)
+        # called once with the monotonic ms at which the next request began to arrive: its first byte read
+        # (or watched, while throttled), or its taking
         self.next_request_observer: Callable[[int], None] | None = None
+        self._watching = False  # throttled, but reading one byte to see the next request begin
         # what the throttle before it says of the next request (quota.throttle), for its journal record
         self.request_after_throttle: dict[str, Any] | None = None
         self.hold_deadline_ms: int | None = None  # observe mode: requests before this wait for it
@@ -234,10 +243,19 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if head is None:
             head = self._head = bytearray(self._head_size)
         # never full here: reading is paused whenever the head is (_needs_pause)
+        if self._watching:  # throttled: the first byte of the next request, no more
+            return memoryview(head)[self._head_len:self._head_len + 1]
         return memoryview(head)[self._head_len:]
 
     def buffer_updated(self, nbytes: int) -> None:
-        self.last_active_ms = self.clock.monotonic_ms()
+        now = self.last_active_ms = self.clock.monotonic_ms()
+        if self.next_request_observer is not None:
+            self._observe_next_request(now)  # after a throttled response: the next request begins
+        if self._watching:
+            self._watching = False
+            self._head_len += nbytes
+            self._update_reading()  # still throttled: nothing more is read until the mute ends
+            return
         frame = self._frame
         if frame is not None and self._frame_pos < len(frame):
             self._frame_pos += nbytes
@@ -280,8 +298,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self.owner.loop.call_soon(self._process)
 
     def _needs_pause(self) -> bool:
-        if self.mute & _PAUSE_EAGERLY:
-            return True
+        eager = self.mute & _PAUSE_EAGERLY
+        if eager:
+            return not (self._watching and eager == MuteReason.THROTTLED)
         frame = self._frame
         if frame is not None and self._frame_pos < len(frame):
             return False  # a request with its memory: read its body
@@ -433,11 +452,15 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self.owner.loop.call_soon(self._process)
 
     # -- throttling (KIP-219), called by quota.throttle.ThrottledChannel -----------------------
-    def start_throttling(self) -> None:
-        """KafkaChannel's MUTED_AND_THROTTLED: the response was sent, nothing is read until the end."""
+    def start_throttling(self, watch: bool = False) -> None:
+        """KafkaChannel's MUTED_AND_THROTTLED: the response was sent, nothing is served until the end.
+        ``watch`` (nothing of a next request is here yet): read the first byte that comes, to tell
+        ``next_request_observer`` when the next request arrived; it waits for the mute's end."""
+        self._watching = watch
         self.mute_for(MuteReason.THROTTLED)
 
     def end_throttling(self) -> None:
+        self._watching = False
         self.unmute_for(MuteReason.THROTTLED)
 
     def input_waiting(self) -> int:

@@ -32,6 +32,7 @@ from .faults import FaultRule, FaultRuleError, api_key_of
 from .group.group import GroupType
 from .metadata import Partition, Topic
 from .quota.entities import QUOTA_KEYS, validate_quota
+from .quota.verdict import verdict
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -425,9 +426,10 @@ class ControlPlane:
                 and (conn_id is None or e.conn_id == conn_id)]
 
     def violations(self, by: str = "connection") -> list[dict[str, Any]]:
-        """KIP-219 conformance per connection or per entity: throttles, and the next requests that
-        came before the throttle ended (observe mode: sent early; mute mode: already waiting when
-        reading resumed), split by whether that response version obliged the client to back off."""
+        """KIP-219 conformance per connection or per entity, by ``quota.verdict``'s rule (the report's
+        too): throttles; judged (a next request came, not pipelined) and early (it arrived more than
+        the tolerance before the deadline), split by whether that response version obliged the client
+        to back off; the worst early ms and the verdict, from the obliged ones."""
         if by not in ("connection", "entity"):
             raise InvalidArgument("by must be connection or entity", "by")
         rows: dict[Any, dict[str, Any]] = {}
@@ -436,15 +438,20 @@ class ControlPlane:
             row = rows.get(key)
             if row is None:
                 row = rows[key] = ({"broker": e.node_id, "connection": e.conn_id, "peer": e.peer} if by == "connection"
-                                   else {}) | {"user": e.user, "client_id": e.client_id, "throttles": 0,
+                                   else {}) | {"user": e.user, "client_id": e.client_id, "throttles": 0, "judged": 0,
                                                "violations_obliged": 0, "violations_not_obliged": 0,
                                                "worst_early_ms": 0, "apis": {}}
             row["throttles"] += 1
+            if e.judged and e.client_should_throttle:
+                row["judged"] += 1
             if e.violation:
                 row["violations_obliged" if e.client_should_throttle else "violations_not_obliged"] += 1
-                row["worst_early_ms"] = max(row["worst_early_ms"], e.early_ms or 0)
+                if e.client_should_throttle:
+                    row["worst_early_ms"] = max(row["worst_early_ms"], e.early_ms or 0)
                 api = f"{ApiKey(e.api_key).name} v{e.api_version}"
                 row["apis"][api] = row["apis"].get(api, 0) + 1
+        for row in rows.values():
+            row["verdict"] = verdict(row["throttles"], row["judged"], row["violations_obliged"])
         return list(rows.values())
 
     # -- gauges --------------------------------------------------------------------------------

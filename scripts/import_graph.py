@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("wire", ("protocol.",)),
     ("leaves", ("mockbroker.clock", "mockbroker.config", "mockbroker.channel", "mockbroker.sasl_mechanisms",
                 "mockbroker.quota", "mockbroker.purgatory.", "mockbroker.quota.rate", "mockbroker.quota.entities",
+                "mockbroker.quota.verdict",
                 "mockbroker.memory_pool", "mockbroker.log", "mockbroker.producer_state", "mockbroker.journal",
                 "mockbroker.faults", "mockbroker.fetch_session", "mockbroker.request_stats",
                 "mockbroker.journal_writer", "mockbroker.journal_reader")),

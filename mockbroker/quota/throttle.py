@@ -21,11 +21,14 @@ Which quotas a response is charged, as Kafka 4.x does:
 Delivery (``mock.throttle.mode``):
 
 * ``mute`` (Kafka >= 2.0, KIP-219): the response goes out at once, then the
-  channel is not read for the throttle time.
+  channel is not read for the throttle time; the connection still sees the first
+  byte of the client's next request arrive (``KafkaConnection.start_throttling``).
 * ``delay`` (Kafka < 2.0): the response itself is held for the throttle time.
 * ``observe``: the response goes out at once and the socket keeps being read;
-  a request that arrives before the deadline is held until it passes and its
-  arrival is recorded, so a test sees exactly how early a client sent.
+  a request that arrives before the deadline is held until it passes.
+
+In each, the ``ThrottleEvent`` records when the next request arrived and whether
+the client waited out its throttle, by ``quota.verdict``'s rule.
 """
 
 from __future__ import annotations
@@ -41,11 +44,13 @@ from ..clock import Clock
 from ..connection import KafkaConnection
 from ..request import RequestContext
 from .manager import QuotaManagers
+from .verdict import is_early, is_judged
 
 
 @dataclass(slots=True)
 class ThrottleEvent:
-    """One throttled response and what the client did next on that connection."""
+    """One throttled response and what the client did next on that connection; judged by
+    ``quota.verdict``'s rule (did the client wait out the throttle?)."""
 
     node_id: int
     conn_id: int
@@ -57,31 +62,40 @@ class ThrottleEvent:
     client_should_throttle: bool  # KIP-219: does this response version make clients back off
     mode: str
     quota_type: str               # the quota that throttled: Produce, Fetch, Request, ControllerMutation
-    start_ms: int                 # monotonic ms when the response was sent (mute/observe) or queued (delay)
+    start_ms: int                 # monotonic ms when the throttle began: the response was sent (mute/observe) or held (delay)
     throttle_ms: int
-    next_request_ms: int | None = None  # when the connection's next request arrived (observe: exactly)
-    early_ms: int | None = None         # deadline - arrival, when the client sent before the deadline
-    held_while_muted: bool | None = None  # mute mode: the client sent more during the throttle, before the deadline
-    # the client had sent its next request before this response reached it (pipelined, up to
+    sent_ms: int | None = None    # when the response went out: start_ms, or after the hold (delay; None until then)
+    next_request_ms: int | None = None  # when the connection's next request began to arrive (its first byte)
+    early_ms: int | None = None         # deadline - arrival, when the next request arrived before the deadline, else 0
+    held_while_muted: bool | None = None  # mute mode: the next request (not pipelined) arrived before the mute's end
+    # the client had sent its next request before this response went out (pipelined, up to
     # max.in.flight): it could not have known of the throttle, so that request is no violation
     pipelined: bool = False
 
     @property
     def deadline_ms(self) -> int:
-        return self.start_ms + self.throttle_ms
+        """From when the client may send again: its back-off runs from the response (KIP-219), so
+        the response's sending + the throttle; mute and observe: also the end of the broker's own
+        mute or hold; delay: twice the throttle after the hold began (once the response is out,
+        ``sent_ms`` + the throttle)."""
+        sent = self.sent_ms if self.sent_ms is not None else self.start_ms + self.throttle_ms
+        return sent + self.throttle_ms
+
+    @property
+    def judged(self) -> bool:
+        """A next request came, not pipelined, after a throttle longer than the tolerance."""
+        return is_judged(self.next_request_ms is not None, self.pipelined, self.throttle_ms)
 
     @property
     def violation(self) -> bool:
-        """KIP-219: the next request came before the throttle ended -- observe mode: sent early and
-        not pipelined (sent before this response could reach the client); mute mode: already waiting
-        when reading resumed."""
-        if self.mode == "observe":
-            return (self.early_ms or 0) > 0 and not self.pipelined
-        return bool(self.held_while_muted)
+        """KIP-219: the next request arrived more than the tolerance before the deadline (every mode)."""
+        return is_early(self.judged, self.early_ms)
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["deadline_ms"] = self.deadline_ms
+        d["judged"] = self.judged
+        d["violation"] = self.violation
         return d
 
 
@@ -147,66 +161,59 @@ def throttled_fetch_response(ctx: RequestContext, result: dict[str, Any]) -> dic
     return {"error_code": result.get("error_code", 0), "session_id": session_id, "responses": []}
 
 
-#: Mute mode probes the socket this long before the deadline.  Broker and client clocks tick in whole
-#: milliseconds and the client counts from its own receipt of the response, so a client honouring the
-#: throttle may send up to ~1 ms before the broker's deadline by rounding alone; 2 ms is not a violation.
-PROBE_LEAD_MS = 2
-
-
 class ThrottledChannel:
     """One throttled response on one connection (Kafka's ``ThrottledChannel``), in the mode
-    ``mock.throttle.mode`` chose; it records what the client did next in its ``ThrottleEvent``."""
+    ``mock.throttle.mode`` chose; it records what the client did next in its ``ThrottleEvent``.
 
-    __slots__ = ("conn", "event", "clock", "waiting_at_start", "waiting_before_deadline")
+    The next request's arrival is its first byte on the connection, in every mode: observe and
+    delay read the socket as usual; mute watches it (``KafkaConnection.start_throttling``) without
+    serving anything before the mute ends.  A request already waiting when the response goes out is
+    pipelined, and its arrival is that moment."""
+
+    __slots__ = ("conn", "event", "clock")
 
     def __init__(self, conn: KafkaConnection, event: ThrottleEvent, clock: Clock) -> None:
         self.conn = conn
         self.event = event
         self.clock = clock
-        self.waiting_at_start = 0  # unread request bytes when the throttled response went out
-        # mute mode: more request bytes were waiting PROBE_LEAD_MS before the deadline than at the start
-        self.waiting_before_deadline = False
 
     def start(self, frame: bytes | memoryview) -> None:
-        conn, event = self.conn, self.event
-        conn.next_request_observer = self.observe_next_request
+        event = self.event
         if event.mode == "delay":  # Kafka < 2.0 ThrottledResponse: the response itself is held
-            self.clock.call_later(event.throttle_ms, lambda: conn.send_response(frame))
+            self.clock.call_later(event.throttle_ms, lambda: self.send(frame))
             return
-        # before the response goes out: once it has, the client may read it and send again at once
-        self.waiting_at_start = conn.input_waiting()
-        event.pipelined = self.waiting_at_start > 0
-        conn.send_response(frame)
+        conn = self.conn
+        self.send(frame)
         if event.mode == "mute":  # startThrottling now, endThrottling at the deadline
-            conn.start_throttling()
-            if event.throttle_ms > PROBE_LEAD_MS:
-                self.clock.call_later(event.throttle_ms - PROBE_LEAD_MS, self.probe_before_deadline)
-            self.clock.call_later(event.throttle_ms, self.notify_throttling_done)
+            conn.start_throttling(watch=not event.pipelined)
+            self.clock.call_later(event.throttle_ms, conn.end_throttling)
         else:  # observe: keep reading; a request arriving early is held until the deadline
             conn.hold_until(event.deadline_ms)
 
-    def probe_before_deadline(self) -> None:
-        """PROBE_LEAD_MS before the mute ends: has the client sent its next request already?  A client that
-        honours KIP-219 sends at (its receipt of the response + throttle), never before the broker's
-        deadline.  Looking at the end of the mute instead would count a prompt client whose request
-        arrives while the loop is late to resume; a probe that itself runs late decides nothing."""
-        if self.clock.monotonic_ms() < self.event.deadline_ms:
-            self.waiting_before_deadline = self.conn.input_waiting() > self.waiting_at_start
-
-    def notify_throttling_done(self) -> None:
-        self.conn.end_throttling()
+    def send(self, frame: bytes | memoryview) -> None:
+        conn, event = self.conn, self.event
+        event.sent_ms = self.clock.monotonic_ms()
+        if conn.closed:
+            return
+        # before the response goes out: once it has, the client may read it and send again at once
+        event.pipelined = conn.input_waiting() > 0
+        conn.next_request_observer = self.observe_next_request
+        conn.send_response(frame)
+        if event.pipelined and conn.next_request_observer is not None:  # it is there already
+            conn.next_request_observer = None
+            self.observe_next_request(event.sent_ms)
 
     def observe_next_request(self, now_ms: int) -> None:
         ev = self.event
         ev.next_request_ms = now_ms
         ev.early_ms = max(ev.deadline_ms - now_ms, 0)
         if ev.mode == "mute":
-            ev.held_while_muted = self.waiting_before_deadline
+            ev.held_while_muted = ev.early_ms > 0 and not ev.pipelined
         # the next request's journal record says what came of the throttle
         self.conn.request_after_throttle = {
             "throttle_ms": ev.throttle_ms, "mode": ev.mode, "client_throttles": ev.client_should_throttle,
-            "gap_ms": now_ms - ev.start_ms, "early_ms": ev.early_ms, "pipelined": ev.pipelined,
-            "violation": ev.violation}
+            "gap_ms": now_ms - (ev.sent_ms if ev.sent_ms is not None else ev.start_ms), "early_ms": ev.early_ms,
+            "pipelined": ev.pipelined, "judged": ev.judged, "violation": ev.violation}
 
 
 def send_response_maybe_throttle(conn: KafkaConnection, frame: bytes | memoryview, throttle_ms: int,

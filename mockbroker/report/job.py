@@ -25,16 +25,15 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..journal_reader import SUPPORTED, JournalSchemaError, JournalWarning
+from ..quota import verdict as verdict_rule
 
 #: The next request counts as pipelined (sent before the client could have seen the throttled
 #: response) when it arrived within this long after the response was sent: the broker stamps a
 #: request that was already waiting as it takes it, right after the response goes out.
 PIPELINED_NS = 200_000
-#: Broker and client clocks tick in whole ms (mockbroker/quota/throttle.py): a request less than
-#: this much before the deadline is not early.
-EARLY_TOLERANCE_NS = 1_000_000
-#: Verdict "ignores" when at least this share of the judged throttles was followed by an early request.
-IGNORES_SHARE = 0.9
+#: Broker and client clocks tick in whole ms (mockbroker/quota/verdict.py): a request this much or less
+#: before the deadline is not early.
+EARLY_TOLERANCE_NS = verdict_rule.EARLY_TOLERANCE_MS * 1_000_000
 
 CLIENT = ["client_software_name", "client_software_version", "client_id", "principal"]
 
@@ -65,7 +64,7 @@ SCHEMA = T.StructType([
         T.StructField("throttle_ms", T.LongType()), T.StructField("mode", T.StringType()),
         T.StructField("client_throttles", T.BooleanType()), T.StructField("gap_ms", T.LongType()),
         T.StructField("early_ms", T.LongType()), T.StructField("pipelined", T.BooleanType()),
-        T.StructField("violation", T.BooleanType())])),
+        T.StructField("judged", T.BooleanType()), T.StructField("violation", T.BooleanType())])),
     T.StructField("_corrupt", T.StringType()),
 ])
 
@@ -187,15 +186,17 @@ def throttles(df: DataFrame) -> DataFrame:
                 .otherwise(F.col("sent_clock_ns") + F.col("throttle_time_ms") * 1_000_000))
     t = t.withColumn("deadline_ns", deadline)
     has_next = F.col("next_arrived_ns").isNotNull()
-    # the broker's own verdict on the next request (after_throttle), when the journal has it;
-    # derived from the clocks otherwise (observe mode only)
+    # the broker's own verdict on the next request (after_throttle, by quota/verdict.py's rule, in
+    # every mode), when the journal has it; derived from the clocks otherwise (observe mode only)
     at = F.col("_at")
     has_at = has_next & at.isNotNull()
     early_ns = F.col("deadline_ns") - F.col("next_arrived_ns")
     pipelined = F.when(has_at, F.coalesce(at["pipelined"], F.lit(False))).otherwise(
         has_next & (F.col("next_arrived_ns") < F.col("sent_clock_ns") + PIPELINED_NS))
     mode = F.col("throttle_mode")
-    judged = has_next & ~pipelined & ((mode == "observe") | ((mode == "mute") & has_at))
+    # journals from before after_throttle had "judged": mute judged from it, delay never
+    judged_before = has_next & ~pipelined & ((mode == "observe") | ((mode == "mute") & has_at))
+    judged = F.when(has_at & at["judged"].isNotNull(), at["judged"]).otherwise(judged_before)
     early = judged & F.when(has_at, F.coalesce(at["violation"], F.lit(False))).otherwise(
         early_ns > EARLY_TOLERANCE_NS)
     early_ms = F.when(has_at, at["early_ms"].cast("double")).when(
@@ -296,10 +297,16 @@ def verdicts(requests: DataFrame, th: DataFrame, by: Sequence[str] = ()) -> Data
     clients = requests.groupBy(*key).agg(F.sum("requests").alias("requests"))
     g = clients.join(g, key, "left").fillna(0, ["throttles", "judged", "violations_obliged",
                                                  "violations_not_obliged", "undetermined", "pipelined"])
-    v = (F.when(F.col("throttles") == 0, F.lit("not throttled"))
-         .when(F.col("judged") == 0, F.when(F.col("undetermined") > 0, F.lit("undetermined"))
-                .otherwise(F.lit("no judged throttles")))
-         .when(F.col("violations_obliged") == 0, F.lit("honours"))
-         .when(F.col("violations_obliged") >= F.col("judged") * IGNORES_SHARE, F.lit("ignores"))
-         .otherwise(F.lit("partly")))
-    return g.withColumn("verdict", v)
+    return g.withColumn("verdict", verdict_column(F.col("throttles"), F.col("judged"), F.col("violations_obliged"),
+                                                  F.col("undetermined")))
+
+
+def verdict_column(throttles: Any, judged: Any, violations: Any, undetermined: Any) -> Any:
+    """``quota.verdict.verdict`` (the broker's ``/throttles/violations`` verdict) as a column
+    (tests/unit/test_report.py checks the two agree)."""
+    r = verdict_rule
+    return (F.when(throttles == 0, F.lit(r.NOT_THROTTLED))
+            .when(judged == 0, F.when(undetermined > 0, F.lit(r.UNDETERMINED)).otherwise(F.lit(r.NO_JUDGED)))
+            .when(violations == 0, F.lit(r.HONOURS))
+            .when(violations >= judged * r.IGNORES_SHARE, F.lit(r.IGNORES))
+            .otherwise(F.lit(r.PARTLY)))

@@ -1,8 +1,9 @@
 """franz-go for the integration tests: ``go build`` of tests/integration/go into bin/groupconsumers.
 
-One program, three commands: the consumer group test's (main.go, test_franz_go_group.py),
-``groupconsumers control ...`` (control.go, test_control_franz_go.py) and ``groupconsumers txn ...``
-(txn.go, test_transactions_franz_go.py; it also uses kadm).
+One program, four commands: the consumer group test's (main.go, test_franz_go_group.py),
+``groupconsumers control ...`` (control.go, test_control_franz_go.py), ``groupconsumers txn ...``
+(txn.go, test_transactions_franz_go.py; it also uses kadm) and ``groupconsumers throttled ...``
+(throttled.go, test_throttle_clients.py).
 
 scripts/test.sh builds the program before pytest; ``franz_go_binary`` rebuilds it when it is missing
 or older than its sources.  Modules come from the Go module proxy into the usual caches

@@ -20,9 +20,12 @@ import statistics
 import time
 from collections import Counter
 
+import pytest
+
 from mockbroker import MockBroker
 from tests.integration.spark_jobs import (
     caught_up,
+    kafka_batch,
     kafka_stream,
     keys_of,
     produce,
@@ -51,10 +54,7 @@ def test_consumer_quota_sets_the_query_input_rate(spark, tmp_path):
     """A consumer_byte_rate quota on the source's client id: Spark's processedRowsPerSecond and
     inputRowsPerSecond converge to the quota (in rows/s, from the bytes per row the broker measured)
     within ±10 %; every throttle was on Fetch, and the broker's KIP-219 record of what Spark's consumer
-    (Java kafka-clients 3.9) sent while throttled is printed.  Found here: a minority of its throttles
-    see a ListOffsets arrive a few ms after the throttled Fetch response -- ConsumerNetworkClient.poll
-    sends queued requests before it reads responses, so the client had not read the throttle yet
-    when it sent it; the broker cannot tell that apart from a violation, and counts it."""
+    (Java kafka-clients 3.9) sent while throttled is printed (its verdict: test_spark_source_verdict)."""
     quota = 150_000
     client = "spark-quota-src"
     with MockBroker(QUOTA_CONF) as broker:
@@ -92,6 +92,49 @@ def test_consumer_quota_sets_the_query_input_rate(spark, tmp_path):
     assert all(e["mode"] == "mute" and e["client_should_throttle"] for e in events)
     [row] = conformance
     assert row["throttles"] > 0 and row["violations_not_obliged"] == 0, row
+
+
+@pytest.mark.parametrize("mode", ["mute", "delay", "observe"])
+def test_spark_source_verdict(spark, mode):
+    """Spark's Kafka source (Java kafka-clients 3.9's KafkaConsumer in InternalKafkaConsumer) under a
+    consumer_byte_rate quota, in each throttle mode: it waits out every throttled Fetch, but a
+    ListOffsets may go out on the same connection a few ms after one, before its throttle ends -- the
+    broker judges it early, rightly: the Java client sent it then.  Spark's InternalKafkaConsumer.fetch
+    calls getAvailableOffsetRange() (seekToBeginning/seekToEnd + position(): two ListOffsets) right
+    after every poll(); that poll returned with the next Fetch already in flight
+    (ClassicKafkaConsumer.poll: sendFetches() + transmitSends() before returning records); when the
+    broker has answered that Fetch with a throttle, ConsumerNetworkClient.poll's trySend() still finds
+    the node ready (NetworkClient throttles a node in handleCompletedReceives -> maybeThrottle, after
+    Selector.poll) and hands the ListOffsets to NetworkClient.send; Selector.pollSelectionKeys then
+    reads the throttled response (attemptRead) and writes the ListOffsets (attemptWrite) in the same
+    poll.  A Fetch never does this (Fetcher sends none to a node with a Fetch pending), so the verdict is
+    honours or partly, and every early request is a ListOffsets right after a throttled Fetch."""
+    client = f"spark-verdict-{mode}"
+    with MockBroker({**QUOTA_CONF, "mock.throttle.mode": mode}) as broker:
+        b = broker.bootstrap_servers
+        broker.create_topic("sv-in", 2)
+        produce(b, "sv-in", [f"sv-{i}" for i in range(1200)], value_bytes=1000)
+        broker.set_quota(client_id=client, consumer_byte_rate=300_000)
+        df = kafka_batch(spark, b, subscribe="sv-in", startingOffsets="earliest", endingOffsets="latest",
+                         **{"kafka.client.id": client, "kafka.max.partition.fetch.bytes": 16384,
+                            "kafka.fetch.max.bytes": 32768})
+        assert df.count() == 1200
+        [row] = [v for v in broker.violations(by="entity") if v["client_id"] == client]
+        journal = broker.journal(client_id=client)
+    print(f"\nSpark source, {mode}: {row}")
+    assert row["judged"] >= 3 and row["verdict"] in ("honours", "partly"), row
+    assert all(api.startswith("FETCH ") for api in row["apis"]), row  # early only after a throttled Fetch
+    by_conn: dict[tuple[int, int], list[dict]] = {}
+    for j in sorted(journal, key=lambda j: (j["arrived_clock_ns"], j["seq"])):
+        by_conn.setdefault((j["broker"], j["connection"]), []).append(j)
+    early = 0
+    for records in by_conn.values():
+        for before, j in zip(records, records[1:]):
+            if j["after_throttle"] and j["after_throttle"]["violation"]:
+                early += 1
+                assert (before["api"], before["throttle_time_ms"] > 0, j["api"]) == ("FETCH", True, "LIST_OFFSETS"), \
+                    (before, j)
+    assert early == row["violations_obliged"] + row["violations_not_obliged"], (early, row)
 
 
 def test_producer_quota_slows_the_sink_and_loses_nothing(spark, tmp_path):

@@ -11,6 +11,7 @@ from protocol.codec import build_request, encode_request, timedelta_ms
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
 from protocol.registry import any_spec
+from tests.polling import until
 
 from .test_delayed_ops import answered
 
@@ -104,7 +105,9 @@ def test_mute_mode_answers_at_once_then_reads_nothing_until_the_deadline(muted):
     (ev, *_rest) = b.throttle_events("q1")
     assert (ev["api_key"], ev["api_version"], ev["throttle_ms"], ev["mode"]) == (0, 9, throttle, "mute")
     assert ev["client_should_throttle"] is True  # Produce v9 >= 6: KIP-219 clients back off
-    assert ev["held_while_muted"] is True and ev["next_request_ms"] == ev["deadline_ms"]
+    # the request was sent the instant the response came (the clock stood still): early by the whole throttle
+    assert ev["next_request_ms"] == ev["start_ms"] and ev["early_ms"] == throttle
+    assert ev["held_while_muted"] is True and ev["judged"] is True and ev["violation"] is True
 
 
 def test_mute_mode_a_client_sending_right_at_its_deadline_is_no_violation(muted):
@@ -128,7 +131,51 @@ def test_mute_mode_a_client_sending_right_at_its_deadline_is_no_violation(muted)
     first, second = b.journal("PRODUCE", client_id="q1")[:2]
     assert first["after_throttle"] is None
     assert second["after_throttle"] == {"throttle_ms": throttle, "mode": "mute", "client_throttles": True,
-                                        "gap_ms": throttle, "early_ms": 0, "pipelined": False, "violation": False}
+                                        "gap_ms": throttle, "early_ms": 0, "pipelined": False, "judged": True,
+                                        "violation": False}
+
+
+def kernel_bytes_waiting(b, client_id):
+    """What the broker's end of that client's connection has not read (FIONREAD on its socket)."""
+    import array
+    import fcntl
+    import termios
+
+    def unread(cluster):
+        [conn] = [c for br in cluster.brokers.values() for c in br.connections if c.client_id == client_id]
+        n = array.array("i", [0])
+        fcntl.ioctl(conn.transport.get_extra_info("socket").fileno(), termios.FIONREAD, n, True)
+        return n[0]
+    return b.call(unread)
+
+
+def test_mute_mode_times_the_next_request_by_its_first_byte_and_serves_it_at_the_deadline(muted):
+    """Muted, the connection reads the first byte of the next request (to see when it arrived) and
+    leaves the rest in the socket until the mute ends.  Early by 2 ms is a violation, by 1 ms is not
+    (whole-ms clocks on both sides, quota/verdict.py)."""
+    b, clock = muted
+    with RawKafkaClient.connect(b.bootstrap_servers, client_id="q1") as c:
+        corr, _ = send_produce(c, 200_000)
+        throttle = timedelta_ms(c.response(0, 9, corr).throttle_time)
+        b.advance(throttle - 2)
+        corr2, size2 = send_produce(c, 100_000)  # 2 ms before the deadline
+        assert not answered(c)
+        assert kernel_bytes_waiting(b, "q1") == size2 - 1  # one byte read, not the request
+        b.advance(1)
+        assert not answered(c)
+        b.advance(1)
+        throttle2 = timedelta_ms(c.response(0, 9, corr2).throttle_time)
+        b.advance(throttle2 - 1)
+        corr3, _ = send_produce(c, 10)  # 1 ms before the deadline
+        assert not answered(c)
+        b.advance(1)
+        c.response(0, 9, corr3)
+    first, second = b.throttle_events("q1")[:2]
+    assert (first["early_ms"], first["judged"], first["violation"]) == (2, True, True)
+    assert first["next_request_ms"] == first["deadline_ms"] - 2
+    assert (second["early_ms"], second["judged"], second["violation"]) == (1, True, False)
+    [row] = [v for v in b.violations(by="entity") if v["client_id"] == "q1"]
+    assert (row["judged"], row["violations_obliged"], row["worst_early_ms"], row["verdict"]) == (2, 1, 2, "partly")
 
 
 def test_mute_mode_a_request_pipelined_before_the_throttle_is_no_violation(muted):
@@ -170,6 +217,15 @@ def test_delay_mode_holds_the_response():
             assert not answered(c)
             b.advance(1)
             assert timedelta_ms(c.response(0, 9, corr).throttle_time) == ev["throttle_ms"]
+            # the client's own back-off (KIP-219) runs from its receipt of the held response: a request
+            # 2 ms before the end of that is early
+            b.advance(ev["throttle_ms"] - 2)
+            send_produce(c, 10)
+            until(lambda: b.throttle_events("q1")[0]["next_request_ms"] is not None, "the next request's arrival")
+        ev = b.throttle_events("q1")[0]
+        assert ev["sent_ms"] == ev["start_ms"] + ev["throttle_ms"]
+        assert ev["deadline_ms"] == ev["start_ms"] + 2 * ev["throttle_ms"]
+        assert (ev["early_ms"], ev["pipelined"], ev["judged"], ev["violation"]) == (2, False, True, True)
     finally:
         b.stop()
 

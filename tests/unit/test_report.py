@@ -103,6 +103,49 @@ def test_two_runs_and_mute_mode(spark, tmp_path):
                    ("3000", "at-deadline"): (5, 4, 0, 0, "honours"), ("3000", "early"): (5, 4, 4, 0, "ignores")}
 
 
+def test_verdict_column_is_the_brokers_rule(spark):
+    """The report's verdict column and the broker's /throttles/violations verdict are one rule
+    (mockbroker/quota/verdict.py), at every boundary of it."""
+    from pyspark.sql import functions as F
+
+    from mockbroker.quota.verdict import verdict
+    from mockbroker.report import job
+    grid = [(t, j, v, u) for t in (0, 3, 20) for j in (0, 1, 9, 10, 20) for v in range(0, j + 1) for u in (0, 2)
+            if j <= t and u <= t]
+    df = spark.createDataFrame(grid, "throttles long, judged long, violations long, undetermined long")
+    got = {tuple(r[:4]): r.verdict for r in df.withColumn("verdict", job.verdict_column(
+        F.col("throttles"), F.col("judged"), F.col("violations"), F.col("undetermined"))).collect()}
+    assert got == {g: verdict(*g) for g in grid}
+    assert {"honours", "partly", "ignores", "not throttled", "no judged throttles", "undetermined"} <= set(got.values())
+
+
+def test_a_brokers_journal_gives_the_brokers_verdicts(spark, tmp_path):
+    """The raw clients of tests/unit/test_throttle_oracle.py (one never waits, one sleeps for the
+    throttle) on three brokers, on the ManualClock, with the journal on disk, one run per throttle
+    mode: the report's verdicts and counts per client and run are the broker's own
+    (/throttles/violations by entity)."""
+    from tests.unit.test_throttle_oracle import HONOURS, IGNORES, run_once
+    runs = {}
+    for mode in ("mute", "delay", "observe"):
+        d = tmp_path / mode
+        got = run_once(mode, 3, manual=True, **{"mock.journal.dir": str(d)})
+        [run] = {re.match(r"journal-(\d+)-", f.name).group(1) for f in d.iterdir()}
+        runs[run] = (mode, got)
+    assert len(runs) == 3  # three runs told apart by their start ms
+    report, warns = _build(spark, [str(tmp_path / m) for m in ("mute", "delay", "observe")])
+    assert warns == []
+    rows = {(r.run, r.client_id): r.asDict() for r in report.tables["verdicts"].collect()}
+    for run, (mode, got) in runs.items():
+        for cid, want in ((IGNORES, "ignores"), (HONOURS, "honours")):
+            counts = got[cid]["counts"]
+            assert got[cid]["verdict"] == want
+            r = rows[(run, cid)]
+            assert (r["verdict"], r["throttles"], r["judged"], r["violations_obliged"], r["violations_not_obliged"]) \
+                == (want, counts["throttles"], counts["judged"], counts["violations_obliged"],
+                    counts["violations_not_obliged"]), (mode, r)
+            assert (r["worst_early_ms"] or 0) == got[cid]["worst_early_ms"], (mode, r)
+
+
 def test_cut_and_corrupt_lines_named_with_line_numbers(spark, tmp_path):
     """A plain file read in several splits (tiny maxPartitionBytes): line numbers are still the file's."""
     (f,) = S.write_journal(tmp_path, CLIENTS[:1], requests=40)

@@ -3,6 +3,7 @@
 //	groupconsumers BOOTSTRAP TOPIC GROUP MEMBERS PARTITIONS RECORDS
 //	groupconsumers control SCENARIO BOOTSTRAP ADMIN   (control.go, for test_control_franz_go.py)
 //	groupconsumers txn SCENARIO BOOTSTRAP TOPIC PARTITIONS   (txn.go, for test_transactions_franz_go.py)
+//	groupconsumers throttled BOOTSTRAP TOPIC CLIENT_ID RECORDS VALUE_BYTES   (throttled.go, test_throttle_clients.py)
 //
 // Starts MEMBERS kgo clients in the group (franz-go's default balancer: cooperative-sticky, an
 // incremental rebalance over the classic protocol), waits until the partitions are split evenly
@@ -152,6 +153,9 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "txn" {
 		os.Exit(txnMain(os.Args[2:])) // txn.go, for test_transactions_franz_go.py
+	}
+	if len(os.Args) > 1 && os.Args[1] == "throttled" {
+		os.Exit(throttledMain(os.Args[2:])) // throttled.go, for test_throttle_clients.py
 	}
 	bootstrap, topic, group := os.Args[1], os.Args[2], os.Args[3]
 	members, _ := strconv.Atoi(os.Args[4])
