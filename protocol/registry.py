@@ -8,6 +8,10 @@ special-casing APIs:
   ``scripts/gen_schema_table.py`` reads them from kio into ``schema_table.py``
   (importing every schema module at start-up cost about a second), and
   ``tests/unit/test_schema_table.py`` checks that table against the installed kio.
+  The versions and APIs kio 0.6.5 lacks of Kafka 4.4 (ApiVersions v5, ...) have
+  modules generated from Kafka 4.4.0's schemas (``protocol/generated/``,
+  ``scripts/gen_kafka_messages.py``); ``protocol/generated/index.py`` lists them
+  and gives the same two facts for an API kio does not have at all.
 * ``client_throttle_from`` is the first response version at which a client
   backs off by itself on ``throttle_time_ms`` (KIP-219).  It is the
   ``shouldClientThrottle(version)`` of each Kafka ``*Response.java`` (3.9,
@@ -20,8 +24,8 @@ special-casing APIs:
   ``mock.kafka.version`` picks one.
 
 What a broker *serves* and *advertises* is the release's range cut to the
-versions kio has schemas for (``schema_versions``; kio 0.6.5 has e.g. Produce
-3-13, Fetch 4-18, ListOffsets 1-11):
+versions there are schemas for (``schema_versions``: kio's and the generated
+ones; e.g. Produce 3-13, Fetch 4-18, ListOffsets 1-11, ApiVersions 0-5):
 
 * ``min_version``/``max_version`` (served) are always inside kio's schemas; a
   request outside them closes the connection, as Kafka does.
@@ -43,10 +47,12 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from .generated.index import GENERATED, KAFKA_SCHEMAS
 from .schema_table import SCHEMAS
 
-# kio's name of each API key ("metadata", "offset_fetch", ...), as kio.schema.index has it.
-api_key_map: dict[int, str] = {key: row[0] for key, row in SCHEMAS.items()}
+# kio's name of each API key ("metadata", "offset_fetch", ...), as kio.schema.index has it, and
+# the same form of the name of an API only generated (protocol/generated/).
+api_key_map: dict[int, str] = {key: row[0] for key, row in sorted((GENERATED | SCHEMAS).items())}
 
 # Kafka's API keys, named as in ApiKeys.java (generated from kio's index).
 ApiKey = enum.IntEnum(  # type: ignore[misc]
@@ -232,14 +238,18 @@ class ApiSpec:
 
 
 def schema_versions(key: int) -> list[int]:
-    """Versions kio has schemas for (both request and response)."""
-    row = SCHEMAS.get(key)
-    return list(row[1]) if row is not None else []
+    """Versions there are schemas for (both request and response): kio's and the generated ones."""
+    row, generated = SCHEMAS.get(key), GENERATED.get(key)
+    return sorted({*(row[1] if row else ()), *(generated[1] if generated else ())})
 
 
 def _derived(key: int) -> tuple[int | None, int | None]:
-    """(flexible_from, throttle_field_from) of ``key``, from the generated table."""
-    _name, _versions, flexible_from, throttle_from = SCHEMAS[key]
+    """(flexible_from, throttle_field_from) of ``key``, from kio's table (Kafka 4.4's for an API
+    kio does not have)."""
+    if key in SCHEMAS:
+        _name, _versions, flexible_from, throttle_from = SCHEMAS[key]
+    else:
+        _name, _range, flexible_from, throttle_from = KAFKA_SCHEMAS[key]
     return flexible_from, throttle_from
 
 
