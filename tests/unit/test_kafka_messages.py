@@ -17,12 +17,14 @@ tests/integration/test_kafka_messages_java.py.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import importlib.util
 import io
 import json
 import pathlib
 import subprocess
 import sys
+import uuid
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -164,8 +166,6 @@ def test_a_schema_renders_to_kios_encoding():
         _writer(cls)(buf, cls(**kw))
         return buf.getvalue()
 
-    import datetime
-    import uuid
 
     ms = datetime.timedelta(milliseconds=5)
     assert write(v0, throttle_time=ms, error_code=ErrorCode.none, name="t") == b"\0\0\0\x05\0\0\0\x01t"
@@ -205,3 +205,20 @@ def test_generated_modules_load_on_first_use():
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == ("['protocol.generated', 'protocol.generated.index'] "
                                 "['protocol.generated.delete_groups.v3', 'protocol.generated.delete_groups.v3.request']")
+
+
+def test_kafka_4_4_error_codes_decode():
+    """protocol/errors.py adds the codes Kafka 4.4 has and kio 0.6.5 lacks: a DeleteGroups v3 result
+    with GROUP_DELETION_FAILED (134, new with that version) is written and read by kio's native reader."""
+    from protocol.errors import KAFKA_44_ERRORS
+
+    assert [(e.value, e.name, e.retriable) for e in ErrorCode if e.value > 133] == [
+        (code, name, retriable) for code, name, retriable, _doc in KAFKA_44_ERRORS]
+    cls = response_class(42, 3)
+    result = cls.__dataclass_fields__["results"].type.__args__[0]
+    value = cls(throttle_time=datetime.timedelta(0), results=(
+        result(group_id="g", error_code=ErrorCode.group_deletion_failed, error_message="offsets left"),))
+    buf = io.BytesIO()
+    _writer(cls)(buf, value)
+    assert b"\x00\x86" in buf.getvalue()
+    assert _reader(cls)(buf.getvalue(), 0) == (value, len(buf.getvalue()))
