@@ -266,7 +266,7 @@ def api_name(spec: MessageSpec) -> str:
     return to_snake_case(spec.name).removesuffix("_response").removesuffix("_request")
 
 
-def _primitive_kafka_type(f: FieldSpec) -> tuple[str, str]:
+def primitive_kafka_type(f: FieldSpec) -> tuple[str, str]:
     """(kafka_type, python field name) of a primitive field, by kio's naming rules."""
     if f.name in ERROR_CODE_NAMES:
         return "error_code", f.name
@@ -379,7 +379,7 @@ class Module:
             self.use(custom)
         element = f.element
         if element in PRIMITIVES and not f.is_array:
-            kafka_type, name = _primitive_kafka_type(f)
+            kafka_type, name = primitive_kafka_type(f)
             optional = kafka_type not in NUMBERS and (
                 (tag is not None and f.ignorable and f.default is None) or nullable
                 or (kafka_type == "datetime_i64" and f.default == "-1"))
@@ -625,7 +625,7 @@ class Entry:
     why: str  # "kio" (kio's is the same), "missing" (kio has none), "differs" (kio's is older)
 
 
-def _load(spec: MessageSpec, version: int, text: str) -> type:
+def load_class(spec: MessageSpec, version: int, text: str) -> type:
     return top_class(exec_module(text, f"_gen_{api_name(spec)}_{spec.kind}_v{version}"), spec)
 
 
@@ -637,7 +637,7 @@ def renames_of(spec: MessageSpec) -> Renames:
         theirs = kio_class(spec, v)
         if theirs is None:
             continue
-        ours = _load(spec, v, render_module(spec, v))
+        ours = load_class(spec, v, render_module(spec, v))
         if shape(theirs) != shape(ours) and shape(theirs, names=False) == shape(ours, names=False):
             out.update(renamed_fields(theirs, ours))
     return out
@@ -652,7 +652,7 @@ def plan(schemas: list[MessageSpec]) -> list[Entry]:
             text = render_module(spec, v, renames)
             theirs = kio_class(spec, v)
             why = "missing" if theirs is None else (
-                "kio" if shape(theirs) == shape(_load(spec, v, text)) else "differs")
+                "kio" if shape(theirs) == shape(load_class(spec, v, text)) else "differs")
             out.append(Entry(spec, v, text, why))
     return out
 

@@ -61,3 +61,5 @@ _.wait_for_throttle_events, _.journal_of_test
 # mockbroker/replica_manager.py: the log side of WriteTxnMarkers, called by the transaction coordinator
 # (mockbroker/txn/, written separately) and by tests/unit/test_txn_log.py, which vulture does not read
 _.append_txn_marker
+# protocol/errors.py: the attributes enum reads on the members it adds to kio's ErrorCode
+_.__objclass__, _._sort_order_

@@ -95,7 +95,7 @@ def as_json(spec: Any, fields: tuple[Any, ...], owner: str, module: Any, version
     for f in fields:
         if version not in f.versions:
             continue
-        name = module.py_name(owner, gen._primitive_kafka_type(f)[1]
+        name = module.py_name(owner, gen.primitive_kafka_type(f)[1]
                               if f.element in gen.PRIMITIVES and not f.is_array else f.name)
         field_value = getattr(value, name)
         if f.tag_at(version) is not None and field_value == get_tagged_field_default(ours[name]):
@@ -114,7 +114,7 @@ def field_json(spec: Any, f: Any, module: Any, version: int, value: Any) -> Any:
         return as_json(spec, sub_fields, cls_name, module, version, value)
     if f.is_array:
         return [primitive_json(f.element, item) for item in value]
-    kafka_type = gen._primitive_kafka_type(f)[0]
+    kafka_type = gen.primitive_kafka_type(f)[0]
     return primitive_json(kafka_type, value)
 
 

@@ -70,13 +70,13 @@ def test_a_departure_from_kios_rules_is_found(entries, monkeypatch):
     renders to another shape."""
     spec = next(e.spec for e in entries if e.spec.name == "HeartbeatResponse")
     kio = gen.kio_class(spec, 4)
-    assert gen.shape(gen._load(spec, 4, gen.render_module(spec, 4))) == gen.shape(kio)
+    assert gen.shape(gen.load_class(spec, 4, gen.render_module(spec, 4))) == gen.shape(kio)
     monkeypatch.setattr(gen, "TIMEDELTA_NAMES", gen.TIMEDELTA_NAMES - {"ThrottleTimeMs"})
     with pytest.raises(NotImplementedError, match="ThrottleTimeMs looks like a time field"):
         gen.render_module(spec, 4)
     monkeypatch.setattr(gen, "ERROR_CODE_NAMES", frozenset())
     monkeypatch.setattr(gen, "TIMEDELTA_NAMES", gen.TIMEDELTA_NAMES | {"ThrottleTimeMs"})
-    assert gen.shape(gen._load(spec, 4, gen.render_module(spec, 4))) != gen.shape(kio)
+    assert gen.shape(gen.load_class(spec, 4, gen.render_module(spec, 4))) != gen.shape(kio)
 
 
 def test_renamed_fields_keep_kios_name_in_every_version(entries):
@@ -157,8 +157,8 @@ def test_a_schema_renders_to_kios_encoding():
     (compact string, compact array of uuids, nullable struct marker, a tagged field written only when
     not its default, then the tag section)."""
     spec = gen.parse_schema(HEADER + json.dumps(SYNTHETIC), "Synthetic.json")
-    v0 = gen._load(spec, 0, gen.render_module(spec, 0))
-    v1 = gen._load(spec, 1, gen.render_module(spec, 1))
+    v0 = gen.load_class(spec, 0, gen.render_module(spec, 0))
+    v1 = gen.load_class(spec, 1, gen.render_module(spec, 1))
     assert [f.name for f in dataclasses.fields(v0)] == ["throttle_time", "error_code", "name"]
 
     def write(cls, **kw):
