@@ -68,7 +68,8 @@ def record(version: str) -> dict[str, Any]:
         "kafka": version,
         "api_versions_request": asked,
         "api_keys": {k.api_key: (k.min_version, k.max_version) for k in sorted(r.api_keys, key=lambda k: k.api_key)},
-        "supported_features": {f.name: (f.min_version, f.max_version) for f in sorted(r.supported_features, key=lambda f: f.name)},
+        "supported_features": {f.name: (f.min_version, f.max_version)
+                               for f in sorted(r.supported_features, key=lambda f: f.name)},
         "finalized_features": dict(sorted(levels.items())),
         "finalized_features_epoch": r.finalized_features_epoch,
     }
