@@ -55,6 +55,25 @@ def _str(v: Any) -> str:
     return str(v)
 
 
+def _float(v: Any) -> float:
+    if isinstance(v, bool):
+        raise ValueError(f"not a number: {v!r}")
+    return float(v)
+
+
+LONG_MAX = (1 << 63) - 1
+
+
+def _cleanup_policy(v: Any) -> str:
+    """``log.cleanup.policy`` / ``cleanup.policy``: a list of delete and compact (Kafka's ValidList), kept as
+    the comma-separated string Kafka reports."""
+    items = _list(v)
+    bad = [x for x in items if x not in ("delete", "compact")]
+    if bad:
+        raise ValueError(f"invalid cleanup.policy {bad}: delete and/or compact")
+    return ",".join(items)
+
+
 def _list(v: Any) -> list[str]:
     if isinstance(v, (list, tuple)):
         return [str(x).strip() for x in v if str(x).strip()]
@@ -184,6 +203,33 @@ CONFIG_DEF: dict[str, ConfigKey] = {
         ConfigKey("log.roll.ms", _int, 604800000, "A segment older than this is rolled on the next append.", 1),
         ConfigKey("log.retention.check.interval.ms", _int, 300000, "How often retention runs.", 1),
         ConfigKey("log.message.timestamp.type", _str, "CreateTime", "CreateTime or LogAppendTime.", None, ("CreateTime", "LogAppendTime")),
+        ConfigKey("log.message.timestamp.before.max.ms", _int, LONG_MAX,
+                  "Default message.timestamp.before.max.ms of topics: on a CreateTime topic a record whose timestamp "
+                  "is older than the broker's time by more than this is refused (INVALID_TIMESTAMP).", 0),
+        ConfigKey("log.message.timestamp.after.max.ms", _int, 3600000,
+                  "Default message.timestamp.after.max.ms of topics: on a CreateTime topic a record whose timestamp "
+                  "is ahead of the broker's time by more than this is refused (INVALID_TIMESTAMP).", 0),
+        ConfigKey("log.cleanup.policy", _cleanup_policy, "delete",
+                  "Default cleanup.policy of topics: delete, compact, both (comma-separated) or empty "
+                  "(keep all).", None),
+        ConfigKey("log.cleaner.backoff.ms", _int, 15000,
+                  "How long the log cleaner sleeps when no compacted log is dirty enough to clean.", 0),
+        ConfigKey("log.cleaner.min.cleanable.ratio", _float, 0.5,
+                  "Default min.cleanable.dirty.ratio of topics: a compacted log is cleaned once its dirty part "
+                  "is this share of it (or max.compaction.lag.ms passed).", 0),
+        ConfigKey("log.cleaner.delete.retention.ms", _int, 86400000,
+                  "Default delete.retention.ms of topics: how long a tombstone (and an empty transaction's "
+                  "marker) stays after the cleaning that first saw it.", 0),
+        ConfigKey("log.cleaner.min.compaction.lag.ms", _int, 0,
+                  "Default min.compaction.lag.ms of topics: a record stays uncompacted at least this long.", 0),
+        ConfigKey("log.cleaner.max.compaction.lag.ms", _int, LONG_MAX,
+                  "Default max.compaction.lag.ms of topics: a dirty record is compacted within this long "
+                  "whatever the dirty ratio (and a compacted topic's active segment rolls after it).", 1),
+        ConfigKey("log.cleaner.dedupe.buffer.size", _int, 134217728,
+                  "Memory of the cleaner's offset map (24 bytes a key, 90 % usable): a pass maps at most that many "
+                  "distinct keys of the dirty section and cleans up to the last one it mapped.", 0),
+        ConfigKey("log.cleaner.io.buffer.load.factor", _float, 0.9,
+                  "Share of the cleaner's offset map slots a pass fills before it stops mapping.", 0),
         ConfigKey("fetch.max.bytes", _int, 57671680, "Upper bound of one fetch response.", 0),
         ConfigKey("max.incremental.fetch.session.cache.slots", _int, 1000, "Fetch sessions (KIP-227) kept at once.", 0),
         ConfigKey("producer.id.expiration.ms", _int, 86400000, "Idempotent producer state expires after this idle time.", 1),
@@ -250,8 +296,10 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "(2 for 4.x, 0 before, where only 0 is accepted).", None, ("", "0", "1", "2")),
         ConfigKey("mock.produce.check.records", _bool, True,
                   "Walk each produced batch's records to check its record count, as Kafka's LogValidator "
-                  "iterates them (a compressed batch is decompressed); false trusts the batch header "
-                  "(faster; a lying count then moves the log end offset)."),
+                  "iterates them (a compressed batch is decompressed), reading their timestamps and, on a "
+                  "compacted topic, key lengths on the way; false trusts the batch header (faster; a lying count "
+                  "then moves the log end offset, the base and max timestamps stand for the records' and keyless "
+                  "records reach a compacted topic)."),
         ConfigKey("mock.cluster.id", _str, "mockbroker-cluster-0001", "Cluster id reported in Metadata and DescribeCluster."),
         ConfigKey("mock.journal.max.entries", _int, 100000,
                   "Request journal records kept in memory (oldest dropped); 0 keeps all.", 0),

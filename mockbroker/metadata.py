@@ -19,7 +19,7 @@ from typing import Any
 from protocol.errors import ErrorCode
 
 from .clock import Clock
-from .config import BrokerConfig
+from .config import BrokerConfig, _cleanup_policy
 from .log import PartitionLog
 from .producer_state import ProducerStateManager
 
@@ -52,10 +52,7 @@ def _long(v: str) -> int:
 
 
 def _policy(v: str) -> str:
-    parts = [p.strip() for p in v.split(",")]
-    if not parts or any(p not in ("delete", "compact") for p in parts):
-        raise ValueError("cleanup.policy must be delete and/or compact")
-    return v
+    return _cleanup_policy(v)
 
 
 def _ts_type(v: str) -> str:
@@ -85,19 +82,19 @@ TOPIC_CONFIGS: dict[str, tuple[str | None, Any, Any]] = {
     "max.message.bytes": ("message.max.bytes", None, _long),
     "message.timestamp.type": ("log.message.timestamp.type", None, _ts_type),
     "min.insync.replicas": ("min.insync.replicas", None, _long),
-    "cleanup.policy": (None, "delete", _policy),
+    "cleanup.policy": ("log.cleanup.policy", None, _policy),
     "compression.type": (None, "producer", _compression),
     "unclean.leader.election.enable": (None, "false", _bool_str),
-    "message.timestamp.before.max.ms": (None, "9223372036854775807", _long),
-    "message.timestamp.after.max.ms": (None, "3600000", _long),
-    "delete.retention.ms": (None, "86400000", _long),
+    "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms", None, _long),
+    "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms", None, _long),
+    "delete.retention.ms": ("log.cleaner.delete.retention.ms", None, _long),
     "file.delete.delay.ms": (None, "60000", _long),
     "flush.messages": (None, "9223372036854775807", _long),
     "flush.ms": (None, "9223372036854775807", _long),
     "index.interval.bytes": (None, "4096", _long),
-    "max.compaction.lag.ms": (None, "9223372036854775807", _long),
-    "min.compaction.lag.ms": (None, "0", _long),
-    "min.cleanable.dirty.ratio": (None, "0.5", float),
+    "max.compaction.lag.ms": ("log.cleaner.max.compaction.lag.ms", None, _long),
+    "min.compaction.lag.ms": ("log.cleaner.min.compaction.lag.ms", None, _long),
+    "min.cleanable.dirty.ratio": ("log.cleaner.min.cleanable.ratio", None, float),
     "preallocate": (None, "false", _bool_str),
     "segment.index.bytes": (None, "10485760", _long),
     "segment.jitter.ms": (None, "0", _long),
@@ -194,6 +191,10 @@ class ClusterMetadata:
                 if b.alive and (listener_name is None or listener_name in b.endpoints)]
 
     # -- topic configs -------------------------------------------------------------
+    def is_compacted(self, topic: Topic) -> bool:
+        """``LogConfig.compact``: cleanup.policy lists compact."""
+        return "compact" in self.topic_config(topic, "cleanup.policy")
+
     def topic_config(self, topic: Topic, name: str) -> Any:
         raw = topic.overrides.get(name)
         key, literal, parse = TOPIC_CONFIGS[name]

@@ -75,7 +75,7 @@ def cluster():
     """adm-ongoing: open on partitions 0 and 1; adm-commit: committed on 2; adm-abort: aborted on
     0; adm-empty: only initialized; 1 s of clock between the steps.  Partitions have 2 replicas of
     3 brokers, so each has a broker that holds none."""
-    with MockBroker(config={"mock.num.brokers": 3}, clock=ManualClock()) as b:
+    with MockBroker(config={"mock.num.brokers": 3}, clock=ManualClock(start_wall_ms=T0)) as b:
         b.create_topic(TOPIC, 3, replication_factor=2)
         c = Cluster(b)
         try:
