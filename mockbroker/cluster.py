@@ -42,6 +42,7 @@ from .faults import FaultInjector
 from .group.service import GroupCoordinatorService
 from .journal import RequestJournal
 from .journal_writer import JournalWriter
+from .log_cleaner import LogCleaner
 from .metadata import ClusterMetadata, Topic
 from .quota.entities import QuotaStore
 from .quota.throttle import ThrottleEvent
@@ -69,6 +70,7 @@ class Cluster:
         self.actions = ActionQueue(self.loop)
         self.replication = ReplicationSimulator(self.metadata, config["mock.replication.lag.ms"], self.actions.add)
         self.controller = Controller(self.metadata, self.replication)
+        self.log_cleaner = LogCleaner(self.metadata)  # compaction of cleanup.policy=compact logs
         self.groups = GroupCoordinatorService(self.metadata, self.clock, config)
         self.controller.on_topic_deleted(self.groups.delete_topic_offsets)
         # the transaction coordinator, at the transaction.version ApiVersions finalizes
@@ -127,6 +129,9 @@ class Cluster:
                 self.controller.create_topic(name, parts, rf)
         self._every(self.config["log.retention.check.interval.ms"], self.metadata.enforce_retention,
                     "kafka-log-retention")
+        # the cleaner thread sleeps log.cleaner.backoff.ms when no compacted log is dirty enough
+        self._every(max(self.config["log.cleaner.backoff.ms"], 1), self.log_cleaner.run,
+                    "kafka-log-cleaner-thread-0")
         self._every(self.config["offsets.retention.check.interval.ms"], self.groups.expire_offsets,
                     "delete-expired-group-metadata")
         # the abort of timed-out transactions and the expiration of transactional ids, on this clock

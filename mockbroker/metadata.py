@@ -294,12 +294,28 @@ class ClusterMetadata:
 
     # -- housekeeping --------------------------------------------------------------------
     def enforce_retention(self) -> int:
+        """The retention task (``LogManager.cleanupLogs``): ``deleteOldSegments`` for every log that is
+        not compacted (the log cleaner does it for the compacted ones) -- retention by size and time when
+        cleanup.policy is delete, and always the segments below the log start offset (DeleteRecords);
+        then idle producers expire."""
         now = self.clock.time_ms()
         dropped = 0
-        for t in self.topics.values():
+        for t in list(self.topics.values()):
+            policy = self.topic_config(t, "cleanup.policy")
             r_ms = self.topic_config(t, "retention.ms")
             r_bytes = self.topic_config(t, "retention.bytes")
             for p in t.partitions:
-                dropped += p.log.enforce_retention(now, r_ms, r_bytes)
+                if "compact" not in policy:
+                    dropped += p.log.delete_old_segments(now, "delete" in policy, r_ms, r_bytes)
                 p.producers.expire(now, self.config["producer.id.expiration.ms"])
         return dropped
+
+    def segment_roll_ms(self, topic: Topic) -> int:
+        """``LogConfig.maxSegmentMs``: segment.ms, or for a compacted topic the smaller of it and
+        max.compaction.lag.ms (the active segment is never cleaned, so it rolls in time to be)."""
+        segment_ms = self.topic_config(topic, "segment.ms")
+        if self.is_compacted(topic):
+            lag = self.topic_config(topic, "max.compaction.lag.ms")
+            if lag > 0:
+                return min(lag, segment_ms)
+        return segment_ms

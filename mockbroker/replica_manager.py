@@ -81,8 +81,8 @@ from .clock import Clock
 from .delayed_fetch import READ_COMMITTED, DelayedFetch
 from .delayed_produce import DelayedProduce, PartitionResponse, ProducePartitionStatus
 from .fetch_session import CachedPartition
-from .log import AbortedTxn
-from .metadata import ClusterMetadata, Partition
+from .log import AbortedTxn, OffsetOutOfRange
+from .metadata import INTERNAL_TOPICS, ClusterMetadata, Partition
 from .purgatory import DelayedOperationPurgatory, Timer
 from .replication import ReplicationSimulator
 
@@ -217,6 +217,15 @@ class LogReadResult:
 
 
 @dataclass(slots=True)
+class DeleteRecordsResult:
+    """One partition's answer to DeleteRecords (``LogDeleteRecordsResult`` and its error)."""
+
+    error: ErrorCode = ErrorCode.none
+    low_watermark: int = -1  # DeleteRecordsResponse.INVALID_LOW_WATERMARK on an error
+    message: str | None = None  # the exception's message (Kafka logs it; the response has no field)
+
+
+@dataclass(slots=True)
 class _Appended:
     response: PartitionResponse
     next_offset: int = -1  # the offset acks=-1 waits for the high watermark to reach
@@ -347,7 +356,7 @@ class ReplicaManager:
                 base_offset=duplicate.first_offset, log_append_time_ms=duplicate.timestamp if log_append else -1,
                 log_start_offset=log.log_start_offset), duplicate.last_offset + 1, produced=True)
         base, last = log.append(batch, header, now_ms, metadata.topic_config(topic, "segment.bytes"),
-                                metadata.topic_config(topic, "segment.ms"), log_append)
+                                metadata.segment_roll_ms(topic), log_append)
         p.producers.update(header, base, last, now_ms)
         self.replication.on_leader_append(p)
         self.actions.add(p)
@@ -442,7 +451,7 @@ class ReplicaManager:
         log_append = metadata.topic_config(p.topic, "message.timestamp.type") == "LogAppendTime"
         base, last = log.append(memoryview(batch), parse_header(batch), now_ms,
                                 metadata.topic_config(p.topic, "segment.bytes"),
-                                metadata.topic_config(p.topic, "segment.ms"), log_append)
+                                metadata.segment_roll_ms(p.topic), log_append)
         completed = p.producers.append_end_txn_marker(producer_id, producer_epoch, coordinator_epoch, not commit,
                                                       base, now_ms)
         if completed is not None:
@@ -451,6 +460,46 @@ class ReplicaManager:
         self.actions.add(p)
         return _Appended(PartitionResponse(base_offset=base, log_start_offset=log.log_start_offset), last + 1,
                          produced=True)
+
+    # -- DeleteRecords ---------------------------------------------------------------------------
+    def delete_records(self, topic: str, partition: int, offset: int) -> DeleteRecordsResult:
+        """``ReplicaManager.deleteRecords`` for one partition (``deleteRecordsOnLocalLog`` and
+        ``Partition.deleteRecordsOnLeader``): an internal topic is INVALID_TOPIC_EXCEPTION, an unknown
+        partition UNKNOWN_TOPIC_OR_PARTITION, one led elsewhere NOT_LEADER_OR_FOLLOWER, a compacted topic
+        without delete in its cleanup.policy POLICY_VIOLATION; offset -1 means the high watermark; a
+        negative offset, or one above the high watermark, is OFFSET_OUT_OF_RANGE.  Otherwise the log start
+        offset moves up to ``offset`` (never down; ``UnifiedLog.maybeIncrementLogStartOffset``): fetches
+        below it get OFFSET_OUT_OF_RANGE, ListOffsets earliest answers it, and the segments wholly below
+        it go at the next retention pass.  The answer is the low watermark: the log start offset of the
+        partition's replicas, which share the leader's log here (Kafka's ``DelayedDeleteRecords`` waits
+        until every live follower has fetched the new log start offset; this answers at once)."""
+        tp = f"{topic}-{partition}"
+        if topic in INTERNAL_TOPICS:
+            return DeleteRecordsResult(ErrorCode.invalid_topic_exception,
+                                       message=f"Cannot delete records of internal topic {topic}")
+        p = self.metadata.partition(topic, partition)
+        if p is None:
+            return DeleteRecordsResult(ErrorCode.unknown_topic_or_partition,
+                                       message=f"Partition {tp} is unknown to broker {self.node_id}")
+        if p.leader_id != self.node_id:
+            return DeleteRecordsResult(ErrorCode.not_leader_or_follower,
+                                       message=f"Leader not local for partition {tp} on broker {self.node_id}")
+        policy = self.metadata.topic_config(p.topic, "cleanup.policy")
+        if "compact" in policy and "delete" not in policy:
+            return DeleteRecordsResult(ErrorCode.policy_violation, message=(
+                f"Records of partition {tp} can not be deleted due to the configured policy"))
+        log = p.log
+        converted = log.high_watermark if offset == -1 else offset
+        if converted < 0:
+            return DeleteRecordsResult(ErrorCode.offset_out_of_range,
+                                       message=f"The offset {converted} for partition {tp} is not valid")
+        try:
+            log.maybe_increment_log_start_offset(converted)
+        except OffsetOutOfRange:
+            return DeleteRecordsResult(ErrorCode.offset_out_of_range, message=(
+                f"Cannot increment the log start offset to {converted} of partition {tp} since it is larger "
+                f"than the high watermark {log.high_watermark}"))
+        return DeleteRecordsResult(low_watermark=log.log_start_offset)
 
     # -- fetch -----------------------------------------------------------------------------------
     def fetch_messages(self, params: FetchParams, partitions: list[CachedPartition],

@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                 "mockbroker.faults", "mockbroker.fetch_session", "mockbroker.request_stats",
                 "mockbroker.journal_writer", "mockbroker.journal_reader")),
     ("state", ("mockbroker.metadata", "mockbroker.replication", "mockbroker.quota.manager")),
-    ("coordinators", ("mockbroker.controller", "mockbroker.replica_manager", "mockbroker.delayed_produce",
+    ("coordinators", ("mockbroker.controller", "mockbroker.replica_manager", "mockbroker.log_cleaner", "mockbroker.delayed_produce",
                       "mockbroker.delayed_fetch", "mockbroker.group.", "mockbroker.txn.")),
     ("contract", ("mockbroker.request",)),
     ("handlers", ("mockbroker.apis.",)),
