@@ -349,6 +349,22 @@ def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def parse_value(key: str, raw: Any, where: str) -> Any:
+    """``raw`` as ``key``'s value, checked as at start-up (``ConfigError`` naming ``where``)."""
+    d = CONFIG_DEF.get(key)
+    if d is None:
+        raise _unknown(key, where)
+    try:
+        value = d.parse(raw)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"invalid value {raw!r} for {key} ({where}): {e}") from None
+    if d.at_least is not None and value is not None and value < d.at_least:
+        raise ConfigError(f"invalid value {value!r} for {key} ({where}): must be at least {d.at_least:g}")
+    if d.choices and value not in d.choices:
+        raise ConfigError(f"invalid value {value!r} for {key} ({where}): one of {', '.join(d.choices)}")
+    return value
+
+
 def _unknown(key: str, where: str) -> ConfigError:
     close = difflib.get_close_matches(key, CONFIG_DEF.keys(), n=3)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
@@ -361,6 +377,8 @@ class BrokerConfig(Mapping[str, Any]):
     def __init__(self, values: Mapping[str, Any] | None = None) -> None:
         self._values: dict[str, Any] = {k: d.default for k, d in CONFIG_DEF.items()}
         self._explicit: set[str] = set()
+        self._dynamic: dict[str, Any] = {}  # cluster-default dynamic configs (DynamicBrokerConfig), parsed
+        self._per_broker: dict[int, dict[str, Any]] = {}  # per-broker dynamic configs, parsed
         if values:
             self._apply(values, "config")
         self._check()
@@ -409,6 +427,8 @@ class BrokerConfig(Mapping[str, Any]):
         self = cls.__new__(cls)
         self._values = {k: d.default for k, d in CONFIG_DEF.items()}
         self._explicit = set()
+        self._dynamic = {}
+        self._per_broker = {}
         for k, v in merged.items():
             self._apply({k: v}, sources[k])
         self._check()
@@ -416,18 +436,7 @@ class BrokerConfig(Mapping[str, Any]):
 
     def _apply(self, values: Mapping[str, Any], where: str) -> None:
         for key, raw in values.items():
-            d = CONFIG_DEF.get(key)
-            if d is None:
-                raise _unknown(key, where)
-            try:
-                value = d.parse(raw)
-            except (TypeError, ValueError) as e:
-                raise ConfigError(f"invalid value {raw!r} for {key} ({where}): {e}") from None
-            if d.at_least is not None and value is not None and value < d.at_least:
-                raise ConfigError(f"invalid value {value!r} for {key} ({where}): must be at least {d.at_least:g}")
-            if d.choices and value not in d.choices:
-                raise ConfigError(f"invalid value {value!r} for {key} ({where}): one of {', '.join(d.choices)}")
-            self._values[key] = value
+            self._values[key] = parse_value(key, raw, where)
             self._explicit.add(key)
 
     def _check(self) -> None:
@@ -484,9 +493,31 @@ class BrokerConfig(Mapping[str, Any]):
         return parse_listeners(self["listeners"], self["advertised.listeners"],
                                self["listener.security.protocol.map"])
 
-    # Mapping protocol
+    # Mapping protocol: a cluster-default dynamic value, else the static one
     def __getitem__(self, key: str) -> Any:
+        dynamic = self._dynamic
+        if dynamic and key in dynamic:
+            return dynamic[key]
         return self._values[key]
+
+    def static(self, key: str) -> Any:
+        """The value from the defaults, file, environment and ``-c`` (what a dynamic one overrides)."""
+        return self._values[key]
+
+    def for_broker(self, key: str, node_id: int) -> Any:
+        """``node_id``'s value: its own dynamic one (per-broker), else the cluster default's, else the static one."""
+        own = self._per_broker.get(node_id)
+        if own and key in own:
+            return own[key]
+        return self[key]
+
+    def set_dynamic(self, node_id: int | None, values: Mapping[str, Any]) -> None:
+        """The dynamic configs (``DynamicBrokerConfig``) of one broker (``node_id``) or of the cluster
+        default (None), parsed, replacing the previous ones; ``config_catalog.py`` sets them."""
+        if node_id is None:
+            self._dynamic = dict(values)
+        else:
+            self._per_broker[node_id] = dict(values)
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(self._values)

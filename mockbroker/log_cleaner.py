@@ -444,7 +444,8 @@ class LogCleaner:
     def __init__(self, metadata: ClusterMetadata) -> None:
         self.metadata = metadata
         cfg = metadata.config
-        self.cleaner = Cleaner(cfg["log.cleaner.dedupe.buffer.size"], cfg["log.cleaner.io.buffer.load.factor"])
+        self._buffer = (cfg["log.cleaner.dedupe.buffer.size"], cfg["log.cleaner.io.buffer.load.factor"])
+        self.cleaner = Cleaner(*self._buffer)
         # cleaner-offset-checkpoint: (topic id, partition) -> the first dirty offset
         self.checkpoints: dict[tuple[uuid.UUID, int], int] = {}
         self.stats = LogCleanerStats()
@@ -452,7 +453,13 @@ class LogCleaner:
     def run(self) -> int:
         """One wake-up of the cleaner thread: clean the filthiest log while one is dirty enough
         (``doWork`` loops without sleeping after a cleaning), each attempt followed by the compacted
-        logs' ``deleteOldSegments``; returns the number of logs cleaned."""
+        logs' ``deleteOldSegments``; returns the number of logs cleaned.  A changed dedupe buffer (a
+        dynamic broker config) gives the cleaner a new offset map first (``LogCleaner.reconfigure``)."""
+        cfg = self.metadata.config
+        memory, load_factor = cfg["log.cleaner.dedupe.buffer.size"], cfg["log.cleaner.io.buffer.load.factor"]
+        if (memory, load_factor) != self._buffer:
+            self.cleaner = Cleaner(memory, load_factor)
+            self._buffer = (memory, load_factor)
         cleaned = 0
         for _ in range(max(4 * self._compacted_partition_count(), 1)):  # a bound, never reached in practice
             done = self.clean_filthiest_log()
@@ -467,7 +474,7 @@ class LogCleaner:
 
     def _config(self, p: Partition) -> CleanConfig:
         md, t = self.metadata, p.topic
-        return CleanConfig(md.topic_config(t, "delete.retention.ms"), md.topic_config(t, "segment.bytes"),
+        return CleanConfig(md.topic_config(t, "delete.retention.ms"), md.segment_bytes(t),
                            md.topic_config(t, "min.compaction.lag.ms"), md.topic_config(t, "max.compaction.lag.ms"),
                            md.topic_config(t, "min.cleanable.dirty.ratio"))
 

@@ -20,6 +20,7 @@ from protocol.errors import ErrorCode
 
 from .clock import Clock
 from .config import BrokerConfig, _cleanup_policy
+from .config_defs import validate_topic_configs
 from .log import PartitionLog
 from .producer_state import ProducerStateManager
 
@@ -30,19 +31,18 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 def validate_topic_name(name: str) -> str | None:
-    """Kafka's ``Topic.validate``: the error message, or None when legal."""
+    """Kafka 4.4's ``Topic.validate``: the error message, or None when legal."""
     if not name:
-        return "Topic name is illegal, it can't be empty"
-    if name in (".", ".."):
-        return "Topic name cannot be \".\" or \"..\""
-    if len(name) > MAX_TOPIC_NAME_LENGTH:
-        return f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, topic name: {name}"
-    if not _TOPIC_RE.match(name):
-        return (
-            f"Topic name \"{name}\" is illegal, it contains a character other than "
-            "ASCII alphanumerics, '.', '_' and '-'"
-        )
-    return None
+        reason = "the empty string is not allowed"
+    elif name in (".", ".."):
+        reason = f"'{name}' is not allowed"
+    elif len(name) > MAX_TOPIC_NAME_LENGTH:
+        reason = f"the length of '{name}' is longer than the max allowed length {MAX_TOPIC_NAME_LENGTH}"
+    elif not _TOPIC_RE.match(name):
+        reason = f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
+    else:
+        return None
+    return f"Topic name is invalid: {reason}"
 
 
 # Topic configs: name -> (broker default key or literal default, parser, documented type).
@@ -220,17 +220,13 @@ class ClusterMetadata:
 
     @staticmethod
     def validate_topic_configs(configs: dict[str, str | None]) -> str | None:
-        for name, value in configs.items():
-            spec = TOPIC_CONFIGS.get(name)
-            if spec is None:
-                return f"Unknown topic config name: {name}"
-            if value is None:
-                return f"Null value not supported for topic configs: {name}"
-            try:
-                spec[2](value)
-            except (TypeError, ValueError) as e:
-                return f"Invalid value {value} for configuration {name}: {e}"
-        return None
+        """A new topic's configs, checked as Kafka's controller checks them
+        (``ControllerConfigurationValidator``: no null value, then ``LogConfig.validate`` with Kafka 4.4's
+        definitions, ``config_defs.py``): the message, or None."""
+        nulls = [name for name, value in configs.items() if value is None]
+        if nulls:
+            return "Null value not supported for topic configs: " + ",".join(nulls)
+        return validate_topic_configs(configs)
 
     # -- topics ------------------------------------------------------------------------
     def check_new_topic(
@@ -309,6 +305,12 @@ class ClusterMetadata:
                     dropped += p.log.delete_old_segments(now, "delete" in policy, r_ms, r_bytes)
                 p.producers.expire(now, self.config["producer.id.expiration.ms"])
         return dropped
+
+    def segment_bytes(self, topic: Topic) -> int:
+        """``LogConfig.segmentSize``: the internal.segment.bytes override (Kafka's tests' way to small
+        segments: segment.bytes is at least 1 MiB) or segment.bytes."""
+        internal = topic.overrides.get("internal.segment.bytes")
+        return int(internal) if internal is not None else self.topic_config(topic, "segment.bytes")
 
     def segment_roll_ms(self, topic: Topic) -> int:
         """``LogConfig.maxSegmentMs``: segment.ms, or for a compacted topic the smaller of it and

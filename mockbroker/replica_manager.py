@@ -355,7 +355,7 @@ class ReplicaManager:
             return _Appended(PartitionResponse(
                 base_offset=duplicate.first_offset, log_append_time_ms=duplicate.timestamp if log_append else -1,
                 log_start_offset=log.log_start_offset), duplicate.last_offset + 1, produced=True)
-        base, last = log.append(batch, header, now_ms, metadata.topic_config(topic, "segment.bytes"),
+        base, last = log.append(batch, header, now_ms, metadata.segment_bytes(topic),
                                 metadata.segment_roll_ms(topic), log_append)
         p.producers.update(header, base, last, now_ms)
         self.replication.on_leader_append(p)
@@ -450,7 +450,7 @@ class ReplicaManager:
         batch = build_end_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit, now_ms)
         log_append = metadata.topic_config(p.topic, "message.timestamp.type") == "LogAppendTime"
         base, last = log.append(memoryview(batch), parse_header(batch), now_ms,
-                                metadata.topic_config(p.topic, "segment.bytes"),
+                                metadata.segment_bytes(p.topic),
                                 metadata.segment_roll_ms(p.topic), log_append)
         completed = p.producers.append_end_txn_marker(producer_id, producer_epoch, coordinator_epoch, not commit,
                                                       base, now_ms)

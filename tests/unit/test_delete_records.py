@@ -64,7 +64,7 @@ def segments(b, topic):
 
 
 def test_delete_records_moves_the_log_start_offset(broker):
-    broker.create_topic("t", 1, configs={"segment.bytes": "1"})
+    broker.create_topic("t", 1, configs={"internal.segment.bytes": "1"})
     produce(broker, "t", 5)
     assert delete(broker, "t", 3) == (E.none, 3, None)
     assert fetch(broker, "t", 2) == (E.offset_out_of_range, 3, None)
@@ -118,7 +118,7 @@ def test_delete_records_on_a_follower():
 def test_retention_ms_moves_the_log_start_offset(broker):
     """retention.ms drops whole segments whose largest timestamp is older, below the high watermark,
     never the active one while it is the last (a new one is rolled first when every segment goes)."""
-    broker.create_topic("t", 1, configs={"segment.bytes": "1", "retention.ms": "10000"})
+    broker.create_topic("t", 1, configs={"internal.segment.bytes": "1", "retention.ms": "10000"})
     produce(broker, "t", 2, ts=T0)
     produce(broker, "t", 1, ts=T0 + 20000)
     broker.advance(10000)  # now - T0 = 10000: not more than retention.ms
@@ -133,8 +133,8 @@ def test_retention_ms_moves_the_log_start_offset(broker):
 
 def test_retention_bytes_and_an_empty_policy(broker):
     one = len(build_batch([(b"k", b"v", [])], base_timestamp=T0))
-    broker.create_topic("sized", 1, configs={"segment.bytes": "1", "retention.bytes": str(2 * one)})
-    broker.create_topic("forever", 1, configs={"segment.bytes": "1", "retention.ms": "1", "cleanup.policy": ""})
+    broker.create_topic("sized", 1, configs={"internal.segment.bytes": "1", "retention.bytes": str(2 * one)})
+    broker.create_topic("forever", 1, configs={"internal.segment.bytes": "1", "retention.ms": "1", "cleanup.policy": ""})
     produce(broker, "sized", 5)
     produce(broker, "forever", 3)
     broker.advance(1000)

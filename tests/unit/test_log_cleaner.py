@@ -3,7 +3,7 @@ each key below the active segment, tombstones until delete.retention.ms after th
 kept them, aborted transactions' batches never and their markers until nothing needs them; batches keep
 their offsets (gaps between them), the log start and end offsets do not move.
 
-Every segment holds one batch (segment.bytes=1) unless a test says otherwise, so which segments are
+Every segment holds one batch (internal.segment.bytes=1, Kafka's way to small segments: segment.bytes is at least 1 MiB) unless a test says otherwise, so which segments are
 cleanable is plain; log.cleaner.backoff.ms is 1000, so ``b.advance(1000)`` runs one cleaner pass.  The
 expected logs follow Kafka 4.4's ``Cleaner`` / ``CleanedTransactionMetadata`` / ``MemoryRecords.filterTo``
 step by step (in each test's comments).
@@ -25,7 +25,7 @@ from protocol.records import CONTROL_FLAG, build_batch, decode_records, parse_he
 E = ErrorCode
 T0 = 1_800_000_000_000
 DAY = 86_400_000
-ONE_PER_SEGMENT = {"cleanup.policy": "compact", "segment.bytes": "1", "min.cleanable.dirty.ratio": "0.01",
+ONE_PER_SEGMENT = {"cleanup.policy": "compact", "internal.segment.bytes": "1", "min.cleanable.dirty.ratio": "0.01",
                    "delete.retention.ms": "5000"}
 _topics = itertools.count()
 
@@ -148,7 +148,7 @@ def test_max_compaction_lag_cleans_below_the_dirty_ratio(broker):
     """A dirty segment whose first batch is older than max.compaction.lag.ms is cleaned whatever the
     ratio (1 here: never by ratio); the active segment of a compacted topic rolls once
     max.compaction.lag.ms has passed (LogConfig.maxSegmentMs), segment.ms being a week."""
-    t = new_topic(broker, **{"min.cleanable.dirty.ratio": "1", "segment.bytes": "1000000",
+    t = new_topic(broker, **{"min.cleanable.dirty.ratio": "1", "internal.segment.bytes": "1000000",
                              "max.compaction.lag.ms": "20000"})
     produce(broker, t, [(b"k", b"1")])
     produce(broker, t, [(b"k", b"2")])
@@ -166,7 +166,7 @@ def test_segments_are_cleaned_in_groups_of_segment_bytes(broker):
     """Cleaner.groupSegmentsBySize: consecutive segments whose sizes add up to segment.bytes or less are
     cleaned into one."""
     one = len(build_batch([(b"k0", b"v0", [])], base_timestamp=T0))
-    t = new_topic(broker, **{"segment.bytes": str(2 * one), "segment.ms": "100",
+    t = new_topic(broker, **{"internal.segment.bytes": str(2 * one), "segment.ms": "100",
                              "min.cleanable.dirty.ratio": "0.99"})
     for k, v in [(b"k0", b"v0"), (b"k1", b"v1"), (b"k2", b"v2"), (b"k3", b"v3"), (b"k0", b"v9"), (b"z", b"0")]:
         produce(broker, t, [(k, v)])
