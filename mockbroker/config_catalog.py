@@ -41,7 +41,7 @@ from typing import Any
 from protocol.errors import ErrorCode
 
 from .config import CONFIG_DEF, BrokerConfig, ConfigError, parse_value
-from .config_defs import ConfigKeyDef, ConfigValueError, KafkaConfigs, load, parse_type, to_string
+from .config_defs import ConfigKeyDef, ConfigValueError, KafkaConfigs, load, parse_configs, parse_type, to_string
 from .metadata import ClusterMetadata, validate_topic_name
 
 log = logging.getLogger("mockbroker.config_catalog")
@@ -545,13 +545,7 @@ class ConfigCatalog:
         for n in configs:
             if n not in keys:  # LogConfig.configNames: internal ones too (internal.segment.bytes)
                 raise _config(f"Unknown topic config name: {n}")
-        parsed = {}
-        for n, key in keys.items():
-            if n in configs:
-                try:
-                    parsed[n] = key.parse(configs[n])
-                except ConfigValueError as e:
-                    raise _config(str(e)) from None
+        parsed = _parse(keys, configs)
         lag_min = parsed.get("min.compaction.lag.ms",
                              int(self._topic_default(node_id, "min.compaction.lag.ms") or 0))
         lag_max = parsed.get("max.compaction.lag.ms",
@@ -574,13 +568,7 @@ class ConfigCatalog:
             items = re.split(r"\s*,\s*", tags.strip())
             if len(set(items)) != len(items):
                 raise _config("streams.rack.aware.assignment.tags must not contain duplicate tag keys.")
-        parsed: dict[str, Any] = {}
-        for n, key in keys.items():
-            if n in configs:
-                try:
-                    parsed[n] = key.parse(configs[n])
-                except ConfigValueError as e:
-                    raise _config(str(e)) from None
+        parsed = _parse(keys, configs)
 
         def broker_int(name: str) -> int:
             return int(self.broker_value(node_id, name) or 0)
@@ -617,13 +605,7 @@ class ConfigCatalog:
         for n in configs:
             if n not in keys:
                 raise _request(f"Unknown client metrics configuration: {n}")
-        parsed = {}
-        for n, key in keys.items():
-            if n in configs:
-                try:
-                    parsed[n] = key.parse(configs[n])
-                except ConfigValueError as e:
-                    raise _config(str(e)) from None
+        parsed = _parse(keys, configs)
         if "interval.ms" in parsed and not 100 <= parsed["interval.ms"] <= 3600000:
             raise _request(f"Invalid value {parsed['interval.ms']} for interval.ms, interval must be between 100 and "
                            "3600000 (1 hour)")
@@ -707,6 +689,14 @@ class ConfigCatalog:
                     log.warning("dynamic broker config %s=%s not applied%s: %s", name, raw,
                                 "" if node_id is None else f" on broker {node_id}", e)
         return out
+
+
+def _parse(keys: dict[str, ConfigKeyDef], configs: dict[str, str]) -> dict[str, Any]:
+    """``ConfigDef.parse`` as the controller's validation runs it: a refused value is INVALID_CONFIG."""
+    try:
+        return parse_configs(keys, dict(configs))
+    except ConfigValueError as e:
+        raise _config(str(e)) from None
 
 
 def _convert(value: str, unit: str) -> str:

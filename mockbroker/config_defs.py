@@ -209,6 +209,17 @@ class KafkaConfigs:
                     if d["resource_type"] == resource_type and d["resource_name"] == resource_name)
 
 
+def parse_configs(keys: dict[str, ConfigKeyDef], configs: dict[str, str | None]) -> dict[str, Any]:
+    """``ConfigDef.parse`` of the ``configs`` set (None: not set): each value parsed and checked, in the
+    definition's order; ``ConfigValueError`` for the first that is refused."""
+    parsed: dict[str, Any] = {}
+    for name, key in keys.items():
+        value = configs.get(name)
+        if value is not None:
+            parsed[name] = key.parse(value)
+    return parsed
+
+
 @cache
 def load() -> KafkaConfigs:
     """The recorded Kafka 4.4.0 configuration data (read once)."""
@@ -223,14 +234,10 @@ def validate_topic_configs(configs: dict[str, str | None]) -> str | None:
     for name in configs:
         if name not in keys:  # LogConfig.configNames: internal ones too (internal.segment.bytes)
             return f"Unknown topic config name: {name}"
-    parsed: dict[str, Any] = {}
-    for name, key in keys.items():
-        value = configs.get(name)
-        if value is not None:
-            try:
-                parsed[name] = key.parse(value)
-            except ConfigValueError as e:
-                return str(e)
+    try:
+        parsed = parse_configs(keys, configs)
+    except ConfigValueError as e:
+        return str(e)
     lo = parsed.get("min.compaction.lag.ms", int(keys["min.compaction.lag.ms"].default or 0))
     hi = parsed.get("max.compaction.lag.ms", int(keys["max.compaction.lag.ms"].default or 0))
     if lo > hi:

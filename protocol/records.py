@@ -341,19 +341,8 @@ def check_record_count(batch: memoryview, h: BatchHeader, *, timestamps: bool = 
 
 def _field_varint(body: bytes | memoryview, pos: int, end: int, max_bytes: int) -> tuple[int, int]:
     """A zigzag varint (5 bytes) or varlong (10) inside one record ending at ``end``: running past
-    it is ``DefaultRecord.readFrom``'s "Found invalid record structure"."""
-    bits = 32 if max_bytes == 5 else 64
-    value = 0
-    for i in range(max_bytes):
-        if pos >= end:
-            raise _invalid("Found invalid record structure")
-        b = body[pos]
-        pos += 1
-        value |= (b & 0x7F) << (7 * i)
-        if not b & 0x80:
-            value &= (1 << bits) - 1
-            return (value >> 1) ^ -(value & 1), pos
-    raise _invalid("Found invalid record structure")
+    it, or a varint too long, is ``DefaultRecord.readFrom``'s "Found invalid record structure"."""
+    return _varint(body, pos, max_bytes, end, "Found invalid record structure", "Found invalid record structure")
 
 
 def _record_size(body: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
@@ -416,20 +405,25 @@ def _invalid(message: str) -> CorruptRecordBatch:
     return CorruptRecordBatch(ErrorCode.invalid_record, message)
 
 
-def _varint(buf: bytes | memoryview, pos: int, max_bytes: int = 5) -> tuple[int, int]:
-    """A zigzag varint (ByteUtils.readVarint: 5 bytes at most, 32 bits) or varlong (10, 64 bits)."""
+def _varint(buf: bytes | memoryview, pos: int, max_bytes: int = 5, end: int | None = None,
+            past_end: str = "Incorrect declared batch size, premature EOF reached",
+            too_long: str = "Found invalid record structure (varint too long)") -> tuple[int, int]:
+    """A zigzag varint (ByteUtils.readVarint: 5 bytes at most, 32 bits) or varlong (10, 64 bits) read
+    from ``pos`` up to ``end`` (the buffer's end by default); INVALID_RECORD with ``past_end`` or
+    ``too_long`` when it cannot be."""
+    limit = len(buf) if end is None else end
     bits = 7 * max_bytes - (3 if max_bytes == 5 else 6)  # 32 or 64
     result = 0
     for i in range(max_bytes):
-        if pos >= len(buf):
-            raise _invalid("Incorrect declared batch size, premature EOF reached")
+        if pos >= limit:
+            raise _invalid(past_end)
         b = buf[pos]
         pos += 1
         result |= (b & 0x7F) << (7 * i)
         if not b & 0x80:
             result &= (1 << bits) - 1
             return (result >> 1) ^ -(result & 1), pos
-    raise _invalid("Found invalid record structure (varint too long)")
+    raise _invalid(too_long)
 
 
 def _walk_records(buf: bytes | memoryview, pos: int, count: int) -> list[tuple[int, int, int]]:
