@@ -65,7 +65,8 @@ _CLIENT_MATCH_PARAMS = frozenset({"client_instance_id", "client_id", "client_sof
                                   "client_software_version", "client_source_address", "client_source_port"})
 # GroupConfig.validateValues: a group config and the broker configs that bound it
 _GROUP_RANGES = {
-    "consumer.heartbeat.interval.ms": ("group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms"),
+    "consumer.heartbeat.interval.ms": ("group.consumer.min.heartbeat.interval.ms",
+                                       "group.consumer.max.heartbeat.interval.ms"),
     "consumer.session.timeout.ms": ("group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms"),
     "consumer.assignment.interval.ms": ("group.consumer.min.assignment.interval.ms",
                                         "group.consumer.max.assignment.interval.ms"),
@@ -76,8 +77,10 @@ _GROUP_RANGES = {
     "share.delivery.count.limit": ("group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit"),
     "share.partition.max.record.locks": ("group.share.min.partition.max.record.locks",
                                          "group.share.max.partition.max.record.locks"),
-    "share.assignment.interval.ms": ("group.share.min.assignment.interval.ms", "group.share.max.assignment.interval.ms"),
-    "streams.heartbeat.interval.ms": ("group.streams.min.heartbeat.interval.ms", "group.streams.max.heartbeat.interval.ms"),
+    "share.assignment.interval.ms": ("group.share.min.assignment.interval.ms",
+                                     "group.share.max.assignment.interval.ms"),
+    "streams.heartbeat.interval.ms": ("group.streams.min.heartbeat.interval.ms",
+                                      "group.streams.max.heartbeat.interval.ms"),
     "streams.session.timeout.ms": ("group.streams.min.session.timeout.ms", "group.streams.max.session.timeout.ms"),
     "streams.assignment.interval.ms": ("group.streams.min.assignment.interval.ms",
                                        "group.streams.max.assignment.interval.ms"),
@@ -222,7 +225,8 @@ class ConfigCatalog:
                 return _convert(key.default, unit)
         return self.defs.keys["topic"][name].default
 
-    def _synonyms(self, node_id: int, name: str, names: list[str], sensitive: bool) -> list[tuple[str, str | None, int]]:
+    def _synonyms(self, node_id: int, name: str, names: list[str],
+                  sensitive: bool) -> list[tuple[str, str | None, int]]:
         """``ConfigHelper.configSynonyms``: each name's per-broker dynamic, then cluster-default dynamic,
         then static, then default value, from ``name`` on."""
         out: list[tuple[str, str | None, int]] = []
@@ -641,6 +645,8 @@ class ConfigCatalog:
             else:
                 raise _request(f"Unknown operations type {op}")
         if not validate_only:
+            for n in set(self.loggers) - set(new):
+                logging.getLogger(n).setLevel(logging.NOTSET)  # back to its parent's level
             self.loggers = new
             for n, level in new.items():
                 logging.getLogger(n if n != "root" else None).setLevel(_python_level(level))

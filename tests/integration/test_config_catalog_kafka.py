@@ -44,7 +44,8 @@ def mockbroker_capture() -> dict:
                                   "entries": [{"name": e["name"], "value": e["value"], "source": e["config_source"],
                                                "read_only": e["read_only"], "sensitive": e["is_sensitive"],
                                                "type": e["config_type"], "documentation": e["documentation"],
-                                               "synonyms": [[s["name"], s["value"], s["source"]] for s in e["synonyms"]]}
+                                               "synonyms": [[s["name"], s["value"], s["source"]]
+                                                            for s in e["synonyms"]]}
                                               for e in r.configs]})
             cases = []
             for case_id, api, rtype, rname, ops, validate in recorder.CASES:

@@ -7,7 +7,11 @@ that dynamic broker configs and altered topic configs take effect on the clock.
 
 from __future__ import annotations
 
+import logging
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mockbroker import ManualClock, MockBroker
 from mockbroker.config_catalog import (
@@ -142,7 +146,8 @@ def test_describe_errors_and_filters(broker):
     filtered = broker.call(lambda c: ConfigCatalog(c.config, c.metadata).describe(
         NODE, TOPIC, NAMES["defaults_topic"], ["retention.ms", "no.such"], False, False))
     assert [(e["name"], e["synonyms"], e["documentation"]) for e in filtered.configs] == [("retention.ms", [], None)]
-    everything = broker.call(lambda c: ConfigCatalog(c.config, c.metadata).describe(NODE, TOPIC, NAMES["defaults_topic"], []))
+    everything = broker.call(lambda c: ConfigCatalog(c.config, c.metadata).describe(
+        NODE, TOPIC, NAMES["defaults_topic"], []))
     assert len(everything.configs) == 37  # an empty key list is every key, as null
 
 
@@ -156,9 +161,10 @@ def test_broker_loggers(broker):
                    cat.incremental_alter(NODE, BROKER_LOGGER, str(NODE), [(DELETE, "root", None)], False)]
         levels = {e["name"]: e["value"] for e in cat.describe(NODE, BROKER_LOGGER, str(NODE)).configs}
         cat.incremental_alter(NODE, BROKER_LOGGER, str(NODE), [(DELETE, "mockbroker.log_cleaner", None)], False)
-        return [(r.error, r.message) for r in results], levels
-    results, levels = broker.call(run)
+        return [(r.error, r.message) for r in results], levels, logging.getLogger("mockbroker.log_cleaner").level
+    results, levels, after = broker.call(run)
     assert results[0] == (E.none, None) and levels["mockbroker.log_cleaner"] == "DEBUG"
+    assert after == logging.NOTSET  # deleted: its parent's level again
     assert results[1][0] == results[2][0] == results[3][0] == E.invalid_request
 
 
@@ -190,13 +196,15 @@ def test_dynamic_broker_configs_take_effect():
         b.create_topic("t", 1)
         b.create_topic("kept", 1, configs={"retention.ms": "-1"})
         cat = catalogue(b)
-        alter = lambda ops: b.call(lambda c: c.config_catalog.incremental_alter(0, BROKER, "", ops, False))  # noqa: E731
+        def alter(ops):
+            return b.call(lambda c: c.config_catalog.incremental_alter(0, BROKER, "", ops, False))
         big = build_batch([(b"k", b"x" * 2000, [])], base_timestamp=T0)
         assert produce(b, "t", big).error_code == E.none
         assert alter([(SET, "message.max.bytes", "1000")]).error == E.none
         assert produce(b, "t", big).error_code == E.message_too_large
         assert alter([(SET, "log.message.timestamp.after.max.ms", "10")]).error == E.none
-        assert produce(b, "t", build_batch([(b"k", b"v", [])], base_timestamp=T0 + 11)).error_code == E.invalid_timestamp
+        ahead = build_batch([(b"k", b"v", [])], base_timestamp=T0 + 11)
+        assert produce(b, "t", ahead).error_code == E.invalid_timestamp
         assert alter([(DELETE, "message.max.bytes", None), (DELETE, "log.message.timestamp.after.max.ms", None),
                       (SET, "log.roll.ms", "3600000")]).error == E.none
         b.advance(3_600_000)
@@ -231,7 +239,8 @@ def test_an_altered_topic_config_takes_effect():
         b.create_topic("t", 1)
         keyless = build_batch([(None, b"v", [])], base_timestamp=T0)
         assert produce(b, "t", keyless).error_code == E.none
-        alter = lambda ops: b.call(lambda c: c.config_catalog.incremental_alter(0, TOPIC, "t", ops, False))  # noqa: E731
+        def alter(ops):
+            return b.call(lambda c: c.config_catalog.incremental_alter(0, TOPIC, "t", ops, False))
         assert alter([(APPEND, "cleanup.policy", "compact")]).error == E.none
         assert b.call(lambda c: c.metadata.topics["t"].overrides) == {"cleanup.policy": "delete,compact"}
         assert produce(b, "t", keyless).error_code == E.invalid_record
@@ -250,3 +259,37 @@ def test_per_broker_configs_are_described_and_read_per_broker():
                   for n in (0, 1))
         assert (d0.configs[0]["value"], d0.configs[0]["config_source"]) == (None, 5)
         assert (d1.configs[0]["value"], d1.configs[0]["config_source"]) == ("5000", 2)
+
+
+# -- hostile input -----------------------------------------------------------------------------------
+
+_NAMES = st.one_of(st.sampled_from(["retention.ms", "cleanup.policy", "log.retention.ms", "min.insync.replicas",
+                                    "consumer.session.timeout.ms", "interval.ms", "match", "listeners",
+                                    "log.cleaner.threads", "no.such", "", "listener.name.x.ssl.key.password"]),
+                   st.text(max_size=20))
+_VALUES = st.one_of(st.none(), st.sampled_from(["", "0", "-1", "1.5", "compact,delete", "x", "9" * 30,
+                                                "client_id=.*", "a" * 40000]), st.text(max_size=20))
+_RESOURCES = st.tuples(st.sampled_from([TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, 0, 1, 99]),
+                       st.one_of(st.sampled_from(["", "0", "1", "-1", "t", "bad name!", "g"]), st.text(max_size=10)))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(resource=_RESOURCES, ops=st.lists(st.tuples(st.integers(-1, 5), _NAMES, _VALUES), max_size=4),
+       legacy=st.booleans(), validate_only=st.booleans())
+def test_any_alteration_gets_an_answer(broker, resource, ops, legacy, validate_only):
+    """Whatever a client sends, each resource gets an error code and a message or none, never an exception;
+    DescribeConfigs of it too.  (Loggers only validated: their levels are the process's.)"""
+    rtype, name = resource
+    validate_only = validate_only or rtype == BROKER_LOGGER
+
+    def run(c):
+        cat = ConfigCatalog(c.config, c.metadata)
+        if legacy:
+            r = cat.alter(NODE, rtype, name, [(n, v) for _op, n, v in ops], validate_only)
+        else:
+            r = cat.incremental_alter(NODE, rtype, name, ops, validate_only)
+        d = cat.describe(NODE, rtype, name, [n for _op, n, _v in ops] or None, True, True)
+        return r, d
+    r, d = broker.call(run)
+    assert isinstance(r.error, E) and (r.message is None or isinstance(r.message, str))
+    assert isinstance(d.error, E)

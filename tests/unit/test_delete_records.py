@@ -134,7 +134,8 @@ def test_retention_ms_moves_the_log_start_offset(broker):
 def test_retention_bytes_and_an_empty_policy(broker):
     one = len(build_batch([(b"k", b"v", [])], base_timestamp=T0))
     broker.create_topic("sized", 1, configs={"internal.segment.bytes": "1", "retention.bytes": str(2 * one)})
-    broker.create_topic("forever", 1, configs={"internal.segment.bytes": "1", "retention.ms": "1", "cleanup.policy": ""})
+    broker.create_topic("forever", 1, configs={"internal.segment.bytes": "1", "retention.ms": "1",
+                                               "cleanup.policy": ""})
     produce(broker, "sized", 5)
     produce(broker, "forever", 3)
     broker.advance(1000)

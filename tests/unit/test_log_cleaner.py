@@ -3,8 +3,9 @@ each key below the active segment, tombstones until delete.retention.ms after th
 kept them, aborted transactions' batches never and their markers until nothing needs them; batches keep
 their offsets (gaps between them), the log start and end offsets do not move.
 
-Every segment holds one batch (internal.segment.bytes=1, Kafka's way to small segments: segment.bytes is at least 1 MiB) unless a test says otherwise, so which segments are
-cleanable is plain; log.cleaner.backoff.ms is 1000, so ``b.advance(1000)`` runs one cleaner pass.  The
+Every segment holds one batch (internal.segment.bytes=1, Kafka's way to small segments: segment.bytes is
+at least 1 MiB) unless a test says otherwise, so which segments are cleanable is plain;
+log.cleaner.backoff.ms is 1000, so ``b.advance(1000)`` runs one cleaner pass.  The
 expected logs follow Kafka 4.4's ``Cleaner`` / ``CleanedTransactionMetadata`` / ``MemoryRecords.filterTo``
 step by step (in each test's comments).
 """
