@@ -135,7 +135,7 @@ def fmt(v: Any, col: str = "") -> str:
         if col == "mean_over_quota":
             return f"{v:.2f}"
         return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.1f}"
-    if isinstance(v, int) and col.endswith(("bytes", "rate")):
+    if isinstance(v, int) and col not in ("broker", "api_version", "error_code"):
         return f"{v:,}"
     if isinstance(v, list):
         return ", ".join(map(str, v))
@@ -287,7 +287,7 @@ def _plot_one(c: ClientRun, run_name: str, rate: list[dict[str, Any]], windowed:
         panels.append(("bytes" if any(r["produce_bytes"] or r["fetch_bytes"] for r in rate) else "requests", None))
     if any(r["throttles"] for r in rate):
         panels.append(("throttle", None))
-    heights = [2.0 if k != "throttle" else 1.3 for k, _ in panels]
+    heights = [1.75 if k != "throttle" else 1.1 for k, _ in panels]
     inches = sum(heights) + 0.45 * len(panels) + 0.85
     fig = Figure(figsize=(8.4, inches), dpi=100)
     FigureCanvasAgg(fig)
@@ -298,7 +298,8 @@ def _plot_one(c: ClientRun, run_name: str, rate: list[dict[str, Any]], windowed:
     if v["judged"]:
         title += f" ({v['violations_obliged']} of {v['judged']} judged throttles early)"
     fig.suptitle(title, fontsize=9.5, x=0.1, ha="left", y=1 - 0.08 / inches, va="top")
-    bytes_fmt = EngFormatter(unit="B/s", places=0, sep=" ")
+    bytes_fmt = EngFormatter(unit="B/s", sep=" ")
+    label_fmt = EngFormatter(unit="B", places=0, sep=" ")
     lo = min((x(r["time"]) for r in rate), default=0.0)
     hi = max((x(r["time"]) + 1 for r in rate), default=1.0)
 
@@ -307,7 +308,7 @@ def _plot_one(c: ClientRun, run_name: str, rate: list[dict[str, Any]], windowed:
         ax.set_ylim(0, top)
         for xi, yi in zip(xs, ys, strict=True):
             if yi > top:
-                ax.annotate(f"{bytes_fmt.format_eng(yi)}B", (xi + 0.5, top), xytext=(0, -1), textcoords="offset points",
+                ax.annotate(label_fmt(yi), (xi + 0.5, top), xytext=(0, -1), textcoords="offset points",
                             ha="center", va="top", fontsize=6, color="#4a6a85", rotation=90)
 
     for ax, (kind, data) in zip(axes, panels, strict=True):
@@ -430,7 +431,7 @@ table{border-collapse:collapse;font-size:12px;font-variant-numeric:tabular-nums}
 th,td{border:1px solid var(--line);padding:3px 6px;vertical-align:top}
 th{background:var(--bg);font-weight:600;text-align:left;white-space:normal}
 td.num{text-align:right;white-space:nowrap}
-td.client{max-width:260px;overflow-wrap:anywhere}
+td.client{min-width:200px;max-width:280px;overflow-wrap:anywhere}
 .scroll{overflow-x:auto;max-width:100%}
 .legend{display:flex;flex-wrap:wrap;gap:6px 16px;font-size:12px;margin:6px 0 10px}
 .legend span{display:inline-flex;align-items:center;gap:6px}
@@ -497,11 +498,17 @@ def _vcell(r: dict[str, Any] | None, tag: str = "td") -> str:
             f"</{tag}>")
 
 
+def _breakable(text: str) -> str:
+    """Escaped, with line-break opportunities after ``=``, ``_`` and ``,`` (``producer_byte_rate=40000``
+    wraps in a narrow column instead of widening the table)."""
+    return _e(text).replace("=", "=<wbr>").replace("_", "_<wbr>").replace(",", ",<wbr>")
+
+
 def _html_table(rows: list[dict[str, Any]], cols: list[str], names: dict[dt.datetime, str], tid: str) -> str:
     if not rows:
         return "<p class='note'>(none)</p>"
     head = "<th data-col='client'>client · run</th>" + "".join(
-        f"<th data-col='{_e(c)}'>{_e(label(c))}</th>" for c in cols)
+        f"<th data-col='{_e(c)}'>{_e(label(c)).replace('determined', 'deter&shy;mined')}</th>" for c in cols)
     body = []
     for r in rows[:MAX_ROWS]:
         cells = [f"<td class='client' data-v='{_e(client_label(r))}'>{_e(client_label(r))}"
@@ -513,7 +520,8 @@ def _html_table(rows: list[dict[str, Any]], cols: list[str], names: dict[dt.date
             style = ""
             if c == "verdict":
                 style = f" style='background:{VERDICT_COLOURS.get(val, '#fff')};color:{_text_colour(val)}'"
-            cells.append(f"<td{' class=num' if num else ''} data-v='{_e(sort)}'{style}>{_e(fmt(val, c))}</td>")
+            text = _e(fmt(val, c)) if num else _breakable(fmt(val, c))
+            cells.append(f"<td{' class=num' if num else ''} data-v='{_e(sort)}'{style}>{text}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     more = (f"<p class='note'>{len(rows) - MAX_ROWS} more rows in tables/</p>" if len(rows) > MAX_ROWS else "")
     return (f"<div class='scroll'><table id='{_e(tid)}' class='sortable'><thead><tr>{head}</tr></thead><tbody>"

@@ -38,6 +38,7 @@ class SyntheticClient:
     software_version: str = "1.0"
     principal: str = "ANONYMOUS"
     api_version: int = 9  # Produce v9: client_throttles (KIP-219)
+    quotas: tuple[tuple[str, float], ...] = (("producer_byte_rate", PRODUCE_BYTE_RATE),)  # in force for it
 
 
 def _record(seq: int, conn: int, c: SyntheticClient, api: tuple[int, str, int], arrived: int,
@@ -63,7 +64,7 @@ def _record(seq: int, conn: int, c: SyntheticClient, api: tuple[int, str, int], 
         "completed_by": None, "error_code": 0,
         "partitions": [{"topic": "t", "partition": 0, "error_code": 0, "bytes": request_bytes - 100}] if produce else [],
         "quota_entity": {"user": "", "client_id": c.client_id},
-        "quotas": {"producer_byte_rate": PRODUCE_BYTE_RATE},
+        "quotas": dict(c.quotas),
         "fault_rule": None, "details": {"acks": 1, "timeout_ms": 30000} if produce else {}, "seq": seq,
     }
 
