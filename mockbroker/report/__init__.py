@@ -62,7 +62,12 @@ def run(args: argparse.Namespace) -> int:
     report = None
     with line:
         small = size is not None and size < job.SMALL_INPUT_BYTES
-        spark = job.spark_session(args.master, small=small and own)
+        try:
+            spark = job.spark_session(args.master, small=small and own)
+        except Exception as e:  # noqa: BLE001 - no JVM, no master: one line, not a stack trace
+            print(f"mockbroker report: failed to start Spark ({args.master}): {type(e).__name__}: {_first_line(e)}",
+                  file=err)
+            return EXIT_FAILED
         line.attach(spark.sparkContext)
         try:
             if not args.master.startswith("local"):

@@ -146,15 +146,20 @@ def _decoder(schema: T.StructType) -> Callable[[dict[str, Any]], dict[str, Any]]
 def spark_session(master: str = "local[*]", app: str = "mockbroker-report", small: bool = False,
                   **conf: str) -> SparkSession:
     """A SparkSession for the report; a local master binds to 127.0.0.1.  ``small`` (an input below
-    ``SMALL_INPUT_BYTES``): two shuffle partitions, and a driver JVM tuned for start-up (C1 only,
-    the serial collector, a class-data archive of Spark's classes: ``jvm_options``)."""
+    ``SMALL_INPUT_BYTES``): two shuffle partitions, no adaptive execution or code generation, and a
+    driver JVM tuned for start-up (C1 only, the serial collector, a class-data archive of Spark's
+    classes: ``jvm_options``)."""
     b = SparkSession.builder.master(master).appName(app)
     settings = {"spark.sql.session.timeZone": "UTC", "spark.ui.enabled": "false",
                 "spark.sql.shuffle.partitions": "2" if small else "8",
                 "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
                 "spark.ui.showConsoleProgress": "false"}  # the report prints its own (progress.py)
     if small:
-        settings["spark.sql.adaptive.enabled"] = "false"  # re-planning costs more than it saves here
+        # a small job's time is the JVM's: re-planning (adaptive execution) and compiling generated
+        # code (whole-stage code generation, and the expressions': the internal factoryMode) cost
+        # more than they save on a few thousand rows (bench/report_speed.py: about 2 s of CPU of 16)
+        settings |= {"spark.sql.adaptive.enabled": "false", "spark.sql.codegen.wholeStage": "false",
+                     "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
         opts = jvm_options()
         if opts:
             settings["spark.driver.extraJavaOptions"] = opts
@@ -239,13 +244,12 @@ def parse(lines: DataFrame) -> DataFrame:
 
 
 def file_checks(parsed: DataFrame) -> list[Row]:
-    """One row per file: lines, records, bad / unversioned / unknown-version lines, the earliest
-    record's wall time (ns), and an unknown version found."""
+    """One row per file: lines, records, bad / unversioned / unknown-version lines, and an unknown
+    version found."""
     k = F.col("kind")
     return sorted(parsed.groupBy("file").agg(
         F.count("*").alias("lines"), cnt(k == "record").alias("records"), cnt(k == "bad").alias("bad"),
         cnt(k == "unversioned").alias("unversioned"), cnt(k == "unknown").alias("unknown"),
-        F.min(F.when(k == "record", F.col("received_wall_ns"))).alias("first_wall_ns"),
         F.max(F.when(k == "unknown", F.col("schema_version"))).alias("version"))
         .collect(), key=lambda r: r.file)
 
@@ -304,25 +308,23 @@ def _segment_name(path: str) -> re.Match[str] | None:
     return SEGMENT_RE.match(os.path.basename(path))
 
 
-def run_column(checks: list[Row]) -> Any:
+def run_column(files: Sequence[str]) -> Any:
     """The run of a record as a timestamp: the broker's start (ms) in the segment's name, or for a
-    file named otherwise the wall time of its earliest record."""
-    others = {c.file: c.first_wall_ns // 1_000_000 for c in checks
-              if not _segment_name(c.file) and c.first_wall_ns is not None}
+    file named otherwise (or a URI, whose files are not known here) the wall time of its earliest
+    record."""
     ms = F.regexp_extract("file", r"journal-(\d+)-\d+\.jsonl(\.gz)?$", 1)
     ms = F.when(ms != "", ms.cast("long"))
-    if others:
-        lookup = F.create_map(*[x for f, v in sorted(others.items()) for x in (F.lit(f), F.lit(v))])
-        ms = F.coalesce(ms, lookup[F.col("file")])
+    if any(_is_uri(f) or not _segment_name(f) for f in files):
+        ms = F.coalesce(ms, F.floor(F.min("received_wall_ns").over(Window.partitionBy("file")) / 1_000_000))
     return F.timestamp_millis(ms)
 
 
-def records(parsed: DataFrame, checks: list[Row]) -> DataFrame:
+def records(parsed: DataFrame, files: Sequence[str]) -> DataFrame:
     """The good records with ``run`` (a timestamp), the connection's client software (from its
     ApiVersions request, for the records before it too), the next request on the connection
     (``next_arrived_ns``, ``next_api``, ``next_at``) and when the connection opened (its first arrival)."""
     df = parsed.where(F.col("kind") == "record").drop("kind", "block", "_id", "schema_version") \
-        .withColumn("run", run_column(checks)).drop("file")
+        .withColumn("run", run_column(files)).drop("file")
     conn = Window.partitionBy("run", "broker", "connection")
     ordered = conn.orderBy("arrived_clock_ns", "seq")
     return df.select(
@@ -485,13 +487,29 @@ def build(spark: SparkSession, paths: Sequence[str], warn: Any = None,
     with stage("reading the journals"):
         lines = read_lines(spark, files)
         parsed = parse(lines).cache()
-        checks = file_checks(parsed)
+        # the files are checked by a Spark job in a second thread while this one plans the tables
+        # (the driver's planning and the job's tasks use both cores); a table is computed only
+        # once the checks have passed
+        from pyspark import InheritableThread  # the job group (progress.py) goes with it
+        done: list[Any] = []
+
+        def checking() -> None:
+            try:
+                done.append(file_checks(parsed))
+            except BaseException as e:  # noqa: BLE001 - raised in this thread below
+                done.append(e)
+        checker = InheritableThread(target=checking, name="report-checks")
+        checker.start()
+        try:
+            df = judge(records(parsed, files)).cache()
+            tables = aggregate(df, quota_window_num, quota_window_size_seconds)
+        finally:
+            checker.join()
+        if isinstance(done[0], BaseException):
+            raise done[0]
+        checks: list[Row] = done[0]
         warns = check(lines, parsed, checks, warn, paths)
-    n = sum(c.records for c in checks)
-    with stage("aggregating"):
-        df = judge(records(parsed, checks)).cache()
-        tables = aggregate(df, quota_window_num, quota_window_size_seconds)
-    return Report(tables, warns, n, quota_window_num, quota_window_size_seconds)
+    return Report(tables, warns, sum(c.records for c in checks), quota_window_num, quota_window_size_seconds)
 
 
 #: The order of each table's rows (after the client key), and so of its Parquet file.
