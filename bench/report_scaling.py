@@ -74,12 +74,13 @@ def journal(directory: str, total: int, connections: int) -> tuple[int, float]:
     return n, time.monotonic() - t
 
 
-def measure(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
-    """Run ``cmd``; wall seconds, peak RSS (MiB) of the Python process and of its java children, and
-    the CPU seconds of each (as last seen by the 0.2 s poll: a process's last 0.2 s may be missed)."""
+def measure(cmd: list[str], env: dict[str, str], cwd: str | None = None) -> dict[str, Any]:
+    """Run ``cmd`` (in ``cwd``); wall seconds, peak RSS (MiB) of the Python process and of its java
+    children, and the CPU seconds of each (as last seen by the 0.2 s poll: a process's last 0.2 s
+    may be missed)."""
     import psutil
     t = time.monotonic()
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     proc = psutil.Process(p.pid)
     peak = {"python": 0, "jvm": 0, "total": 0}
     cpu: dict[int, tuple[str, float]] = {}  # pid -> (python | jvm, user + system seconds)

@@ -77,8 +77,12 @@ def baseline_tree(ref: str, into: str) -> str:
 def report(tree: str, journal_dir: str, out: str) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": tree, "SPARK_LOCAL_IP": "127.0.0.1"}
     shutil.rmtree(out, ignore_errors=True)
+    # run in the tree: ``python -m`` puts the working directory first on sys.path, before PYTHONPATH
+    # and this checkout's editable install
     m = measure([sys.executable, "-m", "mockbroker", "report", journal_dir, "--out", out, "--master", "local[2]",
-                 "--progress-every", "0"], env)
+                 "--progress-every", "0"], env, cwd=tree)
+    if tree != ROOT and "and tables/ in " in m["stderr"]:
+        raise RuntimeError(f"the baseline run in {tree} ran this checkout's report")
     # now's last line: "... and tables/ in 12.3 s (starting Spark 3.1 s, reading the journals 2.0 s, ...)"
     summary = re.search(r"and tables/ in [\d.]+ s \((.*)\)$", m["stderr"], re.MULTILINE)
     m["stages"] = {k: float(v) for k, v in (part.rsplit(" ", 2)[:2] for part in summary.group(1).split(", "))

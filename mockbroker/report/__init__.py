@@ -9,6 +9,7 @@ import argparse
 import os
 import sys
 import tempfile
+import threading
 import zipfile
 from typing import Any
 
@@ -55,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
     size = job.input_bytes(files)
     print(f"mockbroker report: {len(files)} journal file(s)" + (f", {size / 2**20:.1f} MiB" if size is not None else "")
           + f", Spark master {args.master}", file=err)
+    # matplotlib's import (about half a second) while the JVM starts, not after the tables
+    threading.Thread(target=render.import_plotting, name="report-import", daemon=True).start()
     from pyspark.sql import SparkSession
     own = SparkSession.getActiveSession() is None  # in process (tests): a session already running is kept
     every = getattr(args, "progress_every", None)

@@ -263,6 +263,17 @@ def render_md(report: Report, v: View, inputs: list[str]) -> str:
 
 
 # -- plots ------------------------------------------------------------------------------------
+def import_plotting() -> bool:
+    """Import what the plots use (run early, in a thread of its own); False without matplotlib."""
+    try:
+        import matplotlib.backends.backend_agg  # noqa: F401
+        import matplotlib.figure  # noqa: F401
+        import matplotlib.ticker  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def _plot_one(c: ClientRun, run_name: str, rate: list[dict[str, Any]], windowed: list[dict[str, Any]],
               run_start: dt.datetime) -> bytes:
     """One client's plot in one run (PNG bytes): a panel per byte-rate quota it was charged to (the
@@ -632,11 +643,8 @@ def write(report: Report, out: str, inputs: list[str],
         writer = InheritableThread(target=tables, name="report-parquet")
         writer.start()
         try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            pass
-        else:
-            images = plots(v, out)
+            if import_plotting():
+                images = plots(v, out)
         finally:
             writer.join()
         if failed:
