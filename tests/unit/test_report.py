@@ -381,9 +381,16 @@ def test_cli_end_to_end(spark, tmp_path):
     assert page.count("class='client-plot'") == 3 and "src='data:image/png;base64," in page
     pngs = sorted(out.glob("client-*.png"))
     assert [p.name for p in pngs] == ["client-1-1.png", "client-1-2.png", "client-1-3.png"]
-    for png in pngs[:2]:  # the quota line on the plots of the clients with a quota in force
-        from mockbroker.report.render import QUOTA_COLOUR
+    from mockbroker.report.render import EARLY_COLOUR, QUOTA_COLOUR, THROTTLE_COLOUR
+    for png in pngs:  # the quota line on every plot (each client has a producer_byte_rate in force)
         assert _pixels(png, QUOTA_COLOUR) > 200, png
+    # no empty panel: the throttle panel only for the clients that were throttled, the early
+    # requests' marks only for the one that sent them
+    import matplotlib.image
+    heights = [matplotlib.image.imread(p).shape[0] for p in pngs]
+    assert heights[0] == heights[1] > heights[2], heights
+    assert _pixels(pngs[0], THROTTLE_COLOUR) > 500 and _pixels(pngs[2], THROTTLE_COLOUR) == 0
+    assert _pixels(pngs[0], EARLY_COLOUR) == 0 and _pixels(pngs[1], EARLY_COLOUR) > 50
 
 
 def _pixels(png: pathlib.Path, colour: str) -> int:
