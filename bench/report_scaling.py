@@ -74,13 +74,16 @@ def journal(directory: str, total: int, connections: int) -> tuple[int, float]:
     return n, time.monotonic() - t
 
 
-def measure(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
-    """Run ``cmd``; wall seconds and peak RSS (MiB) of the Python process and of its java children."""
+def measure(cmd: list[str], env: dict[str, str], cwd: str | None = None) -> dict[str, Any]:
+    """Run ``cmd`` (in ``cwd``); wall seconds, peak RSS (MiB) of the Python process and of its java
+    children, and the CPU seconds of each (as last seen by the 0.2 s poll: a process's last 0.2 s
+    may be missed)."""
     import psutil
     t = time.monotonic()
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     proc = psutil.Process(p.pid)
     peak = {"python": 0, "jvm": 0, "total": 0}
+    cpu: dict[int, tuple[str, float]] = {}  # pid -> (python | jvm, user + system seconds)
     out: list[str] = []
     err: list[str] = []
     import threading
@@ -94,8 +97,10 @@ def measure(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
             rss = {"python": 0, "jvm": 0}
             for q in procs:
                 try:
-                    m = q.memory_info().rss
-                    rss["jvm" if "java" in q.name() else "python"] += m
+                    kind = "jvm" if "java" in q.name() else "python"
+                    rss[kind] += q.memory_info().rss
+                    times = q.cpu_times()
+                    cpu[q.pid] = (kind, times.user + times.system)
                 except psutil.Error:
                     pass
             for k in ("python", "jvm"):
@@ -110,7 +115,8 @@ def measure(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}: {''.join(err)[-2000:]}")
     return {"wall": wall, "stdout": "".join(out), "stderr": "".join(err),
-            **{f"peak_{k}_mib": v / 2**20 for k, v in peak.items()}}
+            **{f"peak_{k}_mib": v / 2**20 for k, v in peak.items()},
+            **{f"cpu_{k}_s": sum(c for kind, c in cpu.values() if kind == k) for k in ("python", "jvm")}}
 
 
 def spark_env(driver_memory: str) -> dict[str, str]:
@@ -214,8 +220,9 @@ def _line(n: int, m: dict[str, Any]) -> str:
             f"JVM {m['peak_jvm_mib']:,.0f} MiB")
 
 
-def _requirements() -> str | None:
-    for mod, extra in (("pyspark", "report"), ("matplotlib", "report"), ("duckdb", "bench"), ("psutil", "test")):
+def requirements(modules: tuple[tuple[str, str], ...]) -> str | None:
+    """Why a report benchmark cannot run: a module of ``modules`` (module, extra) missing, or no JDK."""
+    for mod, extra in modules:
         try:
             __import__(mod)
         except ImportError:
@@ -223,6 +230,10 @@ def _requirements() -> str | None:
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         return "java not found (Spark needs a JDK 17+)"
     return None
+
+
+def _requirements() -> str | None:
+    return requirements((("pyspark", "report"), ("matplotlib", "report"), ("duckdb", "bench"), ("psutil", "test")))
 
 
 def main() -> int:

@@ -35,6 +35,20 @@ def _version() -> str:
         return "unknown"
 
 
+def _report_arguments(r: argparse.ArgumentParser) -> None:
+    """The options of ``mockbroker report`` (docs/report.md), here: parsing them imports no pyspark."""
+    r.add_argument("paths", nargs="+", metavar="JOURNAL_PATH",
+                   help="journal files, directories, globs or Hadoop URIs")
+    r.add_argument("--out", required=True, help="output directory (created if missing)")
+    r.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    r.add_argument("--progress-every", type=float, default=None, metavar="SECONDS",
+                   help="progress line interval (default 0.5 s on a terminal, 10 s otherwise; 0: none)")
+    r.add_argument("--quota-window-num", type=int, default=11, metavar="N",
+                   help="the broker's quota.window.num, for the windowed rates (default 11, Kafka's)")
+    r.add_argument("--quota-window-size-seconds", type=int, default=1, metavar="S",
+                   help="the broker's quota.window.size.seconds (default 1, Kafka's)")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mockbroker", description="A Kafka-compatible mock broker.")
     p.add_argument("--version", action="version", version=f"mockbroker {_version()}")
@@ -49,12 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     admin_client.build_parser(sub)
     probe.build_parser(sub)
     r = sub.add_parser("report", help="throttle-conformance report over request journals (docs/report.md)")
-    r.add_argument("paths", nargs="+", metavar="JOURNAL_PATH",
-                   help="journal files, directories, globs or Hadoop URIs")
-    r.add_argument("--out", required=True, help="output directory")
-    r.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
-    r.add_argument("--progress-every", type=float, default=None, metavar="SECONDS",
-                   help="progress line interval (default 0.5 s on a terminal, 10 s otherwise; 0: none)")
+    _report_arguments(r)
     return p
 
 

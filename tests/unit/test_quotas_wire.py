@@ -32,7 +32,8 @@ class ReferenceRate:
         self.samples[-1][0] += v
         self.samples[-1][2] = t
 
-    def throttle(self, bound, t):
+    def measure(self, t):
+        """(rate per second, window ms) at ``t``; some sample must still be live."""
         live = [x for x in self.samples if t - x[2] < self.s * self.w]
         total = sum(x[0] for x in live)
         el = t - min(x[1] for x in live)
@@ -40,7 +41,10 @@ class ReferenceRate:
         if full < self.s - 1:
             el += (self.s - 1 - full) * self.w
         el = max(el, 1)
-        rate = total / (el / 1000)
+        return total / (el / 1000), el
+
+    def throttle(self, bound, t):
+        rate, el = self.measure(t)
         return 0 if rate <= bound else int((rate - bound) / bound * el + 0.5)
 
 
