@@ -27,14 +27,16 @@ from .apis import build_handlers
 from .channel import Authenticator, CloseReason
 from .clock import Clock
 from .config import BrokerConfig, Listener
-from .connection import KafkaConnection, MemoryMutedChannels
+from .connection import KafkaConnection
 from .controller import Controller
+from .fault_actions import FaultActions
 from .faults import FaultInjector
 from .fetch_session import FetchManager
 from .group.service import GroupCoordinatorService
 from .journal import RequestJournal
+from .journal_recorder import RequestRecorder
 from .kafka_apis import KafkaApis
-from .memory_pool import memory_pool_for
+from .memory_pool import MemoryMutedChannels, memory_pool_for
 from .metadata import BrokerNode, ClusterMetadata
 from .quota.entities import QuotaStore
 from .quota.manager import QuotaManagers
@@ -44,6 +46,7 @@ from .replication import ReplicationSimulator
 from .request_stats import RequestStats
 from .sasl_authenticator import SaslAuthenticator
 from .sasl_mechanisms import CredentialStore
+from .throttled_channel import ThrottleDelivery
 from .txn.coordinator import TransactionCoordinator
 
 log = logging.getLogger("mockbroker.broker")
@@ -95,8 +98,12 @@ class Broker:
             cfg["producer.purgatory.purge.interval.requests"], cfg["fetch.purgatory.purge.interval.requests"])
         self.replica_manager.check_records = cfg["mock.produce.check.records"]
         self.request_stats = RequestStats()
-        self.apis = KafkaApis(self, shared.registry, build_handlers(), shared.journal, shared.faults,
-                              cfg.throttle_mode, shared.throttle_events, self.request_stats)
+        self.apis = KafkaApis(
+            self, shared.registry, build_handlers(),
+            RequestRecorder(node_id, self.clock, cfg.throttle_mode, shared.journal, self.request_stats,
+                            shared.quota_store),
+            FaultActions(shared.faults, node_id, shared.metadata, self.fetch_manager),
+            ThrottleDelivery(cfg.throttle_mode, self.clock, shared.throttle_events))
         # ConnectionOwner (what connections see)
         self.max_request_bytes: int = cfg["socket.request.max.bytes"]
         # KIP-72: one request memory pool per broker (SocketServer's), MemoryPool.NONE when disabled

@@ -8,6 +8,10 @@ Unknown keys are refused with the list of close matches.  Keys starting with
 
 TOML may use quoted dotted keys (``"log.retention.ms" = 1000``) or tables
 (``[log.retention]`` / ``ms = 1000``); both flatten to the same key.
+
+Over 500 lines on purpose: most of it is ``CONFIG_DEF``, the one table of every
+key (type, default, validator, documentation) that ``scripts/config_docs.py``
+turns into docs/configuration.md; the loading code is short.
 """
 
 from __future__ import annotations

@@ -60,6 +60,7 @@ from protocol.errors import CorruptRecordBatch, ErrorCode
 from protocol.records import (
     COMPRESSION_MASK,
     TIMESTAMP_TYPE_MASK,
+    BatchHeader,
     Compression,
     build_end_txn_marker,
     check_record_count,
@@ -305,13 +306,23 @@ class ReplicaManager:
             return _Appended(PartitionResponse(
                 base_offset=duplicate.first_offset, log_append_time_ms=duplicate.timestamp if log_append else -1,
                 log_start_offset=log.log_start_offset), duplicate.last_offset + 1, produced=True)
-        base, last = log.append(batch, header, now_ms, metadata.topic_config(topic, "segment.bytes"),
-                                metadata.topic_config(topic, "segment.ms"), log_append)
-        p.producers.update(header, base, last, now_ms)
-        self.replication.on_leader_append(p)
-        self.actions.add(p)
+        base, last = self._append_to_log(p, batch, header, now_ms, log_append,
+                                         lambda base, last: p.producers.update(header, base, last, now_ms))
         return _Appended(PartitionResponse(base_offset=base, log_append_time_ms=now_ms if log_append else -1,
                                            log_start_offset=log.log_start_offset), last + 1, produced=True)
+
+    def _append_to_log(self, p: Partition, batch: memoryview, header: BatchHeader, now_ms: int, log_append: bool,
+                       update_producer_state: Callable[[int, int], None]) -> tuple[int, int]:
+        """The tail of every leader append (``Partition.appendRecordsToLeader``): the batch into the
+        log, the producer state updated with its offsets (``update_producer_state(base, last)``),
+        the followers told, the delayed operations on the partition re-checked; (base, last)."""
+        topic = p.topic
+        base, last = p.log.append(batch, header, now_ms, self.metadata.topic_config(topic, "segment.bytes"),
+                                  self.metadata.topic_config(topic, "segment.ms"), log_append)
+        update_producer_state(base, last)
+        self.replication.on_leader_append(p)
+        self.actions.add(p)
+        return base, last
 
     # -- transaction markers (WriteTxnMarkers, origin COORDINATOR) ---------------------------------
     def append_txn_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool,
@@ -353,15 +364,14 @@ class ReplicaManager:
         now_ms = self.clock.time_ms()
         batch = build_end_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit, now_ms)
         log_append = metadata.topic_config(p.topic, "message.timestamp.type") == "LogAppendTime"
-        base, last = log.append(memoryview(batch), parse_header(batch), now_ms,
-                                metadata.topic_config(p.topic, "segment.bytes"),
-                                metadata.topic_config(p.topic, "segment.ms"), log_append)
-        completed = p.producers.append_end_txn_marker(producer_id, producer_epoch, coordinator_epoch, not commit,
-                                                      base, now_ms)
-        if completed is not None:
-            log.complete_txn(completed)
-        self.replication.on_leader_append(p)
-        self.actions.add(p)
+
+        def complete_txn(base: int, _last: int) -> None:
+            completed = p.producers.append_end_txn_marker(producer_id, producer_epoch, coordinator_epoch, not commit,
+                                                          base, now_ms)
+            if completed is not None:
+                log.complete_txn(completed)
+
+        base, last = self._append_to_log(p, memoryview(batch), parse_header(batch), now_ms, log_append, complete_txn)
         return _Appended(PartitionResponse(base_offset=base, log_start_offset=log.log_start_offset), last + 1,
                          produced=True)
 

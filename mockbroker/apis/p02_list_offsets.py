@@ -37,7 +37,8 @@ from typing import Any
 from protocol.errors import CorruptRecordBatch, ErrorCode
 from protocol.registry import ApiKey
 
-from ..request import RequestContext
+from ..request import RequestContext, Response
+from .common import partition_errors
 
 API_KEY = ApiKey.LIST_OFFSETS
 
@@ -59,7 +60,7 @@ def _lookup(p: Any, ts: int, isolation: int) -> tuple[int, int]:
     return (found[1], found[0]) if found else (-1, -1)
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: Any) -> Response:
     cluster = ctx.metadata
     isolation = getattr(req, "isolation_level", 0)
     topics = []
@@ -89,10 +90,11 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                         out["error_code"] = e.error
             parts.append(out)
         topics.append({"name": t.name, "partitions": parts})
-    return {"topics": topics}
+    return Response({"topics": topics}, partition_errors(topics, "partitions"))
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
-    return {"topics": [{"name": t.name, "partitions": [
+def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> Response:
+    topics = [{"name": t.name, "partitions": [
         {"partition_index": p.partition_index, "error_code": error, "timestamp": -1, "offset": -1,
-         "leader_epoch": -1} for p in t.partitions]} for t in req.topics]}
+         "leader_epoch": -1} for p in t.partitions]} for t in req.topics]
+    return Response({"topics": topics}, partition_errors(topics, "partitions"))

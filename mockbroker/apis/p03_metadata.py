@@ -28,8 +28,8 @@ from protocol.errors import ErrorCode, InvalidRequest
 from protocol.registry import ApiKey
 
 from ..metadata import validate_topic_name
-from ..request import RequestContext
-from .common import AUTHORIZED_OPS_NOT_REQUESTED, ZERO_UUID, node_endpoints
+from ..request import RequestContext, Response
+from .common import AUTHORIZED_OPS_NOT_REQUESTED, ZERO_UUID, node_endpoints, partition_errors
 
 API_KEY = ApiKey.METADATA
 
@@ -37,10 +37,10 @@ API_KEY = ApiKey.METADATA
 ALL_TOPIC_OPS = sum(1 << op for op in (3, 4, 5, 6, 8, 9, 10))
 
 
-def topic_entry(ctx: RequestContext, topic: Any, include_ops: bool) -> dict:
+def topic_entry(ctx: RequestContext, topic: Any, include_ops: bool) -> dict[str, Any]:
     cluster = ctx.metadata
     alive = {b.node_id for b in cluster.live_brokers()}
-    reachable = {b.node_id for b in cluster.live_brokers(ctx.conn.listener_name)}
+    reachable = {b.node_id for b in cluster.live_brokers(ctx.listener_name)}
     parts = []
     for p in topic.partitions:
         # KRaftMetadataCache.getPartitionMetadata: a live leader without the request's listener is
@@ -71,7 +71,7 @@ def topic_entry(ctx: RequestContext, topic: Any, include_ops: bool) -> dict:
     }
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: Any) -> Response:
     cluster = ctx.metadata
     v = ctx.version
     include_ops = bool(getattr(req, "include_topic_authorized_operations", False))
@@ -113,14 +113,14 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             if injected.applies(t.get("name") or "", None):
                 t.update(error_code=injected.error, partitions=[])
     resp = {
-        "brokers": node_endpoints(cluster.live_brokers(), ctx.conn.listener_name),
+        "brokers": node_endpoints(cluster.live_brokers(), ctx.listener_name),
         "cluster_id": cluster.cluster_id,
         "controller_id": cluster.controller_id,
         "topics": topics_out,
         "cluster_authorized_operations": AUTHORIZED_OPS_NOT_REQUESTED,
         "error_code": ErrorCode.none,
     }
-    return resp
+    return Response(resp, partition_errors(topics_out, "partitions", topic_errors=True))
 
 
 # Metadata gives an injected error to the topics it applies to (every topic when it names none),

@@ -30,13 +30,13 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..group.group import OffsetAndMetadata
-from ..request import RequestContext
-from .common import resolve_topic
+from ..request import RequestContext, Response
+from .common import partition_errors, resolve_topic
 
 API_KEY = ApiKey.OFFSET_COMMIT
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: Any) -> Response:
     groups = ctx.broker.groups
     now = ctx.broker.clock.time_ms()
     by_id = ctx.version >= 10
@@ -62,13 +62,13 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         layout.append((name, topic_id, parts))
     errors = groups.commit_offsets(ctx.node_id, req.group_id, req.member_id, getattr(req, "group_instance_id", None),
                                    req.generation_id_or_member_epoch, offsets, ctx.version)
-    return {"topics": [
-        {"name": name, "topic_id": topic_id,
-         "partitions": [{"partition_index": idx, "error_code": errors[key]} for idx, key in parts]}
-        for name, topic_id, parts in layout
-    ]}
+    topics = [{"name": name, "topic_id": topic_id,
+               "partitions": [{"partition_index": idx, "error_code": errors[key]} for idx, key in parts]}
+              for name, topic_id, parts in layout]
+    return Response({"topics": topics}, partition_errors(topics, "partitions"))
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
-    return {"topics": [{"name": getattr(t, "name", None), "topic_id": getattr(t, "topic_id", None), "partitions": [
-        {"partition_index": p.partition_index, "error_code": error} for p in t.partitions]} for t in req.topics]}
+def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> Response:
+    topics = [{"name": getattr(t, "name", None), "topic_id": getattr(t, "topic_id", None), "partitions": [
+        {"partition_index": p.partition_index, "error_code": error} for p in t.partitions]} for t in req.topics]
+    return Response({"topics": topics}, partition_errors(topics, "partitions"))

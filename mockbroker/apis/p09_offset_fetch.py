@@ -28,12 +28,13 @@ from typing import Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..request import RequestContext
+from ..request import Body, RequestContext, Response
+from .common import first_error, partition_errors
 
 API_KEY = ApiKey.OFFSET_FETCH
 
 
-def _partition(index: int, om: Any, error: ErrorCode = ErrorCode.none) -> dict:
+def _partition(index: int, om: Any, error: ErrorCode = ErrorCode.none) -> dict[str, Any]:
     if om is None or error is ErrorCode.unstable_offset_commit:
         return {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1,
                 "metadata": "", "error_code": error}
@@ -42,7 +43,7 @@ def _partition(index: int, om: Any, error: ErrorCode = ErrorCode.none) -> dict:
 
 
 def _one(ctx: RequestContext, group_id: str, topics: Any, by_id: bool, member: tuple[str | None, int] = (None, -1),
-         require_stable: bool = False) -> tuple[ErrorCode, list[dict]]:
+         require_stable: bool = False) -> tuple[ErrorCode, list[dict[str, Any]]]:
     """The group's error and its topics; ``member`` (id, epoch) comes with v9+."""
     cluster = ctx.metadata
     groups = ctx.broker.groups
@@ -89,26 +90,36 @@ def _one(ctx: RequestContext, group_id: str, topics: Any, by_id: bool, member: t
     return ErrorCode.none, out
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def _response(body: Body) -> Response:
+    """v8+: each group's error, the first failed one the journal's; before, the top-level one."""
+    if "groups" in body:
+        return Response(body, [p for g in body["groups"] for p in partition_errors(g["topics"], "partitions")],
+                        first_error(body["groups"]))
+    return Response(body, partition_errors(body["topics"], "partitions"))
+
+
+def handle(ctx: RequestContext, req: Any) -> Response:
     if ctx.version >= 8:
         groups = []
         for g in req.groups:
             member = (g.member_id, g.member_epoch) if ctx.version >= 9 else (None, -1)
             err, topics = _one(ctx, g.group_id, g.topics, ctx.version >= 10, member, req.require_stable)
             groups.append({"group_id": g.group_id, "error_code": err, "topics": topics})
-        return {"groups": groups}
+        return _response({"groups": groups})
     err, topics = _one(ctx, req.group_id, req.topics, False, require_stable=getattr(req, "require_stable", False))
     if err is not ErrorCode.none and ctx.version < 2:
         # v1 has no top-level error: report it on every asked partition
-        return {"topics": [{"name": t.name, "partitions": [_partition(i, None, err) for i in t.partition_indexes]}
-                           for t in req.topics or ()]}
-    return {"topics": topics, "error_code": err}
+        return _response({"topics": [{"name": t.name, "partitions": [_partition(i, None, err)
+                                                                      for i in t.partition_indexes]}
+                                     for t in req.topics or ()]})
+    return _response({"topics": topics, "error_code": err})
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
+def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> Response:
     if ctx.version >= 8:
-        return {"groups": [{"group_id": g.group_id, "error_code": error, "topics": []} for g in req.groups]}
+        return _response({"groups": [{"group_id": g.group_id, "error_code": error, "topics": []} for g in req.groups]})
     if ctx.version < 2:  # no top-level error: on every asked partition
-        return {"topics": [{"name": t.name, "partitions": [_partition(i, None, error) for i in t.partition_indexes]}
-                           for t in req.topics or ()]}
-    return {"topics": [], "error_code": error}
+        return _response({"topics": [{"name": t.name, "partitions": [_partition(i, None, error)
+                                                                      for i in t.partition_indexes]}
+                                     for t in req.topics or ()]})
+    return _response({"topics": [], "error_code": error})

@@ -28,14 +28,14 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..group.metadata import UNKNOWN_MEMBER_ID, JoinGroupResult
-from ..request import Deferred, RequestContext
+from ..request import Deferred, RequestContext, Response
 from .common import client_host
 
 API_KEY = ApiKey.JOIN_GROUP
 
 
-def _response(version: int, r: JoinGroupResult) -> dict:
-    return {
+def _response(version: int, r: JoinGroupResult) -> Response:
+    return Response({
         "error_code": r.error,
         "generation_id": r.generation_id,
         "protocol_type": r.protocol_type,
@@ -45,7 +45,7 @@ def _response(version: int, r: JoinGroupResult) -> dict:
         "skip_assignment": r.skip_assignment,
         "member_id": r.member_id,
         "members": [{"member_id": mid, "group_instance_id": iid, "metadata": meta} for mid, iid, meta in r.members],
-    }
+    })
 
 
 def handle(ctx: RequestContext, req: Any) -> Deferred:
@@ -62,6 +62,6 @@ def handle(ctx: RequestContext, req: Any) -> Deferred:
     return deferred
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
+def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> Response:
     """JoinGroupRequest.getErrorResponse: unknown generation, member and leader."""
     return _response(ctx.version, JoinGroupResult(UNKNOWN_MEMBER_ID, error))

@@ -18,12 +18,12 @@ from typing import Any
 
 from protocol.registry import ApiKey
 
-from ..request import RequestContext
+from ..request import RequestContext, Response
 
 API_KEY = ApiKey.HEARTBEAT
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: Any) -> Response:
     err = ctx.broker.groups.heartbeat(
         ctx.node_id, req.group_id, req.member_id, getattr(req, "group_instance_id", None), req.generation_id)
-    return {"error_code": err}
+    return Response({"error_code": err})

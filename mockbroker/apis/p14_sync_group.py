@@ -23,17 +23,17 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..group.metadata import SyncGroupResult
-from ..request import Deferred, RequestContext, Result
+from ..request import Deferred, Outcome, RequestContext, Response
 
 API_KEY = ApiKey.SYNC_GROUP
 
 
-def _response(r: SyncGroupResult) -> dict:
-    return {"error_code": r.error, "protocol_type": r.protocol_type, "protocol_name": r.protocol_name,
-            "assignment": r.assignment}
+def _response(r: SyncGroupResult) -> Response:
+    return Response({"error_code": r.error, "protocol_type": r.protocol_type, "protocol_name": r.protocol_name,
+                     "assignment": r.assignment})
 
 
-def handle(ctx: RequestContext, req: Any) -> Result:
+def handle(ctx: RequestContext, req: Any) -> Outcome:
     protocol_type = getattr(req, "protocol_type", None)
     protocol_name = getattr(req, "protocol_name", None)
     if ctx.version >= 5 and (protocol_type is None or protocol_name is None):

@@ -18,14 +18,14 @@ from typing import Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..request import RequestContext
+from ..request import RequestContext, Response
 
 API_KEY = ApiKey.LIST_GROUPS
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: Any) -> Response:
     listed = ctx.broker.groups.list_groups(ctx.node_id, getattr(req, "states_filter", ()) or (),
                                            getattr(req, "types_filter", ()) or ())
-    return {"error_code": ErrorCode.none, "groups": [
+    return Response({"error_code": ErrorCode.none, "groups": [
         {"group_id": g.group_id, "protocol_type": g.protocol_type, "group_state": g.state,
-         "group_type": g.group_type.value} for g in listed]}
+         "group_type": g.group_type.value} for g in listed]})

@@ -31,13 +31,13 @@ from typing import Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..request import RequestContext
+from ..request import RequestContext, Response
 
 API_KEY = ApiKey.SASL_HANDSHAKE
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: Any) -> Response:
     auth = ctx.sasl  # set only while the connection is authenticating (the gate allowed this request)
     if auth is None:
-        return {"error_code": ErrorCode.illegal_sasl_state, "mechanisms": []}
-    return auth.handshake(ctx.version, req.mechanism)
+        return Response({"error_code": ErrorCode.illegal_sasl_state, "mechanisms": []})
+    return Response(auth.handshake(ctx.version, req.mechanism))

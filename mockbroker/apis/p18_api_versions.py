@@ -35,7 +35,7 @@ from typing import Any
 from protocol.errors import ErrorCode
 from protocol.registry import TRANSACTION_VERSION_FEATURE, ApiKey
 
-from ..request import RequestContext
+from ..request import RequestContext, Response
 
 API_KEY = ApiKey.API_VERSIONS
 TRANSACTION_VERSION = "transaction.version"  # TransactionVersion.FEATURE_NAME
@@ -44,13 +44,14 @@ TRANSACTION_VERSION = "transaction.version"  # TransactionVersion.FEATURE_NAME
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: Any) -> Response:
+    software = None
     if ctx.version >= 3:
         name = req.client_software_name
         ver = req.client_software_version
         if not (_SOFTWARE.match(name or "") and _SOFTWARE.match(ver or "")):
-            return {"error_code": ErrorCode.invalid_request, "api_keys": []}
-        ctx.conn.client_software = (name, ver)
+            return Response({"error_code": ErrorCode.invalid_request, "api_keys": []})
+        software = (name, ver)
     out: dict[str, Any] = {
         "error_code": ErrorCode.none,
         "api_keys": [
@@ -67,4 +68,4 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         out["finalized_features_epoch"] = 0
         out["finalized_features"] = [{"name": TRANSACTION_VERSION, "max_version_level": level,
                                       "min_version_level": level}] if level > 0 else []
-    return out
+    return Response(out, client_software=software)

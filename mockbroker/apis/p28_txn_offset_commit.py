@@ -41,13 +41,14 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..group.group import OffsetAndMetadata
-from ..request import RequestContext
+from ..request import RequestContext, Response
 from ..txn.coordinator import GROUP_METADATA_TOPIC
 from ..txn.metadata import TopicPartition
 from ..txn.verification import (
     AddPartitionsToTxnManager,
     operation_for_txn_offset_commit_version,
 )
+from .common import partition_errors
 
 API_KEY = ApiKey.TXN_OFFSET_COMMIT
 
@@ -70,7 +71,7 @@ def _verified(ctx: RequestContext, req: Any) -> ErrorCode:
     return ErrorCode.coordinator_not_available if error in _COORDINATOR_ERRORS else error
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: Any) -> Response:
     now = ctx.broker.clock.time_ms()
     offsets: dict[TopicPartition, OffsetAndMetadata | ErrorCode] = {}
     layout: list[tuple[str, list[tuple[int, TopicPartition]]]] = []
@@ -96,11 +97,12 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             errors = ctx.broker.groups.commit_transactional_offsets(
                 ctx.node_id, req.group_id, req.producer_id, getattr(req, "member_id", ""),
                 getattr(req, "group_instance_id", None), getattr(req, "generation_id", -1), offsets)
-    return {"topics": [
-        {"name": name, "partitions": [{"partition_index": i, "error_code": errors[key]} for i, key in parts]}
-        for name, parts in layout]}
+    topics = [{"name": name, "partitions": [{"partition_index": i, "error_code": errors[key]} for i, key in parts]}
+              for name, parts in layout]
+    return Response({"topics": topics}, partition_errors(topics, "partitions"))
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
-    return {"topics": [{"name": t.name, "partitions": [
-        {"partition_index": p.partition_index, "error_code": error} for p in t.partitions]} for t in req.topics]}
+def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> Response:
+    topics = [{"name": t.name, "partitions": [
+        {"partition_index": p.partition_index, "error_code": error} for p in t.partitions]} for t in req.topics]
+    return Response({"topics": topics}, partition_errors(topics, "partitions"))

@@ -16,15 +16,18 @@ from typing import Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..request import RequestContext
+from ..request import RequestContext, Response
+from .common import first_error
 
 API_KEY = ApiKey.DELETE_GROUPS
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: Any) -> Response:
     errors = ctx.broker.groups.delete_groups(ctx.node_id, list(req.groups_names))
-    return {"results": [{"group_id": gid, "error_code": errors[gid]} for gid in req.groups_names]}
+    results = [{"group_id": gid, "error_code": errors[gid]} for gid in req.groups_names]
+    return Response({"results": results}, error_code=first_error(results))
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
-    return {"results": [{"group_id": gid, "error_code": error} for gid in req.groups_names]}
+def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> Response:
+    results = [{"group_id": gid, "error_code": error} for gid in req.groups_names]
+    return Response({"results": results}, error_code=first_error(results))

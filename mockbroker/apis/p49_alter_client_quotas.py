@@ -24,8 +24,9 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..quota.entities import validate_quota
-from ..request import RequestContext
+from ..request import RequestContext, Response
 from .client_quota_entities import from_wire
+from .common import first_error
 
 API_KEY = ApiKey.ALTER_CLIENT_QUOTAS
 IP_KEYS = ("connection_creation_rate",)
@@ -47,7 +48,7 @@ def _check(entity: Any, ip: str | None, ops: Any) -> str | None:
     return None
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: Any) -> Response:
     store = ctx.broker.quota_store
     out = []
     for e in req.entries:
@@ -68,9 +69,10 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 store.set_ip(ip, op.key, value)
             else:
                 store.set(entity, op.key, value)
-    return {"entries": out}
+    return Response({"entries": out}, error_code=first_error(out))
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
-    return {"entries": [{"error_code": error, "error_message": None, "entity": [
-        {"entity_type": c.entity_type, "entity_name": c.entity_name} for c in e.entity]} for e in req.entries]}
+def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> Response:
+    entries = [{"error_code": error, "error_message": None, "entity": [
+        {"entity_type": c.entity_type, "entity_name": c.entity_name} for c in e.entity]} for e in req.entries]
+    return Response({"entries": entries}, error_code=first_error(entries))

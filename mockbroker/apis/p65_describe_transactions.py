@@ -27,7 +27,8 @@ from typing import Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..request import RequestContext
+from ..request import RequestContext, Response
+from .common import first_error
 
 API_KEY = ApiKey.DESCRIBE_TRANSACTIONS
 
@@ -45,7 +46,7 @@ def _state(tid: str, error: ErrorCode) -> dict[str, Any]:
             "transaction_start_time": _start_time(-1), "producer_id": -1, "producer_epoch": -1, "topics": []}
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: Any) -> Response:
     txn = ctx.broker.txn
     states = []
     for tid in req.transactional_ids:
@@ -60,9 +61,10 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                        producer_epoch=md.producer_epoch,
                        topics=[{"topic": t, "partitions": ps} for t, ps in by_topic.items()])
         states.append(out)
-    return {"transaction_states": states}
+    return Response({"transaction_states": states}, error_code=first_error(states))
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
-    return {"transaction_states": [_state(tid, error) for tid in req.transactional_ids]}
+def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> Response:
+    states = [_state(tid, error) for tid in req.transactional_ids]
+    return Response({"transaction_states": states}, error_code=first_error(states))
 

@@ -31,7 +31,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..group.consumer_group import re2_options
-from ..request import RequestContext
+from ..request import RequestContext, Response
 
 API_KEY = ApiKey.LIST_TRANSACTIONS
 
@@ -50,7 +50,7 @@ def _pattern(req: Any) -> Any:
         return ErrorCode.invalid_regular_expression
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: Any) -> Response:
     duration = getattr(req, "duration_filter", -1)
     error, listed, unknown = ctx.broker.txn.handle_list_transactions(
         frozenset(req.producer_id_filters), list(dict.fromkeys(req.state_filters)), duration, ctx.node_id)
@@ -60,10 +60,10 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             error, listed = pattern, []
         elif pattern is not None:
             listed = [x for x in listed if pattern.fullmatch(x[0])]
-    return {"error_code": error, "unknown_state_filters": unknown,
-            "transaction_states": [{"transactional_id": tid, "producer_id": pid, "transaction_state": state}
-                                   for tid, pid, state in listed]}
+    return Response({"error_code": error, "unknown_state_filters": unknown,
+                     "transaction_states": [{"transactional_id": tid, "producer_id": pid, "transaction_state": state}
+                                            for tid, pid, state in listed]})
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
-    return {"error_code": error, "unknown_state_filters": [], "transaction_states": []}
+def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> Response:
+    return Response({"error_code": error, "unknown_state_filters": [], "transaction_states": []})

@@ -45,7 +45,7 @@ from protocol.errors import ErrorCode
 
 from ..clock import Clock
 from ..purgatory import DelayedOperation, DelayedOperationPurgatory
-from .assignors import ASSIGNORS, Assignment
+from .assignors import ASSIGNORS, Assignment, copy_assignment
 from .cluster_metadata import ClusterMetadata
 from .consumer_group import (
     ConsumerGroup,
@@ -80,10 +80,6 @@ class HeartbeatError(Exception):
         super().__init__(message)
         self.error = error
         self.message = message
-
-
-def _copy(a: Assignment) -> Assignment:
-    return {t: set(ps) for t, ps in a.items() if ps}
 
 
 def _subset(owned: Assignment, of: Assignment) -> bool:
@@ -257,7 +253,7 @@ class ConsumerGroupCoordinator:
             group.group_epoch += 1
         if group.group_epoch > group.assignment_epoch:
             self._compute_target(group)
-        before = _copy(member.assigned)
+        before = copy_assignment(member.assigned, drop_empty=True)
         if (member.member_epoch != group.assignment_epoch or member.state is not MemberState.STABLE):
             self._reconcile(group, member, owned)
         self._schedule(group, member)
@@ -265,7 +261,7 @@ class ConsumerGroupCoordinator:
                 and req.topic_partitions is not None)
         result = ConsumerGroupHeartbeatResult(ErrorCode.none, None, member.member_id, member.member_epoch,
                                               self.heartbeat_interval_ms)
-        if req.member_epoch == 0 or full or before != _copy(member.assigned):
+        if req.member_epoch == 0 or full or before != copy_assignment(member.assigned, drop_empty=True):
             result.assignment = {tid: set(ps) for tid, ps in member.assigned.items()}
         if not group.members:
             group.state_timestamp_ms = now

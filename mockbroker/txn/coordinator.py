@@ -17,6 +17,10 @@ as Kafka skips a partition without a leader); retriable errors are written again
 ``MARKER_RETRY_BACKOFF_MS``; INVALID_PRODUCER_EPOCH / TRANSACTION_COORDINATOR_FENCED stop the
 sending (a newer coordinator owns the transaction).  When no partition is left the Complete*
 transition is written.
+
+Over 500 lines on purpose: as Kafka's ``TransactionCoordinator``, every API and
+the timers go through the same per-id state transitions and the marker
+completion; the state itself is ``state_manager.py`` and ``metadata.py``.
 """
 
 from __future__ import annotations
