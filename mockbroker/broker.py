@@ -37,11 +37,11 @@ from .journal import RequestJournal
 from .journal_recorder import RequestRecorder
 from .kafka_apis import KafkaApis
 from .memory_pool import MemoryMutedChannels, memory_pool_for
-from .metadata import BrokerNode, ClusterMetadata
+from .metadata import ClusterMetadata
 from .quota.entities import QuotaStore
 from .quota.manager import QuotaManagers
 from .quota.throttle import ThrottleEvent
-from .replica_manager import ActionQueue, ReplicaManager
+from .replica_manager import ActionQueue, ReplicaManager, TxnVerifier
 from .replication import ReplicationSimulator
 from .request_stats import RequestStats
 from .sasl_authenticator import SaslAuthenticator
@@ -65,6 +65,7 @@ class SharedState:
     actions: ActionQueue
     groups: GroupCoordinatorService
     txn: TransactionCoordinator
+    txn_verifier: TxnVerifier | None          # KIP-890 (None: transaction.partition.verification.enable=false)
     quota_store: QuotaStore
     registry: ApiRegistry
     journal: RequestJournal
@@ -95,8 +96,8 @@ class Broker:
         self.fetch_manager = FetchManager(cfg["max.incremental.fetch.session.cache.slots"])
         self.replica_manager = ReplicaManager(
             node_id, shared.metadata, shared.replication, shared.actions, self.clock,
-            cfg["producer.purgatory.purge.interval.requests"], cfg["fetch.purgatory.purge.interval.requests"])
-        self.replica_manager.check_records = cfg["mock.produce.check.records"]
+            cfg["producer.purgatory.purge.interval.requests"], cfg["fetch.purgatory.purge.interval.requests"],
+            shared.txn_verifier, cfg["mock.produce.check.records"])
         self.request_stats = RequestStats()
         self.apis = KafkaApis(
             self, shared.registry, build_handlers(),
@@ -122,7 +123,9 @@ class Broker:
         return self.ports[self.listeners[0].name]
 
     # -- lifecycle -------------------------------------------------------------------
-    async def start(self) -> None:
+    async def start(self) -> dict[str, tuple[str, int]]:
+        """Open the listeners (a restart reuses their ports): the advertised endpoints, for the
+        cluster to register this broker with (``ClusterMetadata.broker_up``)."""
         endpoints: dict[str, tuple[str, int]] = {}
         try:
             for lst in self.listeners:
@@ -140,7 +143,7 @@ class Broker:
         except BaseException:
             self._close_servers()
             raise
-        self.metadata.add_broker(BrokerNode(self.node_id, endpoints))
+        return endpoints
 
     def _close_servers(self) -> None:
         for server in self._servers:
@@ -148,12 +151,10 @@ class Broker:
         self._servers = []
 
     async def stop(self) -> None:
+        """Close the listeners and every connection (the cluster marks it down)."""
         self._close_servers()
         for conn in list(self.connections):
             conn.close(CloseReason.BROKER_STOPPED)
-        node = self.metadata.brokers.get(self.node_id)
-        if node is not None:
-            node.alive = False
 
     @property
     def running(self) -> bool:

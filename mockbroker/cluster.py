@@ -102,25 +102,22 @@ class Cluster:
             CredentialStore(parse_users(config["mock.sasl.users"]), config["sasl.enabled.mechanisms"])
             if any(lst.protocol == "SASL_PLAINTEXT" for lst in listeners) else None
         )
+        # KIP-890: every leader asks the coordinator before appending a transactional batch
+        verifier = AddPartitionsToTxnManager(self.txn) if self.txn.config.partition_verification_enable else None
         shared = SharedState(config, self.clock, self.loop, self.metadata, self.controller, self.replication,
-                             self.actions, self.groups, self.txn, self.quota_store, self.registry, self.journal,
-                             self.faults, self.throttle_events, credentials)
+                             self.actions, self.groups, self.txn, verifier, self.quota_store, self.registry,
+                             self.journal, self.faults, self.throttle_events, credentials)
         first = config["node.id"]
         self.brokers: dict[int, Broker] = {}
         for i in range(config["mock.num.brokers"]):
             self.brokers[first + i] = Broker(shared, first + i, [lst.for_broker(i) for lst in listeners])
-        if self.txn.txn_manager.config.partition_verification_enable:
-            # KIP-890: every leader asks the coordinator before appending a transactional batch
-            verifier = AddPartitionsToTxnManager(self.txn)
-            for b in self.brokers.values():
-                b.replica_manager.txn_verifier = verifier
         self._timers: list[PeriodicTask] = []
 
     async def start(self) -> None:
         if self.journal_writer is not None:
             self.journal_writer.start()
         for b in self.brokers.values():
-            await b.start()
+            self.metadata.broker_up(b.node_id, await b.start())
         for item in self.config["mock.topics"]:
             name, parts, rf = parse_topic_spec(item)
             if name not in self.metadata.topics:
@@ -157,6 +154,7 @@ class Cluster:
             t.cancel()
         for b in self.brokers.values():
             await b.stop()
+            self.metadata.broker_down(b.node_id)
             b.replica_manager.shutdown()
         self.groups.shutdown()
         self.txn.shutdown()
@@ -182,10 +180,11 @@ class Cluster:
                      configs: dict[str, str] | None = None) -> Topic:
         return self.controller.create_topic(name, partitions, replication_factor, configs)
 
-    # -- broker membership (runtime) --------------------------------------------------------------
+    # -- broker membership: the cluster is its one writer (ClusterMetadata.broker_up/broker_down) ----
     async def stop_broker(self, node_id: int) -> None:
         """Close a broker's listener and connections; its leadership moves, its replicas leave the ISR."""
         await self.brokers[node_id].stop()
+        self.metadata.broker_down(node_id)
         self.replication.broker_stopped(node_id)
         self.groups.on_brokers_changed()
         self.txn.on_brokers_changed()
@@ -195,7 +194,7 @@ class Cluster:
         broker = self.brokers[node_id]
         if broker.running:
             return
-        await broker.start()
+        self.metadata.broker_up(node_id, await broker.start())
         self.replication.broker_started(node_id)
         self.groups.on_brokers_changed()
         self.txn.on_brokers_changed()

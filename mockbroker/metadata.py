@@ -175,8 +175,16 @@ class ClusterMetadata:
         self._topic_seq = 0
 
     # -- brokers -----------------------------------------------------------------
-    def add_broker(self, node: BrokerNode) -> None:
-        self.brokers[node.node_id] = node
+    def broker_up(self, node_id: int, endpoints: dict[str, tuple[str, int]]) -> None:
+        """A broker registered (started or restarted) with its advertised endpoints.  ``Cluster`` is
+        the one writer of membership: it calls this and ``broker_down``, nothing else does."""
+        self.brokers[node_id] = BrokerNode(node_id, endpoints)
+
+    def broker_down(self, node_id: int) -> None:
+        """A broker stopped (fenced): it stays known, not alive."""
+        node = self.brokers.get(node_id)
+        if node is not None:
+            node.alive = False
 
     @property
     def controller_id(self) -> int:

@@ -183,7 +183,8 @@ class _Appended:
 
 class ReplicaManager:
     def __init__(self, node_id: int, metadata: ClusterMetadata, replication: ReplicationSimulator,
-                 actions: ActionQueue, clock: Clock, produce_purge_interval: int, fetch_purge_interval: int) -> None:
+                 actions: ActionQueue, clock: Clock, produce_purge_interval: int, fetch_purge_interval: int,
+                 txn_verifier: TxnVerifier | None = None, check_records: bool = True) -> None:
         self.node_id = node_id
         self.metadata = metadata
         self.replication = replication
@@ -192,9 +193,9 @@ class ReplicaManager:
         # One timer per purgatory, as Kafka gives each DelayedOperationPurgatory its own SystemTimer.
         self.produce_purgatory = DelayedOperationPurgatory("Produce", Timer(clock), purge_interval=produce_purge_interval)
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", Timer(clock), purge_interval=fetch_purge_interval)
-        self.txn_verifier: TxnVerifier | None = None
+        self.txn_verifier = txn_verifier
         # mock.produce.check.records: walk each batch's records to check its count (LogValidator)
-        self.check_records = True
+        self.check_records = check_records
         actions.completers.append(self.try_complete_delayed)
 
     def try_complete_delayed(self, key: PartitionKey) -> None:

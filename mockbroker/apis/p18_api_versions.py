@@ -62,7 +62,7 @@ def handle(ctx: RequestContext, req: Any) -> Response:
     }
     tv_range = TRANSACTION_VERSION_FEATURE.get(ctx.broker.registry.release)
     if tv_range is not None:
-        level = ctx.broker.txn.txn_manager.config.transaction_version
+        level = ctx.broker.txn.config.transaction_version
         if ctx.version >= 4:  # KAFKA-17492: a minimum of 0 is not shown to v0-3 clients
             out["supported_features"] = [{"name": TRANSACTION_VERSION, "min_version": 0, "max_version": tv_range[0]}]
         out["finalized_features_epoch"] = 0

@@ -63,7 +63,7 @@ def _verified(ctx: RequestContext, req: Any) -> ErrorCode:
     """The coordinator runtime's scheduleTransactionalWriteOperation: is the group's offsets
     partition in the transaction (v5+: add it, as Produce v12+ does)?"""
     txn = ctx.broker.txn
-    if not txn.txn_manager.config.partition_verification_enable:
+    if not txn.config.partition_verification_enable:
         return ErrorCode.none
     tp = (GROUP_METADATA_TOPIC, ctx.broker.groups.registry.partition_for(req.group_id))
     error = AddPartitionsToTxnManager(txn).verify(req.transactional_id, tp, req.producer_id, req.producer_epoch,

@@ -45,7 +45,7 @@ from .metadata import (
     supports_epoch_bump,
 )
 from .state import TransactionState
-from .state_manager import TransactionalIdAndProducerIdEpoch, TransactionStateManager
+from .state_manager import TransactionalIdAndProducerIdEpoch, TransactionConfig, TransactionStateManager
 
 S = TransactionState
 GROUP_METADATA_TOPIC = "__consumer_offsets"
@@ -115,6 +115,11 @@ class TransactionCoordinator:
         # transactional id -> the coordinator epoch its markers are sent under (transactionsWithPendingMarkers)
         self._pending_markers: dict[str, int] = {}
         self.active = False
+
+    @property
+    def config(self) -> TransactionConfig:
+        """The coordinator's configuration (transaction.version, verification, timeouts)."""
+        return self.txn_manager.config
 
     # -- lifecycle --------------------------------------------------------------------------------
     def startup(self) -> None:
