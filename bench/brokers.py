@@ -1,16 +1,21 @@
-"""The brokers the benchmarks measure: ``mockbroker serve`` as a subprocess, and a real Apache Kafka 4.1.1.
+"""The brokers the benchmarks measure: ``mockbroker serve`` as a subprocess, and a real Apache Kafka.
 
 Shared by the bench scripts (bench/ is not a package: each script puts this directory on
-``sys.path`` and imports ``brokers``).
+``sys.path`` and imports ``brokers``) and by the side-by-side integration tests
+(tests/integration/realkafka.py loads this file).
 
 * ``serve_mockbroker(config, cwd)``: ``python -m mockbroker serve --port 0`` from the checkout ``cwd``
   (its own package wins: ``-m`` puts the working directory first on ``sys.path``), stdout read up to
   its ``mockbroker ready bootstrap=...`` line; stderr (warnings, errors) passes through.
-* ``RealKafka``: a single-node KRaft broker+controller from the jars that bench/realkafka/pom.xml
-  resolves (``mvn -q dependency:build-classpath -Dmdep.outputFile=cp.txt``, run by
-  ``kafka_classpath()`` when cp.txt is missing or older than the pom; offline first), storage
-  formatted with kafka.tools.StorageTool in a temp dir.  Without java or mvn, or when Maven cannot
-  resolve Kafka, ``kafka_classpath()`` raises ``Unavailable`` with the reason.
+* ``RealKafka``: a KRaft cluster of 1 (default) or more combined broker+controller nodes, Kafka
+  ``KAFKA_VERSION`` (4.4.0) or another release, from the jars that bench/realkafka/pom.xml resolves
+  (``mvn -q dependency:build-classpath -Dkafka.version=V -Dmdep.outputFile=cp-V.txt``, run by
+  ``kafka_classpath(V)`` when cp-V.txt is missing or older than the pom; offline first), each node's
+  storage formatted with kafka.tools.StorageTool in a temp dir.  Without java or mvn, or when Maven
+  cannot resolve Kafka, ``kafka_classpath()`` raises ``Unavailable`` with the reason.
+* ``kafka_tool(cp, "kafka-topics", "--bootstrap-server", b, "--list")``: one of Kafka's command-line
+  tools (``KAFKA_TOOLS``: the main class each bin/ script runs, from the kafka-tools and kafka_2.13
+  jars of the same classpath), its exit code, stdout and stderr.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import sys
 import tempfile
 import time
 import uuid
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,9 +38,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 KAFKA_DIR = Path(__file__).resolve().parent / "realkafka"
 POM = KAFKA_DIR / "pom.xml"
-CP_FILE = KAFKA_DIR / "cp.txt"
 LOG4J2 = KAFKA_DIR / "log4j2.properties"
 
+# The release the benchmarks and the side-by-side tests run (any other: kafka_classpath(version)).
+KAFKA_VERSION = "4.4.0"
 MAVEN_TIMEOUT_S = 600
 JAVA_TOOL_TIMEOUT_S = 90
 KAFKA_READY_TIMEOUT_S = 90
@@ -42,6 +49,9 @@ KAFKA_STOP_TIMEOUT_S = 30
 JVM_OPTS = ["-Xms1g", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
             "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
             "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={LOG4J2}"]
+# Kafka's bin/kafka-run-class.sh gives its tools -Xmx256M (KAFKA_HEAP_OPTS)
+TOOL_JVM_OPTS = ["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
+                 f"-Dlog4j2.configurationFile={LOG4J2}"]
 
 
 class Unavailable(Exception):
@@ -72,7 +82,7 @@ def serve_mockbroker(config: list[str], cwd: Path = ROOT) -> Iterator[tuple[subp
         proc.wait(timeout=10)
 
 
-# --- real Kafka 4.1.1 -----------------------------------------------------------------------------
+# --- real Kafka ------------------------------------------------------------------------------------
 
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -80,41 +90,100 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def kafka_classpath() -> str:
+def cp_file(version: str = KAFKA_VERSION) -> Path:
+    """The classpath file of a Kafka release (bench/realkafka/cp-<version>.txt)."""
+    return KAFKA_DIR / f"cp-{version}.txt"
+
+
+def kafka_classpath(version: str = KAFKA_VERSION) -> str:
+    """The classpath of Kafka ``version``'s broker and tools (written by Maven when missing)."""
     tools = {name: shutil.which(name) for name in ("java", "mvn")}
     absent = [name for name, path in tools.items() if path is None]
     if absent:
         raise Unavailable(f"needs java and mvn on PATH; missing: {', '.join(absent)}")
-    fresh = CP_FILE.is_file() and CP_FILE.stat().st_mtime >= POM.stat().st_mtime
+    out = cp_file(version)
+    fresh = out.is_file() and out.stat().st_mtime >= POM.stat().st_mtime
     if not fresh:
-        common = ["-q", "-B", "-Dstyle.color=never", "dependency:build-classpath", f"-Dmdep.outputFile={CP_FILE.name}"]
+        common = ["-q", "-B", "-Dstyle.color=never", "dependency:build-classpath", f"-Dkafka.version={version}",
+                  f"-Dmdep.outputFile={out.name}"]
         output = ""
         for cmd in ([tools["mvn"], "-o", *common], [tools["mvn"], *common]):  # offline first, then online
-            CP_FILE.unlink(missing_ok=True)
+            out.unlink(missing_ok=True)
             try:
                 r = subprocess.run(cmd, check=False, cwd=KAFKA_DIR, capture_output=True, text=True, timeout=MAVEN_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 output = f"{' '.join(cmd)} timed out after {MAVEN_TIMEOUT_S}s"
                 continue
-            if r.returncode == 0 and CP_FILE.is_file():
+            if r.returncode == 0 and out.is_file():
                 break
             output = f"{' '.join(cmd)} exited {r.returncode}\n{r.stdout}\n{r.stderr}"
         else:
-            raise Unavailable(f"Maven could not resolve kafka_2.13 4.1.1 ({POM}):\n{tail(output)}")
-    cp = CP_FILE.read_text().strip()
+            raise Unavailable(f"Maven could not resolve kafka_2.13 {version} ({POM}):\n{tail(output)}")
+    cp = out.read_text().strip()
     missing = [p for p in cp.split(os.pathsep) if p and not Path(p).is_file()]
     if not cp or missing:
-        CP_FILE.unlink(missing_ok=True)
-        raise Unavailable(f"{CP_FILE} lists missing jars ({missing[:3]}); rerun to resolve again")
+        out.unlink(missing_ok=True)
+        raise Unavailable(f"{out} lists missing jars ({missing[:3]}); rerun to resolve again")
     return cp
 
 
+def run_java(cp: str, main: str, *args: str, jvm_opts: list[str] = TOOL_JVM_OPTS,
+             timeout: float = JAVA_TOOL_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+    """``java -cp cp main args...``: its exit code, stdout and stderr (stdin closed)."""
+    return subprocess.run(["java", *jvm_opts, "-cp", cp, main, *args], check=False, capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
 def java_tool(cp: str, main: str, *args: str) -> str:
-    cmd = ["java", f"-Dlog4j2.configurationFile={LOG4J2}", "-cp", cp, main, *args]
-    r = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=JAVA_TOOL_TIMEOUT_S)
+    r = run_java(cp, main, *args)
     if r.returncode != 0:
         raise RuntimeError(f"{main} {' '.join(args)} exited {r.returncode}:\n{tail(r.stdout + r.stderr)}")
     return r.stdout.strip()
+
+
+# Kafka's command-line tools: bin/<name>.sh -> the main class it runs (kafka-run-class.sh), the first of
+# the candidates the classpath has (ConfigCommand moved from core's kafka.admin to kafka-tools in 4.4).
+KAFKA_TOOLS: dict[str, tuple[str, ...]] = {
+    "kafka-topics": ("org.apache.kafka.tools.TopicCommand",),
+    "kafka-configs": ("org.apache.kafka.tools.ConfigCommand", "kafka.admin.ConfigCommand"),
+    "kafka-consumer-groups": ("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",),
+    "kafka-transactions": ("org.apache.kafka.tools.TransactionsCommand",),
+    "kafka-features": ("org.apache.kafka.tools.FeatureCommand",),
+    "kafka-metadata-quorum": ("org.apache.kafka.tools.MetadataQuorumCommand",),
+    "kafka-delete-records": ("org.apache.kafka.tools.DeleteRecordsCommand",),
+    "kafka-leader-election": ("org.apache.kafka.tools.LeaderElectionCommand",),
+    "kafka-log-dirs": ("org.apache.kafka.tools.LogDirsCommand",),
+    "kafka-reassign-partitions": ("org.apache.kafka.tools.reassign.ReassignPartitionsCommand",),
+    "kafka-get-offsets": ("org.apache.kafka.tools.GetOffsetShell",),
+    "kafka-storage": ("kafka.tools.StorageTool",),
+}
+_CLASSES: dict[str, frozenset[str]] = {}
+
+
+def classes_of(cp: str) -> frozenset[str]:
+    """Every class name in the Kafka jars of ``cp`` (read once per classpath)."""
+    if cp not in _CLASSES:
+        names = set()
+        for jar in cp.split(os.pathsep):
+            if "/org/apache/kafka/" in jar and jar.endswith(".jar"):
+                with zipfile.ZipFile(jar) as z:
+                    names.update(n[:-6].replace("/", ".") for n in z.namelist() if n.endswith(".class"))
+        _CLASSES[cp] = frozenset(names)
+    return _CLASSES[cp]
+
+
+def tool_main(cp: str, tool: str) -> str:
+    """The main class of Kafka's ``tool`` ("kafka-topics", ...) in the classpath ``cp``."""
+    for main in KAFKA_TOOLS[tool]:
+        if main in classes_of(cp):
+            return main
+    raise Unavailable(f"no main class of {tool} ({', '.join(KAFKA_TOOLS[tool])}) in the classpath")
+
+
+def kafka_tool(cp: str, tool: str, *args: str, timeout: float = JAVA_TOOL_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+    """Run Kafka's command-line ``tool`` ("kafka-topics", "kafka-configs", ...) with ``args`` as its bin/
+    script would: its exit code, stdout and stderr (warnings only: log4j2.properties)."""
+    return run_java(cp, tool_main(cp, tool), *args, timeout=timeout)
 
 
 def cluster_id() -> str:
@@ -125,91 +194,150 @@ def cluster_id() -> str:
     raise RuntimeError("no cluster id")
 
 
-class RealKafka:
-    """A single-node KRaft Kafka 4.1.1 (broker and controller) in a temp dir."""
+class KafkaNode:
+    """One combined broker+controller of a RealKafka cluster: its ports, directory and JVM."""
 
-    def __init__(self, cp: str) -> None:
-        self.cp = cp
-        self.dir = Path(tempfile.mkdtemp(prefix="bench-kafka-"))
-        self.port = free_port()
-        self.controller_port = free_port()
-        while self.controller_port == self.port:
-            self.controller_port = free_port()
-        self.bootstrap = f"127.0.0.1:{self.port}"
+    def __init__(self, node_id: int, root: Path, taken: set[int]) -> None:
+        self.node_id = node_id
+        self.dir = root / f"node-{node_id}"
+        self.dir.mkdir(parents=True)
+        self.port = self._port(taken)
+        self.controller_port = self._port(taken)
         self.proc: subprocess.Popen | None = None
         self.stderr = None
+
+    @staticmethod
+    def _port(taken: set[int]) -> int:
+        port = free_port()
+        while port in taken:
+            port = free_port()
+        taken.add(port)
+        return port
+
+    @property
+    def log(self) -> Path:
+        return self.dir / "kafka.stderr.log"
+
+
+class RealKafka:
+    """A KRaft Kafka cluster of ``nodes`` combined broker+controller nodes (a static quorum of all of
+    them) in a temp dir: Kafka ``version``, from the jars of ``cp`` (``kafka_classpath(version)``).
+    ``bootstrap`` lists every node; ``port``, ``proc`` and ``dir`` are the first node's."""
+
+    def __init__(self, cp: str, nodes: int = 1, version: str = KAFKA_VERSION, jvm_opts: list[str] = JVM_OPTS,
+                 extra_props: dict[str, str] | None = None) -> None:
+        self.cp = cp
+        self.version = version
+        self.jvm_opts = jvm_opts
+        self.extra_props = dict(extra_props or {})
+        self.root = Path(tempfile.mkdtemp(prefix="bench-kafka-"))
+        taken: set[int] = set()
+        self.nodes = [KafkaNode(i + 1, self.root, taken) for i in range(nodes)]
+        self.bootstrap = ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+        self.cluster_id = cluster_id()
+
+    @property
+    def dir(self) -> Path:
+        return self.nodes[0].dir
+
+    @property
+    def port(self) -> int:
+        return self.nodes[0].port
+
+    @property
+    def proc(self) -> subprocess.Popen | None:
+        return self.nodes[0].proc
 
     def start(self) -> None:
         self.format()
         self.spawn()
         self._wait_ready()
 
-    def format(self) -> None:
-        """Write server.properties and format the storage (a JVM of its own)."""
-        props = self.dir / "server.properties"
-        props.write_text("\n".join([
-            "process.roles=broker,controller",
-            "node.id=1",
-            f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-            f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
-            "controller.listener.names=CONTROLLER",
-            "inter.broker.listener.name=PLAINTEXT",
-            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
-            f"log.dirs={self.dir / 'data'}",
-            "num.partitions=1",
-            "offsets.topic.replication.factor=1",
-            "transaction.state.log.replication.factor=1",
-            "transaction.state.log.min.isr=1",
-            "share.coordinator.state.topic.replication.factor=1",
-            "share.coordinator.state.topic.min.isr=1",
-            "group.initial.rebalance.delay.ms=0",
-            "quota.window.num=11",  # Kafka's defaults, stated: mockbroker uses the same
-            "quota.window.size.seconds=1",
-            "",
-        ]))
-        java_tool(self.cp, "kafka.tools.StorageTool", "format", "-t", cluster_id(), "-c", str(props))
+    def properties(self, node: KafkaNode) -> dict[str, str]:
+        voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
+        rf = str(min(3, len(self.nodes)))
+        return {
+            "process.roles": "broker,controller",
+            "node.id": str(node.node_id),
+            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "controller.quorum.voters": voters,
+            "log.dirs": str(node.dir / "data"),
+            "num.partitions": "1",
+            "offsets.topic.replication.factor": rf,
+            "transaction.state.log.replication.factor": rf,
+            "transaction.state.log.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": rf,
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            "quota.window.num": "11",  # Kafka's defaults, stated: mockbroker uses the same
+            "quota.window.size.seconds": "1",
+            **self.extra_props,
+        }
 
-    def spawn(self, jvm_opts: list[str] = JVM_OPTS, stdout: int | None = None) -> None:
-        """Start the broker's JVM on the formatted storage (stdout to the log file unless given)."""
-        self.stderr = open(self.dir / "kafka.stderr.log", "wb")
-        self.proc = subprocess.Popen(["java", *jvm_opts, "-cp", self.cp, "kafka.Kafka", str(self.dir / "server.properties")],
-                                     stdout=self.stderr if stdout is None else stdout,
-                                     stderr=self.stderr if stdout is not None else subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL)
+    def format(self) -> None:
+        """Write each node's server.properties and format its storage (a JVM each, side by side)."""
+        procs = []
+        for node in self.nodes:
+            props = node.dir / "server.properties"
+            props.write_text("".join(f"{k}={v}\n" for k, v in self.properties(node).items()))
+            procs.append(subprocess.Popen(
+                ["java", *TOOL_JVM_OPTS, "-cp", self.cp, "kafka.tools.StorageTool", "format", "-t", self.cluster_id,
+                 "-c", str(props)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL))
+        for p in procs:
+            out, _ = p.communicate(timeout=JAVA_TOOL_TIMEOUT_S)
+            if p.returncode != 0:
+                raise RuntimeError(f"kafka.tools.StorageTool format exited {p.returncode}:\n{tail(out)}")
+
+    def spawn(self, jvm_opts: list[str] | None = None, stdout: int | None = None) -> None:
+        """Start each node's JVM on its formatted storage (stdout to the node's log file unless given)."""
+        for node in self.nodes:
+            node.stderr = open(node.log, "wb")
+            node.proc = subprocess.Popen(
+                ["java", *(jvm_opts or self.jvm_opts), "-cp", self.cp, "kafka.Kafka", str(node.dir / "server.properties")],
+                stdout=node.stderr if stdout is None else stdout,
+                stderr=node.stderr if stdout is not None else subprocess.STDOUT,
+                stdin=subprocess.DEVNULL)
 
     def log_tail(self) -> str:
-        try:
-            return tail((self.dir / "kafka.stderr.log").read_text(errors="replace"))
-        except OSError:
-            return ""
+        out = []
+        for node in self.nodes:
+            try:
+                text = tail(node.log.read_text(errors="replace"))
+            except OSError:
+                continue
+            out.append(text if len(self.nodes) == 1 else f"[node {node.node_id}]\n{text}")
+        return "\n".join(out)
 
     def _wait_ready(self) -> None:
-        from kafka import KafkaAdminClient
+        """Until every node answers Metadata listing all the brokers and a controller."""
+        sys.path.insert(0, str(ROOT))
+        from protocol.client import RawKafkaClient
 
         deadline = time.monotonic() + KAFKA_READY_TIMEOUT_S
-        last = None
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"Kafka exited {self.proc.returncode} while starting:\n{self.log_tail()}")
-            try:  # listening at all? (keeps kafka-python from logging refused connections)
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-            except OSError as e:
-                last = e
-                time.sleep(0.3)
-                continue
+        last: object = None
+        pending = list(self.nodes)
+        while pending and time.monotonic() < deadline:
+            node = pending[0]
+            if node.proc is not None and node.proc.poll() is not None:
+                raise RuntimeError(f"Kafka node {node.node_id} exited {node.proc.returncode} while starting:\n"
+                                   f"{self.log_tail()}")
             try:
-                admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=5000,
-                                         client_id="bench-admin")
-                try:
-                    admin.describe_cluster()
-                    return
-                finally:
-                    admin.close()
-            except Exception as e:  # not listening yet, or no metadata yet
+                with RawKafkaClient("127.0.0.1", node.port, client_id="bench-ready", timeout=5) as c:
+                    md = c.request(3, 12, {"topics": None, "allow_auto_topic_creation": False,
+                                           "include_topic_authorized_operations": False})
+                if len(md.brokers) == len(self.nodes) and md.controller_id >= 0:
+                    pending.pop(0)
+                    continue
+                last = f"{len(md.brokers)} of {len(self.nodes)} brokers, controller {md.controller_id}"
+            except (OSError, ConnectionError) as e:
                 last = e
-                time.sleep(0.5)
-        raise RuntimeError(f"Kafka not ready after {KAFKA_READY_TIMEOUT_S}s ({last!r}):\n{self.log_tail()}")
+            time.sleep(0.3)
+        if pending:
+            raise RuntimeError(f"Kafka not ready after {KAFKA_READY_TIMEOUT_S}s ({last!r}):\n{self.log_tail()}")
 
     def create_topic(self, name: str, partitions: int = 1) -> None:
         from kafka import KafkaAdminClient
@@ -222,23 +350,34 @@ class RealKafka:
         finally:
             admin.close()
 
+    def tool(self, tool: str, *args: str, timeout: float = JAVA_TOOL_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+        """Kafka's command-line ``tool`` of this cluster's release (``kafka_tool``)."""
+        return kafka_tool(self.cp, tool, *args, timeout=timeout)
+
     def set_quota(self, client_id: str, key: str, value: int) -> str:
-        java_tool(self.cp, "kafka.admin.ConfigCommand", "--bootstrap-server", self.bootstrap, "--alter",
+        main = tool_main(self.cp, "kafka-configs")
+        java_tool(self.cp, main, "--bootstrap-server", self.bootstrap, "--alter",
                   "--add-config", f"{key}={value}", "--entity-type", "clients", "--entity-name", client_id)
-        return java_tool(self.cp, "kafka.admin.ConfigCommand", "--bootstrap-server", self.bootstrap, "--describe",
+        return java_tool(self.cp, main, "--bootstrap-server", self.bootstrap, "--describe",
                          "--entity-type", "clients", "--entity-name", client_id)
 
     def stop(self) -> None:
         try:
-            if self.proc is not None and self.proc.poll() is None:
-                self.proc.terminate()  # SIGTERM: Kafka's controlled shutdown
+            for node in self.nodes:
+                if node.proc is not None and node.proc.poll() is None:
+                    node.proc.terminate()  # SIGTERM: Kafka's controlled shutdown
+            for node in self.nodes:
+                if node.proc is None:
+                    continue
                 try:
-                    self.proc.wait(KAFKA_STOP_TIMEOUT_S)
+                    node.proc.wait(KAFKA_STOP_TIMEOUT_S)
                 except subprocess.TimeoutExpired:
-                    print(f"  Kafka still running {KAFKA_STOP_TIMEOUT_S}s after SIGTERM: killing it", flush=True)
-                    self.proc.kill()
-                    self.proc.wait(10)
+                    print(f"  Kafka node {node.node_id} still running {KAFKA_STOP_TIMEOUT_S}s after SIGTERM: killing it",
+                          flush=True)
+                    node.proc.kill()
+                    node.proc.wait(10)
         finally:
-            if self.stderr is not None:
-                self.stderr.close()
-            shutil.rmtree(self.dir, ignore_errors=True)
+            for node in self.nodes:
+                if node.stderr is not None:
+                    node.stderr.close()
+            shutil.rmtree(self.root, ignore_errors=True)

@@ -1,4 +1,4 @@
-"""Client byte-rate quota convergence: a real Apache Kafka 4.1.1 broker and mockbroker, side by side.
+"""Client byte-rate quota convergence: a real Apache Kafka 4.4.0 broker and mockbroker, side by side.
 
 The workloads are those of tests/integration/test_quota_convergence.py, run unchanged against both
 brokers in one run:
@@ -21,9 +21,10 @@ throttle_time_ms, as kafka-python received it, is recorded too (by wrapping
 ``KafkaConnection._maybe_throttle``), with the record bytes each Fetch response carried.
 
 Real Kafka (bench/brokers.py's ``RealKafka``): a single-node KRaft broker+controller from the jars
-that bench/realkafka/pom.xml resolves (``mvn -q dependency:build-classpath -Dmdep.outputFile=cp.txt``,
-run when cp.txt is missing or older than the pom), storage formatted with kafka.tools.StorageTool in a temp dir,
-quotas set with kafka.admin.ConfigCommand (kafka-configs --entity-type clients; kafka-python 3.0.12
+that bench/realkafka/pom.xml resolves (``mvn -q dependency:build-classpath -Dkafka.version=4.4.0
+-Dmdep.outputFile=cp-4.4.0.txt``, run when that file is missing or older than the pom), storage formatted with
+kafka.tools.StorageTool in a temp dir, quotas set with kafka-configs' main class (org.apache.kafka.tools.
+ConfigCommand; kafka.admin.ConfigCommand before 4.4) with --entity-type clients (kafka-python 3.0.12
 has no AlterClientQuotas call). mockbroker: ``MockBroker(config={"mock.quotas": ...})`` in this
 process, as the test does.
 
@@ -44,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from brokers import RealKafka, Unavailable, kafka_classpath  # bench/brokers.py
+from brokers import KAFKA_VERSION, RealKafka, Unavailable, kafka_classpath  # bench/brokers.py
 
 RUN_S = 24.0
 MEASURE_FROM_S = 12.0
@@ -233,7 +234,7 @@ def run_mock(workloads: list[str]) -> dict:
     return results
 
 
-# --- real Kafka 4.1.1 (bench/brokers.py) ----------------------------------------------------------
+# --- real Kafka (bench/brokers.py) ----------------------------------------------------------------
 
 def run_kafka(cp: str, workloads: list[str]) -> dict:
     kafka = RealKafka(cp)
@@ -242,7 +243,7 @@ def run_kafka(cp: str, workloads: list[str]) -> dict:
     try:
         t0 = time.monotonic()
         kafka.start()
-        print(f"  Kafka 4.1.1 ready at {kafka.bootstrap} in {time.monotonic() - t0:.1f}s", flush=True)
+        print(f"  Kafka {kafka.version} ready at {kafka.bootstrap} in {time.monotonic() - t0:.1f}s", flush=True)
         for name in workloads:
             client_id, key, quota, fn = WORKLOADS[name]
             kafka.create_topic(name)
@@ -349,7 +350,7 @@ def main() -> int:
         except Unavailable as e:
             print(f"real Kafka unavailable, nothing compared: {e}")
             return 0
-        print("real Kafka 4.1.1:", flush=True)
+        print(f"real Kafka {KAFKA_VERSION}:", flush=True)
         kafka = run_kafka(cp, workloads)
     if args.only != "kafka":
         print("mockbroker:", flush=True)

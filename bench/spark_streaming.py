@@ -1,5 +1,5 @@
 """Spark Structured Streaming throughput: examples/spark's job against mockbroker and a real Apache
-Kafka 4.1.1 broker, in one run.
+Kafka 4.4.0 broker, in one run.
 
 The job is examples/spark/pipeline.py's ``build_query`` (Kafka source -> JSON parse -> per-user
 counts and sums over 1-minute event-time windows with a 1 h watermark -> Kafka sink, append mode),
@@ -221,7 +221,7 @@ def main() -> int:
                 t0 = time.monotonic()
                 kafka.start()
                 kafka_up = time.monotonic() - t0
-                print(f"Kafka 4.1.1 ready at {kafka.bootstrap} in {kafka_up:.1f}s", flush=True)
+                print(f"Kafka {kafka.version} ready at {kafka.bootstrap} in {kafka_up:.1f}s", flush=True)
                 bootstraps["kafka"] = kafka.bootstrap
             labels = {"mock": "mockbroker", "kafka": "Kafka"}
             order = [b for b in ("mock", "kafka") if args.only in (None, b)]

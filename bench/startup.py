@@ -20,7 +20,7 @@ would have its ``.pyc``; nothing is written into the tree), after one warm-up ru
 with ``PYTHONDONTWRITEBYTECODE=1`` compiles every project module on every start instead: the row
 ``... no .pyc`` shows that cost.
 
-Then, unless ``--no-kafka``: Apache Kafka 4.1.1 (single-node KRaft broker+controller from the
+Then, unless ``--no-kafka``: Apache Kafka 4.4.0 (single-node KRaft broker+controller from the
 jars bench/realkafka/pom.xml resolves, started by bench/brokers.py as the other benches, same JVM
 options) for ``--kafka-runs`` runs: spawn of the broker's JVM -> its "Kafka Server started" log
 line, and spawn -> first Metadata v12 answered (polling connect).  The storage format before it
@@ -293,10 +293,10 @@ def report(bench: Bench, args: argparse.Namespace) -> None:
     if not args.no_kafka:
         kafka = kafka_runs(args.kafka_runs, args.idle)
     if isinstance(kafka, dict):
-        rows["Kafka 4.1.1: storage format (own JVM)"] = kafka["format"]
-        rows["Kafka 4.1.1: spawn -> 'Kafka Server started'"] = kafka["ready"]
-        rows["Kafka 4.1.1: spawn -> Metadata answered"] = kafka["meta"]
-        rss["Kafka 4.1.1 JVM (-Xms1g -Xmx1g)"] = kafka["rss"]
+        rows["Kafka 4.4.0: storage format (own JVM)"] = kafka["format"]
+        rows["Kafka 4.4.0: spawn -> 'Kafka Server started'"] = kafka["ready"]
+        rows["Kafka 4.4.0: spawn -> Metadata answered"] = kafka["meta"]
+        rss["Kafka 4.4.0 JVM (-Xms1g -Xmx1g)"] = kafka["rss"]
 
     floor = statistics.median(rows[names[0]])
     print(f"N={args.n} runs each, interleaved (Kafka: {args.kafka_runs}); median and min; "

@@ -1,4 +1,4 @@
-"""Transactional produce throughput with confluent-kafka (librdkafka): mockbroker and a real Apache Kafka 4.1.1.
+"""Transactional produce throughput with confluent-kafka (librdkafka): mockbroker and a real Apache Kafka 4.4.0.
 
 Per broker, three producers in turn, each on a topic of its own (``--partitions``, default 1),
 all with acks=all, enable.idempotence=true, linger.ms=5, no compression and RECORD_BYTES-byte
@@ -96,7 +96,7 @@ VERIFY_TIMEOUT_S = 60.0
 MODES = ("idempotent", "flush/100", "transactional")
 TOPICS = {"idempotent": "txn-bench-idempotent", "flush/100": "txn-bench-flush100",
           "transactional": "txn-bench-transactional"}
-BROKER_LABELS = {"mock": "mockbroker", "kafka": "Kafka 4.1.1"}
+BROKER_LABELS = {"mock": "mockbroker", "kafka": "Kafka 4.4.0"}
 MIB = 2**20
 STATS_INTERVAL_MS = 100
 
@@ -456,7 +456,7 @@ def main() -> int:
             try:
                 t0 = time.monotonic()
                 kafka.start()
-                print(f"  Kafka 4.1.1 ready at {kafka.bootstrap} in {time.monotonic() - t0:.1f}s", flush=True)
+                print(f"  Kafka {kafka.version} ready at {kafka.bootstrap} in {time.monotonic() - t0:.1f}s", flush=True)
                 for topic in TOPICS.values():
                     kafka.create_topic(topic, args.partitions)
                 r, p = run_broker(broker, kafka.bootstrap, args)

@@ -1,9 +1,12 @@
 """Request/response codecs, all from kio (generated from Kafka's JSON schemas).
 
-Nothing here hand-writes a message codec.  This module adds three things kio
-leaves to its caller:
+Nothing here hand-writes a message codec.  Where kio 0.6.5 lags Kafka 4.4 (a
+version or an API it lacks), the class comes from ``protocol/generated/``:
+modules of kio's form that ``scripts/gen_kafka_messages.py`` writes from Kafka's
+own schemas, read and written by kio's reader and writer all the same.  This
+module adds three things kio leaves to its caller:
 
-* looking up the kio class for ``(api_key, version)`` (cached);
+* looking up the class for ``(api_key, version)``, kio's or generated (cached);
 * the request header rule (v1 or v2 by flexibility; ``client_id`` keeps its
   int16 length even in v2, which kio's RequestHeader reader honours) and the
   response header rule (ApiVersions always v0, KIP-511);
@@ -31,6 +34,8 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import MISSING, fields
 from functools import cache
+from importlib import import_module
+from types import ModuleType
 from typing import Any
 
 from kio.index import load_payload_module
@@ -51,6 +56,7 @@ from kio.static.constants import EntityType
 
 from .bounds import check_request_bounds
 from .errors import InvalidRequest
+from .generated.index import module_name as generated_module
 from .registry import ApiSpec, schema_versions
 
 _HEADER_PREFIX = struct.Struct(">hhi")
@@ -115,16 +121,25 @@ def _payload_class(module: object, suffix: str) -> type:
     raise LookupError(f"no {suffix} class in {module!r}")
 
 
-# A message's kio module is imported when its (api key, version) is first used, then cached:
+def payload_module(api_key: int, version: int, entity_type: EntityType) -> ModuleType:
+    """The module of a request or response: the generated one where kio lacks it, else kio's."""
+    kind = "request" if entity_type is EntityType.request else "response"
+    name = generated_module(api_key, version, kind)
+    if name is not None:
+        return import_module(name)
+    return load_payload_module(api_key, version, entity_type)
+
+
+# A message's module is imported when its (api key, version) is first used, then cached:
 # a broker that only ever sees Metadata and ApiVersions loads those modules and no others.
 @cache
 def request_class(api_key: int, version: int) -> type:
-    return _payload_class(load_payload_module(api_key, version, EntityType.request), "Request")
+    return _payload_class(payload_module(api_key, version, EntityType.request), "Request")
 
 
 @cache
 def response_class(api_key: int, version: int) -> type:
-    return _payload_class(load_payload_module(api_key, version, EntityType.response), "Response")
+    return _payload_class(payload_module(api_key, version, EntityType.response), "Response")
 
 
 @cache
@@ -264,7 +279,7 @@ def set_strict_keys(on: bool) -> None:
 @cache
 def _known_keys(api_key: int, entity_type: EntityType) -> dict[tuple[str, ...], frozenset[str]]:
     """The field names at each path of a message's tree (a path is the field names from the
-    root), over every version kio has of it."""
+    root), over every version there is of it (kio's and generated)."""
     known: dict[tuple[str, ...], set[str]] = {}
 
     def walk(cls: type, path: tuple[str, ...]) -> None:
@@ -276,7 +291,7 @@ def _known_keys(api_key: int, entity_type: EntityType) -> dict[tuple[str, ...], 
 
     suffix = "Request" if entity_type is EntityType.request else "Response"
     for v in schema_versions(api_key):
-        walk(_payload_class(load_payload_module(api_key, v, entity_type), suffix), ())
+        walk(_payload_class(payload_module(api_key, v, entity_type), suffix), ())
     return {path: frozenset(names) for path, names in known.items()}
 
 

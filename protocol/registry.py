@@ -8,6 +8,10 @@ special-casing APIs:
   ``scripts/gen_schema_table.py`` reads them from kio into ``schema_table.py``
   (importing every schema module at start-up cost about a second), and
   ``tests/unit/test_schema_table.py`` checks that table against the installed kio.
+  The versions and APIs kio 0.6.5 lacks of Kafka 4.4 (ApiVersions v5, ...) have
+  modules generated from Kafka 4.4.0's schemas (``protocol/generated/``,
+  ``scripts/gen_kafka_messages.py``); ``protocol/generated/index.py`` lists them
+  and gives the same two facts for an API kio does not have at all.
 * ``client_throttle_from`` is the first response version at which a client
   backs off by itself on ``throttle_time_ms`` (KIP-219).  It is the
   ``shouldClientThrottle(version)`` of each Kafka ``*Response.java`` (3.9,
@@ -15,13 +19,17 @@ special-casing APIs:
   Java client never backs off on that response although it carries the field
   (the broker still mutes).
 * ``KAFKA_RELEASES`` holds the ranges a real broker of each release advertises
-  in ApiVersions (franz-go ``pkg/kversion``, cross-checked against the
-  ApiVersions a real Kafka 4.0.0 answers kafka-python).
-  ``mock.kafka.version`` picks one.
+  in ApiVersions: up to 4.2 from franz-go ``pkg/kversion`` (cross-checked against
+  the ApiVersions a real Kafka 4.0.0 answers kafka-python, and 4.2 against the
+  one a real 4.2.2 answers), 4.3 and 4.4 as real 4.3.1 and 4.4.0 brokers answer
+  them, every key (``protocol/kafka_releases.py``, recorded by
+  ``scripts/record_kafka_releases.py``).  ``mock.kafka.version`` picks one.
+  ``KAFKA_FEATURES`` holds each release's features (supported range, the level
+  a freshly formatted cluster finalizes), recorded likewise.
 
 What a broker *serves* and *advertises* is the release's range cut to the
-versions kio has schemas for (``schema_versions``; kio 0.6.5 has e.g. Produce
-3-13, Fetch 4-18, ListOffsets 1-11):
+versions there are schemas for (``schema_versions``: kio's and the generated
+ones; e.g. Produce 3-13, Fetch 4-18, ListOffsets 1-11, ApiVersions 0-5):
 
 * ``min_version``/``max_version`` (served) are always inside kio's schemas; a
   request outside them closes the connection, as Kafka does.
@@ -43,10 +51,13 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from .generated.index import GENERATED, KAFKA_SCHEMAS
+from .kafka_releases import RECORDED
 from .schema_table import SCHEMAS
 
-# kio's name of each API key ("metadata", "offset_fetch", ...), as kio.schema.index has it.
-api_key_map: dict[int, str] = {key: row[0] for key, row in SCHEMAS.items()}
+# kio's name of each API key ("metadata", "offset_fetch", ...), as kio.schema.index has it, and
+# the same form of the name of an API only generated (protocol/generated/).
+api_key_map: dict[int, str] = {key: row[0] for key, row in sorted((GENERATED | SCHEMAS).items())}
 
 # Kafka's API keys, named as in ApiKeys.java (generated from kio's index).
 ApiKey = enum.IntEnum(  # type: ignore[misc]
@@ -177,20 +188,45 @@ KAFKA_RELEASES: dict[str, dict[int, tuple[int, int]]] = {
         42: (0, 2), 44: (0, 1), 48: (0, 1), 49: (0, 1), 60: (0, 2), 61: (0, 0),
         65: (0, 0), 66: (0, 2), 68: (0, 1), 69: (0, 1),
     },
+    # Kafka 4.3.1 and 4.4.0 as they answered ApiVersions (protocol/kafka_releases.py): every API key
+    # a client can send them, not only those mockbroker implements (ApiRegistry keeps those).
+    **{release: dict(RECORDED[release]["api_keys"]) for release in ("4.3", "4.4")},
 }
 DEFAULT_KAFKA_RELEASE = "4.2"
 
-# The transaction.version feature (KIP-1022; level 2 is KIP-890 part 2) per release: (highest
-# supported level, the level a freshly formatted cluster finalizes).  Kafka 4.0-4.2: TV_0..TV_2,
-# LATEST_PRODUCTION = TV_2 bootstrapped at MetadataVersion IBP_4_0_IV2, below each release's
-# latest production metadata version, so `kafka-storage format` finalizes 2 (TransactionVersion.java,
-# Feature.java).  Releases absent advertise no such feature (transaction version 0).
-TRANSACTION_VERSION_FEATURE: dict[str, tuple[int, int]] = {"4.0": (2, 2), "4.1": (2, 2), "4.2": (2, 2)}
+# Each release's features: name -> (lowest supported level, highest supported level, the level a
+# freshly formatted cluster finalizes; 0 when not finalized).  4.2-4.4 as real brokers answered
+# ApiVersions (protocol/kafka_releases.py: metadata.version, group.version, share.version,
+# streams.version, transaction.version, eligible.leader.replicas.version, kraft.version).  4.0 and
+# 4.1 carry transaction.version only (KIP-1022; level 2 is KIP-890 part 2): TV_0..TV_2,
+# LATEST_PRODUCTION = TV_2 bootstrapped at MetadataVersion IBP_4_0_IV2, below each release's latest
+# production metadata version, so `kafka-storage format` finalizes 2 (TransactionVersion.java,
+# Feature.java).  Releases absent advertise no features (transaction version 0).
+KAFKA_FEATURES: dict[str, dict[str, tuple[int, int, int]]] = {
+    "4.0": {"transaction.version": (0, 2, 2)},
+    "4.1": {"transaction.version": (0, 2, 2)},
+    **{release: {name: (lo, hi, row["finalized_features"].get(name, 0))
+                 for name, (lo, hi) in row["supported_features"].items()}
+       for release, row in RECORDED.items()},
+}
+
+# The transaction.version feature per release: (highest supported level, the level a freshly
+# formatted cluster finalizes), from KAFKA_FEATURES.
+TRANSACTION_VERSION_FEATURE: dict[str, tuple[int, int]] = {
+    release: (features["transaction.version"][1], features["transaction.version"][2])
+    for release, features in KAFKA_FEATURES.items() if "transaction.version" in features}
 
 # Versions a 4.x broker advertises but refuses (KAFKA-18659 / KIP-896): the
 # key's first enabled version.  Applies to releases >= KIP896_RELEASE only.
 ENABLED_MIN: dict[int, int] = {0: 3}
 KIP896_RELEASE = (4, 0)
+
+
+def release_apis(release: str) -> dict[int, tuple[int, int]]:
+    """Every API key a broker of ``release`` advertises, with its (min, max): the recorded answer of a
+    real broker where there is one (4.2 on), else ``KAFKA_RELEASES``' table."""
+    row = RECORDED.get(release)
+    return dict(row["api_keys"]) if row is not None else dict(KAFKA_RELEASES[release])
 
 
 def release_tuple(release: str) -> tuple[int, int]:
@@ -232,14 +268,18 @@ class ApiSpec:
 
 
 def schema_versions(key: int) -> list[int]:
-    """Versions kio has schemas for (both request and response)."""
-    row = SCHEMAS.get(key)
-    return list(row[1]) if row is not None else []
+    """Versions there are schemas for (both request and response): kio's and the generated ones."""
+    row, generated = SCHEMAS.get(key), GENERATED.get(key)
+    return sorted({*(row[1] if row else ()), *(generated[1] if generated else ())})
 
 
 def _derived(key: int) -> tuple[int | None, int | None]:
-    """(flexible_from, throttle_field_from) of ``key``, from the generated table."""
-    _name, _versions, flexible_from, throttle_from = SCHEMAS[key]
+    """(flexible_from, throttle_field_from) of ``key``, from kio's table (Kafka 4.4's for an API
+    kio does not have)."""
+    if key in SCHEMAS:
+        _name, _versions, flexible_from, throttle_from = SCHEMAS[key]
+    else:
+        _name, _range, flexible_from, throttle_from = KAFKA_SCHEMAS[key]
     return flexible_from, throttle_from
 
 
@@ -289,6 +329,8 @@ def build_spec(key: int, min_version: int, max_version: int, *, refuses: bool = 
 class ApiRegistry:
     """The APIs one broker serves: the release's ranges, cut to what it implements.
 
+    ``describe(key)`` also gives the spec of an API the release has and the broker does not
+    implement (what a real broker of the release would serve; ``release_apis``).
     Built per broker instance (no module-level mutable state).
     """
 
@@ -299,6 +341,7 @@ class ApiRegistry:
             )
         self.release = release
         refuses = release_tuple(release) >= KIP896_RELEASE
+        self._refuses = refuses
         self.specs: dict[int, ApiSpec] = {}
         for key, (lo, hi) in sorted(KAFKA_RELEASES[release].items()):
             # No intersection with kio's schemas: neither advertised nor served.
@@ -307,6 +350,16 @@ class ApiRegistry:
 
     def get(self, key: int) -> ApiSpec | None:
         return self.specs.get(key)
+
+    def describe(self, key: int) -> ApiSpec | None:
+        """The spec of ``key`` as the release serves it, implemented here or not (None: the release
+        has no such API, or no version of it has a schema)."""
+        if key in self.specs:
+            return self.specs[key]
+        rng = release_apis(self.release).get(key)
+        if rng is None or served_range(key, *rng, refuses=self._refuses) is None:
+            return None
+        return build_spec(key, *rng, refuses=self._refuses)
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(self.specs.values())

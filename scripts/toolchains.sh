@@ -2,7 +2,8 @@
 #
 # Each step builds what the non-Python client tests need: npm ci (kafkajs), the Maven resolve of
 # kafka-clients (Java clients, writes cp.txt), go build (franz-go), the Maven resolve of Spark's Kafka
-# connector (PySpark tests, writes tests/integration/spark/cp.txt), the apt-get install of Chromium and
+# connector (PySpark tests, writes tests/integration/spark/cp.txt), the Maven resolve of a real Kafka
+# broker and its command-line tools (side-by-side tests, writes bench/realkafka/cp-4.4.0.txt), the apt-get install of Chromium and
 # chromedriver (the report.html browser test, test_report_html.py), the apt-get install of podman with
 # its base image (the container image and compose test, test_container.py).  When a toolchain is missing or
 # its step fails, the step warns that those tests will be skipped and returns 0 -- unless CI is set
@@ -72,9 +73,11 @@ toolchain_npm() {
 }
 
 # maven_resolve STEP DIR WHAT TESTS TOOL...: in DIR, Maven resolves the pom's dependencies into ~/.m2 and
-# writes their classpath to cp.txt (so the tests then run offline); TOOLs must be on PATH.
+# writes their classpath to cp.txt (so the tests then run offline); TOOLs must be on PATH.  MAVEN_CP names
+# another classpath file, MAVEN_PROPS (-Dname=value ...) sets the pom's properties.
 maven_resolve() {
-  local step=$1 dir=$2 what=$3 tests=$4 rc=0 absent
+  local step=$1 dir=$2 what=$3 tests=$4 rc=0 absent cp=${MAVEN_CP:-cp.txt} props=()
+  read -r -a props <<< "${MAVEN_PROPS:-}"
   shift 4
   if absent=$(missing_tools "$@"); then
     toolchain_unavailable "$step" "not found on PATH: $absent" "$tests"
@@ -82,14 +85,14 @@ maven_resolve() {
   fi
   (
     cd "$dir" || exit
-    mvn -q -B dependency:resolve dependency:build-classpath -Dmdep.outputFile=cp.txt
+    mvn -q -B "${props[@]}" dependency:resolve dependency:build-classpath -Dmdep.outputFile="$cp"
   ) || rc=$?
   if [ "$rc" -ne 0 ]; then
     toolchain_unavailable "$step" "mvn could not resolve $what in $dir (exit $rc)" "$tests"
     return
   fi
-  if [ ! -s "$dir/cp.txt" ]; then
-    toolchain_unavailable "$step" "mvn left no classpath in $dir/cp.txt" "$tests"
+  if [ ! -s "$dir/$cp" ]; then
+    toolchain_unavailable "$step" "mvn left no classpath in $dir/$cp" "$tests"
     return
   fi
 }
@@ -97,7 +100,20 @@ maven_resolve() {
 # Maven resolve in tests/integration/java: kafka-clients for the Java client tests.
 toolchain_maven() {
   maven_resolve "Maven resolve" tests/integration/java kafka-clients \
-    "the Java client tests (test_java_admin_quotas.py, test_java_consumer_groups.py)" java javac mvn
+    "the Java client tests (test_java_admin_quotas.py, test_java_consumer_groups.py, test_kafka_messages_java.py)" \
+    java javac mvn
+}
+
+# The Kafka release of the side-by-side tests and the benchmarks (bench/brokers.py's KAFKA_VERSION).
+REALKAFKA_VERSION=4.4.0
+
+# Maven resolve in bench/realkafka: a real Kafka broker (kafka_2.13) and Kafka's command-line tools
+# (kafka-tools) for the side-by-side tests (tests/integration/realkafka.py) and the benchmarks; writes
+# bench/realkafka/cp-4.4.0.txt, which bench/brokers.py's kafka_classpath() then reads offline.
+toolchain_realkafka() {
+  MAVEN_CP="cp-$REALKAFKA_VERSION.txt" MAVEN_PROPS="-Dkafka.version=$REALKAFKA_VERSION" \
+    maven_resolve "Kafka resolve" bench/realkafka "kafka_2.13 and kafka-tools $REALKAFKA_VERSION" \
+    "the side-by-side tests with a real Kafka (test_kafka_tools.py)" java mvn
 }
 
 # go build in tests/integration/go: the franz-go program, bin/groupconsumers (modules from the Go proxy);
@@ -223,6 +239,7 @@ toolchain_steps() {
   toolchain_maven || failed+=("Maven resolve")
   toolchain_go || failed+=("go build")
   toolchain_spark || failed+=("Spark connector resolve")
+  toolchain_realkafka || failed+=("Kafka resolve")
   toolchain_chromium || failed+=("Chromium install")
   toolchain_podman || failed+=("podman install")
   if [ "${#failed[@]}" -ne 0 ]; then

@@ -63,3 +63,5 @@ _.wait_for_throttle_events, _.journal_of_test
 _.append_txn_marker
 # tests/unit/schemathesis_hooks.py: a hook schemathesis calls by name (SCHEMATHESIS_HOOKS)
 flatmap_body
+# protocol/errors.py: the attributes enum reads on the members it adds to kio's ErrorCode
+_.__objclass__, _._sort_order_

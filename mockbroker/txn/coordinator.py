@@ -228,11 +228,15 @@ class TransactionCoordinator:
             return
         coordinator_epoch, md = found
         parts = frozenset(partitions)
-        if md.producer_id != producer_id:
+        if md.pending_transition_in_progress():
+            # first (KAFKA-18660): the transition may be to a new producer id or epoch the client already
+            # uses (TV2, the end's bump); it completes before the other checks, so the client retries
+            callback(ErrorCode.concurrent_transactions)
+        elif md.producer_id != producer_id:
             callback(ErrorCode.invalid_producer_id_mapping)
         elif md.producer_epoch != producer_epoch:
             callback(ErrorCode.producer_fenced)
-        elif md.pending_transition_in_progress() or md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+        elif md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             callback(ErrorCode.concurrent_transactions)
         elif md.state is S.ONGOING and parts <= md.topic_partitions:
             callback(ErrorCode.none)  # already in the transaction
@@ -378,10 +382,13 @@ class TransactionCoordinator:
 
         if md.producer_id != producer_id and not retry_on_overflow:
             raise TxnCoordinatorError(ErrorCode.invalid_producer_id_mapping)
-        if not valid_epoch:
-            raise TxnCoordinatorError(ErrorCode.producer_fenced)
+        # the pending state before the epoch (KAFKA-18464): an end at the bumped epoch while the previous
+        # end's markers are still being written (PrepareCommit/PrepareAbort, CompleteX pending) waits
+        # and retries; checked after the epoch it would fence the producer that just bumped it
         if md.pending_state is not None and not is_epoch_fence:
             raise TxnCoordinatorError(ErrorCode.concurrent_transactions)
+        if not valid_epoch:
+            raise TxnCoordinatorError(ErrorCode.producer_fenced)
         if st is S.ONGOING:
             return completion(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, False)
         if st is S.COMPLETE_COMMIT:

@@ -1,4 +1,4 @@
-"""Kafka's Java clients (kafka-clients 4.1.1) for the integration tests: Maven resolves the jars, javac compiles.
+"""Kafka's Java clients (kafka-clients 4.4.0) for the integration tests: Maven resolves the jars, javac compiles.
 
 Maven (tests/integration/java/pom.xml) only resolves kafka-clients and writes the classpath to
 cp.txt; scripts/test.sh does that online once, so the artifacts sit in ~/.m2 and the tests run

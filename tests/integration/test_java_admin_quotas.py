@@ -1,4 +1,4 @@
-"""Kafka's own Java Admin client (kafka-clients 4.1.1) sets and reads client quotas on the broker.
+"""Kafka's own Java Admin client (kafka-clients 4.4.0) sets and reads client quotas on the broker.
 
 ``kafka-configs --alter --add-config 'producer_byte_rate=...' --entity-type clients`` goes through
 Admin.alterClientQuotas / Admin.describeClientQuotas; tests/integration/java/src/AdminQuotas.java

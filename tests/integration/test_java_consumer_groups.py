@@ -1,4 +1,4 @@
-"""Kafka's own Java consumer (kafka-clients 4.1.1) in groups on the broker: classic and KIP-848.
+"""Kafka's own Java consumer (kafka-clients 4.4.0) in groups on the broker: classic and KIP-848.
 
 tests/integration/java/src/GroupConsumers.java runs three KafkaConsumers on threads in one group
 over a six-partition topic, for group.protocol=classic (JoinGroup/SyncGroup/Heartbeat with the

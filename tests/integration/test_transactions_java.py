@@ -1,4 +1,4 @@
-"""Kafka's Java transactional producer and read_committed consumer (kafka-clients 4.1.1) on the broker.
+"""Kafka's Java transactional producer and read_committed consumer (kafka-clients 4.4.0) on the broker.
 
 tests/integration/java/src/Transactions.java runs one scenario per subcommand and prints what it saw;
 the tests here start it against a real ``MockBroker``, drive it through stdin where a scenario needs

@@ -1,4 +1,4 @@
-"""Kafka's Java producer (kafka-clients 4.1.1) runs KIP-890 part 2 against the broker when it
+"""Kafka's Java producer (kafka-clients 4.4.0) runs KIP-890 part 2 against the broker when it
 finalizes transaction.version 2, and falls back to the TV1 protocol when it does not.
 
 tests/integration/java/src/TxnTv2.java commits, aborts and commits a transaction of 10 records

@@ -106,7 +106,8 @@ def repo(tmp_path: Path) -> Path:
     root = tmp_path / "repo"
     files = {"tests/integration/js/package-lock.json": "{}", "tests/integration/java/pom.xml": "<project/>",
              "tests/integration/go/main.go": "package main", "tests/integration/go/go.mod": "module x",
-             "tests/integration/go/go.sum": "", "tests/integration/spark/pom.xml": "<project/>"}
+             "tests/integration/go/go.sum": "", "tests/integration/spark/pom.xml": "<project/>",
+             "bench/realkafka/pom.xml": "<project/>"}
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
@@ -135,11 +136,13 @@ STEPS = {
                  "tests/integration/go", "tests/integration/go/bin/groupconsumers"),
     "Spark connector resolve": ("toolchain_spark", {"java": (), "mvn": ("cp.txt",)}, "mvn",
                                 "tests/integration/spark", "tests/integration/spark/cp.txt"),
+    "Kafka resolve": ("toolchain_realkafka", {"java": (), "mvn": ("cp-4.4.0.txt",)}, "mvn",
+                      "bench/realkafka", "bench/realkafka/cp-4.4.0.txt"),
 }
 #: the steps above, then the Chromium and podman installs (their own tests below: they install programs)
 ALL_STEPS = [*STEPS, "Chromium install", "podman install"]
 ALL_FAILED = ("toolchain step(s) 'npm ci', 'Maven resolve', 'go build', 'Spark connector resolve', "
-              "'Chromium install', 'podman install' failed")
+              "'Kafka resolve', 'Chromium install', 'podman install' failed")
 MIRROR = "http://mirror.invalid/debian"
 ABSENT = [(step, tool) for step, (_, tools, *_rest) in STEPS.items() for tool in tools]  # a step without one tool
 
@@ -200,7 +203,7 @@ def test_step_that_builds_passes_under_ci(step, repo, stubs):
     [(name, cwd, args)] = stubs.calls()
     assert (name, Path(cwd)) == (worker, repo / workdir)
     want = {"npm": args[:1] == ["ci"],
-            "mvn": "dependency:build-classpath" in args and "-Dmdep.outputFile=cp.txt" in args,
+            "mvn": "dependency:build-classpath" in args and f"-Dmdep.outputFile={Path(artifact).name}" in args,
             "go": args == ["build", "-o", "bin/groupconsumers", "."]}
     assert want[worker], args
 
@@ -635,16 +638,20 @@ def test_test_sh_warns_and_runs_pytest_without_ci(checkout, stubs):
 
 
 def test_test_sh_builds_then_runs_pytest_under_ci(checkout, stubs):
+    creates_of: dict[str, tuple[str, ...]] = {}  # a tool several steps use creates each one's artifact
     for _, tools, *_rest in STEPS.values():
         for name, creates in tools.items():
-            stubs.add(name, creates=creates)
+            creates_of[name] = (*creates_of.get(name, ()), *creates)
+    for name, creates in creates_of.items():
+        stubs.add(name, creates=creates)
     add_apt_get(stubs, "installs")
     add_podman_packages(stubs)
     r = bash("bash scripts/test.sh tests/x", checkout, stubs, ci="true")
     assert r.returncode == 0, r
     assert r.stdout.strip() == "PYTEST-RAN -m pytest -q -p no:cacheprovider tests/x"
     assert [(c[0], Path(c[1]).name) for c in stubs.calls()] == [
-        ("npm", "js"), ("mvn", "java"), ("go", "go"), ("mvn", "spark"), ("apt-get", "repo"), ("apt-get", "repo"),
+        ("npm", "js"), ("mvn", "java"), ("go", "go"), ("mvn", "spark"), ("mvn", "realkafka"), ("apt-get", "repo"),
+        ("apt-get", "repo"),
         ("podman", "repo"), ("debootstrap", "repo"), ("podman", "repo"), ("podman", "repo")]
 
 

@@ -54,29 +54,13 @@ from protocol.codec import (
 )
 from protocol.records import build_batch
 from protocol.registry import ApiRegistry, any_spec, api_key_map, schema_versions
+from tests.kio_strategies import register_kio_strategies
 
 SERVED = {s.key: s for s in ApiRegistry("4.2", set(build_handlers()))}
 VALIDATE_ONLY = {19, 49}     # CreateTopics, AlterClientQuotas: see the module docstring
 PROBE_CORR = 0x7FFF0000      # correlation id of the pipelined ApiVersions request
 WAIT_S = 0.3                 # an exchange neither answered nor closed by then is parked in a purgatory
 CFG = {"queued.max.request.bytes": 4 << 20, "socket.request.max.bytes": 1 << 20, "num.partitions": 1}
-
-
-def register_kio_strategies() -> None:
-    """A strategy for each of kio's phantom types (i32, TopicName, ...), from the type's own hook.
-
-    kio calls those hooks itself only when hypothesis was imported before kio; protocol/ hides
-    hypothesis from kio otherwise (it cost the broker ~0.85 s of start-up), so register them
-    here, whichever was imported first.
-    """
-    import kio.schema.types  # noqa: F401 - the phantom types kio's schemas add (TopicName, BrokerId, ...)
-    from kio.static._phantom import Phantom
-
-    todo = list(Phantom.__subclasses__())
-    while todo:
-        cls = todo.pop()
-        todo.extend(cls.__subclasses__())
-        cls.__hypothesis_hook__()
 
 
 register_kio_strategies()

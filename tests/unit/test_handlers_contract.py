@@ -18,9 +18,8 @@ from protocol.codec import (
     set_strict_keys,
 )
 from protocol.errors import ErrorCode
-from protocol.registry import KAFKA_RELEASES, ApiKey, ApiRegistry
+from protocol.registry import DEFAULT_KAFKA_RELEASE, ApiKey, ApiRegistry
 
-NEWEST_RELEASE = max(KAFKA_RELEASES, key=lambda r: tuple(int(x) for x in r.split(".")))
 # "Produce (key 0): v3-13 (advertised from v0 ...)." -> name, key, min, max
 HEADLINE = re.compile(r"^(?P<name>[A-Za-z]+) \(key (?P<key>\d+)\): v(?P<min>\d+)-(?P<max>\d+)\b")
 
@@ -28,8 +27,9 @@ HEADLINE = re.compile(r"^(?P<name>[A-Za-z]+) \(key (?P<key>\d+)\): v(?P<min>\d+)
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__.rsplit(".", 1)[1])
 def test_docstring_headline_states_the_served_range(module):
     """Each handler's first docstring line is what a reviewer reads first: its version range must be
-    the one the registry serves for the newest release (mock.kafka.version's default)."""
-    registry = ApiRegistry(NEWEST_RELEASE, set(build_handlers()))
+    the one the registry serves for mock.kafka.version's default release (4.3 and 4.4 are newer: their
+    newest versions wait for their handlers, issue 24)."""
+    registry = ApiRegistry(DEFAULT_KAFKA_RELEASE, set(build_handlers()))
     m = HEADLINE.match((module.__doc__ or "").splitlines()[0])
     assert m, f"{module.__name__}: first docstring line is not 'Name (key N): vA-B'"
     spec = registry.get(module.API_KEY)

@@ -4,8 +4,9 @@ In a fresh interpreter, ``import mockbroker.cli`` and a started ``MockBroker`` t
 Metadata v12 request have not imported hypothesis (kio would import it for its phantom types:
 protocol/__init__.py hides it), PySpark (the report subcommand only), aiohttp or prometheus_client
 (the admin listener only), re2 (the first KIP-848 regex only), and no kio message module but the
-Metadata v12 request and response (protocol/codec.py loads a message's module on first use;
-protocol/schema_table.py spares the registry the rest).
+Metadata v12 request and response, and no generated message module (protocol/codec.py loads a
+message's module on first use; protocol/schema_table.py and protocol/generated/index.py spare the
+registry the rest).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ import json, sys
 mods = sorted(sys.modules)
 print(json.dumps({
     "unwanted": sorted({m.split(".")[0] for m in mods} & set(sys.argv[1].split(","))),
-    "messages": [m for m in mods if m.startswith("kio.schema.") and m.rsplit(".", 1)[-1] in ("request", "response")],
+    "messages": [m for m in mods if m.startswith(("kio.schema.", "protocol.generated."))
+                 and m.rsplit(".", 1)[-1] in ("request", "response")],
 }))
 """
 

@@ -216,11 +216,14 @@ def test_init_fences_an_ongoing_transaction(tv, abort_epoch, next_epoch):
     assert env.md().state is S.PREPARE_ABORT and env.md().pending_state is S.COMPLETE_ABORT
     [call] = env.markers.calls
     assert (call.producer_id, call.producer_epoch, call.commit, call.partitions) == (pid, abort_epoch, False, {TP0})
-    # until the abort completes: CONCURRENT_TRANSACTIONS to the new producer, the old one is fenced
+    # until the abort completes: CONCURRENT_TRANSACTIONS to the new producer and to the old one's adds (the
+    # pending transition is checked first, KAFKA-18660), an old-style end is fenced; once it completes the
+    # old producer is fenced everywhere
     assert env.init().error is E.concurrent_transactions
-    assert env.add(pid, 0) is E.producer_fenced
+    assert env.add(pid, 0) is E.concurrent_transactions
     assert env.end(pid, 0, True)[0] is E.producer_fenced
     call.complete()
+    assert env.add(pid, 0) is E.producer_fenced
     assert env.md().state is S.COMPLETE_ABORT and env.md().topic_partitions == set()
     assert env.init() == (pid, next_epoch, E.none)
 
@@ -386,9 +389,13 @@ def test_transaction_version_2_bumps_the_epoch_at_every_end():
     assert env.end(pid, 0, True, tv=TV_2) == (E.none, pid, 1)
     [call] = env.markers.calls
     assert call.producer_epoch == 1 and call.commit
-    # in PrepareCommit the retry (the epoch before the bump) waits, the bumped epoch itself is fenced
+    # in PrepareCommit (CompleteCommit pending) the retry (the epoch before the bump) waits, and so does an
+    # end at the bumped epoch, commit or empty abort (KAFKA-18464: not PRODUCER_FENCED), and an add
     assert env.end(pid, 0, True, tv=TV_2)[0] is E.concurrent_transactions
-    assert env.end(pid, 1, True, tv=TV_2)[0] is E.producer_fenced
+    assert env.end(pid, 1, True, tv=TV_2)[0] is E.concurrent_transactions
+    assert env.end(pid, 1, False, tv=TV_2)[0] is E.concurrent_transactions
+    assert env.add(pid, 1, tv=TV_2) is E.concurrent_transactions
+    assert env.end(pid, 2, True, tv=TV_2)[0] is E.concurrent_transactions  # the pending state comes first
     call.complete()
     assert env.md().state is S.COMPLETE_COMMIT and env.md().producer_epoch == 1
     assert env.end(pid, 0, True, tv=TV_2) == (E.none, pid, 1)  # retry: the answer again, no new markers

@@ -8,6 +8,7 @@ from __future__ import annotations
 from mockbroker import ManualClock, MockBroker
 from protocol.client import RawKafkaClient
 from protocol.errors import ErrorCode
+from protocol.registry import ApiKey
 from tests.polling import until
 
 from .test_txn_offsets import add_offsets, fetch, txn_commit
@@ -97,3 +98,24 @@ def test_offsets_marker_waits_for_a_leader_of_the_groups_partition():
             until(lambda: txn_state(b, tid)[0] == "CompleteCommit", "the offsets marker to land", 5)
         with RawKafkaClient.connect(addrs[gnode]) as gc:
             assert fetch(gc, group, [("ol-in", 0)], True) == {("ol-in", 0): (E.none, 5)}
+
+
+def test_tv2_end_at_the_bumped_epoch_waits_for_the_markers():
+    """KAFKA-18464: under transaction version 2 an EndTxn v5 bumps the epoch; the producer's next end at that
+    bumped epoch (Streams' EOSv2 commit, or an empty abort) while the previous markers are still on their
+    way is CONCURRENT_TRANSACTIONS, which clients retry -- not PRODUCER_FENCED -- and succeeds once they land."""
+    with MockBroker(config={"mock.txn.marker.latency.ms": 50}, clock=ManualClock()) as b:
+        b.create_topic("kb-out", 1)
+        with RawKafkaClient.connect(b.bootstrap_servers) as c:
+            _, pid, epoch = init_pid(c, "kb-1")
+            assert add_partitions(c, "kb-1", pid, epoch, {"kb-out": [0]}) == {("kb-out", 0): E.none}
+            assert produce(c, "kb-out", pid, epoch, 0, 2, transactional=True, tid="kb-1").error_code == E.none
+            r = c.request(ApiKey.END_TXN, 5, {"transactional_id": "kb-1", "producer_id": pid,
+                                              "producer_epoch": epoch, "committed": True})
+            assert (r.error_code, r.producer_id, r.producer_epoch) == (E.none, pid, epoch + 1)
+            assert txn_state(b, "kb-1")[0] == "PrepareCommit"
+            for commit in (False, True):
+                assert end_txn(c, "kb-1", pid, epoch + 1, commit, version=5) == E.concurrent_transactions
+            b.advance(50)
+            until(lambda: txn_state(b, "kb-1")[0] == "CompleteCommit", "the markers to land", 5)
+            assert end_txn(c, "kb-1", pid, epoch + 1, False, version=5) == E.none  # the empty abort, retried

@@ -25,7 +25,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Kafka's Java transactional producer (kafka-clients 4.1.1) and read_committed consumer, one scenario a
+ * Kafka's Java transactional producer (kafka-clients 4.4.0) and read_committed consumer, one scenario a
  * subcommand.  Every observation is a line on stdout that tests/integration/test_transactions_java.py
  * parses; a value never contains a space.  Every subcommand exits 1 with "TIMEOUT <what>" once its
  * deadline (DEADLINE_MS) passes, and "FAILED <exception class> <message>" on an unexpected exception.
