@@ -5,7 +5,9 @@ Three names, three things:
 * ``Cluster`` (this module): what one mockbroker process runs — one
   ``Broker`` per ``mock.num.brokers``, the state they share (metadata, the
   controller, simulated replication, the group coordinator, the configured
-  quotas, the request journal), and the housekeeping timers.
+  quotas, the request journal), the housekeeping timers, and the front ends
+  it starts after its brokers and stops before them (the admin HTTP API, which
+  the handle that starts the cluster adds: nothing here imports it).
 * ``Broker`` (``broker.py``): one simulated broker — a listener, its
   ``KafkaApis``, ``ReplicaManager``, quota managers and memory pool.
 * ``MockBroker`` (``runner.py``): the Python handle tests use — a ``Cluster``
@@ -23,6 +25,7 @@ import asyncio
 from collections import deque
 from collections.abc import Callable
 from functools import partial
+from typing import Protocol
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiRegistry
@@ -30,6 +33,7 @@ from protocol.registry import ApiRegistry
 from .apis import build_handlers
 from .broker import Broker, SharedState
 from .clock import Clock, ManualClock, PeriodicTask, SystemClock, every
+from .cluster_view import TopicPartition
 from .config import (
     BrokerConfig,
     Listener,
@@ -49,9 +53,16 @@ from .replica_manager import ActionQueue
 from .replication import ReplicationSimulator
 from .sasl_mechanisms import CredentialStore
 from .txn.coordinator import GROUP_METADATA_TOPIC, MarkerErrors, TransactionCoordinator
-from .txn.metadata import TopicPartition
 from .txn.state_manager import TransactionConfig, TransactionStateManager
 from .txn.verification import AddPartitionsToTxnManager
+
+
+class FrontEnd(Protocol):
+    """Something the cluster serves besides the Kafka listeners (the admin HTTP API)."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
 
 
 class Cluster:
@@ -112,6 +123,7 @@ class Cluster:
         for i in range(config["mock.num.brokers"]):
             self.brokers[first + i] = Broker(shared, first + i, [lst.for_broker(i) for lst in listeners])
         self._timers: list[PeriodicTask] = []
+        self.front_ends: list[FrontEnd] = []  # started after the brokers, in order; stopped first
 
     async def start(self) -> None:
         if self.journal_writer is not None:
@@ -135,6 +147,12 @@ class Cluster:
         self._every(60_000, self._expire_quota_sensors, "quota-sensor-expiration")
         idle = self.config["connections.max.idle.ms"]
         self._every(min(max(idle // 10, 1000), 30_000), lambda: self._close_idle(idle), "idle-connections")
+        for front_end in self.front_ends:
+            try:
+                await front_end.start()
+            except BaseException:
+                await self.stop()
+                raise
 
     def _every(self, interval_ms: int, fn: Callable[[], object], name: str) -> None:
         self._timers.append(every(self.clock, interval_ms, fn, name))
@@ -150,6 +168,8 @@ class Cluster:
             b.close_idle(now, idle_ms)
 
     async def stop(self) -> None:
+        for front_end in reversed(self.front_ends):
+            await front_end.stop()
         for t in self._timers:
             t.cancel()
         for b in self.brokers.values():

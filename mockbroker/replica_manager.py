@@ -71,6 +71,7 @@ from protocol.records import (
 )
 
 from .clock import Clock
+from .cluster_view import TopicPartition
 from .delayed_fetch import READ_COMMITTED, DelayedFetch
 from .delayed_produce import DelayedProduce, PartitionResponse, ProducePartitionStatus
 from .fetch_session import CachedPartition
@@ -81,7 +82,6 @@ from .replication import ReplicationSimulator
 
 log = logging.getLogger("mockbroker.replica_manager")
 
-PartitionKey = tuple[str, int]
 # KIP-890: (transactional id, topic, partition, producer id, producer epoch, Produce version) -> the
 # error AddPartitionsToTxnManager answers (ErrorCode.none: the partition is in the ongoing
 # transaction, or at Produce v12+ was just added to it)
@@ -117,8 +117,8 @@ class ActionQueue:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.completers: list[Callable[[PartitionKey], None]] = []
-        self._pending: set[PartitionKey] = set()
+        self.completers: list[Callable[[TopicPartition], None]] = []
+        self._pending: set[TopicPartition] = set()
         self._scheduled = False
 
     def add(self, partition: Partition) -> None:
@@ -198,7 +198,7 @@ class ReplicaManager:
         self.check_records = check_records
         actions.completers.append(self.try_complete_delayed)
 
-    def try_complete_delayed(self, key: PartitionKey) -> None:
+    def try_complete_delayed(self, key: TopicPartition) -> None:
         """Complete the delayed produces and fetches watching ``key`` that now can."""
         self.produce_purgatory.check_and_complete(key)
         self.fetch_purgatory.check_and_complete(key)

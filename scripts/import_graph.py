@@ -25,7 +25,8 @@ PACKAGES = ("protocol", "mockbroker")
 # A module may import from its own layer or lower ones.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("wire", ("protocol.",)),
-    ("leaves", ("mockbroker.clock", "mockbroker.config", "mockbroker.channel", "mockbroker.sasl_mechanisms",
+    ("leaves", ("mockbroker.clock", "mockbroker.config", "mockbroker.channel", "mockbroker.cluster_view",
+                "mockbroker.sasl_mechanisms",
                 "mockbroker.quota.", "mockbroker.purgatory.", "mockbroker.memory_pool", "mockbroker.log",
                 "mockbroker.producer_state", "mockbroker.journal", "mockbroker.faults", "mockbroker.fetch_session",
                 "mockbroker.request_stats", "mockbroker.journal_writer", "mockbroker.journal_reader")),
@@ -38,7 +39,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                  "mockbroker.journal_recorder", "mockbroker.fault_actions", "mockbroker.kafka_apis")),
     ("node", ("mockbroker.broker",)),
     ("process", ("mockbroker.cluster",)),
-    ("control", ("mockbroker.control", "mockbroker.process", "mockbroker.admin.")),
+    ("control", ("mockbroker.control", "mockbroker.admin.")),
     ("handle", ("mockbroker.runner", "mockbroker.cli", "mockbroker.admin_client", "mockbroker.probe", "mockbroker.report.",
                 "mockbroker.__main__", "mockbroker.pytest_plugin", "mockbroker")),
 ]

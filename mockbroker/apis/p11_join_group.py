@@ -1,6 +1,6 @@
 """JoinGroup (key 11): v0-9.
 
-Behavior (Kafka's GroupMetadataManager.classicGroupJoin, see ``mockbroker/group/coordinator.py``):
+Behavior (Kafka's GroupMetadataManager.classicGroupJoin, see ``mockbroker/group/classic_coordinator.py``):
 * A member without an id gets MEMBER_ID_REQUIRED and a new id from v4 (KIP-394);
   before v4 it joins at once.  The answer waits in the rebalance purgatory until
   every member rejoined or the rebalance timeout passed; the first rebalance of
@@ -27,7 +27,7 @@ from protocol.codec import timedelta_ms
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..group.metadata import UNKNOWN_MEMBER_ID, JoinGroupResult
+from ..group.classic_group import UNKNOWN_MEMBER_ID, JoinGroupResult
 from ..request import Deferred, RequestContext, Response
 from .common import client_host
 

@@ -22,7 +22,7 @@ from typing import Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..group.metadata import SyncGroupResult
+from ..group.classic_group import SyncGroupResult
 from ..request import Deferred, Outcome, RequestContext, Response
 
 API_KEY = ApiKey.SYNC_GROUP

@@ -31,9 +31,10 @@ from typing import Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
+from ..cluster_view import TopicPartition
 from ..request import Body, Deferred, RequestContext, Response
 from ..txn.coordinator import error_for_client_version
-from ..txn.metadata import TV_0, TV_2, TopicPartition
+from ..txn.transaction_metadata import TV_0, TV_2
 from .common import partition_errors
 
 API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN

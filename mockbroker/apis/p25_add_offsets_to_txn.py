@@ -28,7 +28,7 @@ from protocol.registry import ApiKey
 
 from ..request import Deferred, RequestContext, Response
 from ..txn.coordinator import error_for_client_version
-from ..txn.metadata import TV_0
+from ..txn.transaction_metadata import TV_0
 
 API_KEY = ApiKey.ADD_OFFSETS_TO_TXN
 

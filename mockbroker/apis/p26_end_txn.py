@@ -29,7 +29,7 @@ from protocol.registry import ApiKey
 
 from ..request import Deferred, RequestContext, Response
 from ..txn.coordinator import error_for_client_version
-from ..txn.metadata import TV_0, TV_2
+from ..txn.transaction_metadata import TV_0, TV_2
 
 API_KEY = ApiKey.END_TXN
 

@@ -40,10 +40,10 @@ from typing import Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
+from ..cluster_view import TopicPartition
 from ..group.group import OffsetAndMetadata
 from ..request import RequestContext, Response
 from ..txn.coordinator import GROUP_METADATA_TOPIC
-from ..txn.metadata import TopicPartition
 from ..txn.verification import (
     AddPartitionsToTxnManager,
     operation_for_txn_offset_commit_version,

@@ -46,7 +46,7 @@ from protocol.errors import ErrorCode
 from ..clock import Clock
 from ..purgatory import DelayedOperation, DelayedOperationPurgatory
 from .assignors import ASSIGNORS, Assignment, copy_assignment
-from .cluster_metadata import ClusterMetadata
+from ..cluster_view import ClusterView
 from .consumer_group import (
     ConsumerGroup,
     ConsumerGroupDescription,
@@ -122,7 +122,7 @@ def revocation_key(group_id: str, member_id: str) -> tuple[str, str, str]:
 class ConsumerGroupCoordinator:
     """The KIP-848 half of GroupMetadataManager; its groups live in the registry with the classic ones."""
 
-    def __init__(self, registry: GroupRegistry, cluster: ClusterMetadata, clock: Clock,
+    def __init__(self, registry: GroupRegistry, cluster: ClusterView, clock: Clock,
                  heartbeat_purgatory: DelayedOperationPurgatory, config: Mapping[str, Any]) -> None:
         self.registry = registry
         self.cluster = cluster

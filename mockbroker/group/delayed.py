@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from ..purgatory import DelayedOperation, DelayedOperationPurgatory
-from .metadata import GroupMetadata, GroupState
+from .classic_group import GroupMetadata, GroupState
 
 
 class RebalanceCallbacks(Protocol):

@@ -20,6 +20,8 @@ from typing import Protocol
 
 from protocol.errors import ErrorCode
 
+from ..cluster_view import TopicPartition
+
 
 class GroupType(enum.StrEnum):
     """Group.GroupType; the value is what ListGroups v5+ reports."""
@@ -39,7 +41,6 @@ class OffsetAndMetadata:
     expire_timestamp: int | None = None  # OffsetCommit v2-4 retention_time (old per-offset expiry)
 
 
-TopicPartition = tuple[str, int]
 
 
 @dataclass(slots=True)

@@ -35,12 +35,13 @@ from typing import TYPE_CHECKING, Any, cast
 from protocol.errors import ErrorCode
 
 from ..clock import Clock
-from .group import Group, GroupType, OffsetAndMetadata, TopicPartition
-from .metadata import GroupMetadata, GroupState
+from ..cluster_view import TopicPartition
+from .group import Group, GroupType, OffsetAndMetadata
+from .classic_group import GroupMetadata, GroupState
 from .registry import GroupRegistry
 
 if TYPE_CHECKING:
-    from .coordinator import ClassicGroupCoordinator
+    from .classic_coordinator import ClassicGroupCoordinator
 
 log = logging.getLogger("mockbroker.group")
 

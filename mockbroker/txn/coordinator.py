@@ -31,8 +31,8 @@ from typing import NamedTuple, Protocol
 from protocol.errors import ErrorCode
 
 from ..clock import PeriodicTask, every
-from ..group.cluster_metadata import BrokerNode
-from .metadata import (
+from ..cluster_view import BrokerView
+from .transaction_metadata import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     SHORT_MAX,
@@ -140,7 +140,7 @@ class TransactionCoordinator:
     def _every(self, interval_ms: int, task: Callable[[], object], name: str) -> None:
         self._timers.append(every(self.clock, interval_ms, task, name))
 
-    def find_coordinator(self, transactional_id: str) -> BrokerNode | None:
+    def find_coordinator(self, transactional_id: str) -> BrokerView | None:
         """FindCoordinator TRANSACTION: the broker leading the id's ``__transaction_state``
         partition (None: no live replica)."""
         return self.txn_manager.leaders.coordinator(transactional_id)

@@ -47,7 +47,7 @@ from .delayed import (
     sync_key,
 )
 from .group import Group, GroupType
-from .metadata import (
+from .classic_group import (
     UNKNOWN_MEMBER_ID,
     GroupMetadata,
     GroupState,

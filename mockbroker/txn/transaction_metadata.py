@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from protocol.errors import ErrorCode
 
+from ..cluster_view import TopicPartition
 from .state import TransactionState
 
 S = TransactionState
@@ -24,7 +25,6 @@ SHORT_MAX = 32767
 # TransactionVersion feature levels: 2 (KIP-890 part 2) bumps the epoch at every EndTxn
 TV_0, TV_1, TV_2 = 0, 1, 2
 
-TopicPartition = tuple[str, int]
 
 
 def supports_epoch_bump(transaction_version: int) -> bool:
