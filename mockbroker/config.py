@@ -20,7 +20,7 @@ import difflib
 import ipaddress
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -444,7 +444,7 @@ class BrokerConfig(Mapping[str, Any]):
     def __getitem__(self, key: str) -> Any:
         return self._values[key]
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[str]:
         return iter(self._values)
 
     def __len__(self) -> int:
@@ -458,7 +458,7 @@ class BrokerConfig(Mapping[str, Any]):
         """mock.throttle.mode, or by release: Kafka < 2.0 delayed responses, >= 2.0 mutes (KIP-219)."""
         mode = self["mock.throttle.mode"]
         if mode:
-            return mode
+            return str(mode)
         major, minor = (int(x) for x in self["mock.kafka.version"].split(".")[:2])
         return "delay" if (major, minor) < (2, 0) else "mute"
 
@@ -468,13 +468,14 @@ class BrokerConfig(Mapping[str, Any]):
         level = self["mock.transaction.version"]
         if level:
             return int(level)
-        return TRANSACTION_VERSION_FEATURE.get(self["mock.kafka.version"], (0, 0))[1]
+        release: str = self["mock.kafka.version"]
+        return TRANSACTION_VERSION_FEATURE.get(release, (0, 0))[1]
 
     @property
     def retention_ms(self) -> int:
         """Kafka's precedence: log.retention.ms > .minutes > .hours (-1: forever)."""
         if self["log.retention.ms"] is not None:
-            return self["log.retention.ms"]
+            return int(self["log.retention.ms"])
         if self["log.retention.minutes"] is not None:
             m = self["log.retention.minutes"]
             return -1 if m < 0 else m * 60_000

@@ -439,12 +439,13 @@ class ControlPlane:
         rows: dict[Any, dict[str, Any]] = {}
         for e in self.cluster.throttle_events:
             key = (e.node_id, e.conn_id) if by == "connection" else (e.user, e.client_id)
-            row = rows.get(key)
+            row: dict[str, Any] | None = rows.get(key)
             if row is None:
-                row = rows[key] = ({"broker": e.node_id, "connection": e.conn_id, "peer": e.peer} if by == "connection"
-                                   else {}) | {"user": e.user, "client_id": e.client_id, "throttles": 0, "judged": 0,
-                                               "violations_obliged": 0, "violations_not_obliged": 0,
-                                               "worst_early_ms": 0, "apis": {}}
+                new: dict[str, Any] = (
+                    {"broker": e.node_id, "connection": e.conn_id, "peer": e.peer} if by == "connection" else {})
+                new |= {"user": e.user, "client_id": e.client_id, "throttles": 0, "judged": 0,
+                        "violations_obliged": 0, "violations_not_obliged": 0, "worst_early_ms": 0, "apis": {}}
+                row = rows[key] = new
             row["throttles"] += 1
             if e.judged and e.client_should_throttle:
                 row["judged"] += 1

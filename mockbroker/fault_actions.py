@@ -8,6 +8,7 @@ the dispatcher, which it reaches only through ``Dispatcher``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from protocol.registry import ApiKey
@@ -35,7 +36,7 @@ class Dispatcher(Protocol):
     def record(self, flight: InFlight, outcome: str, handled_ns: int | None = None,
                partitions: list[PartitionRecord] | None = None) -> None: ...
 
-    def guarded(self, conn: KafkaConnection, run: Any) -> None: ...
+    def guarded(self, conn: KafkaConnection, run: Callable[[], None]) -> None: ...
 
 
 class FaultActions:
@@ -58,7 +59,7 @@ class FaultActions:
         Fetch also reads the partitions its session holds (it is served them all)."""
         by_id = self.metadata.topics_by_id
         named = request_partitions(request)
-        if api_key == ApiKey.FETCH and getattr(request, "session_id", 0) and getattr(request, "session_epoch", 0) > 0:
+        if api_key == ApiKey.FETCH and request.session_id and request.session_epoch > 0:
             session = self.fetch_manager.sessions.get(request.session_id)
             if session is not None:
                 named = named + [(t, p) for t, p in session.partitions]

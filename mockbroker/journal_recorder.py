@@ -23,7 +23,7 @@ from .request_stats import RequestStats
 _DETAILS = (("acks", "acks"), ("timeout", "timeout_ms"), ("max_wait", "max_wait_ms"), ("min_bytes", "min_bytes"),
             ("max_bytes", "max_bytes"), ("isolation_level", "isolation_level"), ("session_id", "session_id"),
             ("session_epoch", "session_epoch"))
-_QUOTA_KEY = {ApiKey.PRODUCE: "producer_byte_rate", ApiKey.FETCH: "consumer_byte_rate"}
+_QUOTA_KEY: dict[int, str] = {ApiKey.PRODUCE: "producer_byte_rate", ApiKey.FETCH: "consumer_byte_rate"}
 
 
 class Peer(Protocol):
@@ -119,8 +119,9 @@ class RequestRecorder:
             rec.purgatory = op.PURGATORY or None
             rec.completed_by = ("timeout" if op.expired else "condition") if op.is_completed else None
         request = flight.request
+        own = getattr(request, "__dataclass_fields__", ())  # the version's fields, not the defaults of others'
         for attr, name in _DETAILS:
-            value = getattr(request, attr, None)
+            value = getattr(request, attr) if attr in own else None
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 rec.details[name] = value
             elif value is not None and hasattr(value, "total_seconds"):  # kio timedelta fields

@@ -39,7 +39,7 @@ class AbortedTxn:
     last_stable_offset: int
 
 
-def _int64s() -> array:
+def _int64s() -> array[int]:
     return array("q")
 
 
@@ -52,8 +52,8 @@ class LogSegment:
     base_offset: int
     created_ms: int
     batches: list[bytes] = field(default_factory=list)
-    last_offsets: array = field(default_factory=_int64s)  # last offset of each batch
-    max_timestamps: array = field(default_factory=_int64s)
+    last_offsets: array[int] = field(default_factory=_int64s)  # last offset of each batch
+    max_timestamps: array[int] = field(default_factory=_int64s)
     size_bytes: int = 0
     largest_timestamp: int = -1
 

@@ -145,7 +145,8 @@ def split_batches(buf: bytes | memoryview) -> list[memoryview]:
 
 
 def compute_crc(batch: bytes | bytearray | memoryview) -> int:
-    return _crc32c()(memoryview(batch)[ATTRIBUTES_OFFSET:])
+    crc: int = _crc32c()(memoryview(batch)[ATTRIBUTES_OFFSET:])
+    return crc
 
 
 @cache

@@ -209,7 +209,9 @@ class Guard:
         if _is_loopback(host) or host == self.listener_host or host in self.extra_hosts:
             return True
         sockname = request.transport.get_extra_info("sockname") if request.transport is not None else None
-        return bool(sockname) and host == str(sockname[0]).lower()  # the address the client connected to
+        if not sockname:
+            return False
+        return host == str(sockname[0]).lower()  # the address the client connected to
 
     def refusal(self, request: web.Request) -> web.Response | None:
         """The error response for a request that may not be served, else None."""

@@ -8,6 +8,7 @@ then Behavior (including what differs from Kafka) and Version notes.
 
 from __future__ import annotations
 
+from dataclasses import fields
 from functools import cache
 from importlib import import_module
 from types import ModuleType
@@ -71,7 +72,7 @@ def _top_level_error(ctx: RequestContext, req: Any, error: ErrorCode) -> Respons
 
 
 def _has_top_level_error(api_key: int) -> bool:
-    return all(any(f == "error_code" for f in response_class(api_key, v).__dataclass_fields__)
+    return all(any(f.name == "error_code" for f in fields(response_class(api_key, v)))
                for v in schema_versions(api_key))
 
 

@@ -42,7 +42,7 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.codec import timedelta_ms
 from protocol.errors import ErrorCode
@@ -55,16 +55,19 @@ from ..replica_manager import FetchParams, LogReadResult
 from ..request import Body, Deferred, Outcome, RequestContext, Response
 from .common import ZERO_UUID, leader_info, node_endpoints, partition_errors
 
+if TYPE_CHECKING:
+    from protocol.request_types import FetchRequest
+
 API_KEY = ApiKey.FETCH
 
 
-def _requested(req: Any, by_id: bool, metadata: ClusterMetadata) -> list[CachedPartition]:
+def _requested(req: FetchRequest, by_id: bool, metadata: ClusterMetadata) -> list[CachedPartition]:
     out = []
     for t in req.topics:
-        topic_id = getattr(t, "topic_id", None)
-        name = getattr(t, "topic", None)
+        topic_id = t.topic_id
+        name: str = t.topic
         if by_id:
-            topic = metadata.topics_by_id.get(topic_id)
+            topic = metadata.topics_by_id.get(topic_id) if topic_id is not None else None
             name = topic.name if topic else ""
         for p in t.partitions:
             out.append(CachedPartition(
@@ -73,15 +76,15 @@ def _requested(req: Any, by_id: bool, metadata: ClusterMetadata) -> list[CachedP
                 partition=p.partition,
                 fetch_offset=p.fetch_offset,
                 max_bytes=p.partition_max_bytes,
-                log_start_offset=getattr(p, "log_start_offset", -1),
-                current_leader_epoch=getattr(p, "current_leader_epoch", -1),
+                log_start_offset=p.log_start_offset,
+                current_leader_epoch=p.current_leader_epoch,
             ))
     return out
 
 
-def _forgotten(req: Any, by_id: bool) -> list[tuple[Any, int]]:
-    out = []
-    for t in getattr(req, "forgotten_topics_data", ()) or ():
+def _forgotten(req: FetchRequest, by_id: bool) -> list[tuple[Any, int]]:
+    out: list[tuple[Any, int]] = []
+    for t in req.forgotten_topics_data:
         key = t.topic_id if by_id else t.topic
         out.extend((key, p) for p in t.partitions)
     return out
@@ -171,11 +174,11 @@ def _respond(ctx: RequestContext, fctx: FetchContext, by_id: bool, read_committe
     return Response(body, partitions, finish=finish, if_throttled=if_throttled)
 
 
-def handle(ctx: RequestContext, req: Any) -> Outcome:
+def handle(ctx: RequestContext, req: FetchRequest) -> Outcome:
     v = ctx.version
     by_id = v >= 13
-    session_id = getattr(req, "session_id", 0)
-    epoch = getattr(req, "session_epoch", -1)
+    session_id = req.session_id
+    epoch = req.session_epoch
     broker = ctx.broker
     now = broker.clock.monotonic_ms()
     fctx: FetchContext = broker.fetch_manager.new_context(

@@ -22,7 +22,7 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode, InvalidRequest
 from protocol.registry import ApiKey
@@ -30,6 +30,9 @@ from protocol.registry import ApiKey
 from ..metadata import validate_topic_name
 from ..request import RequestContext, Response
 from .common import AUTHORIZED_OPS_NOT_REQUESTED, ZERO_UUID, node_endpoints, partition_errors
+
+if TYPE_CHECKING:
+    from protocol.request_types import MetadataRequest
 
 API_KEY = ApiKey.METADATA
 
@@ -71,19 +74,19 @@ def topic_entry(ctx: RequestContext, topic: Any, include_ops: bool) -> dict[str,
     }
 
 
-def handle(ctx: RequestContext, req: Any) -> Response:
+def handle(ctx: RequestContext, req: MetadataRequest) -> Response:
     cluster = ctx.metadata
     v = ctx.version
-    include_ops = bool(getattr(req, "include_topic_authorized_operations", False))
-    allow_auto = v < 4 or bool(getattr(req, "allow_auto_topic_creation", True))
-    topics_out = []
+    include_ops = bool(req.include_topic_authorized_operations)
+    allow_auto = v < 4 or bool(req.allow_auto_topic_creation)
+    topics_out: list[dict[str, Any]] = []
     requested = req.topics
     if requested is None or (v == 0 and len(requested) == 0):
         topics_out = [topic_entry(ctx, t, include_ops) for t in cluster.topics.values()]
     else:
         for rt in requested:
-            name = getattr(rt, "name", None)
-            topic_id = getattr(rt, "topic_id", None)
+            name = rt.name
+            topic_id = rt.topic_id
             if name is None and v < 12:
                 # KafkaApis: topic ids are not supported before v12 (InvalidRequestException)
                 raise InvalidRequest(f"Topic name can not be null for version {v}")
@@ -96,12 +99,12 @@ def handle(ctx: RequestContext, req: Any) -> Response:
                 else:
                     topics_out.append(topic_entry(ctx, t, include_ops))
                 continue
-            t = cluster.topics.get(name)
+            t = cluster.topics.get(name) if name is not None else None
             if t is not None:
                 topics_out.append(topic_entry(ctx, t, include_ops))
                 continue
             err = ErrorCode.unknown_topic_or_partition
-            if validate_topic_name(name or "") is not None:
+            if name is None or validate_topic_name(name) is not None:
                 err = ErrorCode.invalid_topic_exception
             elif allow_auto and cluster.config["auto.create.topics.enable"]:
                 ctx.broker.controller.auto_create_topic(name)
@@ -109,9 +112,9 @@ def handle(ctx: RequestContext, req: Any) -> Response:
             topics_out.append({"error_code": err, "name": name, "topic_id": ZERO_UUID, "partitions": []})
     injected = ctx.injected
     if injected is not None:  # the topics the rule names get its error and no partitions
-        for t in topics_out:
-            if injected.applies(t.get("name") or "", None):
-                t.update(error_code=injected.error, partitions=[])
+        for entry in topics_out:
+            if injected.applies(entry.get("name") or "", None):
+                entry.update(error_code=injected.error, partitions=[])
     resp = {
         "brokers": node_endpoints(cluster.live_brokers(), ctx.listener_name),
         "cluster_id": cluster.cluster_id,

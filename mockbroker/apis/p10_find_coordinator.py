@@ -18,13 +18,16 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import Body, RequestContext, Response
 from .common import first_error
+
+if TYPE_CHECKING:
+    from protocol.request_types import FindCoordinatorRequest
 
 API_KEY = ApiKey.FIND_COORDINATOR
 
@@ -59,8 +62,8 @@ def _response(body: Body) -> Response:
     return Response(body, error_code=first_error(body["coordinators"]) if "coordinators" in body else None)
 
 
-def handle(ctx: RequestContext, req: Any) -> Response:
-    key_type = getattr(req, "key_type", GROUP)
+def handle(ctx: RequestContext, req: FindCoordinatorRequest) -> Response:
+    key_type = req.key_type
     if ctx.version >= 4:
         return _response({"coordinators": [_lookup(ctx, k, key_type) for k in req.coordinator_keys]})
     out = _lookup(ctx, req.key, key_type)
@@ -68,7 +71,7 @@ def handle(ctx: RequestContext, req: Any) -> Response:
     return _response(out)
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> Response:
+def error_response(ctx: RequestContext, req: FindCoordinatorRequest, error: ErrorCode) -> Response:
     none = {"error_code": error, "error_message": None, "node_id": -1, "host": "", "port": -1}
     if ctx.version >= 4:
         return _response({"coordinators": [{"key": k, **none} for k in req.coordinator_keys]})

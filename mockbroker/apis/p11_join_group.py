@@ -21,7 +21,7 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.codec import timedelta_ms
 from protocol.errors import ErrorCode
@@ -30,6 +30,9 @@ from protocol.registry import ApiKey
 from ..group.classic_group import UNKNOWN_MEMBER_ID, JoinGroupResult
 from ..request import Deferred, RequestContext, Response
 from .common import client_host
+
+if TYPE_CHECKING:
+    from protocol.request_types import JoinGroupRequest
 
 API_KEY = ApiKey.JOIN_GROUP
 
@@ -48,20 +51,20 @@ def _response(version: int, r: JoinGroupResult) -> Response:
     })
 
 
-def handle(ctx: RequestContext, req: Any) -> Deferred:
+def handle(ctx: RequestContext, req: JoinGroupRequest) -> Deferred:
     v = ctx.version
     deferred = Deferred()
     session = timedelta_ms(req.session_timeout)
     rebalance = timedelta_ms(req.rebalance_timeout) if v >= 1 else session
     ctx.broker.groups.join_group(
-        ctx.node_id, req.group_id, req.member_id, getattr(req, "group_instance_id", None),
+        ctx.node_id, req.group_id, req.member_id, req.group_instance_id,
         v >= 4, ctx.client_id, client_host(ctx), rebalance, session, req.protocol_type,
         [(p.name, bytes(p.metadata)) for p in req.protocols],
-        lambda r: deferred.complete_with(lambda: _response(v, r)), getattr(req, "reason", None),
+        lambda r: deferred.complete_with(lambda: _response(v, r)), req.reason,
     )
     return deferred
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> Response:
+def error_response(ctx: RequestContext, req: JoinGroupRequest, error: ErrorCode) -> Response:
     """JoinGroupRequest.getErrorResponse: unknown generation, member and leader."""
     return _response(ctx.version, JoinGroupResult(UNKNOWN_MEMBER_ID, error))

@@ -14,19 +14,22 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import RequestContext, Response
 
+if TYPE_CHECKING:
+    from protocol.request_types import LeaveGroupRequest
+
 API_KEY = ApiKey.LEAVE_GROUP
 
 
-def handle(ctx: RequestContext, req: Any) -> Response:
+def handle(ctx: RequestContext, req: LeaveGroupRequest) -> Response:
     if ctx.version >= 3:
-        leaving = [(m.member_id, m.group_instance_id, getattr(m, "reason", None)) for m in req.members]
+        leaving = [(m.member_id, m.group_instance_id, m.reason) for m in req.members]
     else:
         leaving = [(req.member_id, None, None)]
     top, errors = ctx.broker.groups.leave_group(ctx.node_id, req.group_id, leaving)

@@ -20,7 +20,7 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
@@ -28,6 +28,9 @@ from protocol.registry import ApiKey
 from ..group.group import DescribedGroup
 from ..request import RequestContext, Response
 from .common import AUTHORIZED_OPS_NOT_REQUESTED, GROUP_OPERATIONS, first_error
+
+if TYPE_CHECKING:
+    from protocol.request_types import DescribeGroupsRequest
 
 API_KEY = ApiKey.DESCRIBE_GROUPS
 
@@ -44,13 +47,13 @@ def _described(version: int, d: DescribedGroup, include_ops: bool) -> dict[str, 
             "authorized_operations": GROUP_OPERATIONS if include_ops else AUTHORIZED_OPS_NOT_REQUESTED}
 
 
-def handle(ctx: RequestContext, req: Any) -> Response:
-    include = bool(getattr(req, "include_authorized_operations", False))
+def handle(ctx: RequestContext, req: DescribeGroupsRequest) -> Response:
+    include = bool(req.include_authorized_operations)
     groups = [_described(ctx.version, d, include) for d in ctx.broker.groups.describe_groups(ctx.node_id, req.groups)]
     return Response({"groups": groups}, error_code=first_error(groups))
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> Response:
+def error_response(ctx: RequestContext, req: DescribeGroupsRequest, error: ErrorCode) -> Response:
     groups = [{"group_id": gid, "error_code": error, "group_state": "", "protocol_type": "", "protocol_data": "",
                "members": []} for gid in req.groups]
     return Response({"groups": groups}, error_code=first_error(groups))

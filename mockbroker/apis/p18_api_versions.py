@@ -30,12 +30,15 @@ Version notes:
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import TRANSACTION_VERSION_FEATURE, ApiKey
 
 from ..request import RequestContext, Response
+
+if TYPE_CHECKING:
+    from protocol.request_types import ApiVersionsRequest
 
 API_KEY = ApiKey.API_VERSIONS
 TRANSACTION_VERSION = "transaction.version"  # TransactionVersion.FEATURE_NAME
@@ -44,7 +47,7 @@ TRANSACTION_VERSION = "transaction.version"  # TransactionVersion.FEATURE_NAME
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
-def handle(ctx: RequestContext, req: Any) -> Response:
+def handle(ctx: RequestContext, req: ApiVersionsRequest) -> Response:
     software = None
     if ctx.version >= 3:
         name = req.client_software_name

@@ -22,7 +22,7 @@ Version notes:
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
@@ -34,6 +34,9 @@ from .common import (
     controller_quota_record,
     controller_quota_refused,
 )
+
+if TYPE_CHECKING:
+    from protocol.request_types import CreateTopicsRequest
 
 API_KEY = ApiKey.CREATE_TOPICS
 STRICT_SINCE = 6  # KafkaApis: newQuotaFor(request, strictSinceVersion = 6)
@@ -50,7 +53,7 @@ def topic_configs_out(cluster: Any, topic: Any) -> list[dict[str, Any]]:
 MAX_PARTITIONS_PER_BATCH = 10_000  # ReplicationControlManager: one controller batch
 
 
-def _total_partitions(req: Any, default: int) -> int:
+def _total_partitions(req: CreateTopicsRequest, default: int) -> int:
     """ReplicationControlManager.validateTotalNumberOfPartitions."""
     total = 0
     for t in req.topics:
@@ -63,7 +66,7 @@ def _total_partitions(req: Any, default: int) -> int:
     return total
 
 
-def handle(ctx: RequestContext, req: Any) -> Response:
+def handle(ctx: RequestContext, req: CreateTopicsRequest) -> Response:
     cluster = ctx.metadata
     cfg = cluster.config
     if _total_partitions(req, cfg["num.partitions"]) > MAX_PARTITIONS_PER_BATCH:
@@ -84,8 +87,8 @@ def handle(ctx: RequestContext, req: Any) -> Response:
             res.update(error_code=ErrorCode.invalid_request,
                        error_message="Found multiple entries for this topic.")
             continue
-        assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments}
-        nparts, rf = t.num_partitions, t.replication_factor
+        assignments: dict[int, list[int]] = {a.partition_index: list(a.broker_ids) for a in t.assignments}
+        nparts, rf = int(t.num_partitions), int(t.replication_factor)
         if assignments:
             if nparts != -1 or rf != -1:
                 res.update(error_code=ErrorCode.invalid_request,
@@ -117,14 +120,17 @@ def handle(ctx: RequestContext, req: Any) -> Response:
         if refused:
             res.update(THROTTLING_QUOTA_EXCEEDED)
             continue
-        topic = ctx.broker.controller.create_topic(t.name, nparts, rf, configs, assignments or None)
+        # check_new_topic refused null values (INVALID_CONFIG): every value here is a string
+        topic = ctx.broker.controller.create_topic(t.name, nparts, rf,
+                                                   {k: v for k, v in configs.items() if v is not None},
+                                                   assignments or None)
         throttle_ms = max(throttle_ms, controller_quota_record(ctx, nparts))
         res.update(topic_id=topic.topic_id, num_partitions=nparts, replication_factor=rf,
                    configs=topic_configs_out(cluster, topic))
     return Response({"topics": out}, controller_throttle_ms=throttle_ms)
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> Response:
+def error_response(ctx: RequestContext, req: CreateTopicsRequest, error: ErrorCode) -> Response:
     return Response({"topics": [{"name": t.name, "error_code": error, "error_message": None, "num_partitions": -1,
                                  "replication_factor": -1, "configs": None, "topic_config_error_code": 0}
                                 for t in req.topics]})

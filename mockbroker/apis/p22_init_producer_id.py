@@ -19,7 +19,7 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.codec import timedelta_ms
 from protocol.errors import ErrorCode
@@ -28,10 +28,13 @@ from protocol.registry import ApiKey
 from ..request import Deferred, Outcome, RequestContext, Response
 from ..txn.coordinator import InitProducerIdResult, error_for_client_version
 
+if TYPE_CHECKING:
+    from protocol.request_types import InitProducerIdRequest
+
 API_KEY = ApiKey.INIT_PRODUCER_ID
 
 
-def handle(ctx: RequestContext, req: Any) -> Outcome:
+def handle(ctx: RequestContext, req: InitProducerIdRequest) -> Outcome:
     if req.transactional_id is None:
         return Response({"error_code": ErrorCode.none, "producer_id": ctx.broker.controller.allocate_producer_id(),
                          "producer_epoch": 0})
@@ -51,5 +54,5 @@ def handle(ctx: RequestContext, req: Any) -> Outcome:
     return deferred
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> Response:
+def error_response(ctx: RequestContext, req: InitProducerIdRequest, error: ErrorCode) -> Response:
     return Response({"error_code": error, "producer_id": -1, "producer_epoch": -1})

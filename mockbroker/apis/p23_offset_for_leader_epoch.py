@@ -18,7 +18,7 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
@@ -26,10 +26,13 @@ from protocol.registry import ApiKey
 from ..request import RequestContext, Response
 from .common import partition_errors
 
+if TYPE_CHECKING:
+    from protocol.request_types import OffsetForLeaderEpochRequest
+
 API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
 
 
-def handle(ctx: RequestContext, req: Any) -> Response:
+def handle(ctx: RequestContext, req: OffsetForLeaderEpochRequest) -> Response:
     cluster = ctx.metadata
     topics = []
     for t in req.topics:
@@ -55,7 +58,7 @@ def handle(ctx: RequestContext, req: Any) -> Response:
     return Response({"topics": topics}, partition_errors(topics, "partitions", "partition", topic="topic"))
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> Response:
+def error_response(ctx: RequestContext, req: OffsetForLeaderEpochRequest, error: ErrorCode) -> Response:
     topics = [{"topic": t.topic, "partitions": [
         {"partition": p.partition, "error_code": error, "leader_epoch": -1, "end_offset": -1}
         for p in t.partitions]} for t in req.topics]

@@ -26,7 +26,7 @@ Version notes:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
@@ -36,6 +36,9 @@ from ..request import Body, Deferred, RequestContext, Response
 from ..txn.coordinator import error_for_client_version
 from ..txn.transaction_metadata import TV_0, TV_2
 from .common import partition_errors
+
+if TYPE_CHECKING:
+    from protocol.request_types import AddPartitionsToTxnRequest
 
 API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
 
@@ -93,7 +96,7 @@ def _one_transaction(ctx: RequestContext, tid: str, pid: int, epoch: int, partit
     txn.handle_add_partitions(tid, pid, epoch, partitions, added, tv, ctx.node_id)
 
 
-def handle(ctx: RequestContext, req: Any) -> Deferred:
+def handle(ctx: RequestContext, req: AddPartitionsToTxnRequest) -> Deferred:
     deferred = Deferred()
     if ctx.version < 4:
         partitions = _partitions(req.v3_and_below_topics)
@@ -127,7 +130,7 @@ def handle(ctx: RequestContext, req: Any) -> Deferred:
     return deferred
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> Response:
+def error_response(ctx: RequestContext, req: AddPartitionsToTxnRequest, error: ErrorCode) -> Response:
     """AddPartitionsToTxnRequest.getErrorResponse: v0-3 the error on every partition; v4+ the
     top-level error, no transaction results."""
     if ctx.version < 4:

@@ -21,7 +21,7 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
@@ -30,10 +30,13 @@ from ..request import Deferred, RequestContext, Response
 from ..txn.coordinator import error_for_client_version
 from ..txn.transaction_metadata import TV_0
 
+if TYPE_CHECKING:
+    from protocol.request_types import AddOffsetsToTxnRequest
+
 API_KEY = ApiKey.ADD_OFFSETS_TO_TXN
 
 
-def handle(ctx: RequestContext, req: Any) -> Deferred:
+def handle(ctx: RequestContext, req: AddOffsetsToTxnRequest) -> Deferred:
     deferred = Deferred()
     v = ctx.version
 
@@ -46,5 +49,5 @@ def handle(ctx: RequestContext, req: Any) -> Deferred:
     return deferred
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> Response:
+def error_response(ctx: RequestContext, req: AddOffsetsToTxnRequest, error: ErrorCode) -> Response:
     return Response({"error_code": error})

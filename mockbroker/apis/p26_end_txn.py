@@ -22,7 +22,7 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
@@ -31,10 +31,13 @@ from ..request import Deferred, RequestContext, Response
 from ..txn.coordinator import error_for_client_version
 from ..txn.transaction_metadata import TV_0, TV_2
 
+if TYPE_CHECKING:
+    from protocol.request_types import EndTxnRequest
+
 API_KEY = ApiKey.END_TXN
 
 
-def handle(ctx: RequestContext, req: Any) -> Deferred:
+def handle(ctx: RequestContext, req: EndTxnRequest) -> Deferred:
     v = ctx.version
     txn = ctx.broker.txn
     # TransactionVersion.transactionVersionForEndTxn: the request version alone says whether the
@@ -52,5 +55,5 @@ def handle(ctx: RequestContext, req: Any) -> Deferred:
     return deferred
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> Response:
+def error_response(ctx: RequestContext, req: EndTxnRequest, error: ErrorCode) -> Response:
     return Response({"error_code": error, "producer_id": -1, "producer_epoch": -1})

@@ -15,7 +15,7 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
@@ -23,6 +23,9 @@ from protocol.registry import ApiKey
 from ..quota.entities import DEFAULT
 from ..request import RequestContext, Response
 from .client_quota_entities import CLIENT_ID, ENTITY_TYPES, IP, USER, to_wire
+
+if TYPE_CHECKING:
+    from protocol.request_types import DescribeClientQuotasRequest
 
 API_KEY = ApiKey.DESCRIBE_CLIENT_QUOTAS
 EXACT, DEFAULT_MATCH, SPECIFIED = 0, 1, 2
@@ -32,7 +35,7 @@ def _error(msg: str) -> Response:
     return Response({"error_code": ErrorCode.invalid_request, "error_message": msg, "entries": None})
 
 
-def handle(ctx: RequestContext, req: Any) -> Response:
+def handle(ctx: RequestContext, req: DescribeClientQuotasRequest) -> Response:
     comps: dict[str, tuple[int, str | None]] = {}
     for c in req.components:
         if c.entity_type not in ENTITY_TYPES:

@@ -27,7 +27,7 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
@@ -36,6 +36,9 @@ from ..metadata import validate_topic_name
 from ..producer_state import ProducerStateManager
 from ..request import RequestContext, Response
 from .common import partition_errors
+
+if TYPE_CHECKING:
+    from protocol.request_types import DescribeProducersRequest
 
 API_KEY = ApiKey.DESCRIBE_PRODUCERS
 
@@ -52,7 +55,7 @@ def _active_producers(state: ProducerStateManager) -> list[dict[str, Any]]:
             for pid, e in sorted(state.producers.items())]
 
 
-def handle(ctx: RequestContext, req: Any) -> Response:
+def handle(ctx: RequestContext, req: DescribeProducersRequest) -> Response:
     topics = []
     for t in req.topics:
         invalid = validate_topic_name(t.name or "")
@@ -72,7 +75,7 @@ def handle(ctx: RequestContext, req: Any) -> Response:
     return Response({"topics": topics}, partition_errors(topics, "partitions"))
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> Response:
+def error_response(ctx: RequestContext, req: DescribeProducersRequest, error: ErrorCode) -> Response:
     topics = [{"name": t.name, "partitions": [_partition_error(i, error) for i in t.partition_indexes]}
               for t in req.topics]
     return Response({"topics": topics}, partition_errors(topics, "partitions"))

@@ -15,17 +15,20 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.registry import ApiKey
 
 from ..request import RequestContext, Response
 from .common import client_host
 
+if TYPE_CHECKING:
+    from protocol.request_types import ConsumerGroupHeartbeatRequest
+
 API_KEY = ApiKey.CONSUMER_GROUP_HEARTBEAT
 
 
-def handle(ctx: RequestContext, req: Any) -> Response:
+def handle(ctx: RequestContext, req: ConsumerGroupHeartbeatRequest) -> Response:
     r = ctx.broker.groups.consumer_group_heartbeat(ctx.node_id, ctx.version, req, ctx.client_id, client_host(ctx))
     assignment = None
     if r.assignment is not None:

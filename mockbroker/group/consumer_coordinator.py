@@ -285,7 +285,7 @@ class ConsumerGroupCoordinator:
     def _static_join(self, group: ConsumerGroup, member_id: str, instance_id: str) -> tuple[ConsumerGroupMember, bool]:
         old_id = group.static_members.get(instance_id)
         old = group.members.get(old_id) if old_id is not None else None
-        if old is None:
+        if old is None or old_id is None:
             if member_id in group.members:
                 raise HeartbeatError(ErrorCode.unknown_member_id, f"Member {member_id} already exists.")
             if len(group.members) >= self.max_size:

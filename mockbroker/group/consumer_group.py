@@ -24,6 +24,7 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
+from ..cluster_view import TopicPartition
 from .assignors import Assignment, copy_assignment
 from .group import (
     DescribedGroup,
@@ -31,7 +32,6 @@ from .group import (
     GroupType,
     ListedGroup,
     OffsetAndMetadata,
-    TopicPartition,
 )
 
 DEFAULT_ASSIGNOR = "uniform"

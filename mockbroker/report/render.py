@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import os
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from .job import CLIENT, Report
@@ -75,7 +76,7 @@ def collect(report: Report) -> dict[str, list[dict[str, Any]]]:
 
 
 def render_md(report: Report, data: dict[str, list[dict[str, Any]]], inputs: list[str],
-              images: list[str] = ()) -> str:
+              images: Sequence[str] = ()) -> str:
     lines = ["# Throttle-conformance report", "",
              f"Input: {', '.join(inputs)}; {report.records} records.", ""]
     if report.warnings:

@@ -31,14 +31,13 @@ from typing import NamedTuple, Protocol
 from protocol.errors import ErrorCode
 
 from ..clock import PeriodicTask, every
-from ..cluster_view import BrokerView
+from ..cluster_view import BrokerView, TopicPartition
 from .transaction_metadata import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     SHORT_MAX,
     TV_0,
     IllegalStateError,
-    TopicPartition,
     TransactionMetadata,
     TxnCoordinatorError,
     TxnTransitMetadata,

@@ -104,7 +104,7 @@ class TransactionMetadata:
                                   self.last_producer_epoch, self.txn_timeout_ms, new_state,
                                   frozenset(self.topic_partitions), self.txn_start_timestamp,
                                   self.txn_last_update_timestamp, self.client_transaction_version)
-        return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+        return dataclasses.replace(base, **changes)  # type: ignore[arg-type]  # each change names a field of its type
 
     def _prepare_transition_to(self, data: TxnTransitMetadata) -> TxnTransitMetadata:
         if self.pending_state is not None:
