@@ -6,7 +6,7 @@ Kafka's service reaches through its shards:
 
 * ``GroupRegistry`` (``registry.py``): every group, which broker coordinates
   it, the injected loading windows, the coordinator moves;
-* ``ClassicGroupCoordinator`` (``coordinator.py``): JoinGroup, SyncGroup,
+* ``ClassicGroupCoordinator`` (``classic_coordinator.py``): JoinGroup, SyncGroup,
   Heartbeat, LeaveGroup;
 * ``ConsumerGroupCoordinator`` (``consumer_coordinator.py``): KIP-848's
   ConsumerGroupHeartbeat and ConsumerGroupDescribe;

@@ -20,7 +20,7 @@ transition is written.
 
 Over 500 lines on purpose: as Kafka's ``TransactionCoordinator``, every API and
 the timers go through the same per-id state transitions and the marker
-completion; the state itself is ``state_manager.py`` and ``metadata.py``.
+completion; the state itself is ``state_manager.py`` and ``transaction_metadata.py``.
 """
 
 from __future__ import annotations
