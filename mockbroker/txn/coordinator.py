@@ -379,13 +379,14 @@ class TransactionCoordinator:
                 md.last_producer_epoch = NO_PRODUCER_EPOCH
             return md.prepare_abort_or_commit(next_state, tv, next_pid, self.clock.time_ms(), no_partition_added)
 
-        if md.producer_id != producer_id and not retry_on_overflow:
-            raise TxnCoordinatorError(ErrorCode.invalid_producer_id_mapping)
-        # the pending state before the epoch (KAFKA-18464): an end at the bumped epoch while the previous
-        # end's markers are still being written (PrepareCommit/PrepareAbort, CompleteX pending) waits
-        # and retries; checked after the epoch it would fence the producer that just bumped it
+        # the pending state first (KAFKA-18464; Kafka 4.4's endTransaction checks it before the producer id
+        # and the epoch): an end at the bumped epoch while the previous end's markers are still being written
+        # (PrepareCommit/PrepareAbort, CompleteX pending) waits and retries; checked after the epoch it would
+        # fence the producer that just bumped it
         if md.pending_state is not None and not is_epoch_fence:
             raise TxnCoordinatorError(ErrorCode.concurrent_transactions)
+        if md.producer_id != producer_id and not retry_on_overflow:
+            raise TxnCoordinatorError(ErrorCode.invalid_producer_id_mapping)
         if not valid_epoch:
             raise TxnCoordinatorError(ErrorCode.producer_fenced)
         if st is S.ONGOING:
