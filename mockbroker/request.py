@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeAlias
+from typing import Any, NamedTuple, Protocol, TypeAlias
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiRegistry, ApiSpec
@@ -71,9 +71,10 @@ from .txn.coordinator import TransactionCoordinator
 Body: TypeAlias = dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class Response:
-    """A response to send, and what the dispatcher must know of it (see the module docstring)."""
+class Response(NamedTuple):
+    """A response to send, and what the dispatcher must know of it (see the module docstring).
+    Immutable; a ``NamedTuple`` rather than a frozen dataclass because one is made per request and
+    a tuple is made in a fifth of the time."""
 
     body: Body
     # every partition the response gives an error code (a topic-level error: partition -1), in
@@ -177,10 +178,11 @@ class BrokerServices(Protocol):
     quota_store: QuotaStore         # the configured client quotas, cluster-wide (Describe/AlterClientQuotas)
 
 
-@dataclass(frozen=True, slots=True)
-class RequestContext:
+class RequestContext(NamedTuple):
     """What a handler knows about the request besides its body (Kafka's ``RequestContext``): its
-    header, the connection it came on, the broker it came to.  Frozen: nothing writes into it."""
+    header, the connection it came on, the broker it came to.  Immutable: nothing writes into it
+    (a ``NamedTuple``, as ``Response``: one per request, made in a fifth of a frozen dataclass's
+    time)."""
 
     broker: BrokerServices
     spec: ApiSpec
