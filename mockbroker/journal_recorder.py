@@ -7,6 +7,7 @@ throttle).  Kafka's ``RequestChannel.updateRequestMetrics`` and request log, in 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -50,6 +51,7 @@ class InFlight:
     handled_ns: int = 0                     # broker clock: the handler returned
     parked_ms: float | None = None          # answered this long after the handler returned (a Deferred)
     delayed: DelayedOperation | None = None  # the delayed operation it waited in
+    partitions: Sequence[PartitionRecord] = ()  # what it did before it waited (Deferred.partitions)
     delay_ms: int = 0                       # a fault rule's latency: the response goes out this much later
     fault_rule: int | None = None           # the id of the fault rule that acted on it
     recorded: bool = False                  # its record is written (one per request)
@@ -131,6 +133,8 @@ class RequestRecorder:
             rec.partitions = list(answer.partitions)
         elif isinstance(answer, NoResponse):
             rec.partitions = list(answer.partitions)
+        elif flight.partitions:  # never answered (the connection closed while it waited)
+            rec.partitions = list(flight.partitions)
         if partitions is not None:
             rec.partitions = partitions
         store = self.quota_store

@@ -155,7 +155,7 @@ class KafkaApis:
         flight.handled_ns = self.clock.monotonic_ns()
         flight.handler_ns = flight.handled_ns - t0
         if isinstance(outcome, Deferred):
-            flight.delayed = outcome.delayed
+            flight.delayed, flight.partitions = outcome.delayed, outcome.partitions
             if outcome.done:  # completed inside the handler (acks=1, a fetch with data)
                 self.finish(conn, flight, outcome.resolve())
             else:

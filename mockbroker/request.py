@@ -125,16 +125,19 @@ class Deferred:
     completions after it).  Completion may come before the dispatcher attaches (an operation that
     completes inside ``try_complete_else_watch``); the dispatcher then finishes at once.
     ``delayed`` is the delayed operation the request waits in, when there is one (the journal
-    reports its purgatory and whether the condition or the timeout completed it).
+    reports its purgatory and whether the condition or the timeout completed it); ``partitions``
+    what it did before it waits (Produce: the bytes appended), journaled if no answer ever comes
+    (the connection closed meanwhile).
     """
 
-    __slots__ = ("_callback", "_build", "done", "delayed")
+    __slots__ = ("_callback", "_build", "done", "delayed", "partitions")
 
     def __init__(self) -> None:
         self._callback: Callable[[Deferred], None] | None = None
         self._build: Callable[[], Answer] | None = None
         self.done = False
         self.delayed: DelayedOperation | None = None
+        self.partitions: Sequence[PartitionRecord] = ()
 
     def complete_with(self, build: Callable[[], Answer]) -> None:
         """Complete with the answer ``build()`` returns, built by the dispatcher (the first

@@ -147,6 +147,7 @@ def handle(ctx: RequestContext, req: ProduceRequest) -> Outcome:
                         partition_errors(topics, "partition_responses", "index", sizes=sizes))
 
     deferred = Deferred()
+    deferred.partitions = [PartitionRecord(t, p, 0, n) for (t, p), n in sizes.items()]
     deferred.delayed = ctx.broker.replica_manager.append_records(
         entries, acks, timedelta_ms(req.timeout), v, lambda responses: deferred.complete_with(lambda: respond(responses)),
         transactional_id=req.transactional_id)
