@@ -3,7 +3,7 @@
 A handler is a plain function ``handle(ctx: RequestContext, req) -> Outcome``
 (one module per API under ``apis/``).  It runs on the event loop, never
 awaits, and follows kfake's ladder: validate (each failure an error code in
-the response), then mutate, then respond.  ``ctx`` is its input and is frozen:
+the response), then mutate, then respond.  ``ctx`` is its input and is immutable:
 a handler writes nothing into it, and nothing after the handler does either.
 It returns one ``Outcome``:
 
