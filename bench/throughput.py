@@ -38,6 +38,14 @@ ratio is checked/unchecked.  ``--compression`` sets the producer's
 compression.type (default none), so the check's cost on compressed batches,
 which it decompresses, shows too.
 
+Measuring the produce-side timestamp check (``--timestamp-check``): each run starts the
+broker with ``log.message.timestamp.after.max.ms`` at Long.MAX_VALUE (with before.max.ms
+at its default, Long.MAX_VALUE, no record can be refused, so nothing beyond the record
+count is read) and at Kafka's default of one hour (the walk also reads every record's
+timestamp delta), alternating; the ratio is checked/unchecked.  It also prints the
+in-process cost per record of the walk: count only, with timestamp deltas, and with
+timestamp deltas and key lengths (what a compacted topic adds).
+
 Comparing two configurations of this checkout (``--compare-config key=value``,
 repeatable, or ``--journal``): each run starts the broker without and with
 those keys in turn (``-c`` goes to both), alternating as above; the ratio is
@@ -218,6 +226,40 @@ def record_check_cost(compression: str, records: int = 1000) -> float:
     return (time.perf_counter() - t0) / reps / records * 1e6
 
 
+def walk_costs(compression: str, records: int = 1000) -> dict[str, float]:
+    """µs per record of ``check_record_count`` on one batch shaped as this bench's, reading the count
+    only, also the timestamp deltas, and also the key lengths (keyed records, as a compacted topic's)."""
+    import gzip
+
+    import cramjam
+    import lz4.frame
+
+    sys.path.insert(0, str(HERE))
+    from protocol.records import build_batch, check_record_count, parse_header
+
+    pattern = bytes(range(64)) * (RECORD_BYTES // 64 + 2)
+    recs = [(b"key-%d" % i, pattern[i % 64:i % 64 + RECORD_BYTES], []) for i in range(records)]
+    stamps = [1_700_000_000_000 + i // 10 for i in range(records)]  # a producer's ms clock over the batch
+    plain = build_batch(recs, base_timestamp=stamps[0], timestamps=stamps)
+    compress = {"gzip": (1, gzip.compress), "snappy": (2, lambda d: bytes(cramjam.snappy.compress_raw(d))),
+                "lz4": (3, lambda d: lz4.frame.compress(d, block_linked=False)),
+                "zstd": (4, lambda d: bytes(cramjam.zstd.compress(d)))}
+    batch = plain if compression == "none" else build_batch(
+        recs, base_timestamp=stamps[0], timestamps=stamps, payload=compress[compression][1](plain[61:]),
+        attributes=compress[compression][0])
+    view = memoryview(batch)
+    header = parse_header(view)
+    out = {}
+    for label, kw in (("count", {}), ("count+timestamps", {"timestamps": True}),
+                      ("count+timestamps+keys", {"timestamps": True, "keys": True})):
+        reps = 30
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            check_record_count(view, header, **kw)
+        out[label] = (time.perf_counter() - t0) / reps / records * 1e6
+    return out
+
+
 def journal_size(directory: Path) -> tuple[int, int]:
     """(records, bytes on disk) of the journal a run wrote."""
     from mockbroker.journal_reader import read_journal
@@ -234,6 +276,9 @@ def main() -> None:
                     help="measure this checkout without and with these keys side by side (repeatable)")
     ap.add_argument("--record-check", action="store_true",
                     help="measure this checkout with mock.produce.check.records=false and with the check on")
+    ap.add_argument("--timestamp-check", action="store_true",
+                    help="measure this checkout with message.timestamp.after.max.ms unbounded and at Kafka's "
+                         "default (the record walk then reads every timestamp delta)")
     ap.add_argument("--compression", default="none", choices=("none", "gzip", "snappy", "lz4", "zstd"),
                     help="the producer's compression.type (default none)")
     ap.add_argument("--journal", action="store_true",
@@ -246,15 +291,19 @@ def main() -> None:
     RECORDS = args.records
     COMPRESSION = args.compression
     compare = bool(args.compare_config or args.journal)
-    if sum((compare, bool(args.baseline), args.record_check)) > 1:
+    if sum((compare, bool(args.baseline), args.record_check, args.timestamp_check)) > 1:
         ap.error("--baseline compares checkouts, --compare-config/--journal configurations, --record-check "
-                 "the record check: one at a time")
+                 "the record check, --timestamp-check the timestamp check: one at a time")
     # (label, checkout, extra config, journal on)
     variants: list[tuple[str, Path, list[str], bool]]
     if args.record_check:
         variants = [("unchecked", HERE, args.config + ["mock.produce.check.records=false"], False),
                     ("checked", HERE, args.config, False)]
         first, second = "checked", "unchecked"
+    elif args.timestamp_check:
+        variants = [("unbounded", HERE, args.config + [f"log.message.timestamp.after.max.ms={2**63 - 1}"], False),
+                    ("checked", HERE, args.config, False)]
+        first, second = "checked", "unbounded"
     elif compare:
         variants = [("off", HERE, args.config, False), ("on", HERE, args.config + args.compare_config, args.journal)]
         first, second = "on", "off"
@@ -271,6 +320,10 @@ def main() -> None:
     if args.record_check:
         print(f"check_record_count in this process, 1000 x {RECORD_BYTES} B records, compression {COMPRESSION}: "
               f"{record_check_cost(COMPRESSION):.3f} µs per record")
+    if args.timestamp_check:
+        costs = walk_costs(COMPRESSION)
+        print(f"check_record_count in this process, 1000 x {RECORD_BYTES} B keyed records, compression "
+              f"{COMPRESSION}, µs per record: " + ", ".join(f"{k} {v:.3f}" for k, v in costs.items()))
     rates: dict[str, dict[str, list[float]]] = {v[0]: {"produce": [], "consume": []} for v in variants}
     cpu_us: dict[str, dict[str, list[float]]] = {v[0]: {"produce": [], "consume": []} for v in variants}
     for run in range(args.runs):

@@ -27,6 +27,7 @@ from .apis import build_handlers
 from .channel import Authenticator, CloseReason
 from .clock import Clock
 from .config import BrokerConfig, Listener
+from .config_catalog import ConfigCatalog
 from .connection import KafkaConnection
 from .controller import Controller
 from .fault_actions import FaultActions
@@ -72,6 +73,7 @@ class SharedState:
     faults: FaultInjector
     throttle_events: deque[ThrottleEvent]
     sasl_credentials: CredentialStore | None  # when a listener is SASL_PLAINTEXT
+    config_catalog: ConfigCatalog  # config resources: DescribeConfigs, (Incremental)AlterConfigs
 
 
 class Broker:
@@ -92,6 +94,7 @@ class Broker:
         self.groups: GroupCoordinatorService = shared.groups
         self.txn: TransactionCoordinator = shared.txn
         self.quota_store: QuotaStore = shared.quota_store
+        self.config_catalog: ConfigCatalog = shared.config_catalog
         self.quotas = QuotaManagers(shared.quota_store, self.clock, cfg)
         self.fetch_manager = FetchManager(cfg["max.incremental.fetch.session.cache.slots"])
         self.replica_manager = ReplicaManager(

@@ -115,10 +115,15 @@ class _ManualHandle:
 
 
 class ManualClock:
-    """A clock that moves only on ``advance``/``set``; wall time = start + elapsed."""
+    """A clock that moves only on ``advance``/``set``; wall time = start + elapsed.
 
-    def __init__(self, start_wall_ms: int = 1_700_000_000_000, start_mono_ms: int = 1_000_000) -> None:
-        self._wall0 = start_wall_ms
+    The wall time starts at the host's when the clock is made (``start_wall_ms`` unless given), so
+    that records real clients stamp with their own clocks fall within the broker's
+    message.timestamp.after.max.ms (one hour by default, as Kafka 4's) and retention measures them
+    against the time a test advanced to; give ``start_wall_ms`` for absolute times."""
+
+    def __init__(self, start_wall_ms: int | None = None, start_mono_ms: int = 1_000_000) -> None:
+        self._wall0 = wall_time_ns() // 1_000_000 if start_wall_ms is None else start_wall_ms
         self._mono0 = start_mono_ms
         self._elapsed_ns = 0
         self._timers: list[tuple[int, int, _ManualHandle, Callable[[], None]]] = []

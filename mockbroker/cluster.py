@@ -41,11 +41,13 @@ from .config import (
     parse_users,
     routable_address,
 )
+from .config_catalog import ConfigCatalog
 from .controller import Controller
 from .faults import FaultInjector
 from .group.service import GroupCoordinatorService
 from .journal import RequestJournal
 from .journal_writer import JournalWriter
+from .log_cleaner import LogCleaner
 from .metadata import ClusterMetadata, Topic
 from .quota.entities import QuotaStore
 from .quota.throttle import ThrottleEvent
@@ -80,6 +82,11 @@ class Cluster:
         self.actions = ActionQueue(self.loop)
         self.replication = ReplicationSimulator(self.metadata, config["mock.replication.lag.ms"], self.actions.add)
         self.controller = Controller(self.metadata, self.replication)
+        self.log_cleaner = LogCleaner(self.metadata)  # compaction of cleanup.policy=compact logs
+        self._cleaner_task: PeriodicTask | None = None
+        # every config resource (DescribeConfigs, (Incremental)AlterConfigs); dynamic broker configs
+        self.config_catalog = ConfigCatalog(config, self.metadata)
+        self.config_catalog.on_change.append(self._broker_configs_changed)
         self.groups = GroupCoordinatorService(self.metadata, self.clock, config)
         self.controller.on_topic_deleted(self.groups.delete_topic_offsets)
         # the transaction coordinator, at the transaction.version ApiVersions finalizes
@@ -117,7 +124,7 @@ class Cluster:
         verifier = AddPartitionsToTxnManager(self.txn) if self.txn.config.partition_verification_enable else None
         shared = SharedState(config, self.clock, self.loop, self.metadata, self.controller, self.replication,
                              self.actions, self.groups, self.txn, verifier, self.quota_store, self.registry,
-                             self.journal, self.faults, self.throttle_events, credentials)
+                             self.journal, self.faults, self.throttle_events, credentials, self.config_catalog)
         first = config["node.id"]
         self.brokers: dict[int, Broker] = {}
         for i in range(config["mock.num.brokers"]):
@@ -136,6 +143,7 @@ class Cluster:
                 self.controller.create_topic(name, parts, rf)
         self._every(self.config["log.retention.check.interval.ms"], self.metadata.enforce_retention,
                     "kafka-log-retention")
+        self._start_cleaner()
         self._every(self.config["offsets.retention.check.interval.ms"], self.groups.expire_offsets,
                     "delete-expired-group-metadata")
         # the abort of timed-out transactions and the expiration of transactional ids, on this clock
@@ -154,8 +162,23 @@ class Cluster:
                 await self.stop()
                 raise
 
-    def _every(self, interval_ms: int, fn: Callable[[], object], name: str) -> None:
-        self._timers.append(every(self.clock, interval_ms, fn, name))
+    def _every(self, interval_ms: int, fn: Callable[[], object], name: str) -> PeriodicTask:
+        task = every(self.clock, interval_ms, fn, name)
+        self._timers.append(task)
+        return task
+
+    def _start_cleaner(self) -> None:
+        """The cleaner thread: it sleeps log.cleaner.backoff.ms when no compacted log is dirty enough."""
+        self._cleaner_task = self._every(max(self.config["log.cleaner.backoff.ms"], 1), self.log_cleaner.run,
+                                         "kafka-log-cleaner-thread-0")
+
+    def _broker_configs_changed(self, keys: set[str]) -> None:
+        """Dynamic broker configs changed (``ConfigCatalog``): what is read once must be read again, as
+        ``LogCleaner.reconfigure`` restarts its threads with the new back-off."""
+        if "log.cleaner.backoff.ms" in keys and self._cleaner_task is not None:
+            self._cleaner_task.cancel()
+            self._timers.remove(self._cleaner_task)
+            self._start_cleaner()
 
     def _expire_quota_sensors(self) -> None:
         now = self.clock.monotonic_ms()

@@ -59,6 +59,25 @@ def _str(v: Any) -> str:
     return str(v)
 
 
+def _float(v: Any) -> float:
+    if isinstance(v, bool):
+        raise ValueError(f"not a number: {v!r}")
+    return float(v)
+
+
+LONG_MAX = (1 << 63) - 1
+
+
+def _cleanup_policy(v: Any) -> str:
+    """``log.cleanup.policy`` / ``cleanup.policy``: a list of delete and compact (Kafka's ValidList), kept as
+    the comma-separated string Kafka reports."""
+    items = _list(v)
+    bad = [x for x in items if x not in ("delete", "compact")]
+    if bad:
+        raise ValueError(f"invalid cleanup.policy {bad}: delete and/or compact")
+    return ",".join(items)
+
+
 def _list(v: Any) -> list[str]:
     if isinstance(v, (list, tuple)):
         return [str(x).strip() for x in v if str(x).strip()]
@@ -188,6 +207,33 @@ CONFIG_DEF: dict[str, ConfigKey] = {
         ConfigKey("log.roll.ms", _int, 604800000, "A segment older than this is rolled on the next append.", 1),
         ConfigKey("log.retention.check.interval.ms", _int, 300000, "How often retention runs.", 1),
         ConfigKey("log.message.timestamp.type", _str, "CreateTime", "CreateTime or LogAppendTime.", None, ("CreateTime", "LogAppendTime")),
+        ConfigKey("log.message.timestamp.before.max.ms", _int, LONG_MAX,
+                  "Default message.timestamp.before.max.ms of topics: on a CreateTime topic a record whose timestamp "
+                  "is older than the broker's time by more than this is refused (INVALID_TIMESTAMP).", 0),
+        ConfigKey("log.message.timestamp.after.max.ms", _int, 3600000,
+                  "Default message.timestamp.after.max.ms of topics: on a CreateTime topic a record whose timestamp "
+                  "is ahead of the broker's time by more than this is refused (INVALID_TIMESTAMP).", 0),
+        ConfigKey("log.cleanup.policy", _cleanup_policy, "delete",
+                  "Default cleanup.policy of topics: delete, compact, both (comma-separated) or empty "
+                  "(keep all).", None),
+        ConfigKey("log.cleaner.backoff.ms", _int, 15000,
+                  "How long the log cleaner sleeps when no compacted log is dirty enough to clean.", 0),
+        ConfigKey("log.cleaner.min.cleanable.ratio", _float, 0.5,
+                  "Default min.cleanable.dirty.ratio of topics: a compacted log is cleaned once its dirty part "
+                  "is this share of it (or max.compaction.lag.ms passed).", 0),
+        ConfigKey("log.cleaner.delete.retention.ms", _int, 86400000,
+                  "Default delete.retention.ms of topics: how long a tombstone (and an empty transaction's "
+                  "marker) stays after the cleaning that first saw it.", 0),
+        ConfigKey("log.cleaner.min.compaction.lag.ms", _int, 0,
+                  "Default min.compaction.lag.ms of topics: a record stays uncompacted at least this long.", 0),
+        ConfigKey("log.cleaner.max.compaction.lag.ms", _int, LONG_MAX,
+                  "Default max.compaction.lag.ms of topics: a dirty record is compacted within this long "
+                  "whatever the dirty ratio (and a compacted topic's active segment rolls after it).", 1),
+        ConfigKey("log.cleaner.dedupe.buffer.size", _int, 134217728,
+                  "Memory of the cleaner's offset map (24 bytes a key, 90 % usable): a pass maps at most that many "
+                  "distinct keys of the dirty section and cleans up to the last one it mapped.", 0),
+        ConfigKey("log.cleaner.io.buffer.load.factor", _float, 0.9,
+                  "Share of the cleaner's offset map slots a pass fills before it stops mapping.", 0),
         ConfigKey("fetch.max.bytes", _int, 57671680, "Upper bound of one fetch response.", 0),
         ConfigKey("max.incremental.fetch.session.cache.slots", _int, 1000, "Fetch sessions (KIP-227) kept at once.", 0),
         ConfigKey("producer.id.expiration.ms", _int, 86400000, "Idempotent producer state expires after this idle time.", 1),
@@ -254,8 +300,10 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "(2 for 4.x, 0 before, where only 0 is accepted).", None, ("", "0", "1", "2")),
         ConfigKey("mock.produce.check.records", _bool, True,
                   "Walk each produced batch's records to check its record count, as Kafka's LogValidator "
-                  "iterates them (a compressed batch is decompressed); false trusts the batch header "
-                  "(faster; a lying count then moves the log end offset)."),
+                  "iterates them (a compressed batch is decompressed), reading their timestamps and, on a "
+                  "compacted topic, key lengths on the way; false trusts the batch header (faster; a lying count "
+                  "then moves the log end offset, the base and max timestamps stand for the records' and keyless "
+                  "records reach a compacted topic)."),
         ConfigKey("mock.cluster.id", _str, "mockbroker-cluster-0001", "Cluster id reported in Metadata and DescribeCluster."),
         ConfigKey("mock.journal.max.entries", _int, 100000,
                   "Request journal records kept in memory (oldest dropped); 0 keeps all.", 0),
@@ -305,6 +353,22 @@ def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def parse_value(key: str, raw: Any, where: str) -> Any:
+    """``raw`` as ``key``'s value, checked as at start-up (``ConfigError`` naming ``where``)."""
+    d = CONFIG_DEF.get(key)
+    if d is None:
+        raise _unknown(key, where)
+    try:
+        value = d.parse(raw)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"invalid value {raw!r} for {key} ({where}): {e}") from None
+    if d.at_least is not None and value is not None and value < d.at_least:
+        raise ConfigError(f"invalid value {value!r} for {key} ({where}): must be at least {d.at_least:g}")
+    if d.choices and value not in d.choices:
+        raise ConfigError(f"invalid value {value!r} for {key} ({where}): one of {', '.join(d.choices)}")
+    return value
+
+
 def _unknown(key: str, where: str) -> ConfigError:
     close = difflib.get_close_matches(key, CONFIG_DEF.keys(), n=3)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
@@ -317,6 +381,8 @@ class BrokerConfig(Mapping[str, Any]):
     def __init__(self, values: Mapping[str, Any] | None = None) -> None:
         self._values: dict[str, Any] = {k: d.default for k, d in CONFIG_DEF.items()}
         self._explicit: set[str] = set()
+        self._dynamic: dict[str, Any] = {}  # cluster-default dynamic configs (DynamicBrokerConfig), parsed
+        self._per_broker: dict[int, dict[str, Any]] = {}  # per-broker dynamic configs, parsed
         if values:
             self._apply(values, "config")
         self._check()
@@ -365,6 +431,8 @@ class BrokerConfig(Mapping[str, Any]):
         self = cls.__new__(cls)
         self._values = {k: d.default for k, d in CONFIG_DEF.items()}
         self._explicit = set()
+        self._dynamic = {}
+        self._per_broker = {}
         for k, v in merged.items():
             self._apply({k: v}, sources[k])
         self._check()
@@ -372,18 +440,7 @@ class BrokerConfig(Mapping[str, Any]):
 
     def _apply(self, values: Mapping[str, Any], where: str) -> None:
         for key, raw in values.items():
-            d = CONFIG_DEF.get(key)
-            if d is None:
-                raise _unknown(key, where)
-            try:
-                value = d.parse(raw)
-            except (TypeError, ValueError) as e:
-                raise ConfigError(f"invalid value {raw!r} for {key} ({where}): {e}") from None
-            if d.at_least is not None and value is not None and value < d.at_least:
-                raise ConfigError(f"invalid value {value!r} for {key} ({where}): must be at least {d.at_least:g}")
-            if d.choices and value not in d.choices:
-                raise ConfigError(f"invalid value {value!r} for {key} ({where}): one of {', '.join(d.choices)}")
-            self._values[key] = value
+            self._values[key] = parse_value(key, raw, where)
             self._explicit.add(key)
 
     def _check(self) -> None:
@@ -440,9 +497,31 @@ class BrokerConfig(Mapping[str, Any]):
         return parse_listeners(self["listeners"], self["advertised.listeners"],
                                self["listener.security.protocol.map"])
 
-    # Mapping protocol
+    # Mapping protocol: a cluster-default dynamic value, else the static one
     def __getitem__(self, key: str) -> Any:
+        dynamic = self._dynamic
+        if dynamic and key in dynamic:
+            return dynamic[key]
         return self._values[key]
+
+    def static(self, key: str) -> Any:
+        """The value from the defaults, file, environment and ``-c`` (what a dynamic one overrides)."""
+        return self._values[key]
+
+    def for_broker(self, key: str, node_id: int) -> Any:
+        """``node_id``'s value: its own dynamic one (per-broker), else the cluster default's, else the static one."""
+        own = self._per_broker.get(node_id)
+        if own and key in own:
+            return own[key]
+        return self[key]
+
+    def set_dynamic(self, node_id: int | None, values: Mapping[str, Any]) -> None:
+        """The dynamic configs (``DynamicBrokerConfig``) of one broker (``node_id``) or of the cluster
+        default (None), parsed, replacing the previous ones; ``config_catalog.py`` sets them."""
+        if node_id is None:
+            self._dynamic = dict(values)
+        else:
+            self._per_broker[node_id] = dict(values)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._values)

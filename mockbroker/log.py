@@ -2,10 +2,18 @@
 
 Batches are stored as the bytes the producer sent, with baseOffset and
 partitionLeaderEpoch rewritten; they are served as those same bytes.  Segments
-exist only so that retention drops whole segments as Kafka does
-(``UnifiedLog.deleteRetentionMsBreachedSegments`` /
-``deleteRetentionSizeBreachedSegments``) and the log start offset moves to the
-first remaining segment.
+exist so that retention drops whole segments as Kafka does
+(``UnifiedLog.deleteOldSegments``: the log start offset breached, then
+``deleteRetentionSizeBreachedSegments`` and ``deleteRetentionMsBreachedSegments``
+when cleanup.policy has delete), the log start offset moving to the first
+remaining segment, and so that the log cleaner (``log_cleaner.py``) compacts the
+segments below the active one and swaps them for cleaned ones
+(``replace_segments``, ``UnifiedLog.replaceSegments``).  A cleaned segment's
+batches keep their offsets but may leave gaps between them (removed records and
+batches); their base offsets are then read from the batches themselves.
+DeleteRecords moves the log start offset inside the log
+(``maybe_increment_log_start_offset``); the segments wholly below it go at the next
+retention pass.
 
 Transactions (``UnifiedLog``): the log owns its ``ProducerStateManager``; the
 last stable offset is the first unstable offset when below the high watermark,
@@ -20,6 +28,7 @@ truncation those at or above the truncation point (``TransactionIndex.truncateTo
 from __future__ import annotations
 
 import bisect
+import struct
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +36,12 @@ from dataclasses import dataclass, field
 from protocol.records import BatchHeader, assign_offsets, record_timestamps
 
 from .producer_state import CompletedTxn, ProducerStateManager
+
+_I64 = struct.Struct(">q")
+
+
+class OffsetOutOfRange(Exception):
+    """``OffsetOutOfRangeException`` from the log: OFFSET_OUT_OF_RANGE for the partition."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +62,9 @@ def _int64s() -> array[int]:
 class LogSegment:
     """One segment: its batches as bytes, and per batch its last offset and max timestamp (the
     offset and time indexes' part that is kept) as int64 arrays, 8 bytes each instead of a list
-    slot and an int object (48 bytes) each."""
+    slot and an int object (48 bytes) each.  ``last_modified_ms`` stands for the file's mtime (the
+    last append; a cleaned segment takes its last source segment's); ``cleaned`` says its batches
+    may leave gaps between them (a batch's base offset is then read from the batch)."""
 
     base_offset: int
     created_ms: int
@@ -56,13 +73,31 @@ class LogSegment:
     max_timestamps: array[int] = field(default_factory=_int64s)
     size_bytes: int = 0
     largest_timestamp: int = -1
+    last_modified_ms: int = -1
+    cleaned: bool = False
 
     @property
     def next_offset(self) -> int:
+        """``LogSegment.readNextOffset``: after the last batch, or the base offset when empty."""
         return self.last_offsets[-1] + 1 if self.last_offsets else self.base_offset
 
     def batch_base(self, i: int) -> int:
+        if self.cleaned:
+            base: int = _I64.unpack_from(self.batches[i], 0)[0]
+            return base
         return self.last_offsets[i - 1] + 1 if i else self.base_offset
+
+    @property
+    def retention_timestamp(self) -> int:
+        """``LogSegment.largestTimestamp``: the largest record timestamp, else the last-modified time."""
+        return self.largest_timestamp if self.largest_timestamp >= 0 else self.last_modified_ms
+
+    def add(self, batch: bytes, last_offset: int, max_timestamp: int) -> None:
+        self.batches.append(batch)
+        self.last_offsets.append(last_offset)
+        self.max_timestamps.append(max_timestamp)
+        self.size_bytes += len(batch)
+        self.largest_timestamp = max(self.largest_timestamp, max_timestamp)
 
 
 @dataclass(slots=True)
@@ -77,7 +112,7 @@ class FetchSlice:
 
 class PartitionLog:
     def __init__(self, now_ms: int) -> None:
-        self.segments: list[LogSegment] = [LogSegment(0, now_ms)]
+        self.segments: list[LogSegment] = [LogSegment(0, now_ms, last_modified_ms=now_ms)]
         self.log_start_offset = 0
         self.high_watermark = 0
         self.leader_epoch = 0
@@ -123,12 +158,8 @@ class PartitionLog:
             seg = LogSegment(base, now_ms)
             self.segments.append(seg)
         last = base + header.last_offset_delta
-        max_ts = now_ms if log_append_time else header.max_timestamp
-        seg.batches.append(stored)
-        seg.last_offsets.append(last)
-        seg.max_timestamps.append(max_ts)
-        seg.size_bytes += len(stored)
-        seg.largest_timestamp = max(seg.largest_timestamp, max_ts)
+        seg.add(stored, last, now_ms if log_append_time else header.max_timestamp)
+        seg.last_modified_ms = now_ms
         return base, last
 
     def complete_txn(self, completed: CompletedTxn) -> None:
@@ -253,44 +284,98 @@ class PartitionLog:
         return found
 
     # -- retention ------------------------------------------------------------------
-    def enforce_retention(self, now_ms: int, retention_ms: int, retention_bytes: int) -> int:
-        """Drop whole segments past retention; returns the number dropped."""
-        dropped = 0
-        if retention_ms >= 0:
-            dropped += self._delete_while(lambda seg: now_ms - seg.largest_timestamp > retention_ms, now_ms)
-        if retention_bytes >= 0:
-            excess = [self.size_bytes - retention_bytes]
+    def delete_old_segments(self, now_ms: int, delete: bool, retention_ms: int, retention_bytes: int) -> int:
+        """``UnifiedLog.deleteOldSegments``: the segments wholly below the log start offset (after
+        DeleteRecords), then, when cleanup.policy has delete, by size (retention.bytes) and by time
+        (retention.ms against each segment's largest timestamp); returns the number dropped."""
+        dropped = self._delete_while(lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset,
+                                     now_ms)
+        if not delete:
+            return dropped
+        size = self.size_bytes
+        if retention_bytes >= 0 and size >= retention_bytes:
+            excess = [size - retention_bytes]
 
-            def over(seg: LogSegment) -> bool:
+            def over(seg: LogSegment, _nxt: LogSegment | None) -> bool:
                 if excess[0] - seg.size_bytes >= 0:
                     excess[0] -= seg.size_bytes
                     return True
                 return False
 
             dropped += self._delete_while(over, now_ms)
+        if retention_ms >= 0:
+            dropped += self._delete_while(lambda seg, _nxt: now_ms - seg.retention_timestamp > retention_ms, now_ms)
         return dropped
 
-    def _delete_while(self, predicate: Callable[[LogSegment], bool], now_ms: int) -> int:
+    def enforce_retention(self, now_ms: int, retention_ms: int, retention_bytes: int) -> int:
+        """Retention of a delete-policy log (``delete_old_segments`` with delete on)."""
+        return self.delete_old_segments(now_ms, True, retention_ms, retention_bytes)
+
+    def _delete_while(self, predicate: Callable[[LogSegment, LogSegment | None], bool], now_ms: int) -> int:
+        """``UnifiedLog.deletableSegments`` and ``deleteSegments``: leading segments while ``predicate``
+        holds and the high watermark has passed them (their upper bound: the next segment's base
+        offset, or the log end offset); never the last segment when it is empty.  When every segment
+        goes a new active one is rolled at the log end (Kafka rolls first); the log start offset moves
+        to the first segment left."""
         n = 0
-        now_end = self.log_end_offset
-        while self.segments:
-            seg = self.segments[0]
-            if not seg.batches:
+        segs = self.segments
+        while n < len(segs):
+            seg = segs[n]
+            nxt = segs[n + 1] if n + 1 < len(segs) else None
+            upper = nxt.base_offset if nxt is not None else self.log_end_offset
+            if nxt is None and not seg.batches:
                 break
-            # only data below the high watermark may go (UnifiedLog.deletableSegments)
-            if seg.next_offset > self.high_watermark:
+            if self.high_watermark < upper or not predicate(seg, nxt):
                 break
-            if not predicate(seg):
-                break
-            self.segments.pop(0)
             n += 1
-        if not self.segments:  # the active segment went too: roll an empty one (Kafka rolls first)
-            self.segments.append(LogSegment(now_end, now_ms))
-        if n:
-            self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
-            # the deleted segments' transaction indexes go with them
-            self.aborted_txns = [t for t in self.aborted_txns if t.last_offset >= self.log_start_offset]
+        if not n:
+            return 0
+        now_end = self.log_end_offset
+        del segs[:n]
+        if not segs:
+            segs.append(LogSegment(now_end, now_ms, last_modified_ms=now_ms))
+        self._log_start_moved(max(self.log_start_offset, segs[0].base_offset))
+        # the deleted segments' transaction indexes go with them
+        self.aborted_txns = [t for t in self.aborted_txns if t.last_offset >= segs[0].base_offset]
         return n
+
+    def maybe_increment_log_start_offset(self, new_start: int) -> bool:
+        """``UnifiedLog.maybeIncrementLogStartOffset`` (DeleteRecords): above the high watermark is
+        ``OffsetOutOfRange``; a larger offset becomes the log start offset (its segments stay until the
+        next retention pass deletes those wholly below it).  True when it moved."""
+        if new_start > self.high_watermark:
+            raise OffsetOutOfRange(f"Cannot increment the log start offset to {new_start} since it is larger than "
+                                   f"the high watermark {self.high_watermark}")
+        if new_start <= self.log_start_offset:
+            return False
+        self._log_start_moved(new_start)
+        return True
+
+    def _log_start_moved(self, start: int) -> None:
+        """``updateLogStartOffset`` and what follows it: the leader epoch cache forgets the epochs
+        wholly below the new start (``LeaderEpochFileCache.truncateFromStart``: the last of them
+        begins at the start) and the producer state its completed transactions below it."""
+        if start <= self.log_start_offset:
+            return
+        self.log_start_offset = start
+        starts = self.epoch_starts
+        keep = [i for i, (_e, st) in enumerate(starts) if st > start]
+        first = keep[0] if keep else len(starts)
+        if first > 0:
+            self.epoch_starts = [(starts[first - 1][0], start)] + starts[first:]
+        self.producer_state.on_log_start_offset_incremented(start)
+
+    # -- cleaning (log_cleaner.py) --------------------------------------------------------
+    def replace_segments(self, cleaned: LogSegment, old: list[LogSegment], aborted: list[AbortedTxn]) -> None:
+        """``UnifiedLog.replaceSegments``: ``cleaned`` takes the place of ``old`` (consecutive
+        segments), and the aborted transactions whose markers were in them become ``aborted`` (the
+        cleaned segment's transaction index)."""
+        i = next(k for k, seg in enumerate(self.segments) if seg is old[0])
+        self.segments[i:i + len(old)] = [cleaned]
+        lo = old[0].base_offset
+        hi = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else self.log_end_offset
+        kept = [t for t in self.aborted_txns if not lo <= t.last_offset < hi]
+        self.aborted_txns = sorted(kept + aborted, key=lambda t: t.last_offset)
 
     # -- leadership -------------------------------------------------------------------
     def new_leader_epoch(self, epoch: int) -> None:

@@ -19,7 +19,8 @@ from typing import Any
 from protocol.errors import ErrorCode
 
 from .clock import Clock
-from .config import BrokerConfig
+from .config import BrokerConfig, _cleanup_policy
+from .config_defs import validate_topic_configs
 from .log import PartitionLog
 from .producer_state import ProducerStateManager
 
@@ -30,19 +31,18 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 def validate_topic_name(name: str) -> str | None:
-    """Kafka's ``Topic.validate``: the error message, or None when legal."""
+    """Kafka 4.4's ``Topic.validate``: the error message, or None when legal."""
     if not name:
-        return "Topic name is illegal, it can't be empty"
-    if name in (".", ".."):
-        return "Topic name cannot be \".\" or \"..\""
-    if len(name) > MAX_TOPIC_NAME_LENGTH:
-        return f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, topic name: {name}"
-    if not _TOPIC_RE.match(name):
-        return (
-            f"Topic name \"{name}\" is illegal, it contains a character other than "
-            "ASCII alphanumerics, '.', '_' and '-'"
-        )
-    return None
+        reason = "the empty string is not allowed"
+    elif name in (".", ".."):
+        reason = f"'{name}' is not allowed"
+    elif len(name) > MAX_TOPIC_NAME_LENGTH:
+        reason = f"the length of '{name}' is longer than the max allowed length {MAX_TOPIC_NAME_LENGTH}"
+    elif not _TOPIC_RE.match(name):
+        reason = f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
+    else:
+        return None
+    return f"Topic name is invalid: {reason}"
 
 
 # Topic configs: name -> (broker default key or literal default, parser, documented type).
@@ -52,10 +52,7 @@ def _long(v: str) -> int:
 
 
 def _policy(v: str) -> str:
-    parts = [p.strip() for p in v.split(",")]
-    if not parts or any(p not in ("delete", "compact") for p in parts):
-        raise ValueError("cleanup.policy must be delete and/or compact")
-    return v
+    return _cleanup_policy(v)
 
 
 def _ts_type(v: str) -> str:
@@ -85,19 +82,19 @@ TOPIC_CONFIGS: dict[str, tuple[str | None, Any, Any]] = {
     "max.message.bytes": ("message.max.bytes", None, _long),
     "message.timestamp.type": ("log.message.timestamp.type", None, _ts_type),
     "min.insync.replicas": ("min.insync.replicas", None, _long),
-    "cleanup.policy": (None, "delete", _policy),
+    "cleanup.policy": ("log.cleanup.policy", None, _policy),
     "compression.type": (None, "producer", _compression),
     "unclean.leader.election.enable": (None, "false", _bool_str),
-    "message.timestamp.before.max.ms": (None, "9223372036854775807", _long),
-    "message.timestamp.after.max.ms": (None, "3600000", _long),
-    "delete.retention.ms": (None, "86400000", _long),
+    "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms", None, _long),
+    "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms", None, _long),
+    "delete.retention.ms": ("log.cleaner.delete.retention.ms", None, _long),
     "file.delete.delay.ms": (None, "60000", _long),
     "flush.messages": (None, "9223372036854775807", _long),
     "flush.ms": (None, "9223372036854775807", _long),
     "index.interval.bytes": (None, "4096", _long),
-    "max.compaction.lag.ms": (None, "9223372036854775807", _long),
-    "min.compaction.lag.ms": (None, "0", _long),
-    "min.cleanable.dirty.ratio": (None, "0.5", float),
+    "max.compaction.lag.ms": ("log.cleaner.max.compaction.lag.ms", None, _long),
+    "min.compaction.lag.ms": ("log.cleaner.min.compaction.lag.ms", None, _long),
+    "min.cleanable.dirty.ratio": ("log.cleaner.min.cleanable.ratio", None, float),
     "preallocate": (None, "false", _bool_str),
     "segment.index.bytes": (None, "10485760", _long),
     "segment.jitter.ms": (None, "0", _long),
@@ -202,6 +199,10 @@ class ClusterMetadata:
                 if b.alive and (listener_name is None or listener_name in b.endpoints)]
 
     # -- topic configs -------------------------------------------------------------
+    def is_compacted(self, topic: Topic) -> bool:
+        """``LogConfig.compact``: cleanup.policy lists compact."""
+        return "compact" in self.topic_config(topic, "cleanup.policy")
+
     def topic_config(self, topic: Topic, name: str) -> Any:
         raw = topic.overrides.get(name)
         key, literal, parse = TOPIC_CONFIGS[name]
@@ -227,17 +228,13 @@ class ClusterMetadata:
 
     @staticmethod
     def validate_topic_configs(configs: dict[str, str | None]) -> str | None:
-        for name, value in configs.items():
-            spec = TOPIC_CONFIGS.get(name)
-            if spec is None:
-                return f"Unknown topic config name: {name}"
-            if value is None:
-                return f"Null value not supported for topic configs: {name}"
-            try:
-                spec[2](value)
-            except (TypeError, ValueError) as e:
-                return f"Invalid value {value} for configuration {name}: {e}"
-        return None
+        """A new topic's configs, checked as Kafka's controller checks them
+        (``ControllerConfigurationValidator``: no null value, then ``LogConfig.validate`` with Kafka 4.4's
+        definitions, ``config_defs.py``): the message, or None."""
+        nulls = [name for name, value in configs.items() if value is None]
+        if nulls:
+            return "Null value not supported for topic configs: " + ",".join(nulls)
+        return validate_topic_configs(configs)
 
     # -- topics ------------------------------------------------------------------------
     def check_new_topic(
@@ -301,12 +298,34 @@ class ClusterMetadata:
 
     # -- housekeeping --------------------------------------------------------------------
     def enforce_retention(self) -> int:
+        """The retention task (``LogManager.cleanupLogs``): ``deleteOldSegments`` for every log that is
+        not compacted (the log cleaner does it for the compacted ones) -- retention by size and time when
+        cleanup.policy is delete, and always the segments below the log start offset (DeleteRecords);
+        then idle producers expire."""
         now = self.clock.time_ms()
         dropped = 0
-        for t in self.topics.values():
+        for t in list(self.topics.values()):
+            policy = self.topic_config(t, "cleanup.policy")
             r_ms = self.topic_config(t, "retention.ms")
             r_bytes = self.topic_config(t, "retention.bytes")
             for p in t.partitions:
-                dropped += p.log.enforce_retention(now, r_ms, r_bytes)
+                if "compact" not in policy:
+                    dropped += p.log.delete_old_segments(now, "delete" in policy, r_ms, r_bytes)
                 p.producers.expire(now, self.config["producer.id.expiration.ms"])
         return dropped
+
+    def segment_bytes(self, topic: Topic) -> int:
+        """``LogConfig.segmentSize``: the internal.segment.bytes override (Kafka's tests' way to small
+        segments: segment.bytes is at least 1 MiB) or segment.bytes."""
+        internal = topic.overrides.get("internal.segment.bytes")
+        return int(internal) if internal is not None else self.topic_config(topic, "segment.bytes")
+
+    def segment_roll_ms(self, topic: Topic) -> int:
+        """``LogConfig.maxSegmentMs``: segment.ms, or for a compacted topic the smaller of it and
+        max.compaction.lag.ms (the active segment is never cleaned, so it rolls in time to be)."""
+        segment_ms: int = self.topic_config(topic, "segment.ms")
+        if self.is_compacted(topic):
+            lag: int = self.topic_config(topic, "max.compaction.lag.ms")
+            if lag > 0:
+                return min(lag, segment_ms)
+        return segment_ms

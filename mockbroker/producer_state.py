@@ -250,6 +250,12 @@ class ProducerStateManager:
             if not entry.batches and entry.current_txn_first_offset < 0:
                 del self.producers[pid]
 
+    def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
+        """``onLogStartOffsetIncremented``: completed transactions whose markers are below the new log
+        start offset need not wait for the high watermark any more (``removeUnreplicatedTransactions``)."""
+        for first in [f for f, t in self.unreplicated_txns.items() if 0 <= t.last_offset < log_start_offset]:
+            del self.unreplicated_txns[first]
+
     def expire(self, now_ms: int, expiration_ms: int) -> None:
         """Drop producers idle for producer.id.expiration.ms (removeExpiredProducers); one with an
         open transaction never expires (``isProducerExpired``)."""

@@ -17,9 +17,7 @@ Produce v7 (UNSUPPORTED_COMPRESSION_TYPE), a compression id above 4
 CRC32C, offset range and record count, no control batch from a client, a
 sequence with a producer id), the records (``check_record_count``, Kafka's
 ``LogValidator`` iterating them: the count must be the records'; off with
-``mock.produce.check.records=false``), a LogAppendTime attribute set by the
-client (INVALID_TIMESTAMP for each record on a LogAppendTime topic or without a
-maxTimestamp; else stored as CreateTime), for a transactional
+``mock.produce.check.records=false``), for a transactional
 batch (of a Produce naming a transactional id) whose producer has no
 transaction open in the partition at that epoch the KIP-890 verification hook
 (``txn_verifier``, ``txn/verification.py``: the coordinator's word that the
@@ -28,7 +26,12 @@ accepts, as transaction.partition.verification.enable=false does; the
 coordinator errors older clients do not retry become NOT_ENOUGH_REPLICAS,
 ``verification_failure``), min.insync.replicas
 for acks=-1 (``Partition.appendRecordsToLeader``: NOT_ENOUGH_REPLICAS, nothing
-appended), then the producer's sequence, epoch and transaction state
+appended), the records ``LogValidator.validateRecord`` refuses (read in the same walk
+as their count, ``_validate_records``: a null key on a compacted topic, INVALID_RECORD;
+a timestamp outside message.timestamp.before/after.max.ms on a CreateTime topic, or a
+LogAppendTime attribute set by the client where Kafka refuses it, INVALID_TIMESTAMP;
+one RecordError per refused record, the whole batch refused; a client batch saying
+LogAppendTime that passes is stored as CreateTime), then the producer's sequence, epoch and transaction state
 (``ProducerStateManager``; a duplicate of one of the last five batches is
 answered with its original offsets).  A transactional batch opens its
 producer's transaction in the partition.  A partition that fails appends
@@ -47,6 +50,10 @@ Appends and high-watermark moves complete delayed operations through the
 ``ReplicaManager.tryCompleteActions`` in the ``finally`` of
 ``KafkaApis.handle``, so a Produce is acknowledged before the fetches it
 wakes are answered.
+
+Over 500 lines on purpose: as Kafka's ``ReplicaManager``, the produce checks (in Kafka's order),
+the transaction markers and the fetch reads work on the same partitions, purgatories and action
+queue; each path is a few methods.
 """
 
 from __future__ import annotations
@@ -59,6 +66,8 @@ from dataclasses import dataclass
 from protocol.errors import CorruptRecordBatch, ErrorCode
 from protocol.records import (
     COMPRESSION_MASK,
+    LONG_MAX,
+    LONG_MIN,
     TIMESTAMP_TYPE_MASK,
     BatchHeader,
     Compression,
@@ -66,8 +75,10 @@ from protocol.records import (
     check_record_count,
     clear_log_append_time,
     parse_header,
+    record_fields,
     split_batches,
     validate_batch,
+    wrap64,
 )
 
 from .clock import Clock
@@ -75,8 +86,8 @@ from .cluster_view import TopicPartition
 from .delayed_fetch import READ_COMMITTED, DelayedFetch
 from .delayed_produce import DelayedProduce, PartitionResponse, ProducePartitionStatus
 from .fetch_session import CachedPartition
-from .log import AbortedTxn
-from .metadata import ClusterMetadata, Partition
+from .log import AbortedTxn, OffsetOutOfRange
+from .metadata import INTERNAL_TOPICS, ClusterMetadata, Partition
 from .purgatory import DelayedOperationPurgatory, Timer
 from .replication import ReplicationSimulator
 
@@ -105,6 +116,41 @@ def verification_failure(error: ErrorCode, produce_version: int) -> PartitionRes
     if error is ErrorCode.invalid_txn_state:
         return PartitionResponse(error, error_message="Partition was not added to the transaction")
     return PartitionResponse(error)
+
+
+def record_errors(batch: memoryview, h: BatchHeader, topic_partition: str, now_ms: int, compacted: bool,
+                  log_append_topic: bool, before_ms: int, after_ms: int) -> PartitionResponse | None:
+    """``LogValidator.validateRecord`` for each record (``validateKey``, then ``validateTimestamp``)
+    and ``processRecordErrors``: None when every record passes, else the partition's answer with one
+    record error per refused record -- INVALID_TIMESTAMP when one of them is a timestamp's, else
+    INVALID_RECORD naming the first three.  Times in Java's long arithmetic (the bounds printed may
+    wrap, as Kafka's do)."""
+    lat_batch = bool(h.attributes & TIMESTAMP_TYPE_MASK)
+    errors: list[tuple[int, str]] = []
+    timestamp_error = False
+    for i, (offset, ts, has_key) in enumerate(record_fields(batch, h)):
+        if compacted and not has_key:
+            errors.append((i, f"Compacted topic cannot accept message without key in topic partition "
+                              f"{topic_partition}"))
+        elif not log_append_topic and ts != -1:
+            diff = wrap64(now_ms - ts)
+            if diff > before_ms or wrap64(-diff) > after_ms:
+                timestamp_error = True
+                errors.append((i, f"Timestamp {ts} of message with offset {offset} is out of range. The timestamp "
+                                  f"should be within [{wrap64(now_ms - before_ms)}, {wrap64(now_ms + after_ms)}]"))
+        elif lat_batch:
+            timestamp_error = True
+            errors.append((i, f"Invalid timestamp type in message with offset delta {offset}. Producer should not "
+                              "set timestamp type to LogAppendTime."))
+    if not errors:
+        return None
+    if timestamp_error:
+        return PartitionResponse(ErrorCode.invalid_timestamp, record_errors=errors,
+                                 error_message="One or more records have been rejected due to invalid timestamp")
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
+    return PartitionResponse(ErrorCode.invalid_record, record_errors=errors, error_message=(
+        f"One or more records have been rejected due to {len(errors)} record errors in total, and only showing "
+        f"the first three errors at most: [{shown}]"))
 
 
 class ActionQueue:
@@ -172,6 +218,15 @@ class LogReadResult:
     partition: Partition | None = None
     # read_committed: the aborted transactions overlapping what was read (else None, null on the wire)
     aborted_transactions: list[AbortedTxn] | None = None
+
+
+@dataclass(slots=True)
+class DeleteRecordsResult:
+    """One partition's answer to DeleteRecords (``LogDeleteRecordsResult`` and its error)."""
+
+    error: ErrorCode = ErrorCode.none
+    low_watermark: int = -1  # DeleteRecordsResponse.INVALID_LOW_WATERMARK on an error
+    message: str | None = None  # the exception's message (Kafka logs it; the response has no field)
 
 
 @dataclass(slots=True)
@@ -258,21 +313,14 @@ class ReplicaManager:
                     ErrorCode.unsupported_compression_type,
                     error_message="Produce requests with version below 7 cannot use ZStandard compression"))
             header = validate_batch(batch, metadata.topic_config(topic, "max.message.bytes"))
-            if self.check_records:
-                check_record_count(batch, header)
+            # LogValidator's records: their count, and what validateKey / validateTimestamp read of them
+            rejected = self._validate_records(p, batch, header, now_ms)
         except CorruptRecordBatch as e:
             return _Appended(PartitionResponse(e.error, error_message=str(e)))
         log_append = metadata.topic_config(topic, "message.timestamp.type") == "LogAppendTime"
-        if header.attributes & TIMESTAMP_TYPE_MASK:
-            # LogValidator.validateTimestamp: a client may not set LogAppendTime; on a CreateTime topic
-            # each record's timestamp reads as the batch's maxTimestamp, refused only when that is -1
-            if log_append or header.max_timestamp == -1:
-                return _Appended(PartitionResponse(
-                    ErrorCode.invalid_timestamp,
-                    error_message="One or more records have been rejected due to invalid timestamp",
-                    record_errors=[(i, f"Invalid timestamp type in message with offset delta {i}. Producer "
-                                       "should not set timestamp type to LogAppendTime.")
-                                   for i in range(header.records_count)]))
+        if header.attributes & TIMESTAMP_TYPE_MASK and rejected is None:
+            # a client batch saying LogAppendTime that LogValidator let through (a CreateTime topic, a
+            # maxTimestamp in range): stored as CreateTime (DefaultRecordBatch.setMaxTimestamp)
             batch = memoryview(clear_log_append_time(batch))
             header.attributes &= ~TIMESTAMP_TYPE_MASK
         log = p.log
@@ -299,6 +347,11 @@ class ReplicaManager:
                 ErrorCode.not_enough_replicas, log_start_offset=log.log_start_offset, error_message=(
                     f"The size of the current ISR {sorted(p.isr)} is insufficient to satisfy the min.isr "
                     f"requirement of {min_isr} for partition {topic.name}-{p.index}")))
+        if rejected is not None:
+            # UnifiedLog.append runs LogValidator after Partition.appendRecordsToLeader's min ISR check:
+            # a RecordValidationException answers the partition with its records' errors (nothing appended)
+            rejected.log_start_offset = log.log_start_offset
+            return _Appended(rejected)
         err, duplicate, message = p.producers.check(header)
         if err is not ErrorCode.none:
             return _Appended(PartitionResponse(err, log_start_offset=log.log_start_offset, error_message=message))
@@ -318,12 +371,58 @@ class ReplicaManager:
         log, the producer state updated with its offsets (``update_producer_state(base, last)``),
         the followers told, the delayed operations on the partition re-checked; (base, last)."""
         topic = p.topic
-        base, last = p.log.append(batch, header, now_ms, self.metadata.topic_config(topic, "segment.bytes"),
-                                  self.metadata.topic_config(topic, "segment.ms"), log_append)
+        base, last = p.log.append(batch, header, now_ms, self.metadata.segment_bytes(topic),
+                                  self.metadata.segment_roll_ms(topic), log_append)
         update_producer_state(base, last)
         self.replication.on_leader_append(p)
         self.actions.add(p)
         return base, last
+
+    def _validate_records(self, p: Partition, batch: memoryview, h: BatchHeader,
+                          now_ms: int) -> PartitionResponse | None:
+        """``LogValidator.validateMessagesAndAssignOffsets`` (origin CLIENT) over the records of a
+        batch ``validate_batch`` accepted: their count (``check_record_count``, raising
+        ``CorruptRecordBatch``), then per record ``validateKey`` (a compacted topic refuses a null key)
+        and ``validateTimestamp`` (on a CreateTime topic a timestamp other than -1 must lie within
+        [now - message.timestamp.before.max.ms, now + message.timestamp.after.max.ms]; a batch saying
+        LogAppendTime is refused unless that check applies).  Returns the partition's answer when a
+        record is refused (``processRecordErrors``: the whole batch goes), else None.
+
+        The cheap part runs on every batch: the walk ``check_record_count`` does anyway also reads
+        each record's timestamp delta (only when the topic's bounds can refuse one: a LogAppendTime
+        topic, or both bounds at Long.MAX_VALUE, cannot) and, on a compacted topic, its key length.
+        When the smallest and largest timestamps lie within the bounds and no key is null, no record
+        can be refused; only then is each record read whole (``record_fields``) to name the refused
+        ones.  With ``mock.produce.check.records=false`` nothing is walked: the header's base and max
+        timestamps stand for the records' and keys are not checked."""
+        metadata = self.metadata
+        topic = p.topic
+        compacted = metadata.is_compacted(topic)
+        log_append_topic = metadata.topic_config(topic, "message.timestamp.type") == "LogAppendTime"
+        log_append_batch = bool(h.attributes & TIMESTAMP_TYPE_MASK)
+        before = metadata.topic_config(topic, "message.timestamp.before.max.ms")
+        after = metadata.topic_config(topic, "message.timestamp.after.max.ms")
+        bounded = not log_append_topic and (before < LONG_MAX or after < LONG_MAX)
+        walk_timestamps = bounded and not log_append_batch  # a LogAppendTime batch's records read as its max
+        keyless = False
+        if self.check_records:
+            scan = check_record_count(batch, h, timestamps=walk_timestamps, keys=compacted)
+            keyless = scan.keyless
+            lo, hi = h.base_timestamp + scan.min_timestamp_delta, h.base_timestamp + scan.max_timestamp_delta
+        else:
+            lo, hi = h.base_timestamp, h.max_timestamp
+        if log_append_batch:
+            lo = hi = h.max_timestamp
+            suspect = log_append_topic or hi == -1 or bounded
+        else:
+            suspect = walk_timestamps
+        if suspect and not log_append_topic and hi != -1:
+            # every timestamp within the bounds (and within a long: no wrap-around in Java's arithmetic)
+            suspect = not (max(now_ms - before, LONG_MIN) <= lo and hi <= min(now_ms + after, LONG_MAX))
+        if not keyless and not suspect:
+            return None
+        return record_errors(batch, h, f"{topic.name}-{p.index}", now_ms, compacted, log_append_topic,
+                             before, after)
 
     # -- transaction markers (WriteTxnMarkers, origin COORDINATOR) ---------------------------------
     def append_txn_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool,
@@ -375,6 +474,46 @@ class ReplicaManager:
         base, last = self._append_to_log(p, memoryview(batch), parse_header(batch), now_ms, log_append, complete_txn)
         return _Appended(PartitionResponse(base_offset=base, log_start_offset=log.log_start_offset), last + 1,
                          produced=True)
+
+    # -- DeleteRecords ---------------------------------------------------------------------------
+    def delete_records(self, topic: str, partition: int, offset: int) -> DeleteRecordsResult:
+        """``ReplicaManager.deleteRecords`` for one partition (``deleteRecordsOnLocalLog`` and
+        ``Partition.deleteRecordsOnLeader``): an internal topic is INVALID_TOPIC_EXCEPTION, an unknown
+        partition UNKNOWN_TOPIC_OR_PARTITION, one led elsewhere NOT_LEADER_OR_FOLLOWER, a compacted topic
+        without delete in its cleanup.policy POLICY_VIOLATION; offset -1 means the high watermark; a
+        negative offset, or one above the high watermark, is OFFSET_OUT_OF_RANGE.  Otherwise the log start
+        offset moves up to ``offset`` (never down; ``UnifiedLog.maybeIncrementLogStartOffset``): fetches
+        below it get OFFSET_OUT_OF_RANGE, ListOffsets earliest answers it, and the segments wholly below
+        it go at the next retention pass.  The answer is the low watermark: the log start offset of the
+        partition's replicas, which share the leader's log here (Kafka's ``DelayedDeleteRecords`` waits
+        until every live follower has fetched the new log start offset; this answers at once)."""
+        tp = f"{topic}-{partition}"
+        if topic in INTERNAL_TOPICS:
+            return DeleteRecordsResult(ErrorCode.invalid_topic_exception,
+                                       message=f"Cannot delete records of internal topic {topic}")
+        p = self.metadata.partition(topic, partition)
+        if p is None:
+            return DeleteRecordsResult(ErrorCode.unknown_topic_or_partition,
+                                       message=f"Partition {tp} is unknown to broker {self.node_id}")
+        if p.leader_id != self.node_id:
+            return DeleteRecordsResult(ErrorCode.not_leader_or_follower,
+                                       message=f"Leader not local for partition {tp} on broker {self.node_id}")
+        policy = self.metadata.topic_config(p.topic, "cleanup.policy")
+        if "compact" in policy and "delete" not in policy:
+            return DeleteRecordsResult(ErrorCode.policy_violation, message=(
+                f"Records of partition {tp} can not be deleted due to the configured policy"))
+        log = p.log
+        converted = log.high_watermark if offset == -1 else offset
+        if converted < 0:
+            return DeleteRecordsResult(ErrorCode.offset_out_of_range,
+                                       message=f"The offset {converted} for partition {tp} is not valid")
+        try:
+            log.maybe_increment_log_start_offset(converted)
+        except OffsetOutOfRange:
+            return DeleteRecordsResult(ErrorCode.offset_out_of_range, message=(
+                f"Cannot increment the log start offset to {converted} of partition {tp} since it is larger "
+                f"than the high watermark {log.high_watermark}"))
+        return DeleteRecordsResult(low_watermark=log.log_start_offset)
 
     # -- fetch -----------------------------------------------------------------------------------
     def fetch_messages(self, params: FetchParams, partitions: list[CachedPartition],

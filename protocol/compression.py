@@ -1,8 +1,15 @@
-"""Decompression of a record batch's records section, as Kafka's broker reads it.
+"""Decompression of a record batch's records section, as Kafka's broker reads it,
+and compression as its log cleaner writes a batch back.
 
-Used only to answer ListOffsets by timestamp (and KIP-734 max timestamp)
-exactly for compressed batches: produce and fetch never decompress, batches
-stay the bytes the producer sent.
+Decompression answers ListOffsets by timestamp (and KIP-734 max timestamp)
+exactly for compressed batches and lets produce check a compressed batch's
+records; fetch never decompresses, batches stay the bytes the producer sent.
+Compression (``compress``) is the log cleaner's alone: a compacted batch that
+lost records is written again with its own codec, in the framing Kafka's
+``*Compression.wrapForOutput`` writes (gzip: one member; snappy: snappy-java's
+``SnappyOutputStream`` xerial framing, 32 KiB blocks; lz4: the frame format with
+independent 64 KiB blocks and no checksums but the header's, as
+``Lz4BlockOutputStream``; zstd: one frame at level 3).
 
 Each codec follows the stream class Kafka wraps the records section in
 (``org.apache.kafka.common.compress.*Compression.wrapForInput``):
@@ -319,3 +326,36 @@ def _zstd(data: bytes, limit: int) -> bytes:
         if n > limit:
             raise _too_large(limit)
         return bytes(buf[:n])
+
+
+# -- compression (the log cleaner's rewritten batches) ------------------------------------
+
+_SNAPPY_BLOCK = 32 * 1024  # SnappyOutputStream's default block size
+_LZ4_BLOCK = 64 * 1024  # Lz4BlockOutputStream.BLOCKSIZE_64KB
+
+
+def compress(codec: int, data: bytes) -> bytes:
+    """``data`` (a records section) compressed with ``codec`` in the framing Kafka writes."""
+    if codec == GZIP:
+        c = zlib.compressobj(6, zlib.DEFLATED, 31)  # a gzip member, GZIPOutputStream's default level
+        return c.compress(data) + c.flush()
+    if codec == SNAPPY:
+        out = bytearray(_SNAPPY_MAGIC + _I32.pack(1) + _I32.pack(1))  # magic, version, compatible version
+        for i in range(0, len(data), _SNAPPY_BLOCK):
+            block = bytes(cramjam.snappy.compress_raw(data[i:i + _SNAPPY_BLOCK]))
+            out += _I32.pack(len(block)) + block
+        return bytes(out)
+    if codec == LZ4:
+        flg, bd = 0x60, 0x40  # version 1, independent blocks; 64 KiB blocks
+        out = bytearray(_LE_U32.pack(_LZ4_MAGIC) + bytes((flg, bd, (xxh32(bytes((flg, bd))) >> 8) & 0xFF)))
+        for i in range(0, len(data), _LZ4_BLOCK):
+            raw = data[i:i + _LZ4_BLOCK]
+            block = bytes(cramjam.lz4.compress_block(raw, store_size=False))
+            if len(block) >= len(raw):
+                out += _LE_U32.pack(len(raw) | _LZ4_INCOMPRESSIBLE) + raw
+            else:
+                out += _LE_U32.pack(len(block)) + block
+        return bytes(out + _LE_U32.pack(0))
+    if codec == ZSTD:
+        return bytes(cramjam.zstd.compress(data, level=3))
+    raise DecompressionError(f"Unknown compression type id: {codec}")

@@ -10,9 +10,12 @@ The record count is checked against the records (``check_record_count``), as
 ``LogValidator`` does by iterating them: the record length varints of an
 uncompressed batch are walked in place; a compressed batch (gzip, snappy in
 both framings, lz4, zstd; ``compression.py``) is decompressed first, as Kafka
-decompresses every compressed batch a client produces.  Records are not
-decoded further (keys, values, headers, timestamps: see docs/design.md's
-differences).  Fetch never touches the records.  Layout (``DefaultRecordBatch.java``)::
+decompresses every compressed batch a client produces.  The same walk reads,
+when asked, each record's timestamp delta (for ``message.timestamp.before/after.max.ms``)
+and key length (for a compacted topic's keyless records), never keys, values
+or headers.  Fetch never touches the records.  The log cleaner decodes them
+whole (``decode_records``) and writes retained ones back (``encode_batch``),
+off the produce and fetch path.  Layout (``DefaultRecordBatch.java``)::
 
     0  baseOffset            int64
     8  batchLength           int32
@@ -28,6 +31,9 @@ differences).  Fetch never touches the records.  Layout (``DefaultRecordBatch.ja
     53 baseSequence          int32
     57 recordsCount          int32
     61 records ...
+
+Over 500 lines on purpose: every read and write of the batch format (header, CRC, the record
+walks, markers, cleaned batches) uses the same offsets and varint readers, kept in one module.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from .compression import decompress
+from .compression import compress, decompress
 from .errors import CorruptRecordBatch, ErrorCode
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -56,6 +62,14 @@ COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08  # 1 = LogAppendTime
 TRANSACTIONAL_FLAG = 0x10
 CONTROL_FLAG = 0x20
+DELETE_HORIZON_FLAG = 0x40  # baseTimestamp holds the delete horizon (KIP-534), set by the log cleaner
+
+LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def wrap64(v: int) -> int:
+    """``v`` as Java's long arithmetic leaves it (two's complement, 64 bits)."""
+    return ((v - LONG_MIN) & 0xFFFFFFFFFFFFFFFF) + LONG_MIN
 
 NO_PRODUCER_ID = -1
 NO_SEQUENCE = -1
@@ -107,6 +121,11 @@ class BatchHeader:
     @property
     def has_producer_id(self) -> bool:
         return self.producer_id > NO_PRODUCER_ID
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """``DefaultRecordBatch.deleteHorizonMs``: the base timestamp when the delete-horizon bit is set."""
+        return self.base_timestamp if self.attributes & DELETE_HORIZON_FLAG else None
 
 
 def parse_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
@@ -215,7 +234,22 @@ def validate_batch(batch: memoryview, max_message_bytes: int) -> BatchHeader:
 MIN_RECORD_SIZE = 7
 
 
-def check_record_count(batch: memoryview, h: BatchHeader) -> None:
+@dataclass(slots=True)
+class RecordScan:
+    """What a walk over a batch's records read besides their count (``check_record_count``): the
+    smallest and largest timestamp delta (asked with ``timestamps``; 0 and 0 otherwise) and whether
+    some record has a null key (asked with ``keys``)."""
+
+    min_timestamp_delta: int = 0
+    max_timestamp_delta: int = 0
+    keyless: bool = False
+
+
+_NO_SCAN = RecordScan()
+
+
+def check_record_count(batch: memoryview, h: BatchHeader, *, timestamps: bool = False,
+                       keys: bool = False) -> RecordScan:
     """Check that ``batch`` holds exactly ``h.records_count`` records, as Kafka's
     ``LogValidator`` finds out by iterating them (``DefaultRecordBatch.RecordIterator``):
     fewer is "premature EOF", more is "records still remaining", both INVALID_RECORD.
@@ -227,6 +261,12 @@ def check_record_count(batch: memoryview, h: BatchHeader) -> None:
     is checked: Kafka's ``DefaultRecord.readFrom`` also checks each record's inner structure
     (an uncompressed batch) or reads it instead of trusting the length (``readPartiallyFrom``,
     a compressed one).  Raises ``CorruptRecordBatch``.
+
+    With ``timestamps`` the same walk reads each record's timestamp delta (the varlong after its
+    attributes byte) and returns the smallest and largest; with ``keys`` also its key length (after
+    the offset delta) and whether one is null (negative): what ``LogValidator.validateRecord`` needs
+    of a record for ``message.timestamp.before/after.max.ms`` and a compacted topic.  A record too
+    short to hold them is "Found invalid record structure" (INVALID_RECORD), as ``readFrom`` says.
     """
     count = h.records_count
     if h.compression == Compression.NONE:
@@ -238,6 +278,9 @@ def check_record_count(batch: memoryview, h: BatchHeader) -> None:
     end = len(body)
     if count > (end - pos) // MIN_RECORD_SIZE:
         raise _invalid("Incorrect declared batch size, premature EOF reached")
+    fields = timestamps or keys
+    lo = hi = 0
+    keyless = False
     n = 0
     while n < count:
         if pos >= end:
@@ -246,15 +289,64 @@ def check_record_count(batch: memoryview, h: BatchHeader) -> None:
         if b < 0x80:  # one-byte varint: a record body below 64 bytes
             pos += 1
             size = (b >> 1) ^ -(b & 1)
+        elif pos + 1 < end and body[pos + 1] < 0x80:  # two bytes: below 8 KiB
+            v = (b & 0x7F) | (body[pos + 1] << 7)
+            pos += 2
+            size = (v >> 1) ^ -(v & 1)
         else:
             size, pos = _record_size(body, pos, end)
         if size < 0 or size > end - pos:
             raise _invalid(f"Invalid record size: expected {size} bytes in record payload, but instead the "
                            f"buffer has only {end - pos} remaining bytes.")
+        if fields:
+            rec_end = pos + size
+            p = pos + 1  # after the attributes byte
+            if p >= rec_end:
+                raise _invalid("Found invalid record structure")
+            b = body[p]
+            if b < 0x80:  # within 64 ms of the base timestamp
+                p += 1
+                delta = (b >> 1) ^ -(b & 1)
+            elif p + 1 < rec_end and body[p + 1] < 0x80:  # within 8 s
+                v = (b & 0x7F) | (body[p + 1] << 7)
+                p += 2
+                delta = (v >> 1) ^ -(v & 1)
+            else:
+                delta, p = _field_varint(body, p, rec_end, 10)
+            if n == 0:
+                lo = hi = delta
+            elif delta < lo:
+                lo = delta
+            elif delta > hi:
+                hi = delta
+            if keys:
+                # the offset delta, skipped
+                if p + 1 < rec_end and body[p] < 0x80:
+                    p += 1
+                elif p + 2 < rec_end and body[p + 1] < 0x80:
+                    p += 2
+                else:
+                    _, p = _field_varint(body, p, rec_end, 5)
+                if p >= rec_end:
+                    raise _invalid("Found invalid record structure")
+                b = body[p]
+                if b < 0x80:
+                    key_size = (b >> 1) ^ -(b & 1)
+                else:
+                    key_size, p = _field_varint(body, p, rec_end, 5)
+                if key_size < 0:
+                    keyless = True
         pos += size
         n += 1
     if pos != end:
         raise _invalid("Incorrect declared batch size, records still remaining in file")
+    return RecordScan(lo, hi, keyless) if fields else _NO_SCAN
+
+
+def _field_varint(body: bytes | memoryview, pos: int, end: int, max_bytes: int) -> tuple[int, int]:
+    """A zigzag varint (5 bytes) or varlong (10) inside one record ending at ``end``: running past
+    it, or a varint too long, is ``DefaultRecord.readFrom``'s "Found invalid record structure"."""
+    return _varint(body, pos, max_bytes, end, "Found invalid record structure", "Found invalid record structure")
 
 
 def _record_size(body: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
@@ -309,7 +401,7 @@ def assign_offsets(
     return bytes(out)
 
 
-# -- record walking (ListOffsets by timestamp only; never on produce/fetch) --
+# -- record walking (ListOffsets by timestamp, and produce's record errors once a scan found one) --
 
 
 def _invalid(message: str) -> CorruptRecordBatch:
@@ -317,26 +409,31 @@ def _invalid(message: str) -> CorruptRecordBatch:
     return CorruptRecordBatch(ErrorCode.invalid_record, message)
 
 
-def _varint(buf: bytes | memoryview, pos: int, max_bytes: int = 5) -> tuple[int, int]:
-    """A zigzag varint (ByteUtils.readVarint: 5 bytes at most, 32 bits) or varlong (10, 64 bits)."""
+def _varint(buf: bytes | memoryview, pos: int, max_bytes: int = 5, end: int | None = None,
+            past_end: str = "Incorrect declared batch size, premature EOF reached",
+            too_long: str = "Found invalid record structure (varint too long)") -> tuple[int, int]:
+    """A zigzag varint (ByteUtils.readVarint: 5 bytes at most, 32 bits) or varlong (10, 64 bits) read
+    from ``pos`` up to ``end`` (the buffer's end by default); INVALID_RECORD with ``past_end`` or
+    ``too_long`` when it cannot be."""
+    limit = len(buf) if end is None else end
     bits = 7 * max_bytes - (3 if max_bytes == 5 else 6)  # 32 or 64
     result = 0
     for i in range(max_bytes):
-        if pos >= len(buf):
-            raise _invalid("Incorrect declared batch size, premature EOF reached")
+        if pos >= limit:
+            raise _invalid(past_end)
         b = buf[pos]
         pos += 1
         result |= (b & 0x7F) << (7 * i)
         if not b & 0x80:
             result &= (1 << bits) - 1
             return (result >> 1) ^ -(result & 1), pos
-    raise _invalid("Found invalid record structure (varint too long)")
+    raise _invalid(too_long)
 
 
-def _walk_records(buf: bytes | memoryview, pos: int, count: int) -> list[tuple[int, int]]:
-    """(offset delta, timestamp delta) of ``count`` records from ``pos``, checked as
-    ``DefaultRecord.readFrom``; bytes left after the last record are an error
-    (``RecordIterator.next``: "records still remaining")."""
+def _walk_records(buf: bytes | memoryview, pos: int, count: int) -> list[tuple[int, int, int]]:
+    """(offset delta, timestamp delta, key size) of ``count`` records from ``pos`` (a key size
+    below 0 is a null key), checked as ``DefaultRecord.readFrom``; bytes left after the last
+    record are an error (``RecordIterator.next``: "records still remaining")."""
     out = []
     end_all = len(buf)
     for _ in range(count):
@@ -350,9 +447,10 @@ def _walk_records(buf: bytes | memoryview, pos: int, count: int) -> list[tuple[i
             raise _invalid("Found invalid record structure")
         ts_delta, p = _varint(rec, 1, 10)  # after the attributes byte
         off_delta, p = _varint(rec, p)
-        for _field in range(2):  # key, value: a negative length is null
-            n, p = _varint(rec, p)
-            p += max(n, 0)
+        key_size, p = _varint(rec, p)
+        p += max(key_size, 0)
+        n, p = _varint(rec, p)  # value: a negative length is null
+        p += max(n, 0)
         n_headers, p = _varint(rec, p)
         if n_headers < 0 or n_headers > len(rec) - min(p, len(rec)):
             raise _invalid(f"Found invalid number of record headers {n_headers}")
@@ -365,11 +463,17 @@ def _walk_records(buf: bytes | memoryview, pos: int, count: int) -> list[tuple[i
             p += max(n, 0)
         if p != size:
             raise _invalid(f"Invalid record size: expected to read {size} bytes in record payload, but instead read {p}")
-        out.append((off_delta, ts_delta))
+        out.append((off_delta, ts_delta, key_size))
         pos = end
     if pos != end_all:
         raise _invalid("Incorrect declared batch size, records still remaining in file")
     return out
+
+
+def _records_body(view: memoryview, h: BatchHeader) -> bytes | memoryview:
+    if h.compression == Compression.NONE:
+        return view[RECORD_BATCH_OVERHEAD:]
+    return decompress(h.compression, view[RECORD_BATCH_OVERHEAD:])
 
 
 def record_timestamps(batch: bytes | memoryview) -> list[tuple[int, int]]:
@@ -391,15 +495,130 @@ def record_timestamps(batch: bytes | memoryview) -> list[tuple[int, int]]:
         raise _invalid(f"Found invalid record count {h.records_count} in magic v{h.magic} batch")
     if h.records_count == 0:
         return []
-    if h.compression == Compression.NONE:
-        body: bytes | memoryview = view[RECORD_BATCH_OVERHEAD:]
-    else:
-        body = decompress(h.compression, view[RECORD_BATCH_OVERHEAD:])
+    body = _records_body(view, h)
     log_append_time = h.max_timestamp if h.attributes & TIMESTAMP_TYPE_MASK else None
     return [
-        (h.base_offset + off_delta, h.base_timestamp + ts_delta if log_append_time is None else log_append_time)
-        for off_delta, ts_delta in _walk_records(body, 0, h.records_count)
+        (h.base_offset + off_delta,
+         wrap64(h.base_timestamp + ts_delta) if log_append_time is None else log_append_time)
+        for off_delta, ts_delta, _key in _walk_records(body, 0, h.records_count)
     ]
+
+
+def record_fields(batch: bytes | memoryview, h: BatchHeader) -> list[tuple[int, int, bool]]:
+    """(offset delta, timestamp, has key) of every record of a produced batch, read whole as
+    ``DefaultRecord.readFrom`` reads them (a compressed batch decompressed): what
+    ``LogValidator.validateRecord`` looks at.  A record's timestamp is baseTimestamp + its delta in
+    Java's long arithmetic, or the batch's maxTimestamp when the batch says LogAppendTime.  Only
+    called when ``check_record_count``'s scan found something to report.  Raises
+    ``CorruptRecordBatch``."""
+    view = memoryview(batch)
+    body = _records_body(view, h)
+    lat = h.max_timestamp if h.attributes & TIMESTAMP_TYPE_MASK else None
+    return [(off, wrap64(h.base_timestamp + ts) if lat is None else lat, key >= 0)
+            for off, ts, key in _walk_records(body, 0, h.records_count)]
+
+
+# -- whole records: the log cleaner's reading and writing (never on produce or fetch) --
+
+
+@dataclass(slots=True)
+class Record:
+    """One record of a v2 batch (``DefaultRecord``): its offset delta, its timestamp (absolute:
+    the batch's base timestamp plus its delta), key, value and headers (null key/value: None)."""
+
+    offset_delta: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[bytes, bytes | None]]
+
+
+def decode_records(batch: bytes | memoryview) -> tuple[BatchHeader, list[Record]]:
+    """The header and every record of a stored batch, decoded whole (a compressed batch
+    decompressed first): what the log cleaner reads of a batch it may rewrite.  A record's
+    timestamp is its own (base timestamp + delta, also when the base timestamp is a delete
+    horizon), not the LogAppendTime a reader would see.  Raises ``CorruptRecordBatch``."""
+    view = memoryview(batch)
+    h = parse_header(view)
+    if h.records_count <= 0:
+        return h, []
+    body = _records_body(view, h)
+    out = []
+    pos = 0
+    for _ in range(h.records_count):
+        size, pos = _varint(body, pos)
+        end = pos + size
+        if size < 0 or end > len(body):
+            raise _invalid(f"Invalid record size: expected {size} bytes in record payload")
+        rec = body[pos:end]
+        ts_delta, p = _varint(rec, 1, 10)
+        off_delta, p = _varint(rec, p)
+        key, p = _bytes_at(rec, p)
+        value, p = _bytes_at(rec, p)
+        n_headers, p = _varint(rec, p)
+        headers = []
+        for _h in range(max(n_headers, 0)):
+            hk, p = _bytes_at(rec, p)
+            hv, p = _bytes_at(rec, p)
+            headers.append((hk or b"", hv))
+        out.append(Record(off_delta, wrap64(h.base_timestamp + ts_delta), key, value, headers))
+        pos = end
+    return h, out
+
+
+def _bytes_at(rec: bytes | memoryview, p: int) -> tuple[bytes | None, int]:
+    n, p = _varint(rec, p)
+    if n < 0:
+        return None, p
+    if p + n > len(rec):
+        raise _invalid("Found invalid record structure")
+    return bytes(rec[p:p + n]), p + n
+
+
+def encode_records(records: list[Record], base_timestamp: int) -> bytes:
+    """The records section of a v2 batch (``DefaultRecord.writeTo``: attributes 0, the deltas
+    against ``base_timestamp`` and the offset deltas as given)."""
+    out = bytearray()
+    for r in records:
+        rec = bytearray(b"\0")
+        rec += _zigzag(wrap64(r.timestamp - base_timestamp)) + _zigzag(r.offset_delta)
+        rec += _bytes_field(r.key) + _bytes_field(r.value)
+        rec += _zigzag(len(r.headers))
+        for hk, hv in r.headers:
+            rec += _bytes_field(hk) + _bytes_field(hv)
+        out += _zigzag(len(rec)) + rec
+    return bytes(out)
+
+
+def encode_batch(records: list[Record], *, base_offset: int, last_offset_delta: int, attributes: int,
+                 base_timestamp: int, max_timestamp: int, producer_id: int, producer_epoch: int,
+                 base_sequence: int, partition_leader_epoch: int) -> bytes:
+    """A v2 batch around ``records`` (``MemoryRecordsBuilder`` with its header fields given, as
+    ``MemoryRecords.buildRetainedRecordsInto`` fills them): compressed with the codec of
+    ``attributes`` (``compression.compress``), the record count the records', the CRC computed."""
+    body = encode_records(records, base_timestamp)
+    codec = attributes & COMPRESSION_MASK
+    if codec != Compression.NONE:
+        body = compress(codec, body)
+    head = HEADER.pack(
+        base_offset, RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(body), partition_leader_epoch, 2, 0, attributes,
+        last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, len(records))
+    out = bytearray(head) + body
+    _U32.pack_into(out, CRC_OFFSET, compute_crc(out))
+    return bytes(out)
+
+
+def empty_batch(h: BatchHeader) -> bytes:
+    """``DefaultRecordBatch.writeEmptyHeader``: a batch of no records keeping ``h``'s offsets, producer
+    metadata, timestamp type, max timestamp (base timestamp -1) and transactional and control flags
+    (what the cleaner keeps of a batch it must not drop, BatchRetention.RETAIN_EMPTY)."""
+    attributes = h.attributes & (TIMESTAMP_TYPE_MASK | TRANSACTIONAL_FLAG | CONTROL_FLAG)
+    head = HEADER.pack(h.base_offset, RECORD_BATCH_OVERHEAD - LOG_OVERHEAD, h.partition_leader_epoch, 2, 0,
+                       attributes, h.last_offset_delta, -1, h.max_timestamp, h.producer_id,
+                       h.producer_epoch, h.base_sequence, 0)
+    out = bytearray(head)
+    _U32.pack_into(out, CRC_OFFSET, compute_crc(out))
+    return bytes(out)
 
 
 def build_batch(
@@ -411,18 +630,22 @@ def build_batch(
     base_sequence: int = -1,
     attributes: int = 0,
     payload: bytes | None = None,
+    timestamps: list[int] | None = None,
 ) -> bytes:
     """Build an uncompressed v2 batch (a test and tool helper; the broker builds only
     end-transaction markers with it, ``build_end_txn_marker``).
 
     ``payload`` replaces the encoded records (to build a batch around a
-    pre-compressed blob, set ``attributes`` accordingly).
+    pre-compressed blob, set ``attributes`` accordingly).  ``timestamps`` gives each
+    record its own timestamp (deltas against ``base_timestamp``, which may be above
+    some of them, as a producer's first record's may); the max timestamp is theirs.
     """
+    stamps = timestamps if timestamps is not None else [base_timestamp] * len(records)
     body = bytearray()
     if payload is None:
         for i, (key, value, headers) in enumerate(records):
             rec = bytearray(b"\0")
-            rec += _zigzag(0) + _zigzag(i)
+            rec += _zigzag(stamps[i] - base_timestamp) + _zigzag(i)
             rec += _bytes_field(key) + _bytes_field(value)
             rec += _zigzag(len(headers))
             for hk, hv in headers:
@@ -431,9 +654,10 @@ def build_batch(
     else:
         body += payload
     n = max(len(records), 1)
+    max_timestamp = max(stamps) if timestamps else base_timestamp
     head = HEADER.pack(
         0, RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(body), -1, 2, 0, attributes, n - 1,
-        base_timestamp, base_timestamp, producer_id, producer_epoch, base_sequence, n,
+        base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, n,
     )
     out = bytearray(head) + body
     _U32.pack_into(out, CRC_OFFSET, compute_crc(out))

@@ -34,6 +34,8 @@ TYPES: dict[Any, tuple[str, str]] = {
     config._quotas: ("list of tables", "`[[mock.quotas]]` tables, or `users/U/clients/C:key=N,...;...`"),
     config._faults: ("list of tables", "`[[mock.faults]]` tables, or a JSON array of rules"),
     config._admin_listener: ("HOST:PORT", "`HOST:PORT` (port 0: a free one), or empty: off"),
+    config._float: ("number", "any number"),
+    config._cleanup_policy: ("list", "`delete`, `compact`, both, or empty"),
 }
 
 # Valid values in words for string and list keys whose items have a format the parse function does

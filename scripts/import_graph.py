@@ -25,13 +25,14 @@ PACKAGES = ("protocol", "mockbroker")
 # A module may import from its own layer or lower ones.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("wire", ("protocol.",)),
-    ("leaves", ("mockbroker.clock", "mockbroker.config", "mockbroker.channel", "mockbroker.cluster_view",
-                "mockbroker.sasl_mechanisms",
+    ("leaves", ("mockbroker.clock", "mockbroker.config", "mockbroker.config_defs", "mockbroker.channel",
+                "mockbroker.cluster_view", "mockbroker.sasl_mechanisms",
                 "mockbroker.quota.", "mockbroker.purgatory.", "mockbroker.memory_pool", "mockbroker.log",
                 "mockbroker.producer_state", "mockbroker.journal", "mockbroker.faults", "mockbroker.fetch_session",
                 "mockbroker.request_stats", "mockbroker.journal_writer", "mockbroker.journal_reader")),
     ("state", ("mockbroker.metadata", "mockbroker.replication")),
-    ("coordinators", ("mockbroker.controller", "mockbroker.replica_manager", "mockbroker.delayed_produce",
+    ("coordinators", ("mockbroker.controller", "mockbroker.replica_manager", "mockbroker.log_cleaner",
+                      "mockbroker.config_catalog", "mockbroker.delayed_produce",
                       "mockbroker.delayed_fetch", "mockbroker.group.", "mockbroker.txn.")),
     ("contract", ("mockbroker.request",)),
     ("handlers", ("mockbroker.apis.",)),

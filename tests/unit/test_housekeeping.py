@@ -42,7 +42,7 @@ def earliest(c, topic):
 
 def test_retention_by_time_on_the_check_interval(manual):
     b, clock = manual
-    b.create_topic("ret-t", 1, configs={"retention.ms": "10000", "segment.bytes": "100"})
+    b.create_topic("ret-t", 1, configs={"retention.ms": "10000", "internal.segment.bytes": "100"})
     with RawKafkaClient.connect(b.bootstrap_servers) as c:
         now = clock.time_ms()
         produce(c, "ret-t", now - 20_000)  # already past retention, in its own segment
@@ -58,7 +58,7 @@ def test_retention_by_time_on_the_check_interval(manual):
 
 def test_retention_by_bytes(manual):
     b, clock = manual
-    b.create_topic("ret-b", 1, configs={"retention.bytes": "300", "segment.bytes": "100"})
+    b.create_topic("ret-b", 1, configs={"retention.bytes": "300", "internal.segment.bytes": "100"})
     with RawKafkaClient.connect(b.bootstrap_servers) as c:
         for _ in range(5):
             produce(c, "ret-b", clock.time_ms())

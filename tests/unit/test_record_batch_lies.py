@@ -10,9 +10,10 @@ answers, following ``KafkaApis.handleProduceRequest`` (``RequestUtils.hasTransac
 ``UnifiedLog.analyzeAndValidateRecords``, ``LogValidator.validateBatch`` / its record iteration
 (``DefaultRecordBatch.RecordIterator``) and ``ProducerAppendInfo`` for a producer with no state.
 
-Time is a ManualClock, so "now" is known: base timestamps are lied about only up to now + 1 h,
-because Kafka 4.x refuses a record more than ``message.timestamp.after.max.ms`` (1 h) ahead with
-INVALID_TIMESTAMP and mockbroker does not check record timestamps (docs/design.md).
+Time is a ManualClock, so "now" is known: a base timestamp lie moves every record's timestamp (the
+honest batches' deltas are 0), and Kafka 4.x refuses a record more than
+``message.timestamp.after.max.ms`` (1 h) ahead with INVALID_TIMESTAMP (``LogValidator.validateTimestamp``,
+in Java's long arithmetic).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from hypothesis import strategies as st
 from mockbroker import ManualClock, MockBroker
 from protocol.client import RawKafkaClient
 from protocol.errors import ErrorCode
-from protocol.records import CRC_OFFSET, HEADER, build_batch, compute_crc, parse_header
+from protocol.records import CRC_OFFSET, HEADER, LONG_MAX, build_batch, compute_crc, parse_header, wrap64
 
 E = ErrorCode
 NOW = 1_700_000_000_000  # the ManualClock's wall time (never advanced here)
@@ -72,7 +73,7 @@ LIES = {
     "magic": st.integers(-128, 127),
     "crc": st.integers(0, 2**32 - 1),
     "last_offset_delta": st.one_of(st.integers(-3, 12), I32),
-    "base_timestamp": st.one_of(st.integers(-3, NOW + HOUR), st.just(NOW + HOUR)),
+    "base_timestamp": st.one_of(st.integers(-3, NOW + HOUR), st.just(NOW + HOUR), st.just(NOW + HOUR + 1), I64),
     "max_timestamp": I64,
     "producer_id": st.one_of(st.integers(-3, 5), I64),
     "producer_epoch": I16,
@@ -202,8 +203,14 @@ def _kafka_error(honest: bytes, field: str, value: int, recompute_crc: bool) -> 
         return E.invalid_producer_epoch if idempotent and value < -1 else E.none
     if field == "base_sequence":
         return E.invalid_record if idempotent and value < 0 else E.none
-    # partition leader epoch (overwritten), base timestamp (up to now + 1 h), max timestamp
-    # (recomputed from the records by Kafka; trusted here)
+    if field == "base_timestamp" and value != -1:
+        # every record's timestamp is the base timestamp: refused more than 1 h ahead (or, wrapping
+        # in Java's long arithmetic, as far behind: message.timestamp.before.max.ms is Long.MAX_VALUE)
+        diff = wrap64(NOW - value)
+        if diff > LONG_MAX or wrap64(-diff) > HOUR:
+            return E.invalid_timestamp
+    # partition leader epoch (overwritten), max timestamp (recomputed from the records by Kafka,
+    # read from them here)
     return E.none
 
 

@@ -15,6 +15,9 @@ from protocol.records import (
     assign_offsets,
     build_batch,
     compute_crc,
+    decode_records,
+    empty_batch,
+    encode_batch,
     parse_header,
     record_timestamps,
     split_batches,
@@ -138,3 +141,42 @@ def test_record_timestamps():
     with pytest.raises(CorruptRecordBatch) as e:
         record_timestamps(gz)
     assert e.value.error == ErrorCode.unknown_server_error
+
+
+def test_decode_and_encode_records_round_trip():
+    """What the log cleaner reads of a batch and writes back: every field of every record, a negative
+    timestamp delta, null keys and values, headers; each codec in the framing Kafka writes."""
+    stamps = [1000, 940, 1200]
+    recs = [(b"k0", b"v0", [("h", b"1"), ("n", None)]), (None, b"v1", []), (b"k2", None, [])]
+    plain = build_batch(recs, base_timestamp=1000, timestamps=stamps, producer_id=9, producer_epoch=2,
+                        base_sequence=4)
+    h, records = decode_records(plain)
+    assert [(r.offset_delta, r.timestamp, r.key, r.value, r.headers) for r in records] == [
+        (0, 1000, b"k0", b"v0", [(b"h", b"1"), (b"n", None)]), (1, 940, None, b"v1", []), (2, 1200, b"k2", None, [])]
+    again = encode_batch(records, base_offset=0, last_offset_delta=2, attributes=0, base_timestamp=1000,
+                         max_timestamp=1200, producer_id=9, producer_epoch=2, base_sequence=4,
+                         partition_leader_epoch=-1)
+    assert again == plain
+    for codec in (Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZSTD):
+        kept = [records[0], records[2]]
+        b = encode_batch(kept, base_offset=40, last_offset_delta=2, attributes=codec | 0x40, base_timestamp=5000,
+                         max_timestamp=1200, producer_id=9, producer_epoch=2, base_sequence=4,
+                         partition_leader_epoch=3)
+        bh, back = decode_records(b)
+        assert (bh.base_offset, bh.last_offset_delta, bh.records_count, bh.compression) == (40, 2, 2, codec)
+        assert bh.delete_horizon_ms == 5000 and bh.crc == compute_crc(b)
+        assert [(r.offset_delta, r.timestamp, r.key) for r in back] == [(0, 1000, b"k0"), (2, 1200, b"k2")]
+        assert record_timestamps(b) == [(40, 1000), (42, 1200)]  # the delete horizon is only the base
+    assert parse_header(plain).delete_horizon_ms is None
+
+
+def test_an_empty_batch_keeps_its_offsets_and_producer():
+    """DefaultRecordBatch.writeEmptyHeader: the cleaner's BatchRetention.RETAIN_EMPTY."""
+    b = assign_offsets(build_batch([(b"k", b"v", [])] * 3, base_timestamp=700, producer_id=5, producer_epoch=1,
+                                   base_sequence=0, attributes=0x10), 20, 4)
+    e = empty_batch(parse_header(b))
+    h = parse_header(e)
+    assert (h.base_offset, h.last_offset_delta, h.records_count, len(e)) == (20, 2, 0, 61)
+    assert (h.producer_id, h.producer_epoch, h.base_sequence, h.is_transactional) == (5, 1, 0, True)
+    assert (h.base_timestamp, h.max_timestamp, h.partition_leader_epoch) == (-1, 700, 4)
+    assert h.crc == compute_crc(e) and decode_records(e)[1] == [] and record_timestamps(e) == []

@@ -303,7 +303,7 @@ def test_retention_drops_index_entries_below_the_log_start(b, c):
         rest = LogSegment(2, seg.created_ms, seg.batches[2:], seg.last_offsets[2:], seg.max_timestamps[2:],
                           sum(len(x) for x in seg.batches[2:]), max(seg.max_timestamps[2:]))
         log.segments = [first, rest]
-        log._delete_while(lambda s: s is first, 0)
+        log._delete_while(lambda s, _next: s is first, 0)
         return log.log_start_offset, log.aborted_txns
 
     start, aborted = b.call(shrink)
