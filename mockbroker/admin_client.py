@@ -137,7 +137,7 @@ def show_faults(rows: list[dict[str, Any]], out: TextIO) -> None:
             return "error " + ",".join(e["error"] for e in r["errors"])
         if r["action"] == "delay":
             return f"delay {r['delay_ms']} ms"
-        return r["action"] + (" after" if r["after"] else "")
+        return str(r["action"]) + (" after" if r["after"] else "")
 
     table([(r["id"], matched(r), what(r), "always" if r["count"] is None else r["count"], r["fired"])
            for r in rows], ["rule", "match", "action", "left", "fired"], out)
@@ -303,7 +303,7 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.st
 def _run(client: AdminClient, args: argparse.Namespace, out: TextIO) -> int:
     c = args.admin_command
 
-    def emit(data: Any, human: Callable[[Any, TextIO], None]) -> int:
+    def emit(data: Any, human: Callable[[Any, TextIO], object]) -> int:
         if args.json:
             out.write(json.dumps(data, indent=1) + "\n")
         else:

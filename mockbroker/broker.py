@@ -28,23 +28,26 @@ from .channel import Authenticator, CloseReason
 from .clock import Clock
 from .config import BrokerConfig, Listener
 from .config_catalog import ConfigCatalog
-from .connection import KafkaConnection, MemoryMutedChannels
+from .connection import KafkaConnection
 from .controller import Controller
+from .fault_actions import FaultActions
 from .faults import FaultInjector
 from .fetch_session import FetchManager
 from .group.service import GroupCoordinatorService
 from .journal import RequestJournal
+from .journal_recorder import RequestRecorder
 from .kafka_apis import KafkaApis
-from .memory_pool import memory_pool_for
-from .metadata import BrokerNode, ClusterMetadata
+from .memory_pool import MemoryMutedChannels, memory_pool_for
+from .metadata import ClusterMetadata
 from .quota.entities import QuotaStore
 from .quota.manager import QuotaManagers
 from .quota.throttle import ThrottleEvent
-from .replica_manager import ActionQueue, ReplicaManager
+from .replica_manager import ActionQueue, ReplicaManager, TxnVerifier
 from .replication import ReplicationSimulator
 from .request_stats import RequestStats
 from .sasl_authenticator import SaslAuthenticator
 from .sasl_mechanisms import CredentialStore
+from .throttled_channel import ThrottleDelivery
 from .txn.coordinator import TransactionCoordinator
 
 log = logging.getLogger("mockbroker.broker")
@@ -63,6 +66,7 @@ class SharedState:
     actions: ActionQueue
     groups: GroupCoordinatorService
     txn: TransactionCoordinator
+    txn_verifier: TxnVerifier | None          # KIP-890 (None: transaction.partition.verification.enable=false)
     quota_store: QuotaStore
     registry: ApiRegistry
     journal: RequestJournal
@@ -95,11 +99,15 @@ class Broker:
         self.fetch_manager = FetchManager(cfg["max.incremental.fetch.session.cache.slots"])
         self.replica_manager = ReplicaManager(
             node_id, shared.metadata, shared.replication, shared.actions, self.clock,
-            cfg["producer.purgatory.purge.interval.requests"], cfg["fetch.purgatory.purge.interval.requests"])
-        self.replica_manager.check_records = cfg["mock.produce.check.records"]
+            cfg["producer.purgatory.purge.interval.requests"], cfg["fetch.purgatory.purge.interval.requests"],
+            shared.txn_verifier, cfg["mock.produce.check.records"])
         self.request_stats = RequestStats()
-        self.apis = KafkaApis(self, shared.registry, build_handlers(), shared.journal, shared.faults,
-                              cfg.throttle_mode, shared.throttle_events, self.request_stats)
+        self.apis = KafkaApis(
+            self, shared.registry, build_handlers(),
+            RequestRecorder(node_id, self.clock, cfg.throttle_mode, shared.journal, self.request_stats,
+                            shared.quota_store),
+            FaultActions(shared.faults, node_id, shared.metadata, self.fetch_manager),
+            ThrottleDelivery(cfg.throttle_mode, self.clock, shared.throttle_events))
         # ConnectionOwner (what connections see)
         self.max_request_bytes: int = cfg["socket.request.max.bytes"]
         # KIP-72: one request memory pool per broker (SocketServer's), MemoryPool.NONE when disabled
@@ -118,7 +126,9 @@ class Broker:
         return self.ports[self.listeners[0].name]
 
     # -- lifecycle -------------------------------------------------------------------
-    async def start(self) -> None:
+    async def start(self) -> dict[str, tuple[str, int]]:
+        """Open the listeners (a restart reuses their ports): the advertised endpoints, for the
+        cluster to register this broker with (``ClusterMetadata.broker_up``)."""
         endpoints: dict[str, tuple[str, int]] = {}
         try:
             for lst in self.listeners:
@@ -136,7 +146,7 @@ class Broker:
         except BaseException:
             self._close_servers()
             raise
-        self.metadata.add_broker(BrokerNode(self.node_id, endpoints))
+        return endpoints
 
     def _close_servers(self) -> None:
         for server in self._servers:
@@ -144,12 +154,10 @@ class Broker:
         self._servers = []
 
     async def stop(self) -> None:
+        """Close the listeners and every connection (the cluster marks it down)."""
         self._close_servers()
         for conn in list(self.connections):
             conn.close(CloseReason.BROKER_STOPPED)
-        node = self.metadata.brokers.get(self.node_id)
-        if node is not None:
-            node.alive = False
 
     @property
     def running(self) -> bool:

@@ -70,17 +70,17 @@ def _parser() -> argparse.ArgumentParser:
 async def _serve(cfg: BrokerConfig, host: str | None, port: int | None) -> int:
     import asyncio
 
-    from .process import BrokerProcess
-    process = BrokerProcess(cfg, host=host, port=port)
-    await process.start()
+    from .runner import assemble, ready_line
+    cluster, _control, admin = assemble(cfg, host=host, port=port)
+    await cluster.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    sys.stdout.write(process.ready_line() + "\n")
+    sys.stdout.write(ready_line(cluster, admin) + "\n")
     sys.stdout.flush()
     await stop.wait()
-    await process.stop()
+    await cluster.stop()
     logging.getLogger("mockbroker").info("stopped")
     return 0
 

@@ -5,7 +5,9 @@ Three names, three things:
 * ``Cluster`` (this module): what one mockbroker process runs — one
   ``Broker`` per ``mock.num.brokers``, the state they share (metadata, the
   controller, simulated replication, the group coordinator, the configured
-  quotas, the request journal), and the housekeeping timers.
+  quotas, the request journal), the housekeeping timers, and the front ends
+  it starts after its brokers and stops before them (the admin HTTP API, which
+  the handle that starts the cluster adds: nothing here imports it).
 * ``Broker`` (``broker.py``): one simulated broker — a listener, its
   ``KafkaApis``, ``ReplicaManager``, quota managers and memory pool.
 * ``MockBroker`` (``runner.py``): the Python handle tests use — a ``Cluster``
@@ -23,6 +25,7 @@ import asyncio
 from collections import deque
 from collections.abc import Callable
 from functools import partial
+from typing import Protocol
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiRegistry
@@ -30,6 +33,7 @@ from protocol.registry import ApiRegistry
 from .apis import build_handlers
 from .broker import Broker, SharedState
 from .clock import Clock, ManualClock, PeriodicTask, SystemClock, every
+from .cluster_view import TopicPartition
 from .config import (
     BrokerConfig,
     Listener,
@@ -51,9 +55,16 @@ from .replica_manager import ActionQueue
 from .replication import ReplicationSimulator
 from .sasl_mechanisms import CredentialStore
 from .txn.coordinator import GROUP_METADATA_TOPIC, MarkerErrors, TransactionCoordinator
-from .txn.metadata import TopicPartition
 from .txn.state_manager import TransactionConfig, TransactionStateManager
 from .txn.verification import AddPartitionsToTxnManager
+
+
+class FrontEnd(Protocol):
+    """Something the cluster serves besides the Kafka listeners (the admin HTTP API)."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
 
 
 class Cluster:
@@ -109,25 +120,23 @@ class Cluster:
             CredentialStore(parse_users(config["mock.sasl.users"]), config["sasl.enabled.mechanisms"])
             if any(lst.protocol == "SASL_PLAINTEXT" for lst in listeners) else None
         )
+        # KIP-890: every leader asks the coordinator before appending a transactional batch
+        verifier = AddPartitionsToTxnManager(self.txn) if self.txn.config.partition_verification_enable else None
         shared = SharedState(config, self.clock, self.loop, self.metadata, self.controller, self.replication,
-                             self.actions, self.groups, self.txn, self.quota_store, self.registry, self.journal,
-                             self.faults, self.throttle_events, credentials, self.config_catalog)
+                             self.actions, self.groups, self.txn, verifier, self.quota_store, self.registry,
+                             self.journal, self.faults, self.throttle_events, credentials, self.config_catalog)
         first = config["node.id"]
         self.brokers: dict[int, Broker] = {}
         for i in range(config["mock.num.brokers"]):
             self.brokers[first + i] = Broker(shared, first + i, [lst.for_broker(i) for lst in listeners])
-        if self.txn.txn_manager.config.partition_verification_enable:
-            # KIP-890: every leader asks the coordinator before appending a transactional batch
-            verifier = AddPartitionsToTxnManager(self.txn)
-            for b in self.brokers.values():
-                b.replica_manager.txn_verifier = verifier
         self._timers: list[PeriodicTask] = []
+        self.front_ends: list[FrontEnd] = []  # started after the brokers, in order; stopped first
 
     async def start(self) -> None:
         if self.journal_writer is not None:
             self.journal_writer.start()
         for b in self.brokers.values():
-            await b.start()
+            self.metadata.broker_up(b.node_id, await b.start())
         for item in self.config["mock.topics"]:
             name, parts, rf = parse_topic_spec(item)
             if name not in self.metadata.topics:
@@ -146,6 +155,12 @@ class Cluster:
         self._every(60_000, self._expire_quota_sensors, "quota-sensor-expiration")
         idle = self.config["connections.max.idle.ms"]
         self._every(min(max(idle // 10, 1000), 30_000), lambda: self._close_idle(idle), "idle-connections")
+        for front_end in self.front_ends:
+            try:
+                await front_end.start()
+            except BaseException:
+                await self.stop()
+                raise
 
     def _every(self, interval_ms: int, fn: Callable[[], object], name: str) -> PeriodicTask:
         task = every(self.clock, interval_ms, fn, name)
@@ -176,10 +191,13 @@ class Cluster:
             b.close_idle(now, idle_ms)
 
     async def stop(self) -> None:
+        for front_end in reversed(self.front_ends):
+            await front_end.stop()
         for t in self._timers:
             t.cancel()
         for b in self.brokers.values():
             await b.stop()
+            self.metadata.broker_down(b.node_id)
             b.replica_manager.shutdown()
         self.groups.shutdown()
         self.txn.shutdown()
@@ -205,10 +223,11 @@ class Cluster:
                      configs: dict[str, str] | None = None) -> Topic:
         return self.controller.create_topic(name, partitions, replication_factor, configs)
 
-    # -- broker membership (runtime) --------------------------------------------------------------
+    # -- broker membership: the cluster is its one writer (ClusterMetadata.broker_up/broker_down) ----
     async def stop_broker(self, node_id: int) -> None:
         """Close a broker's listener and connections; its leadership moves, its replicas leave the ISR."""
         await self.brokers[node_id].stop()
+        self.metadata.broker_down(node_id)
         self.replication.broker_stopped(node_id)
         self.groups.on_brokers_changed()
         self.txn.on_brokers_changed()
@@ -218,7 +237,7 @@ class Cluster:
         broker = self.brokers[node_id]
         if broker.running:
             return
-        await broker.start()
+        self.metadata.broker_up(node_id, await broker.start())
         self.replication.broker_started(node_id)
         self.groups.on_brokers_changed()
         self.txn.on_brokers_changed()

@@ -8,6 +8,10 @@ Unknown keys are refused with the list of close matches.  Keys starting with
 
 TOML may use quoted dotted keys (``"log.retention.ms" = 1000``) or tables
 (``[log.retention]`` / ``ms = 1000``); both flatten to the same key.
+
+Over 500 lines on purpose: most of it is ``CONFIG_DEF``, the one table of every
+key (type, default, validator, documentation) that ``scripts/config_docs.py``
+turns into docs/configuration.md; the loading code is short.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import difflib
 import ipaddress
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -519,7 +523,7 @@ class BrokerConfig(Mapping[str, Any]):
         else:
             self._per_broker[node_id] = dict(values)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[str]:
         return iter(self._values)
 
     def __len__(self) -> int:
@@ -533,7 +537,7 @@ class BrokerConfig(Mapping[str, Any]):
         """mock.throttle.mode, or by release: Kafka < 2.0 delayed responses, >= 2.0 mutes (KIP-219)."""
         mode = self["mock.throttle.mode"]
         if mode:
-            return mode
+            return str(mode)
         major, minor = (int(x) for x in self["mock.kafka.version"].split(".")[:2])
         return "delay" if (major, minor) < (2, 0) else "mute"
 
@@ -543,13 +547,14 @@ class BrokerConfig(Mapping[str, Any]):
         level = self["mock.transaction.version"]
         if level:
             return int(level)
-        return TRANSACTION_VERSION_FEATURE.get(self["mock.kafka.version"], (0, 0))[1]
+        release: str = self["mock.kafka.version"]
+        return TRANSACTION_VERSION_FEATURE.get(release, (0, 0))[1]
 
     @property
     def retention_ms(self) -> int:
         """Kafka's precedence: log.retention.ms > .minutes > .hours (-1: forever)."""
         if self["log.retention.ms"] is not None:
-            return self["log.retention.ms"]
+            return int(self["log.retention.ms"])
         if self["log.retention.minutes"] is not None:
             m = self["log.retention.minutes"]
             return -1 if m < 0 else m * 60_000

@@ -39,7 +39,7 @@ with the memory-pool mute kept apart as ``Selector`` does):
   per connection at a time and answers in order.
 * ``THROTTLED``: KIP-219, the response was sent and the channel stays muted
   for the throttle time (``start_throttling``/``end_throttling``, called by
-  ``quota.throttle.ThrottledChannel``).  Kafka unregisters OP_READ; here the
+  ``throttled_channel.ThrottledChannel``).  Kafka unregisters OP_READ; here the
   connection goes on watching the socket until the client's next request
   begins, reading its first byte (and nothing more) to see when it arrived: the
   throttle's verdict is taken from what the client did, not from a timer racing
@@ -65,17 +65,16 @@ import asyncio
 import fcntl
 import itertools
 import logging
-import random
 import termios
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from protocol.errors import ProtocolError
 from protocol.framing import SIZE_PREFIX_BYTES, read_frame_size
 
 from .channel import Authenticator, CloseReason, MuteReason
 from .clock import Clock
-from .memory_pool import MemoryPool
+from .memory_pool import MemoryMutedChannels
 
 log = logging.getLogger("mockbroker.connection")
 
@@ -92,7 +91,7 @@ class ConnectionOwner(Protocol):
     clock: Clock
     loop: asyncio.AbstractEventLoop
     max_request_bytes: int                 # socket.request.max.bytes
-    memory_mutes: "MemoryMutedChannels"    # the broker's request memory pool and its waiting channels
+    memory_mutes: MemoryMutedChannels      # the broker's request memory pool and its waiting channels
 
     def new_authenticator(self, conn: "KafkaConnection") -> Authenticator | None: ...
 
@@ -102,66 +101,6 @@ class ConnectionOwner(Protocol):
     def connection_opened(self, conn: "KafkaConnection") -> None: ...
 
     def connection_closed(self, conn: "KafkaConnection") -> None: ...
-
-
-class MemoryMutedChannels:
-    """The memory-pressure part of Kafka's ``Selector``, for one broker's pool.
-
-    A connection whose buffer the pool refuses mutes itself for ``MEMORY`` and
-    waits here.  When memory is released and the pool is no longer out of
-    memory (Selector.poll: ``!memoryPool.isOutOfMemory() && outOfMemory``), the
-    waiting connections are served: each takes its buffer and is unmuted, until
-    the pool runs out again; the others keep waiting for the next release.
-    Below ``lowMemThreshold`` (10 % of the pool) they are served in shuffled
-    order (``determineHandlingOrder``), so that no connection starves; above it,
-    in the order they started waiting.  Kafka unmutes every such channel and
-    lets them race for memory on their next read; here the pass hands the
-    memory out directly, which is the same race without the churn.
-    """
-
-    def __init__(self, pool: MemoryPool, loop: asyncio.AbstractEventLoop, rng: random.Random | None = None) -> None:
-        self.pool = pool
-        self.loop = loop
-        self.rng = rng or random.Random()
-        self.low_mem_threshold = int(0.1 * pool.size()) if pool.enabled else 0
-        self._waiting: dict[KafkaConnection, None] = {}  # an ordered set, oldest first
-        self._scheduled = False
-        self.passes = 0            # unmute passes run (mock statistic)
-        self.shuffled_passes = 0   # of which below lowMemThreshold, in shuffled order
-
-    def __len__(self) -> int:
-        return len(self._waiting)
-
-    def allocate(self, conn: "KafkaConnection", size: int) -> bytearray | None:
-        buf = self.pool.try_allocate(size)
-        if buf is None:
-            self._waiting[conn] = None
-        return buf
-
-    def release(self, buf: bytearray) -> None:
-        self.pool.release(buf)
-        if self._waiting and not self._scheduled:
-            self._scheduled = True
-            self.loop.call_soon(self._unmute)
-
-    def forget(self, conn: "KafkaConnection") -> None:
-        self._waiting.pop(conn, None)
-
-    def _unmute(self) -> None:
-        self._scheduled = False
-        pool = self.pool
-        if pool.is_out_of_memory() or not self._waiting:
-            return
-        order = list(self._waiting)
-        self.passes += 1
-        if pool.available_memory() < self.low_mem_threshold:
-            self.shuffled_passes += 1
-            self.rng.shuffle(order)
-        for conn in order:
-            if pool.is_out_of_memory():
-                break
-            if conn.retry_allocation():
-                self._waiting.pop(conn, None)
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
@@ -201,8 +140,6 @@ class KafkaConnection(asyncio.BufferedProtocol):
         # (or watched, while throttled), or its taking
         self.next_request_observer: Callable[[int], None] | None = None
         self._watching = False  # throttled, but reading one byte to see the next request begin
-        # what the throttle before it says of the next request (quota.throttle), for its journal record
-        self.request_after_throttle: dict[str, Any] | None = None
         self.hold_deadline_ms: int | None = None  # observe mode: requests before this wait for it
         self._arrived_ns = 0             # broker clock: the frame being taken was complete (before any hold)
         self.request_arrived_ns = 0      # ... for the request being handled
@@ -451,7 +388,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if self.mute == MuteReason.NONE:
                 self.owner.loop.call_soon(self._process)
 
-    # -- throttling (KIP-219), called by quota.throttle.ThrottledChannel -----------------------
+    # -- throttling (KIP-219), called by throttled_channel.ThrottledChannel ----------------------
     def start_throttling(self, watch: bool = False) -> None:
         """KafkaChannel's MUTED_AND_THROTTLED: the response was sent, nothing is served until the end.
         ``watch`` (nothing of a next request is here yet): read the first byte that comes, to tell

@@ -14,6 +14,10 @@ partitions (leader, ISR, high watermark, log end and start; elect, set ISR,
 replication lag); quotas per entity (as Describe/AlterClientQuotas);
 groups; connections; throttle events and KIP-219 violations; the memory
 pool and purgatory gauges; the request journal; the clock; fault rules.
+
+Over 500 lines on purpose: it is the one implementation of every control
+method both front ends call, each a few lines over the cluster; splitting it by
+topic would give the Python handle and the HTTP API several objects to route to.
 """
 
 from __future__ import annotations
@@ -401,9 +405,9 @@ class ControlPlane:
                     continue
                 software = conn.client_software
                 muted = [r.name for r in MuteReason if r and r in conn.mute]
-                waiting = b.apis.in_flight.get(conn.conn_id)
-                inflight = None if waiting is None else (waiting[0].api_key, waiting[0].version,
-                                                         waiting[0].correlation_id, waiting[0].received_ns)
+                waiting = b.apis.recorder.waiting(conn.conn_id)
+                inflight = None if waiting is None else (waiting.ctx.api_key, waiting.ctx.version,
+                                                         waiting.ctx.correlation_id, waiting.ctx.received_ns)
                 out.append({
                     "id": conn.conn_id, "broker": b.node_id, "listener": conn.listener_name, "peer": conn.peer, "client_id": conn.client_id,
                     "client_software_name": software[0] if software else None,
@@ -435,12 +439,13 @@ class ControlPlane:
         rows: dict[Any, dict[str, Any]] = {}
         for e in self.cluster.throttle_events:
             key = (e.node_id, e.conn_id) if by == "connection" else (e.user, e.client_id)
-            row = rows.get(key)
+            row: dict[str, Any] | None = rows.get(key)
             if row is None:
-                row = rows[key] = ({"broker": e.node_id, "connection": e.conn_id, "peer": e.peer} if by == "connection"
-                                   else {}) | {"user": e.user, "client_id": e.client_id, "throttles": 0, "judged": 0,
-                                               "violations_obliged": 0, "violations_not_obliged": 0,
-                                               "worst_early_ms": 0, "apis": {}}
+                new: dict[str, Any] = (
+                    {"broker": e.node_id, "connection": e.conn_id, "peer": e.peer} if by == "connection" else {})
+                new |= {"user": e.user, "client_id": e.client_id, "throttles": 0, "judged": 0,
+                        "violations_obliged": 0, "violations_not_obliged": 0, "worst_early_ms": 0, "apis": {}}
+                row = rows[key] = new
             row["throttles"] += 1
             if e.judged and e.client_should_throttle:
                 row["judged"] += 1

@@ -12,10 +12,11 @@ then; expiry is not an error.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from .fetch_session import CachedPartition
-from .metadata import ClusterMetadata
+from .metadata import ClusterMetadata, Topic
 from .purgatory import DelayedOperation
 
 READ_COMMITTED = 1
@@ -37,7 +38,7 @@ class DelayedFetch(DelayedOperation):
 
     def try_complete(self) -> bool:
         accumulated = 0
-        topics = self.metadata.topics_by_id if self.by_id else self.metadata.topics
+        topics: Mapping[Any, Topic] = self.metadata.topics_by_id if self.by_id else self.metadata.topics
         for cp in self.partitions:
             topic = topics.get(cp.topic_id if self.by_id else cp.topic)
             if topic is None or not 0 <= cp.partition < len(topic.partitions):

@@ -336,7 +336,8 @@ class FaultInjector:
 
     def release(self, rule_id: int | None = None) -> int:
         """Let held requests go on to their handlers (those of one rule, or all); how many."""
-        keep, go = [], []
+        keep: list[HeldRequest] = []
+        go: list[HeldRequest] = []
         for h in self.held:
             (go if rule_id is None or h.rule_id == rule_id else keep).append(h)
         self.held = keep

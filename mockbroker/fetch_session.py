@@ -49,6 +49,13 @@ class CachedPartition:
     last_log_start: int = -1
     current_leader_epoch: int = -1
 
+    def needs_response(self, error: ErrorCode, high_watermark: int, log_start_offset: int,
+                       has_records: bool) -> bool:
+        """Whether an incremental response needs it, nothing updated
+        (``maybeUpdateResponseData`` with ``updateFetchContextAndRemoveUnselected`` false)."""
+        return (has_records or error is not ErrorCode.none or high_watermark != self.high_watermark
+                or log_start_offset != self.last_log_start)
+
     def maybe_update_response(self, error: ErrorCode, high_watermark: int, log_start_offset: int,
                               has_records: bool) -> bool:
         """CachedPartition.maybeUpdateResponseData: whether an incremental response needs it."""

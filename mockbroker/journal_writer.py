@@ -48,7 +48,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import fields
-from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +88,8 @@ def encode_line(rec: RequestRecord) -> str:
     value it does not expect (a type other than the field's, a NaN) makes it raise, and the line is
     then written from ``record_json`` by ``json`` (the reference, which the tests compare it with)."""
     try:
-        return _fast_line(rec)
+        line: str = _fast_line(rec)
+        return line
     except Exception:  # noqa: BLE001 - the generic path below writes anything json can
         return encode_line_generic(rec)
 

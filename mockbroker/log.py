@@ -54,7 +54,7 @@ class AbortedTxn:
     last_stable_offset: int
 
 
-def _int64s() -> array:
+def _int64s() -> array[int]:
     return array("q")
 
 
@@ -69,8 +69,8 @@ class LogSegment:
     base_offset: int
     created_ms: int
     batches: list[bytes] = field(default_factory=list)
-    last_offsets: array = field(default_factory=_int64s)  # last offset of each batch
-    max_timestamps: array = field(default_factory=_int64s)
+    last_offsets: array[int] = field(default_factory=_int64s)  # last offset of each batch
+    max_timestamps: array[int] = field(default_factory=_int64s)
     size_bytes: int = 0
     largest_timestamp: int = -1
     last_modified_ms: int = -1
@@ -83,7 +83,8 @@ class LogSegment:
 
     def batch_base(self, i: int) -> int:
         if self.cleaned:
-            return _I64.unpack_from(self.batches[i], 0)[0]
+            base: int = _I64.unpack_from(self.batches[i], 0)[0]
+            return base
         return self.last_offsets[i - 1] + 1 if i else self.base_offset
 
     @property

@@ -40,6 +40,10 @@ cleaner thread sleeps that long when nothing was dirty enough):
 A log whose cleaning raises is marked uncleanable and left alone, as Kafka's
 ``markPartitionUncleanable`` (one log line).  Records are decoded here only, off the produce and
 fetch path.  What differs from Kafka is in docs/differences.md.
+
+Over 500 lines on purpose: one cleaning pass runs through what Kafka splits over four classes
+(the manager's choice of log, the offset map, the groups of segments, the batch filter), which
+share that pass's state; apart they would hand it around.
 """
 
 from __future__ import annotations

@@ -23,11 +23,16 @@ ByteBuffers and leaves reclaiming them to the GC).
 
 Besides Kafka's metrics the pool keeps two numbers a test needs: ``peak_used``
 (the most memory ever allocated at once) and ``refused`` (allocations refused).
+
+``MemoryMutedChannels`` is the memory part of Kafka's ``Selector``: the connections
+waiting for the pool, and the pass that hands them memory when it comes back.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import asyncio
+import random
+from typing import TYPE_CHECKING, Protocol
 
 from .quota.rate import Rate
 
@@ -171,3 +176,70 @@ def memory_pool_for(queued_max_request_bytes: int, socket_request_max_bytes: int
     if queued_max_request_bytes > 0:
         return SimpleMemoryPool(queued_max_request_bytes, socket_request_max_bytes, False, clock)
     return MemoryPool.NONE
+
+
+class MemoryWaiter(Protocol):
+    """A connection waiting for the pool (``KafkaConnection``)."""
+
+    def retry_allocation(self) -> bool:
+        """Memory came back: True once it no longer waits (it got its buffer, or it is gone)."""
+
+
+class MemoryMutedChannels:
+    """The memory-pressure part of Kafka's ``Selector``, for one broker's pool.
+
+    A connection whose buffer the pool refuses mutes itself for ``MEMORY`` and
+    waits here.  When memory is released and the pool is no longer out of
+    memory (Selector.poll: ``!memoryPool.isOutOfMemory() && outOfMemory``), the
+    waiting connections are served: each takes its buffer and is unmuted, until
+    the pool runs out again; the others keep waiting for the next release.
+    Below ``lowMemThreshold`` (10 % of the pool) they are served in shuffled
+    order (``determineHandlingOrder``), so that no connection starves; above it,
+    in the order they started waiting.  Kafka unmutes every such channel and
+    lets them race for memory on their next read; here the pass hands the
+    memory out directly, which is the same race without the churn.
+    """
+
+    def __init__(self, pool: MemoryPool, loop: asyncio.AbstractEventLoop, rng: random.Random | None = None) -> None:
+        self.pool = pool
+        self.loop = loop
+        self.rng = rng or random.Random()
+        self.low_mem_threshold = int(0.1 * pool.size()) if pool.enabled else 0
+        self._waiting: dict[MemoryWaiter, None] = {}  # an ordered set, oldest first
+        self._scheduled = False
+        self.passes = 0            # unmute passes run (mock statistic)
+        self.shuffled_passes = 0   # of which below lowMemThreshold, in shuffled order
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    def allocate(self, conn: MemoryWaiter, size: int) -> bytearray | None:
+        buf = self.pool.try_allocate(size)
+        if buf is None:
+            self._waiting[conn] = None
+        return buf
+
+    def release(self, buf: bytearray) -> None:
+        self.pool.release(buf)
+        if self._waiting and not self._scheduled:
+            self._scheduled = True
+            self.loop.call_soon(self._unmute)
+
+    def forget(self, conn: MemoryWaiter) -> None:
+        self._waiting.pop(conn, None)
+
+    def _unmute(self) -> None:
+        self._scheduled = False
+        pool = self.pool
+        if pool.is_out_of_memory() or not self._waiting:
+            return
+        order = list(self._waiting)
+        self.passes += 1
+        if pool.available_memory() < self.low_mem_threshold:
+            self.shuffled_passes += 1
+            self.rng.shuffle(order)
+        for conn in order:
+            if pool.is_out_of_memory():
+                break
+            if conn.retry_allocation():
+                self._waiting.pop(conn, None)

@@ -172,8 +172,16 @@ class ClusterMetadata:
         self._topic_seq = 0
 
     # -- brokers -----------------------------------------------------------------
-    def add_broker(self, node: BrokerNode) -> None:
-        self.brokers[node.node_id] = node
+    def broker_up(self, node_id: int, endpoints: dict[str, tuple[str, int]]) -> None:
+        """A broker registered (started or restarted) with its advertised endpoints.  ``Cluster`` is
+        the one writer of membership: it calls this and ``broker_down``, nothing else does."""
+        self.brokers[node_id] = BrokerNode(node_id, endpoints)
+
+    def broker_down(self, node_id: int) -> None:
+        """A broker stopped (fenced): it stays known, not alive."""
+        node = self.brokers.get(node_id)
+        if node is not None:
+            node.alive = False
 
     @property
     def controller_id(self) -> int:
@@ -315,9 +323,9 @@ class ClusterMetadata:
     def segment_roll_ms(self, topic: Topic) -> int:
         """``LogConfig.maxSegmentMs``: segment.ms, or for a compacted topic the smaller of it and
         max.compaction.lag.ms (the active segment is never cleaned, so it rolls in time to be)."""
-        segment_ms = self.topic_config(topic, "segment.ms")
+        segment_ms: int = self.topic_config(topic, "segment.ms")
         if self.is_compacted(topic):
-            lag = self.topic_config(topic, "max.compaction.lag.ms")
+            lag: int = self.topic_config(topic, "max.compaction.lag.ms")
             if lag > 0:
                 return min(lag, segment_ms)
         return segment_ms

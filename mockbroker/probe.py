@@ -59,7 +59,7 @@ def probe(bootstrap: str, timeout: float) -> int:
 
 
 def build_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser("probe", help="health check: an ApiVersions round trip (exit 0 when the broker answers)")
+    p: argparse.ArgumentParser = sub.add_parser("probe", help="health check: an ApiVersions round trip (exit 0 when the broker answers)")
     p.add_argument("--bootstrap", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT",
                    help=f"the broker to ask (default {DEFAULT_BOOTSTRAP})")
     p.add_argument("--timeout", type=float, default=5.0, metavar="S",

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
@@ -66,7 +66,7 @@ class BrokerHelpers:
         events: list[dict[str, Any]] = []
 
         def enough() -> bool:
-            events[:] = self.throttle_events(client_id)  # type: ignore[attr-defined]
+            events[:] = self.throttle_events(client_id)  # type: ignore[attr-defined]  # MockBroker's: a mixin of it
             return len(events) >= count
 
         try:
@@ -81,7 +81,7 @@ class BrokerHelpers:
         """The journal records (``MockBroker.journal``) of requests completed since the current test
         started (for a session broker: this test's requests only), oldest first."""
         since = getattr(self, "_mockbroker_test_seq", 0)
-        records = [r for r in self.journal(api, client_id) if r["seq"] > since]  # type: ignore[attr-defined]
+        records = [r for r in self.journal(api, client_id) if r["seq"] > since]  # type: ignore[attr-defined]  # MockBroker's: a mixin of it
         return records if limit is None else records[-limit:]
 
 
@@ -236,7 +236,7 @@ class _State:
         label = f"{kind} #{self.counter}" if kind == "mockbroker_factory" else kind
         tracked = _Tracked(broker, f"{label} {broker.bootstrap_servers}")
         self.live.append(tracked)
-        broker._mockbroker_test_seq = 0  # type: ignore[attr-defined]  # started within this test
+        broker._mockbroker_test_seq = 0  # type: ignore[attr-defined]  # the plugin's own mark on a MockBroker started within this test
         if self.current is not None:
             self.current.start_seq[id(tracked)] = 0
         return broker
@@ -258,7 +258,7 @@ class _State:
             except Exception:  # noqa: BLE001 - stopped by the test itself: nothing to report
                 continue
             capture.start_seq[id(tracked)] = seq
-            tracked.broker._mockbroker_test_seq = seq  # type: ignore[attr-defined]
+            tracked.broker._mockbroker_test_seq = seq  # type: ignore[attr-defined]  # the plugin's own mark (above)
         self.current = capture
 
     def end_test(self) -> None:
@@ -337,7 +337,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
     state = item.config.stash[_STATE]
     state.begin_test(item)
     try:
@@ -347,7 +347,7 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item) -> Iterator[pytest.TestReport]:
+def pytest_runtest_makereport(item: pytest.Item) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     if report.failed:
         try:

@@ -50,6 +50,10 @@ Appends and high-watermark moves complete delayed operations through the
 ``ReplicaManager.tryCompleteActions`` in the ``finally`` of
 ``KafkaApis.handle``, so a Produce is acknowledged before the fetches it
 wakes are answered.
+
+Over 500 lines on purpose: as Kafka's ``ReplicaManager``, the produce checks (in Kafka's order),
+the transaction markers and the fetch reads work on the same partitions, purgatories and action
+queue; each path is a few methods.
 """
 
 from __future__ import annotations
@@ -78,6 +82,7 @@ from protocol.records import (
 )
 
 from .clock import Clock
+from .cluster_view import TopicPartition
 from .delayed_fetch import READ_COMMITTED, DelayedFetch
 from .delayed_produce import DelayedProduce, PartitionResponse, ProducePartitionStatus
 from .fetch_session import CachedPartition
@@ -88,7 +93,6 @@ from .replication import ReplicationSimulator
 
 log = logging.getLogger("mockbroker.replica_manager")
 
-PartitionKey = tuple[str, int]
 # KIP-890: (transactional id, topic, partition, producer id, producer epoch, Produce version) -> the
 # error AddPartitionsToTxnManager answers (ErrorCode.none: the partition is in the ongoing
 # transaction, or at Produce v12+ was just added to it)
@@ -159,8 +163,8 @@ class ActionQueue:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.completers: list[Callable[[PartitionKey], None]] = []
-        self._pending: set[PartitionKey] = set()
+        self.completers: list[Callable[[TopicPartition], None]] = []
+        self._pending: set[TopicPartition] = set()
         self._scheduled = False
 
     def add(self, partition: Partition) -> None:
@@ -234,7 +238,8 @@ class _Appended:
 
 class ReplicaManager:
     def __init__(self, node_id: int, metadata: ClusterMetadata, replication: ReplicationSimulator,
-                 actions: ActionQueue, clock: Clock, produce_purge_interval: int, fetch_purge_interval: int) -> None:
+                 actions: ActionQueue, clock: Clock, produce_purge_interval: int, fetch_purge_interval: int,
+                 txn_verifier: TxnVerifier | None = None, check_records: bool = True) -> None:
         self.node_id = node_id
         self.metadata = metadata
         self.replication = replication
@@ -243,12 +248,12 @@ class ReplicaManager:
         # One timer per purgatory, as Kafka gives each DelayedOperationPurgatory its own SystemTimer.
         self.produce_purgatory = DelayedOperationPurgatory("Produce", Timer(clock), purge_interval=produce_purge_interval)
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", Timer(clock), purge_interval=fetch_purge_interval)
-        self.txn_verifier: TxnVerifier | None = None
+        self.txn_verifier = txn_verifier
         # mock.produce.check.records: walk each batch's records to check its count (LogValidator)
-        self.check_records = True
+        self.check_records = check_records
         actions.completers.append(self.try_complete_delayed)
 
-    def try_complete_delayed(self, key: PartitionKey) -> None:
+    def try_complete_delayed(self, key: TopicPartition) -> None:
         """Complete the delayed produces and fetches watching ``key`` that now can."""
         self.produce_purgatory.check_and_complete(key)
         self.fetch_purgatory.check_and_complete(key)
@@ -355,13 +360,23 @@ class ReplicaManager:
             return _Appended(PartitionResponse(
                 base_offset=duplicate.first_offset, log_append_time_ms=duplicate.timestamp if log_append else -1,
                 log_start_offset=log.log_start_offset), duplicate.last_offset + 1, produced=True)
-        base, last = log.append(batch, header, now_ms, metadata.segment_bytes(topic),
-                                metadata.segment_roll_ms(topic), log_append)
-        p.producers.update(header, base, last, now_ms)
-        self.replication.on_leader_append(p)
-        self.actions.add(p)
+        base, last = self._append_to_log(p, batch, header, now_ms, log_append,
+                                         lambda base, last: p.producers.update(header, base, last, now_ms))
         return _Appended(PartitionResponse(base_offset=base, log_append_time_ms=now_ms if log_append else -1,
                                            log_start_offset=log.log_start_offset), last + 1, produced=True)
+
+    def _append_to_log(self, p: Partition, batch: memoryview, header: BatchHeader, now_ms: int, log_append: bool,
+                       update_producer_state: Callable[[int, int], None]) -> tuple[int, int]:
+        """The tail of every leader append (``Partition.appendRecordsToLeader``): the batch into the
+        log, the producer state updated with its offsets (``update_producer_state(base, last)``),
+        the followers told, the delayed operations on the partition re-checked; (base, last)."""
+        topic = p.topic
+        base, last = p.log.append(batch, header, now_ms, self.metadata.segment_bytes(topic),
+                                  self.metadata.segment_roll_ms(topic), log_append)
+        update_producer_state(base, last)
+        self.replication.on_leader_append(p)
+        self.actions.add(p)
+        return base, last
 
     def _validate_records(self, p: Partition, batch: memoryview, h: BatchHeader,
                           now_ms: int) -> PartitionResponse | None:
@@ -449,15 +464,14 @@ class ReplicaManager:
         now_ms = self.clock.time_ms()
         batch = build_end_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit, now_ms)
         log_append = metadata.topic_config(p.topic, "message.timestamp.type") == "LogAppendTime"
-        base, last = log.append(memoryview(batch), parse_header(batch), now_ms,
-                                metadata.segment_bytes(p.topic),
-                                metadata.segment_roll_ms(p.topic), log_append)
-        completed = p.producers.append_end_txn_marker(producer_id, producer_epoch, coordinator_epoch, not commit,
-                                                      base, now_ms)
-        if completed is not None:
-            log.complete_txn(completed)
-        self.replication.on_leader_append(p)
-        self.actions.add(p)
+
+        def complete_txn(base: int, _last: int) -> None:
+            completed = p.producers.append_end_txn_marker(producer_id, producer_epoch, coordinator_epoch, not commit,
+                                                          base, now_ms)
+            if completed is not None:
+                log.complete_txn(completed)
+
+        base, last = self._append_to_log(p, memoryview(batch), parse_header(batch), now_ms, log_append, complete_txn)
         return _Appended(PartitionResponse(base_offset=base, log_start_offset=log.log_start_offset), last + 1,
                          produced=True)
 

@@ -1,23 +1,37 @@
-"""The handler contract: what an API handler is given and what it may return.
+"""The handler contract: what an API handler is given and what it returns.
 
-A handler is a plain function ``handle(ctx: RequestContext, request) -> Result``
+A handler is a plain function ``handle(ctx: RequestContext, req) -> Outcome``
 (one module per API under ``apis/``).  It runs on the event loop, never
 awaits, and follows kfake's ladder: validate (each failure an error code in
-the response), then mutate, then respond.  It returns
+the response), then mutate, then respond.  ``ctx`` is its input and is immutable:
+a handler writes nothing into it, and nothing after the handler does either.
+It returns one ``Outcome``:
 
-* a ``dict``: the response, described once for every version
+* ``Response(body, ...)``: the body is described once for every version
   (``protocol.codec.build`` keeps the fields the negotiated version has; a key
-  no version has is refused under tests);
-* ``NO_RESPONSE``: nothing is sent (Produce with acks=0);
-* ``CloseConnection``: Kafka closes the connection (an error on acks=0);
-* a ``Deferred``: the answer comes later (a purgatory completes it); the
+  no version has is refused under tests).  Besides the body it carries what the
+  dispatcher needs of the answer, each said by the handler rather than guessed
+  from the body: ``partitions`` (the error code and bytes of every partition it
+  answers, for the journal and the request metrics), ``error_code`` (the
+  journal's top-level error when the body's own ``error_code`` field is not it:
+  the first failed item of a batched API), ``controller_throttle_ms`` (KIP-599,
+  CreateTopics/DeleteTopics), ``client_software`` (ApiVersions v3+), and for
+  Fetch what a throttle changes (``if_throttled``, ``finish``);
+* ``NoResponse(partitions)``: nothing is sent (Produce with acks=0);
+* ``CloseConnection(reason)``: Kafka closes the connection (an error on acks=0);
+* a ``Deferred``: the answer comes later (a purgatory or a coordinator completes
+  it with ``complete_with(build)``, ``build`` returning one of the above); the
   connection stays muted with the request pending until then.
 
-A handler module may also offer ``error_response(ctx, request, error)``
-(Kafka's ``getErrorResponse``), used when a fault rule injects an error;
-without one an API answers injected errors in its top-level error code.
-Produce and Fetch instead serve the request with ``ctx.injected`` set and
-give the error to the partitions it applies to.
+A handler module may also offer ``error_response(ctx, request, error) ->
+Response`` (Kafka's ``getErrorResponse``), used when a fault rule injects an
+error; without one an API answers injected errors in its top-level error code.
+Modules with ``HANDLES_INJECTED_ERRORS`` (Produce, Fetch, Metadata) instead
+serve the request with ``ctx.injected`` set and give the error to the
+partitions it applies to.
+
+Quotas, the throttle, fault rules, encoding, the journal and the connection are
+the dispatcher's (``kafka_apis.py``), not the handler's.
 
 A wire-protocol violation raises ``protocol.errors.ProtocolError``: the
 connection is closed with one log line.  Anything else a handler raises is a
@@ -28,14 +42,14 @@ the one simulated broker the request came to, with the cluster-wide state it
 can see.  This mirrors the members Kafka's ``KafkaApis`` is constructed with
 (``metadataCache``, ``replicaManager``, ``groupCoordinator``, ``quotas``,
 ``fetchManager``, ...); nothing in a handler walks from the broker up to the
-process or across to the connection's owner.
+process or across to the connection.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeAlias
+from typing import Any, NamedTuple, Protocol, TypeAlias
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiRegistry, ApiSpec
@@ -46,6 +60,7 @@ from .controller import Controller
 from .faults import InjectedError
 from .fetch_session import FetchManager
 from .group.service import GroupCoordinatorService
+from .journal import PartitionRecord
 from .metadata import ClusterMetadata
 from .purgatory import DelayedOperation
 from .quota.entities import QuotaStore
@@ -53,52 +68,80 @@ from .quota.manager import QuotaManagers
 from .replica_manager import ReplicaManager
 from .txn.coordinator import TransactionCoordinator
 
-
-class _NoResponse:
-    def __repr__(self) -> str:
-        return "NO_RESPONSE"
+Body: TypeAlias = dict[str, Any]
 
 
-NO_RESPONSE = _NoResponse()
+class Response(NamedTuple):
+    """A response to send, and what the dispatcher must know of it (see the module docstring).
+    Immutable; a ``NamedTuple`` rather than a frozen dataclass because one is made per request and
+    a tuple is made in a fifth of the time."""
+
+    body: Body
+    # every partition the response gives an error code (a topic-level error: partition -1), in
+    # response order, with the bytes appended or fetched; the journal's partitions
+    partitions: Sequence[PartitionRecord] = ()
+    # the journal's top-level error; None: the body's ``error_code`` (None too when it has none)
+    error_code: int | None = None
+    controller_throttle_ms: int = 0  # KIP-599: CreateTopics/DeleteTopics' controller mutation throttle
+    client_software: tuple[str, str] | None = None  # ApiVersions v3+: what the connection's client is
+    # Fetch (FetchContext): the body answered instead when a quota throttles this one
+    # (getThrottledResponse), and, when none does, what sending it does (updateAndGenerateResponseData:
+    # the fetch session created or updated) returning the body to send (``body`` itself if unchanged)
+    if_throttled: Callable[[], Body] | None = None
+    finish: Callable[[], Body] | None = None
+
+    @property
+    def top_error(self) -> int | None:
+        if self.error_code is not None:
+            return self.error_code
+        code = self.body.get("error_code")
+        return None if code is None else int(code)
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
+class NoResponse:
+    """Nothing is sent (Produce with acks=0); ``partitions`` as a ``Response``'s, for the journal."""
+
+    partitions: Sequence[PartitionRecord] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class CloseConnection:
     """Close the connection instead of answering (Kafka: an error on a Produce with acks=0)."""
 
     reason: str
 
 
-class Deferred:
-    """A response that comes later: a delayed operation (the purgatory) or the group
-    coordinator completes it.
+Answer: TypeAlias = Response | NoResponse | CloseConnection
 
-    ``complete_with(build)`` hands over a function that builds the response: the dispatcher calls
-    it inside its own error handling, so a failure there closes that one connection instead of
-    escaping into the purgatory's completion loop (and dropping the completions after it).
-    Completion may come before the dispatcher attaches (an operation that completes inside
-    ``try_complete_else_watch``); the dispatcher then finishes at once.
+
+class Deferred:
+    """A response that comes later: a delayed operation (the purgatory) or a coordinator
+    completes it.
+
+    ``complete_with(build)`` is the one way to complete it: ``build`` makes the ``Answer`` and the
+    dispatcher calls it inside its own error handling, so a failure there closes that one
+    connection instead of escaping into the purgatory's or the coordinator's loop (and dropping the
+    completions after it).  Completion may come before the dispatcher attaches (an operation that
+    completes inside ``try_complete_else_watch``); the dispatcher then finishes at once.
+    ``delayed`` is the delayed operation the request waits in, when there is one (the journal
+    reports its purgatory and whether the condition or the timeout completed it); ``partitions``
+    what it did before it waits (Produce: the bytes appended), journaled if no answer ever comes
+    (the connection closed meanwhile).
     """
 
-    __slots__ = ("_callback", "_result", "_build", "done")
+    __slots__ = ("_callback", "_build", "done", "delayed", "partitions")
 
     def __init__(self) -> None:
         self._callback: Callable[[Deferred], None] | None = None
-        self._result: Any = None
-        self._build: Callable[[], Any] | None = None
+        self._build: Callable[[], Answer] | None = None
         self.done = False
+        self.delayed: DelayedOperation | None = None
+        self.partitions: Sequence[PartitionRecord] = ()
 
-    def complete(self, result: Any) -> None:
-        """Complete with a ready result (the first completion wins)."""
-        if self.done:
-            return
-        self.done = True
-        self._result = result
-        if self._callback is not None:
-            self._callback(self)
-
-    def complete_with(self, build: Callable[[], Any]) -> None:
-        """Complete with the result ``build()`` returns, built by the dispatcher."""
+    def complete_with(self, build: Callable[[], Answer]) -> None:
+        """Complete with the answer ``build()`` returns, built by the dispatcher (the first
+        completion wins)."""
         if self.done:
             return
         self.done = True
@@ -106,14 +149,11 @@ class Deferred:
         if self._callback is not None:
             self._callback(self)
 
-    def resolve(self) -> Any:
-        """The result of a completed Deferred (built now when it was given as a function)."""
-        assert self.done, "Deferred not completed"
+    def resolve(self) -> Answer:
+        """The answer of a completed Deferred (built now, once)."""
         build = self._build
-        if build is not None:
-            self._build = None
-            self._result = build()
-        return self._result
+        assert self.done and build is not None, "Deferred not completed"
+        return build()
 
     def attach(self, callback: Callable[[Deferred], None]) -> None:
         """Called with this Deferred when it completes (at once if it already has)."""
@@ -122,17 +162,7 @@ class Deferred:
             callback(self)
 
 
-Result: TypeAlias = dict[str, Any] | Deferred | _NoResponse | CloseConnection
-
-
-class ClientChannel(Protocol):
-    """What a handler may know of the connection its request came on."""
-
-    conn_id: int
-    peer: str              # "host:port"
-    principal: str         # "ANONYMOUS", or the SASL user once authenticated
-    client_software: tuple[str, str] | None  # name and version from ApiVersions v3+ (set by its handler)
-    listener_name: str     # the listener it was accepted on: broker addresses are answered for it
+Outcome: TypeAlias = Response | Deferred | NoResponse | CloseConnection
 
 
 class BrokerServices(Protocol):
@@ -151,37 +181,33 @@ class BrokerServices(Protocol):
     quota_store: QuotaStore         # the configured client quotas, cluster-wide (Describe/AlterClientQuotas)
 
 
-@dataclass(slots=True)
-class RequestContext:
-    """What a handler knows about the request besides its body (Kafka's ``RequestContext``)."""
+class RequestContext(NamedTuple):
+    """What a handler knows about the request besides its body (Kafka's ``RequestContext``): its
+    header, the connection it came on, the broker it came to.  Immutable: nothing writes into it
+    (a ``NamedTuple``, as ``Response``: one per request, made in a fifth of a frozen dataclass's
+    time)."""
 
-    conn: ClientChannel
     broker: BrokerServices
     spec: ApiSpec
+    # the header
     api_key: int
     version: int
     correlation_id: int
     client_id: str
-    size_bytes: int
+    size_bytes: int                 # with its size prefix
+    # the connection, as it was when the request was read
+    conn_id: int
+    peer: str                       # "host:port"
+    listener_name: str              # the listener it was accepted on: broker addresses are answered for it
+    principal: str                  # "ANONYMOUS", or the SASL user once authenticated
+    client_software: tuple[str, str] | None  # name and version from an earlier ApiVersions v3+
+    # broker clock: the request was complete on the connection, and taken off it and decoded
+    arrived_ns: int
     received_ns: int
-    handler_ns: int = 0                     # time in the handler (request_percentage quota)
-    handled_ns: int = 0                     # broker clock: the handler returned
-    parked_ms: float | None = None          # answered this long after the handler returned (a Deferred)
-    fetch_session_epoch: int | None = None  # set by Fetch (a throttled full fetch drops its new session)
-    controller_throttle_ms: int = 0          # set by CreateTopics/DeleteTopics (KIP-599)
-    sasl: Authenticator | None = None        # the authenticator when the request came before authentication
-    # (result, frame) when the Fetch byte quota already encoded this response to measure it
-    encoded: tuple[dict[str, Any], memoryview] | None = None
     # an error a fault rule gave this request; handlers that serve partitions apart (Produce,
-    # Fetch) give it to the partitions it ``applies`` to, the others answer via ``error_response``
+    # Fetch, Metadata) give it to the partitions it ``applies`` to, the others answer via ``error_response``
     injected: InjectedError | None = None
-    delay_ms: int = 0                        # a fault rule's latency: the response goes out this much later
-    fault_rule: int | None = None            # the id of the fault rule that acted on this request
-    delayed: DelayedOperation | None = None  # the delayed operation the handler parked (the journal reports it)
-    partition_bytes: dict[tuple[str, int], int] | None = None  # bytes appended/fetched per partition
-    arrived_ns: int = 0                      # broker clock: the request was complete on the connection
-    recorded: bool = False                   # its journal record is written (one per request)
-    after_throttle: dict[str, Any] | None = None  # the first request after a throttle: what came of it
+    sasl: Authenticator | None = None  # the authenticator when the request came before authentication
 
     @property
     def node_id(self) -> int:
@@ -191,13 +217,9 @@ class RequestContext:
     def metadata(self) -> ClusterMetadata:
         return self.broker.metadata
 
-    @property
-    def principal(self) -> str:
-        return self.conn.principal
 
-
-Handler: TypeAlias = Callable[[RequestContext, Any], Result]
+Handler: TypeAlias = Callable[[RequestContext, Any], Outcome]
 
 # Kafka's AbstractRequest.getErrorResponse: the response that gives ``error`` to every element of
 # the request, with nothing taking effect (used for injected errors).
-ErrorResponder: TypeAlias = Callable[[RequestContext, Any, ErrorCode], "dict[str, Any]"]
+ErrorResponder: TypeAlias = Callable[[RequestContext, Any, ErrorCode], Response]

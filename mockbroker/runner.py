@@ -16,15 +16,39 @@ import asyncio
 import concurrent.futures
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .clock import Clock, ManualClock
 from .cluster import Cluster
 from .config import BrokerConfig
 from .control import ControlPlane
-from .process import BrokerProcess
+
+if TYPE_CHECKING:
+    from .admin.http import AdminServer
 
 T = TypeVar("T")
+
+
+def assemble(config: BrokerConfig, clock: Clock | None = None, host: str | None = None,
+             port: int | None = None) -> tuple[Cluster, ControlPlane, AdminServer | None]:
+    """What ``MockBroker`` and ``mockbroker serve`` run, made the same way: the cluster, its
+    control plane and, when ``mock.admin.listener`` is set, the admin HTTP API as one of the
+    cluster's front ends (started and stopped with it).  Call on the loop it is to run on."""
+    cluster = Cluster(config, clock, host, port)
+    control = ControlPlane(cluster)
+    admin = None
+    if config["mock.admin.listener"]:
+        from .admin import add_admin  # the HTTP stack only when asked for
+
+        admin = add_admin(cluster, control)
+    return cluster, control, admin
+
+
+def ready_line(cluster: Cluster, admin: AdminServer | None) -> str:
+    line = f"mockbroker ready bootstrap={cluster.bootstrap_servers()}"
+    if admin is not None:
+        line += f" admin={admin.address}"
+    return line
 
 
 class MockBroker:
@@ -44,7 +68,7 @@ class MockBroker:
         self.host = host
         self.port = port
         self.clock = clock
-        self.process: BrokerProcess | None = None
+        self._served: tuple[Cluster, ControlPlane, AdminServer | None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stop: asyncio.Event | None = None
@@ -57,15 +81,16 @@ class MockBroker:
             self._loop = asyncio.get_running_loop()
             self._stop = asyncio.Event()
             try:
-                self.process = BrokerProcess(self.config, self.clock, self.host, self.port)
-                await self.process.start()
+                self._served = assemble(self.config, self.clock, self.host, self.port)
+                cluster = self._served[0]
+                await cluster.start()
             except BaseException as e:  # noqa: BLE001 - reported to the starting thread
                 ready.set_exception(e)
                 return
-            self.clock = self.process.cluster.clock
+            self.clock = cluster.clock
             ready.set_result(None)
             await self._stop.wait()
-            await self.process.stop()
+            await cluster.stop()
 
         self._thread = threading.Thread(target=asyncio.run, args=(main(),), name="mockbroker", daemon=True)
         self._thread.start()
@@ -87,8 +112,8 @@ class MockBroker:
     # -- access ----------------------------------------------------------------------------
     @property
     def cluster(self) -> Cluster:
-        assert self.process is not None, "broker not started"
-        return self.process.cluster
+        assert self._served is not None, "broker not started"
+        return self._served[0]
 
     @property
     def bootstrap_servers(self) -> str:
@@ -106,9 +131,9 @@ class MockBroker:
     @property
     def admin_url(self) -> str | None:
         """``http://HOST:PORT`` of the admin API (``mock.admin.listener``), else None."""
-        assert self.process is not None, "broker not started"
-        address = self.process.admin_address
-        return None if address is None else f"http://{address}"
+        assert self._served is not None, "broker not started"
+        admin = self._served[2]
+        return None if admin is None else f"http://{admin.address}"
 
     def call(self, fn: Callable[[Cluster], T], timeout: float = 10) -> T:
         """Run ``fn(cluster)`` on the cluster's loop and return its result."""
@@ -122,8 +147,8 @@ class MockBroker:
 
     def control(self, fn: Callable[[ControlPlane], T], timeout: float = 10) -> T:
         """Run ``fn(control_plane)`` on the cluster's loop: what the admin API's routes do."""
-        assert self._loop is not None and self.process is not None
-        control = self.process.control
+        assert self._loop is not None and self._served is not None
+        control = self._served[1]
 
         async def run() -> T:
             return fn(control)
@@ -140,14 +165,14 @@ class MockBroker:
 
     def stop_broker(self, node_id: int) -> None:
         """Stop one simulated broker: listener closed, leadership moved, its replicas leave the ISR."""
-        assert self._loop is not None and self.process is not None
-        control = self.process.control
+        assert self._loop is not None and self._served is not None
+        control = self._served[1]
         asyncio.run_coroutine_threadsafe(control.stop_broker(node_id), self._loop).result(10)
 
     def start_broker(self, node_id: int) -> None:
         """Restart a stopped broker on its port; its replicas catch up and rejoin the ISR."""
-        assert self._loop is not None and self.process is not None
-        control = self.process.control
+        assert self._loop is not None and self._served is not None
+        control = self._served[1]
         asyncio.run_coroutine_threadsafe(control.start_broker(node_id), self._loop).result(10)
 
     def topics(self) -> list[dict[str, Any]]:

@@ -108,7 +108,7 @@ class SaslAuthenticator:
             self.state = SaslState.HANDSHAKE
 
     # -- SaslHandshake ------------------------------------------------------------------------------
-    def handshake(self, version: int, mechanism: str) -> dict:
+    def handshake(self, version: int, mechanism: str) -> dict[str, Any]:
         if mechanism not in self.mechanisms:
             self._fail(f"Unsupported SASL mechanism {mechanism}")
             return {"error_code": ErrorCode.unsupported_sasl_mechanism, "mechanisms": list(self.mechanisms)}
@@ -119,7 +119,7 @@ class SaslAuthenticator:
         return {"error_code": ErrorCode.none, "mechanisms": list(self.mechanisms)}
 
     # -- tokens --------------------------------------------------------------------------------------
-    def authenticate(self, token: bytes) -> dict:
+    def authenticate(self, token: bytes) -> dict[str, Any]:
         """One SaslAuthenticate request (after SaslHandshake v1)."""
         try:
             out = self._evaluate(token)

@@ -25,7 +25,7 @@ def _import_kio_without_hypothesis() -> None:
         return
     hidden = ("hypothesis", "hypothesis.strategies")
     for name in hidden:
-        _sys.modules[name] = None  # type: ignore[assignment]
+        _sys.modules[name] = None  # type: ignore[assignment]  # None in sys.modules makes that import fail, as documented
     try:
         import kio.static._phantom
         import kio.static.primitive  # noqa: F401

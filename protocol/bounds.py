@@ -63,7 +63,7 @@ def _too_long(count: int, pos: int, end: int) -> None:
 
 @cache
 def _entity_step(cls: type, nullable: bool) -> Step:
-    flexible = cls.__flexible__
+    flexible: bool = getattr(cls, "__flexible__")  # a kio entity class attribute (not on type)
     is_header = cls.__name__ == "RequestHeader"
     steps: list[Step] = []
     tagged: dict[int, Step] = {}
@@ -102,7 +102,7 @@ def _entity_step(cls: type, nullable: bool) -> Step:
     return read
 
 
-def _field_step(f: Field, flexible: bool, is_header: bool, is_tag: bool) -> Step:
+def _field_step(f: Field[Any], flexible: bool, is_header: bool, is_tag: bool) -> Step:
     if is_header and f.name == "client_id":  # always a legacy string (RequestHeader.json)
         return _primitive(read_nullable_legacy_string)
     optional = False if is_tag else is_optional(f)
@@ -121,13 +121,16 @@ def _field_step(f: Field, flexible: bool, is_header: bool, is_tag: bool) -> Step
 
 def _primitive(reader: Any) -> Step:
     def read(buf: Any, pos: int, end: int) -> int:
-        return pos + reader(buf, pos)[1]
+        size: int = reader(buf, pos)[1]
+        return pos + size
 
     return read
 
 
 def _array(item: Step, flexible: bool, name: str, nullable: bool) -> Step:
     def read(buf: Any, pos: int, end: int) -> int:
+        count: int
+        n: int
         if flexible:
             count, n = read_unsigned_varint(buf, pos)
             count -= 1  # 0 is null

@@ -91,4 +91,6 @@ def metadata_all_topics_request(version: int = 12, client_id: str = "raw-client"
     benchmark's first question to a broker)."""
     body = build_request(ApiKey.METADATA, version, {
         "topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False})
-    return encode_request(ApiKey.METADATA, version, correlation_id, client_id, body, any_spec(ApiKey.METADATA))
+    spec = any_spec(ApiKey.METADATA)
+    assert spec is not None  # Metadata has a schema in every release
+    return encode_request(ApiKey.METADATA, version, correlation_id, client_id, body, spec)

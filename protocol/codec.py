@@ -43,6 +43,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
+from kio.serial.readers import Reader
 from kio.serial._implicit_defaults import primitive_implicit_defaults
 from kio.serial._introspect import (
     EntityField,
@@ -53,11 +54,13 @@ from kio.serial._introspect import (
     is_optional,
 )
 from kio.static.constants import EntityType
+from kio.static.primitive import i16, i32
 
 from .bounds import check_request_bounds
 from .errors import InvalidRequest
 from .generated.index import module_name as generated_module
 from .registry import ApiSpec, schema_versions
+from .request_defaults import ABSENT_DEFAULTS
 
 _HEADER_PREFIX = struct.Struct(">hhi")
 _I32 = struct.Struct(">i")
@@ -93,7 +96,8 @@ def peek_api(payload: bytes | memoryview) -> tuple[int, int, int]:
     return _HEADER_PREFIX.unpack_from(payload, 0)
 
 
-_HEADER_READERS = {1: entity_reader(RequestHeaderV1), 2: entity_reader(RequestHeaderV2)}
+_HEADER_READERS: dict[int, Reader[RequestHeaderV1 | RequestHeaderV2]] = {
+    1: entity_reader(RequestHeaderV1), 2: entity_reader(RequestHeaderV2)}
 
 
 def parse_request_header(payload: bytes | memoryview, header_version: int) -> RequestHeader:
@@ -127,14 +131,35 @@ def payload_module(api_key: int, version: int, entity_type: EntityType) -> Modul
     name = generated_module(api_key, version, kind)
     if name is not None:
         return import_module(name)
-    return load_payload_module(api_key, version, entity_type)
+    if entity_type is EntityType.request:
+        return load_payload_module(api_key, version, EntityType.request)
+    return load_payload_module(api_key, version, EntityType.response)
 
 
 # A message's module is imported when its (api key, version) is first used, then cached:
 # a broker that only ever sees Metadata and ApiVersions loads those modules and no others.
 @cache
 def request_class(api_key: int, version: int) -> type:
-    return _payload_class(payload_module(api_key, version, EntityType.request), "Request")
+    module = payload_module(api_key, version, EntityType.request)
+    _fill_absent_fields(api_key, module)
+    return _payload_class(module, "Request")
+
+
+def _fill_absent_fields(api_key: int, module: ModuleType) -> None:
+    """Give the request classes of one version the fields other versions have, as class attributes
+    holding their schema default (``request_defaults``): a handler reads ``req.session_epoch`` on a
+    Fetch of any version, as Kafka's generated ``FetchRequestData`` has it, and
+    ``protocol.request_types`` types it.  Instances and the encoders are untouched (the
+    dataclass fields are the version's own)."""
+    absent = ABSENT_DEFAULTS.get(api_key)
+    if not absent:
+        return
+    for obj in vars(module).values():
+        if not isinstance(obj, type) or obj.__module__ != module.__name__:
+            continue
+        for name, value in absent.get(obj.__name__, {}).items():
+            if name not in getattr(obj, "__dataclass_fields__", ()):
+                setattr(obj, name, value)
 
 
 @cache
@@ -142,14 +167,22 @@ def response_class(api_key: int, version: int) -> type:
     return _payload_class(payload_module(api_key, version, EntityType.response), "Response")
 
 
-@cache
+_READERS: dict[type, Any] = {}
+_WRITERS: dict[type, Any] = {}
+
+
 def _reader(cls: type) -> Any:
-    return entity_reader(cls)
+    reader = _READERS.get(cls)
+    if reader is None:
+        reader = _READERS[cls] = entity_reader(cls)
+    return reader
 
 
-@cache
 def _writer(cls: type) -> Any:
-    return entity_writer(cls)
+    writer = _WRITERS.get(cls)
+    if writer is None:
+        writer = _WRITERS[cls] = entity_writer(cls)
+    return writer
 
 
 def decode_request(api_key: int, version: int, payload: bytes | memoryview, offset: int) -> Any:
@@ -176,8 +209,8 @@ def encode_request(
     _writer(hdr_cls)(
         buf,
         hdr_cls(
-            request_api_key=api_key, request_api_version=version,
-            correlation_id=correlation_id, client_id=client_id,
+            request_api_key=i16(api_key), request_api_version=i16(version),
+            correlation_id=i32(correlation_id), client_id=client_id,
         ),
     )
     _writer(type(body))(buf, body)

@@ -40,7 +40,7 @@ def _add_error_codes() -> None:
         member = int.__new__(ErrorCode, code)
         member._value_ = code
         member._name_ = name
-        member.retriable = retriable  # type: ignore[misc]  # kio's __new__ sets it the same way
+        member.retriable = retriable  # kio's __new__ sets it the same way
         member.__objclass__ = ErrorCode  # type: ignore[attr-defined]  # as enum sets it on its members
         member._sort_order_ = len(ErrorCode._member_names_)  # type: ignore[attr-defined]  # as enum sets it
         member.__doc__ = doc

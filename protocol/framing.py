@@ -25,7 +25,7 @@ def read_frame_size(buf: bytes | bytearray | memoryview, max_bytes: int) -> int 
     """
     if len(buf) < SIZE_PREFIX_BYTES:
         return None
-    (size,) = _SIZE.unpack_from(buf, 0)
+    size: int = _SIZE.unpack_from(buf, 0)[0]
     if size < 0:
         raise InvalidFrameSize(f"Invalid receive (size = {size})")
     if size > max_bytes:

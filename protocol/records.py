@@ -31,6 +31,9 @@ off the produce and fetch path.  Layout (``DefaultRecordBatch.java``)::
     53 baseSequence          int32
     57 recordsCount          int32
     61 records ...
+
+Over 500 lines on purpose: every read and write of the batch format (header, CRC, the record
+walks, markers, cleaned batches) uses the same offsets and varint readers, kept in one module.
 """
 
 from __future__ import annotations
@@ -161,7 +164,8 @@ def split_batches(buf: bytes | memoryview) -> list[memoryview]:
 
 
 def compute_crc(batch: bytes | bytearray | memoryview) -> int:
-    return _crc32c()(memoryview(batch)[ATTRIBUTES_OFFSET:])
+    crc: int = _crc32c()(memoryview(batch)[ATTRIBUTES_OFFSET:])
+    return crc
 
 
 @cache

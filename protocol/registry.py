@@ -48,9 +48,10 @@ ones; e.g. Produce 3-13, Fetch 4-18, ListOffsets 1-11, ApiVersions 0-5):
 
 from __future__ import annotations
 
-import enum
+from collections.abc import Iterator
 from dataclasses import dataclass
 
+from .api_keys import ApiKey as ApiKey  # re-exported: the name every caller imports from here
 from .generated.index import GENERATED, KAFKA_SCHEMAS
 from .kafka_releases import RECORDED
 from .schema_table import SCHEMAS
@@ -59,10 +60,6 @@ from .schema_table import SCHEMAS
 # the same form of the name of an API only generated (protocol/generated/).
 api_key_map: dict[int, str] = {key: row[0] for key, row in sorted((GENERATED | SCHEMAS).items())}
 
-# Kafka's API keys, named as in ApiKeys.java (generated from kio's index).
-ApiKey = enum.IntEnum(  # type: ignore[misc]
-    "ApiKey", {name.upper(): key for key, name in sorted(api_key_map.items())}
-)
 
 # KIP-219: first version whose response makes the *client* throttle itself
 # (Kafka 3.9 *Response.shouldClientThrottle).  Absent key -> None (never).
@@ -361,7 +358,7 @@ class ApiRegistry:
             return None
         return build_spec(key, *rng, refuses=self._refuses)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[ApiSpec]:
         return iter(self.specs.values())
 
     def __contains__(self, key: int) -> bool:

@@ -21,26 +21,26 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("protocol", "mockbroker")
 
 # Lowest first.  A module belongs to the first layer with a matching prefix (a prefix ending in
-# "." is a package).  A module may import from its own layer or lower ones.
+# "." is a package, which is one layer as a whole: quota/, purgatory/, group/, txn/, apis/, ...).
+# A module may import from its own layer or lower ones.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("wire", ("protocol.",)),
-    ("leaves", ("mockbroker.clock", "mockbroker.config", "mockbroker.config_defs", "mockbroker.channel", "mockbroker.sasl_mechanisms",
-                "mockbroker.quota", "mockbroker.purgatory.", "mockbroker.quota.rate", "mockbroker.quota.entities",
-                "mockbroker.quota.verdict",
-                "mockbroker.memory_pool", "mockbroker.log", "mockbroker.producer_state", "mockbroker.journal",
-                "mockbroker.faults", "mockbroker.fetch_session", "mockbroker.request_stats",
-                "mockbroker.journal_writer", "mockbroker.journal_reader")),
-    ("state", ("mockbroker.metadata", "mockbroker.replication", "mockbroker.quota.manager")),
+    ("leaves", ("mockbroker.clock", "mockbroker.config", "mockbroker.config_defs", "mockbroker.channel",
+                "mockbroker.cluster_view", "mockbroker.sasl_mechanisms",
+                "mockbroker.quota.", "mockbroker.purgatory.", "mockbroker.memory_pool", "mockbroker.log",
+                "mockbroker.producer_state", "mockbroker.journal", "mockbroker.faults", "mockbroker.fetch_session",
+                "mockbroker.request_stats", "mockbroker.journal_writer", "mockbroker.journal_reader")),
+    ("state", ("mockbroker.metadata", "mockbroker.replication")),
     ("coordinators", ("mockbroker.controller", "mockbroker.replica_manager", "mockbroker.log_cleaner",
                       "mockbroker.config_catalog", "mockbroker.delayed_produce",
                       "mockbroker.delayed_fetch", "mockbroker.group.", "mockbroker.txn.")),
     ("contract", ("mockbroker.request",)),
     ("handlers", ("mockbroker.apis.",)),
-    ("network", ("mockbroker.quota.throttle", "mockbroker.connection", "mockbroker.sasl_authenticator",
-                 "mockbroker.kafka_apis")),
+    ("network", ("mockbroker.connection", "mockbroker.throttled_channel", "mockbroker.sasl_authenticator",
+                 "mockbroker.journal_recorder", "mockbroker.fault_actions", "mockbroker.kafka_apis")),
     ("node", ("mockbroker.broker",)),
     ("process", ("mockbroker.cluster",)),
-    ("control", ("mockbroker.control", "mockbroker.process", "mockbroker.admin.")),
+    ("control", ("mockbroker.control", "mockbroker.admin.")),
     ("handle", ("mockbroker.runner", "mockbroker.cli", "mockbroker.admin_client", "mockbroker.probe", "mockbroker.report.",
                 "mockbroker.__main__", "mockbroker.pytest_plugin", "mockbroker")),
 ]

@@ -12,8 +12,10 @@ from ..control import ControlPlane
 from .http import AdminServer
 
 
-async def start_admin(cluster: Cluster, control: ControlPlane) -> AdminServer:
+def add_admin(cluster: Cluster, control: ControlPlane) -> AdminServer:
+    """The admin API on ``mock.admin.listener``, as a front end of ``cluster`` (started and
+    stopped with it)."""
     host, port = parse_host_port(cluster.config["mock.admin.listener"])
     server = AdminServer(cluster, control, host, port)
-    await server.start()
+    cluster.front_ends.append(server)
     return server

@@ -107,14 +107,25 @@ async def _json_body(request: web.Request, handler: Handler) -> web.StreamRespon
     return await handler(request)
 
 
-async def _body(request: web.Request, required: bool = True) -> dict[str, Any]:
+async def _body(request: web.Request, *names: str, required: tuple[str, ...] = (), optional: bool = False,
+                any_fields: bool = False) -> dict[str, Any]:
+    """The JSON object body of a request that takes no query parameters: only the fields ``names``
+    (any with ``any_fields``: the callee checks them), every one of ``required``; ``optional``: an
+    absent body is an empty one."""
+    _query(request)
     if "json" not in request:
-        if required:
+        if not optional:
             raise InvalidArgument("a JSON object body is required", "body")
-        return {}
-    data = request["json"]
+        data: Any = {}
+    else:
+        data = request["json"]
     if not isinstance(data, dict):
         raise InvalidArgument("body must be a JSON object", "body")
+    if not any_fields:
+        _fields(data, *names)
+    for name in required:
+        if name not in data:
+            raise InvalidArgument(f"{name} is required", name)
     return data
 
 
@@ -198,7 +209,9 @@ class Guard:
         if _is_loopback(host) or host == self.listener_host or host in self.extra_hosts:
             return True
         sockname = request.transport.get_extra_info("sockname") if request.transport is not None else None
-        return bool(sockname) and host == str(sockname[0]).lower()  # the address the client connected to
+        if not sockname:
+            return False
+        return host == str(sockname[0]).lower()  # the address the client connected to
 
     def refusal(self, request: web.Request) -> web.Response | None:
         """The error response for a request that may not be served, else None."""
@@ -262,11 +275,7 @@ def build_app(cluster: Cluster, control: ControlPlane, guard: Guard | None = Non
     get("/topics", lambda q: (_query(q), c.topics())[1])
 
     async def create_topic(q: web.Request) -> web.Response:
-        _query(q)
-        b = await _body(q)
-        _fields(b, "name", "partitions", "replication_factor", "configs")
-        if "name" not in b:
-            raise InvalidArgument("name is required", "name")
+        b = await _body(q, "name", "partitions", "replication_factor", "configs", required=("name",))
         return _json(c.create_topic(b["name"], b.get("partitions"), b.get("replication_factor"), b.get("configs")),
                      201)
 
@@ -283,19 +292,11 @@ def build_app(cluster: Cluster, control: ControlPlane, guard: Guard | None = Non
         lambda q: (_query(q), c.partition(q.match_info["topic"], q.match_info["partition"]))[1])
 
     async def elect(q: web.Request) -> web.Response:
-        _query(q)
-        b = await _body(q)
-        _fields(b, "broker")
-        if "broker" not in b:
-            raise InvalidArgument("broker is required", "broker")
+        b = await _body(q, "broker", required=("broker",))
         return _json(c.elect_leader(q.match_info["topic"], q.match_info["partition"], b["broker"]))
 
     async def set_isr(q: web.Request) -> web.Response:
-        _query(q)
-        b = await _body(q)
-        _fields(b, "isr")
-        if "isr" not in b:
-            raise InvalidArgument("isr is required", "isr")
+        b = await _body(q, "isr", required=("isr",))
         return _json(c.set_isr(q.match_info["topic"], q.match_info["partition"], b["isr"]))
 
     r.add_post("/topics/{topic}/partitions/{partition}/elect", elect)
@@ -303,11 +304,7 @@ def build_app(cluster: Cluster, control: ControlPlane, guard: Guard | None = Non
     get("/replication/lag", lambda q: (_query(q), c.replication_lag())[1])
 
     async def set_lag(q: web.Request) -> web.Response:
-        _query(q)
-        b = await _body(q)
-        _fields(b, "lag_ms", "broker", "topic")
-        if "lag_ms" not in b:
-            raise InvalidArgument("lag_ms is required", "lag_ms")
+        b = await _body(q, "lag_ms", "broker", "topic", required=("lag_ms",))
         return _json(c.set_replication_lag(b["lag_ms"], b.get("broker"), b.get("topic")))
 
     r.add_put("/replication/lag", set_lag)
@@ -316,9 +313,7 @@ def build_app(cluster: Cluster, control: ControlPlane, guard: Guard | None = Non
     get("/quotas", lambda q: c.quotas(**_query(q, "user", "client_id")))
 
     async def set_quota(q: web.Request) -> web.Response:
-        _query(q)
-        b = await _body(q)
-        _fields(b, "user", "client_id", "values")
+        b = await _body(q, "user", "client_id", "values")
         return _json(c.set_quota(b.get("user"), b.get("client_id"), b.get("values")))
 
     async def delete_quota(q: web.Request) -> web.Response:
@@ -335,11 +330,7 @@ def build_app(cluster: Cluster, control: ControlPlane, guard: Guard | None = Non
     get("/transactions", lambda q: (_query(q), c.transactions())[1])
 
     async def loading(q: web.Request) -> web.Response:
-        _query(q)
-        b = await _body(q)
-        _fields(b, "duration_ms")
-        if "duration_ms" not in b:
-            raise InvalidArgument("duration_ms is required", "duration_ms")
+        b = await _body(q, "duration_ms", required=("duration_ms",))
         c.inject_coordinator_loading(q.match_info["group"], b["duration_ms"])
         return web.Response(status=204)
 
@@ -358,11 +349,7 @@ def build_app(cluster: Cluster, control: ControlPlane, guard: Guard | None = Non
     get("/clock", lambda q: (_query(q), c.clock())[1])
 
     async def advance(q: web.Request) -> web.Response:
-        _query(q)
-        b = await _body(q)
-        _fields(b, "ms")
-        if "ms" not in b:
-            raise InvalidArgument("ms is required", "ms")
+        b = await _body(q, "ms", required=("ms",))
         return _json(c.advance_clock(b["ms"]))
 
     r.add_post("/clock/advance", advance)
@@ -372,8 +359,7 @@ def build_app(cluster: Cluster, control: ControlPlane, guard: Guard | None = Non
     get("/faults/held", lambda q: (_query(q), c.held())[1])
 
     async def inject(q: web.Request) -> web.Response:
-        _query(q)
-        return _json(c.inject(await _body(q)), 201)
+        return _json(c.inject(await _body(q, any_fields=True)), 201)
 
     async def clear(q: web.Request) -> web.Response:
         _query(q)
@@ -381,9 +367,7 @@ def build_app(cluster: Cluster, control: ControlPlane, guard: Guard | None = Non
         return web.Response(status=204)
 
     async def release(q: web.Request) -> web.Response:
-        _query(q)
-        b = await _body(q, required=False)
-        _fields(b, "rule")
+        b = await _body(q, "rule", optional=True)
         return _json(c.release(b.get("rule")))
 
     async def remove(q: web.Request) -> web.Response:

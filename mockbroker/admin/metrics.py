@@ -29,7 +29,7 @@ fault rules).  Its cost grows with the quota entities (a few series each) and th
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, exposition, generate_latest
@@ -50,7 +50,8 @@ from ..request_stats import LATENCY_BUCKETS_MS
 # (all legal in 0.0.4); recent prometheus-client versions make 1.0.0 their CONTENT_TYPE_LATEST
 CONTENT_TYPE = getattr(exposition, "CONTENT_TYPE_PLAIN_0_0_4", CONTENT_TYPE_LATEST)
 # TotalTimeMs bucket bounds as the "le" label (the last bucket is +Inf)
-_LE = [floatToGoString(b) for b in LATENCY_BUCKETS_MS] + ["+Inf"]
+_float_to_go: Callable[[float], str] = floatToGoString  # prometheus_client's untyped formatter, typed here
+_LE = [_float_to_go(b) for b in LATENCY_BUCKETS_MS] + ["+Inf"]
 # (name, bit) of every mute reason
 _MUTE_REASONS = [(str(r.name), r.value) for r in MuteReason if r.value]
 # quota managers of a broker: (attribute, the rate its sensor measures)

@@ -8,7 +8,9 @@ then Behavior (including what differs from Kafka) and Version notes.
 
 from __future__ import annotations
 
+from dataclasses import fields
 from functools import cache
+from importlib import import_module
 from types import ModuleType
 from typing import Any
 
@@ -16,80 +18,47 @@ from protocol.codec import response_class
 from protocol.errors import ErrorCode
 from protocol.registry import schema_versions
 
-from ..request import ErrorResponder, Handler, RequestContext
-from . import (
-    p00_produce,
-    p01_fetch,
-    p02_list_offsets,
-    p03_metadata,
-    p08_offset_commit,
-    p09_offset_fetch,
-    p10_find_coordinator,
-    p11_join_group,
-    p12_heartbeat,
-    p13_leave_group,
-    p14_sync_group,
-    p15_describe_groups,
-    p16_list_groups,
-    p17_sasl_handshake,
-    p18_api_versions,
-    p19_create_topics,
-    p20_delete_topics,
-    p22_init_producer_id,
-    p23_offset_for_leader_epoch,
-    p24_add_partitions_to_txn,
-    p25_add_offsets_to_txn,
-    p26_end_txn,
-    p28_txn_offset_commit,
-    p32_describe_configs,
-    p36_sasl_authenticate,
-    p42_delete_groups,
-    p48_describe_client_quotas,
-    p49_alter_client_quotas,
-    p60_describe_cluster,
-    p61_describe_producers,
-    p65_describe_transactions,
-    p66_list_transactions,
-    p68_consumer_group_heartbeat,
-    p69_consumer_group_describe,
-)
+from ..request import ErrorResponder, Handler, RequestContext, Response
 
-MODULES: tuple[ModuleType, ...] = (
-    p00_produce,
-    p01_fetch,
-    p02_list_offsets,
-    p03_metadata,
-    p08_offset_commit,
-    p09_offset_fetch,
-    p10_find_coordinator,
-    p11_join_group,
-    p12_heartbeat,
-    p13_leave_group,
-    p14_sync_group,
-    p15_describe_groups,
-    p16_list_groups,
-    p17_sasl_handshake,
-    p18_api_versions,
-    p19_create_topics,
-    p20_delete_topics,
-    p22_init_producer_id,
-    p23_offset_for_leader_epoch,
-    p24_add_partitions_to_txn,
-    p25_add_offsets_to_txn,
-    p26_end_txn,
-    p28_txn_offset_commit,
-    p32_describe_configs,
-    p36_sasl_authenticate,
-    p42_delete_groups,
-    p48_describe_client_quotas,
-    p49_alter_client_quotas,
-    p60_describe_cluster,
-    p61_describe_producers,
-    p65_describe_transactions,
-    p66_list_transactions,
-    p68_consumer_group_heartbeat,
-    p69_consumer_group_describe,
+# Every handler module, in key order, named once (tests/unit/test_handlers_contract.py checks that
+# each pNN_*.py file is here and that no key is served twice).
+NAMES = (
+    "p00_produce",
+    "p01_fetch",
+    "p02_list_offsets",
+    "p03_metadata",
+    "p08_offset_commit",
+    "p09_offset_fetch",
+    "p10_find_coordinator",
+    "p11_join_group",
+    "p12_heartbeat",
+    "p13_leave_group",
+    "p14_sync_group",
+    "p15_describe_groups",
+    "p16_list_groups",
+    "p17_sasl_handshake",
+    "p18_api_versions",
+    "p19_create_topics",
+    "p20_delete_topics",
+    "p22_init_producer_id",
+    "p23_offset_for_leader_epoch",
+    "p24_add_partitions_to_txn",
+    "p25_add_offsets_to_txn",
+    "p26_end_txn",
+    "p28_txn_offset_commit",
+    "p32_describe_configs",
+    "p36_sasl_authenticate",
+    "p42_delete_groups",
+    "p48_describe_client_quotas",
+    "p49_alter_client_quotas",
+    "p60_describe_cluster",
+    "p61_describe_producers",
+    "p65_describe_transactions",
+    "p66_list_transactions",
+    "p68_consumer_group_heartbeat",
+    "p69_consumer_group_describe",
 )
+MODULES: tuple[ModuleType, ...] = tuple(import_module(f"{__name__}.{name}") for name in NAMES)
 
 
 def build_handlers() -> dict[int, Handler]:
@@ -97,13 +66,13 @@ def build_handlers() -> dict[int, Handler]:
     return {int(m.API_KEY): m.handle for m in sorted(MODULES, key=lambda m: int(m.API_KEY))}
 
 
-def _top_level_error(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
+def _top_level_error(ctx: RequestContext, req: Any, error: ErrorCode) -> Response:
     """The default error response: the API's top-level error code (JoinGroup, Heartbeat, ...)."""
-    return {"error_code": error}
+    return Response({"error_code": error})
 
 
 def _has_top_level_error(api_key: int) -> bool:
-    return all(any(f == "error_code" for f in response_class(api_key, v).__dataclass_fields__)
+    return all(any(f.name == "error_code" for f in fields(response_class(api_key, v)))
                for v in schema_versions(api_key))
 
 
@@ -121,7 +90,8 @@ def error_responder(api_key: int) -> ErrorResponder | None:
     if m is None or getattr(m, "HANDLES_INJECTED_ERRORS", False):
         return None
     if hasattr(m, "error_response"):
-        return m.error_response  # type: ignore[no-any-return]
+        responder: ErrorResponder = m.error_response
+        return responder
     return _top_level_error if _has_top_level_error(api_key) else None
 
 

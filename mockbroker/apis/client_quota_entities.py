@@ -30,7 +30,7 @@ def from_wire(components: Any) -> tuple[tuple[str | None, str | None] | None, st
     return (seen.get(USER), seen.get(CLIENT_ID)), None, None
 
 
-def to_wire(entity: tuple[str | None, str | None] | None, ip: str | None = None) -> list[dict]:
+def to_wire(entity: tuple[str | None, str | None] | None, ip: str | None = None) -> list[dict[str, str | None]]:
     def name(v: str | None) -> str | None:
         return None if v == DEFAULT else v
 

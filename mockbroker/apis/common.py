@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from protocol.errors import ErrorCode
 
+from ..journal import PartitionRecord
 from ..metadata import BrokerNode, ClusterMetadata, Partition, Topic
-from ..request import RequestContext
+from ..request import Body, RequestContext
 
 ZERO_UUID = uuid.UUID(int=0)
 AUTHORIZED_OPS_NOT_REQUESTED = -(2**31)  # Integer.MIN_VALUE: authorized operations not asked for
@@ -42,22 +43,20 @@ def leader_info(partition: Partition) -> dict[str, Any]:
     return {"leader_id": partition.leader_id, "leader_epoch": partition.leader_epoch}
 
 
-def controller_quota_refused(ctx: RequestContext, strict_since: int) -> bool:
-    """KIP-599 strict quota (StrictControllerMutationQuota): True when this request version is
-    strict and the entity's token bucket is already empty; the wait goes into the response."""
+def controller_quota_refused(ctx: RequestContext, strict_since: int) -> int:
+    """KIP-599 strict quota (StrictControllerMutationQuota): the throttle (> 0) when this request
+    version is strict and the entity's token bucket is already empty, else 0; the handler refuses
+    the topic and puts the larger throttle in its ``Response.controller_throttle_ms``."""
     if ctx.version < strict_since:
-        return False
+        return 0
     quota = ctx.broker.quotas.controller_mutation
-    throttle = quota.strict_check(ctx.principal, ctx.client_id, ctx.broker.clock.monotonic_ms())
-    ctx.controller_throttle_ms = max(ctx.controller_throttle_ms, throttle)
-    return throttle > 0
+    return quota.strict_check(ctx.principal, ctx.client_id, ctx.broker.clock.monotonic_ms())
 
 
-def controller_quota_record(ctx: RequestContext, partitions: int) -> None:
-    """Charge created or deleted partitions to the controller mutation quota."""
+def controller_quota_record(ctx: RequestContext, partitions: int) -> int:
+    """Charge created or deleted partitions to the controller mutation quota: the throttle."""
     quota = ctx.broker.quotas.controller_mutation
-    throttle = quota.record(ctx.principal, ctx.client_id, partitions, ctx.broker.clock.monotonic_ms())
-    ctx.controller_throttle_ms = max(ctx.controller_throttle_ms, throttle)
+    return quota.record(ctx.principal, ctx.client_id, partitions, ctx.broker.clock.monotonic_ms())
 
 
 THROTTLING_QUOTA_EXCEEDED = {"error_code": ErrorCode.throttling_quota_exceeded,
@@ -66,6 +65,37 @@ THROTTLING_QUOTA_EXCEEDED = {"error_code": ErrorCode.throttling_quota_exceeded,
 
 def client_host(ctx: RequestContext) -> str:
     """The client's address as Kafka's RequestContext.clientAddress prints it ("/127.0.0.1")."""
-    peer = ctx.conn.peer
+    peer = ctx.peer
     host = peer.rsplit(":", 1)[0] if ":" in peer else peer
     return "/" + host.strip("[]")
+
+
+def partition_errors(topics: Iterable[Body], partitions: str, index: str = "partition_index", *,
+                     topic: str = "name", error: str = "error_code", topic_errors: bool = False,
+                     sizes: Mapping[tuple[str, int], int] | None = None) -> list[PartitionRecord]:
+    """A ``Response``'s ``partitions``, read from the topics of the body it built: ``topic``,
+    ``partitions``, ``index`` and ``error`` name the keys of its schema; each partition gets its
+    bytes from ``sizes``.  ``topic_errors``: a topic's own error (when it has one) comes first, as
+    partition -1 (Metadata).  A topic without a name (one given by an id the broker does not know)
+    is left out."""
+    out = []
+    for t in topics:
+        name = t.get(topic)
+        if not isinstance(name, str):
+            continue
+        if topic_errors and t.get(error):
+            out.append(PartitionRecord(name, -1, int(t[error]), 0))
+        for p in t[partitions]:
+            i = p[index]
+            out.append(PartitionRecord(name, i, int(p[error]), sizes.get((name, i), 0) if sizes else 0))
+    return out
+
+
+def first_error(items: Iterable[Body]) -> int | None:
+    """The journal's top-level error of a batched API without one (FindCoordinator v4+,
+    DescribeGroups, DeleteGroups, ...): the first failed item's, NONE when none failed, None when
+    there are no items."""
+    codes = [int(x["error_code"]) for x in items]
+    if not codes:
+        return None
+    return next((c for c in codes if c), 0)

@@ -45,7 +45,7 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.codec import timedelta_ms
 from protocol.errors import ErrorCode
@@ -55,8 +55,12 @@ from protocol.registry import ApiKey
 from ..delayed_produce import PartitionResponse
 from ..metadata import Partition
 from ..replica_manager import ProduceEntry
-from ..request import NO_RESPONSE, CloseConnection, Deferred, RequestContext, Result
-from .common import leader_info, node_endpoints, resolve_topic
+from ..journal import PartitionRecord
+from ..request import Answer, CloseConnection, Deferred, NoResponse, Outcome, RequestContext, Response
+from .common import leader_info, node_endpoints, partition_errors, resolve_topic
+
+if TYPE_CHECKING:
+    from protocol.request_types import ProduceRequest
 
 API_KEY = ApiKey.PRODUCE
 
@@ -68,34 +72,35 @@ def _partition(index: int, r: PartitionResponse) -> dict[str, Any]:
             "record_errors": [{"batch_index": i, "batch_index_error_message": m} for i, m in r.record_errors]}
 
 
-def _has_transactional_records(req: Any) -> bool:
+def _has_transactional_records(req: ProduceRequest) -> bool:
     """``RequestUtils.hasTransactionalRecords``: the first batch of some partition is transactional."""
     return any(pd.records is not None and len(pd.records) > 22 and pd.records[16] == 2
                and pd.records[22] & TRANSACTIONAL_FLAG
                for td in req.topic_data for pd in td.partition_data)
 
 
-def handle(ctx: RequestContext, req: Any) -> Result:
+def handle(ctx: RequestContext, req: ProduceRequest) -> Outcome:
     v = ctx.version
     metadata = ctx.metadata
     injected = ctx.injected
-    if getattr(req, "transactional_id", None) is None and _has_transactional_records(req):
+    if req.transactional_id is None and _has_transactional_records(req):
         # KafkaApis.handleProduceRequest: transactional records need a transactional id the client
         # may write; the whole request gets the error (ProduceRequest.getErrorResponse)
         if req.acks == 0:
             return CloseConnection("a produce request with acks=0 failed: transactional records without a "
                                    "transactional id")
         error = PartitionResponse(ErrorCode.transactional_id_authorization_failed)
-        return {"responses": [{"name": getattr(td, "name", None), "topic_id": getattr(td, "topic_id", None),
+        body = {"responses": [{"name": td.name if v < 13 else None, "topic_id": td.topic_id,
                                "partition_responses": [_partition(pd.index, error) for pd in td.partition_data]}
                               for td in req.topic_data], "node_endpoints": []}
+        return Response(body, partition_errors(body["responses"], "partition_responses", "index"))
     # (topic response, [(partition index, its partition if known, ProduceEntry or the error it gets
     # here)]) in request order
     layout: list[tuple[dict[str, Any], list[tuple[int, Partition | None, ProduceEntry | ErrorCode]]]] = []
     entries: list[ProduceEntry] = []
     for td in req.topic_data:
-        name = getattr(td, "name", None)
-        topic_id = getattr(td, "topic_id", None)
+        name = td.name if v < 13 else None
+        topic_id = td.topic_id
         topic, terr = resolve_topic(metadata, name, topic_id, v >= 13)
         parts: list[tuple[int, Partition | None, ProduceEntry | ErrorCode]] = []
         for pd in td.partition_data:
@@ -113,8 +118,9 @@ def handle(ctx: RequestContext, req: Any) -> Result:
                         "topic_id": topic_id if topic is None else topic.topic_id}, parts))
 
     acks = req.acks
+    sizes = {(e.partition.topic.name, e.partition.index): len(e.records or b"") for e in entries}
 
-    def respond(responses: list[PartitionResponse]) -> Result:
+    def respond(responses: list[PartitionResponse]) -> Answer:
         """KafkaApis' sendResponseCallback: map the results back to the wire."""
         by_entry = {id(e): r for e, r in zip(entries, responses)}
         leaders: dict[int, Any] = {}
@@ -134,14 +140,17 @@ def handle(ctx: RequestContext, req: Any) -> Result:
                 out.append(entry)
             topics.append({**head, "partition_responses": out})
         if acks == 0:
-            return CloseConnection("a partition of a produce request with acks=0 failed") if any_error else NO_RESPONSE
-        return {"responses": topics, "node_endpoints": node_endpoints(leaders.values(), ctx.conn.listener_name)}
+            if any_error:
+                return CloseConnection("a partition of a produce request with acks=0 failed")
+            return NoResponse([PartitionRecord(t, p, 0, n) for (t, p), n in sizes.items()])
+        return Response({"responses": topics, "node_endpoints": node_endpoints(leaders.values(), ctx.listener_name)},
+                        partition_errors(topics, "partition_responses", "index", sizes=sizes))
 
-    ctx.partition_bytes = {(e.partition.topic.name, e.partition.index): len(e.records or b"") for e in entries}
     deferred = Deferred()
-    ctx.delayed = ctx.broker.replica_manager.append_records(
+    deferred.partitions = [PartitionRecord(t, p, 0, n) for (t, p), n in sizes.items()]
+    deferred.delayed = ctx.broker.replica_manager.append_records(
         entries, acks, timedelta_ms(req.timeout), v, lambda responses: deferred.complete_with(lambda: respond(responses)),
-        transactional_id=getattr(req, "transactional_id", None))
+        transactional_id=req.transactional_id)
     return deferred
 
 

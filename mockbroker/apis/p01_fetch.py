@@ -6,9 +6,11 @@ Behavior:
   and FETCH_SESSION_TOPIC_ID_ERROR in the top-level error.
 * The handler maps the wire to one call, ``ReplicaManager.fetch_messages``
   (reading, and waiting in the fetch purgatory), and builds the response in
-  its callback, where the session is updated
-  (``FetchContext.updateAndGenerateResponseData``), as Kafka's
-  ``handleFetchRequest`` does.
+  its callback.  As in Kafka's ``handleFetchRequest`` the quotas are decided
+  before the session is touched: the session is updated or created
+  (``FetchContext.updateAndGenerateResponseData``) only for a response no quota
+  throttles; a throttled one is answered empty (``getThrottledResponse``) and
+  creates no session.
 * Per partition (``ReplicaManager.readFromLocalLog``): unknown topic
   (UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID from v13), not the leader
   (NOT_LEADER_OR_FOLLOWER, with the leader from v16), current leader epoch
@@ -40,28 +42,32 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.codec import timedelta_ms
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..fetch_session import CachedPartition, FetchContext
+from ..journal import PartitionRecord
 from ..metadata import ClusterMetadata
 from ..replica_manager import FetchParams, LogReadResult
-from ..request import Deferred, RequestContext, Result
-from .common import ZERO_UUID, leader_info, node_endpoints
+from ..request import Body, Deferred, Outcome, RequestContext, Response
+from .common import ZERO_UUID, leader_info, node_endpoints, partition_errors
+
+if TYPE_CHECKING:
+    from protocol.request_types import FetchRequest
 
 API_KEY = ApiKey.FETCH
 
 
-def _requested(req: Any, by_id: bool, metadata: ClusterMetadata) -> list[CachedPartition]:
+def _requested(req: FetchRequest, by_id: bool, metadata: ClusterMetadata) -> list[CachedPartition]:
     out = []
     for t in req.topics:
-        topic_id = getattr(t, "topic_id", None)
-        name = getattr(t, "topic", None)
+        topic_id = t.topic_id
+        name: str = t.topic
         if by_id:
-            topic = metadata.topics_by_id.get(topic_id)
+            topic = metadata.topics_by_id.get(topic_id) if topic_id is not None else None
             name = topic.name if topic else ""
         for p in t.partitions:
             out.append(CachedPartition(
@@ -70,15 +76,15 @@ def _requested(req: Any, by_id: bool, metadata: ClusterMetadata) -> list[CachedP
                 partition=p.partition,
                 fetch_offset=p.fetch_offset,
                 max_bytes=p.partition_max_bytes,
-                log_start_offset=getattr(p, "log_start_offset", -1),
-                current_leader_epoch=getattr(p, "current_leader_epoch", -1),
+                log_start_offset=p.log_start_offset,
+                current_leader_epoch=p.current_leader_epoch,
             ))
     return out
 
 
-def _forgotten(req: Any, by_id: bool) -> list[tuple[Any, int]]:
-    out = []
-    for t in getattr(req, "forgotten_topics_data", ()) or ():
+def _forgotten(req: FetchRequest, by_id: bool) -> list[tuple[Any, int]]:
+    out: list[tuple[Any, int]] = []
+    for t in req.forgotten_topics_data:
         key = t.topic_id if by_id else t.topic
         out.extend((key, p) for p in t.partitions)
     return out
@@ -108,63 +114,78 @@ def _partition_entry(cp: CachedPartition, r: LogReadResult, read_committed: bool
 
 
 def _respond(ctx: RequestContext, fctx: FetchContext, by_id: bool, read_committed: bool,
-             results: list[LogReadResult]) -> dict[str, Any]:
-    """The response, with the session updated (FetchContext.updateAndGenerateResponseData)."""
-    now = ctx.broker.clock.monotonic_ms()
+             results: list[LogReadResult]) -> Response:
+    """The response (``FetchContext.updateAndGenerateResponseData``), built without touching the
+    session: its ``finish`` updates an incremental session or creates a full fetch's, and runs only
+    when no quota throttles the response; ``if_throttled`` is ``getThrottledResponse`` (no
+    partitions; a full or sessionless fetch answers session id 0, an incremental one keeps its id),
+    as Kafka decides the quota before the session is touched."""
+    broker = ctx.broker
     pairs = list(zip(fctx.partitions, results))
-    ctx.partition_bytes = {(cp.topic, cp.partition): r.size_bytes for cp, r in pairs if r.size_bytes}
-    if fctx.kind == "incremental":
-        session = fctx.session
-        assert session is not None
-        out_session = session.session_id
-        kept = []
-        for cp, r in pairs:
-            if cp.maybe_update_response(r.error, r.high_watermark, r.log_start_offset, r.size_bytes > 0):
-                kept.append((cp, r))
-            if r.size_bytes:
-                session.partitions.move_to_end((cp.topic_id if by_id else cp.topic, cp.partition))
-        pairs = kept
-    elif fctx.kind == "full" and ctx.version >= 7:
-        for cp, r in pairs:
-            cp.maybe_update_response(r.error, r.high_watermark, r.log_start_offset, r.size_bytes > 0)
-        new = ctx.broker.fetch_manager.maybe_create_session(fctx.partitions, by_id, now)
-        out_session = new.session_id if new else 0
+    sizes = {(cp.topic, cp.partition): r.size_bytes for cp, r in pairs if r.size_bytes}
+    session = fctx.session if fctx.kind == "incremental" else None
+    if session is not None:  # only the partitions with news (CachedPartition.maybeUpdateResponseData)
+        sent = [(cp, r) for cp, r in pairs
+                if cp.needs_response(r.error, r.high_watermark, r.log_start_offset, r.size_bytes > 0)]
+        session_id = session.session_id
     else:
-        out_session = 0
+        sent, session_id = pairs, 0
 
     # group partition entries by topic, keeping request order
     metadata = ctx.metadata
     leaders: dict[int, Any] = {}
     topics: list[dict[str, Any]] = []
     index: dict[Any, dict[str, Any]] = {}
-    for cp, r in pairs:
+    for cp, r in sent:
         key = cp.topic_id if by_id else cp.topic
         t = index.get(key)
         if t is None:
             t = index[key] = {"topic": cp.topic, "topic_id": cp.topic_id or ZERO_UUID, "partitions": []}
             topics.append(t)
         t["partitions"].append(_partition_entry(cp, r, read_committed, leaders, metadata))
-    return {
+    body = {
         "error_code": ErrorCode.none,
-        "session_id": out_session,
+        "session_id": session_id,
         "responses": topics,
-        "node_endpoints": node_endpoints(leaders.values(), ctx.conn.listener_name),
+        "node_endpoints": node_endpoints(leaders.values(), ctx.listener_name),
     }
+    partitions = partition_errors(topics, "partitions", topic="topic", sizes=sizes)
+    listed = {(p.topic, p.partition) for p in partitions}
+    # read but not in the response (an incremental fetch): the bytes, no error
+    partitions += [PartitionRecord(t, i, 0, n) for (t, i), n in sizes.items() if (t, i) not in listed]
+
+    def finish() -> Body:
+        for cp, r in pairs:
+            cp.maybe_update_response(r.error, r.high_watermark, r.log_start_offset, r.size_bytes > 0)
+        if session is not None:
+            for cp, r in pairs:
+                if r.size_bytes:
+                    session.partitions.move_to_end((cp.topic_id if by_id else cp.topic, cp.partition))
+            return body
+        if fctx.kind == "full" and ctx.version >= 7:
+            new = broker.fetch_manager.maybe_create_session(fctx.partitions, by_id, broker.clock.monotonic_ms())
+            if new is not None:
+                return {**body, "session_id": new.session_id}
+        return body
+
+    def if_throttled() -> Body:
+        return {"error_code": ErrorCode.none, "session_id": session_id, "responses": []}
+
+    return Response(body, partitions, finish=finish, if_throttled=if_throttled)
 
 
-def handle(ctx: RequestContext, req: Any) -> Result:
+def handle(ctx: RequestContext, req: FetchRequest) -> Outcome:
     v = ctx.version
     by_id = v >= 13
-    session_id = getattr(req, "session_id", 0)
-    epoch = getattr(req, "session_epoch", -1)
-    ctx.fetch_session_epoch = epoch
+    session_id = req.session_id
+    epoch = req.session_epoch
     broker = ctx.broker
     now = broker.clock.monotonic_ms()
     fctx: FetchContext = broker.fetch_manager.new_context(
         session_id, epoch, _requested(req, by_id, ctx.metadata), _forgotten(req, by_id), by_id, now
     )
     if fctx.kind == "error":
-        return {"error_code": fctx.error, "session_id": 0, "responses": []}
+        return Response({"error_code": fctx.error, "session_id": 0, "responses": []})
     # KafkaApis.handleFetchRequest: min(request max_bytes, fetch.max.bytes, the consumer quota's window)
     quota_max = broker.quotas.fetch.max_value_in_quota_window(ctx.principal, ctx.client_id)
     max_bytes = int(min(req.max_bytes, ctx.metadata.config["fetch.max.bytes"], quota_max))
@@ -180,8 +201,9 @@ def handle(ctx: RequestContext, req: Any) -> Result:
                 results[i] = LogReadResult(injected.error, partition=ctx.metadata.partition(cp.topic, cp.partition))
         return _respond(ctx, fctx, by_id, read_committed, results)
     deferred = Deferred()
-    ctx.delayed = broker.replica_manager.fetch_messages(params, fctx.partitions, lambda results: deferred.complete_with(
-        lambda: _respond(ctx, fctx, by_id, read_committed, results)))
+    deferred.delayed = broker.replica_manager.fetch_messages(
+        params, fctx.partitions,
+        lambda results: deferred.complete_with(lambda: _respond(ctx, fctx, by_id, read_committed, results)))
     return deferred
 
 

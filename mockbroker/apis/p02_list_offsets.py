@@ -32,12 +32,16 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import CorruptRecordBatch, ErrorCode
 from protocol.registry import ApiKey
 
-from ..request import RequestContext
+from ..request import RequestContext, Response
+from .common import partition_errors
+
+if TYPE_CHECKING:
+    from protocol.request_types import ListOffsetsRequest
 
 API_KEY = ApiKey.LIST_OFFSETS
 
@@ -59,9 +63,9 @@ def _lookup(p: Any, ts: int, isolation: int) -> tuple[int, int]:
     return (found[1], found[0]) if found else (-1, -1)
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: ListOffsetsRequest) -> Response:
     cluster = ctx.metadata
-    isolation = getattr(req, "isolation_level", 0)
+    isolation = req.isolation_level
     topics = []
     for t in req.topics:
         parts = []
@@ -73,7 +77,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 out["error_code"] = ErrorCode.unknown_topic_or_partition
             else:
                 p = topic.partitions[rp.partition_index]
-                req_epoch = getattr(rp, "current_leader_epoch", -1)
+                req_epoch = rp.current_leader_epoch
                 if p.leader_id != ctx.node_id:
                     out["error_code"] = ErrorCode.not_leader_or_follower
                 elif req_epoch >= 0 and req_epoch != p.leader_epoch:
@@ -89,10 +93,11 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                         out["error_code"] = e.error
             parts.append(out)
         topics.append({"name": t.name, "partitions": parts})
-    return {"topics": topics}
+    return Response({"topics": topics}, partition_errors(topics, "partitions"))
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
-    return {"topics": [{"name": t.name, "partitions": [
+def error_response(ctx: RequestContext, req: ListOffsetsRequest, error: ErrorCode) -> Response:
+    topics = [{"name": t.name, "partitions": [
         {"partition_index": p.partition_index, "error_code": error, "timestamp": -1, "offset": -1,
-         "leader_epoch": -1} for p in t.partitions]} for t in req.topics]}
+         "leader_epoch": -1} for p in t.partitions]} for t in req.topics]
+    return Response({"topics": topics}, partition_errors(topics, "partitions"))

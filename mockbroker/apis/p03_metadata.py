@@ -22,14 +22,17 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode, InvalidRequest
 from protocol.registry import ApiKey
 
 from ..metadata import validate_topic_name
-from ..request import RequestContext
-from .common import AUTHORIZED_OPS_NOT_REQUESTED, ZERO_UUID, node_endpoints
+from ..request import RequestContext, Response
+from .common import AUTHORIZED_OPS_NOT_REQUESTED, ZERO_UUID, node_endpoints, partition_errors
+
+if TYPE_CHECKING:
+    from protocol.request_types import MetadataRequest
 
 API_KEY = ApiKey.METADATA
 
@@ -37,10 +40,10 @@ API_KEY = ApiKey.METADATA
 ALL_TOPIC_OPS = sum(1 << op for op in (3, 4, 5, 6, 8, 9, 10))
 
 
-def topic_entry(ctx: RequestContext, topic: Any, include_ops: bool) -> dict:
+def topic_entry(ctx: RequestContext, topic: Any, include_ops: bool) -> dict[str, Any]:
     cluster = ctx.metadata
     alive = {b.node_id for b in cluster.live_brokers()}
-    reachable = {b.node_id for b in cluster.live_brokers(ctx.conn.listener_name)}
+    reachable = {b.node_id for b in cluster.live_brokers(ctx.listener_name)}
     parts = []
     for p in topic.partitions:
         # KRaftMetadataCache.getPartitionMetadata: a live leader without the request's listener is
@@ -71,19 +74,19 @@ def topic_entry(ctx: RequestContext, topic: Any, include_ops: bool) -> dict:
     }
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: MetadataRequest) -> Response:
     cluster = ctx.metadata
     v = ctx.version
-    include_ops = bool(getattr(req, "include_topic_authorized_operations", False))
-    allow_auto = v < 4 or bool(getattr(req, "allow_auto_topic_creation", True))
-    topics_out = []
+    include_ops = bool(req.include_topic_authorized_operations)
+    allow_auto = v < 4 or bool(req.allow_auto_topic_creation)
+    topics_out: list[dict[str, Any]] = []
     requested = req.topics
     if requested is None or (v == 0 and len(requested) == 0):
         topics_out = [topic_entry(ctx, t, include_ops) for t in cluster.topics.values()]
     else:
         for rt in requested:
-            name = getattr(rt, "name", None)
-            topic_id = getattr(rt, "topic_id", None)
+            name = rt.name
+            topic_id = rt.topic_id
             if name is None and v < 12:
                 # KafkaApis: topic ids are not supported before v12 (InvalidRequestException)
                 raise InvalidRequest(f"Topic name can not be null for version {v}")
@@ -96,12 +99,12 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 else:
                     topics_out.append(topic_entry(ctx, t, include_ops))
                 continue
-            t = cluster.topics.get(name)
+            t = cluster.topics.get(name) if name is not None else None
             if t is not None:
                 topics_out.append(topic_entry(ctx, t, include_ops))
                 continue
             err = ErrorCode.unknown_topic_or_partition
-            if validate_topic_name(name or "") is not None:
+            if name is None or validate_topic_name(name) is not None:
                 err = ErrorCode.invalid_topic_exception
             elif allow_auto and cluster.config["auto.create.topics.enable"]:
                 ctx.broker.controller.auto_create_topic(name)
@@ -109,18 +112,18 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             topics_out.append({"error_code": err, "name": name, "topic_id": ZERO_UUID, "partitions": []})
     injected = ctx.injected
     if injected is not None:  # the topics the rule names get its error and no partitions
-        for t in topics_out:
-            if injected.applies(t.get("name") or "", None):
-                t.update(error_code=injected.error, partitions=[])
+        for entry in topics_out:
+            if injected.applies(entry.get("name") or "", None):
+                entry.update(error_code=injected.error, partitions=[])
     resp = {
-        "brokers": node_endpoints(cluster.live_brokers(), ctx.conn.listener_name),
+        "brokers": node_endpoints(cluster.live_brokers(), ctx.listener_name),
         "cluster_id": cluster.cluster_id,
         "controller_id": cluster.controller_id,
         "topics": topics_out,
         "cluster_authorized_operations": AUTHORIZED_OPS_NOT_REQUESTED,
         "error_code": ErrorCode.none,
     }
-    return resp
+    return Response(resp, partition_errors(topics_out, "partitions", topic_errors=True))
 
 
 # Metadata gives an injected error to the topics it applies to (every topic when it names none),

@@ -23,32 +23,34 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.codec import timedelta_ms
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..group.group import OffsetAndMetadata
-from ..request import RequestContext
-from .common import resolve_topic
+from ..request import RequestContext, Response
+from .common import partition_errors, resolve_topic
+
+if TYPE_CHECKING:
+    from protocol.request_types import OffsetCommitRequest
 
 API_KEY = ApiKey.OFFSET_COMMIT
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: OffsetCommitRequest) -> Response:
     groups = ctx.broker.groups
     now = ctx.broker.clock.time_ms()
     by_id = ctx.version >= 10
-    retention = getattr(req, "retention_time", None)
-    retention_ms = timedelta_ms(retention) if retention is not None else -1
+    retention_ms = timedelta_ms(req.retention_time)  # -1 (the default): none
     offsets: dict[tuple[str, int], Any] = {}
     layout: list[tuple[Any, Any, list[tuple[int, tuple[str, int]]]]] = []  # (name, id, [(index, key)])
     for t in req.topics:
-        name, topic_id = getattr(t, "name", None), getattr(t, "topic_id", None)
+        name, topic_id = (None, t.topic_id) if by_id else (t.name, None)
         topic, err = resolve_topic(ctx.metadata, name, topic_id, by_id)
         tname = topic.name if topic is not None else (name or f"<unknown {topic_id}>")
-        parts = []
+        parts: list[tuple[int, tuple[str, int]]] = []
         for p in t.partitions:
             key = (tname, p.partition_index)
             meta = p.committed_metadata if p.committed_metadata is not None else ""
@@ -56,19 +58,20 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 offsets[key] = err if topic is None else ErrorCode.unknown_topic_or_partition
             else:  # OFFSET_METADATA_TOO_LARGE is the offset manager's check
                 offsets[key] = OffsetAndMetadata(
-                    p.committed_offset, getattr(p, "committed_leader_epoch", -1), meta, now,
+                    p.committed_offset, p.committed_leader_epoch, meta, now,
                     now + retention_ms if retention_ms >= 0 else None)
             parts.append((p.partition_index, key))
         layout.append((name, topic_id, parts))
-    errors = groups.commit_offsets(ctx.node_id, req.group_id, req.member_id, getattr(req, "group_instance_id", None),
+    errors = groups.commit_offsets(ctx.node_id, req.group_id, req.member_id, req.group_instance_id,
                                    req.generation_id_or_member_epoch, offsets, ctx.version)
-    return {"topics": [
-        {"name": name, "topic_id": topic_id,
-         "partitions": [{"partition_index": idx, "error_code": errors[key]} for idx, key in parts]}
-        for name, topic_id, parts in layout
-    ]}
+    topics = [{"name": name, "topic_id": topic_id,
+               "partitions": [{"partition_index": idx, "error_code": errors[key]} for idx, key in parts]}
+              for name, topic_id, parts in layout]
+    return Response({"topics": topics}, partition_errors(topics, "partitions"))
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
-    return {"topics": [{"name": getattr(t, "name", None), "topic_id": getattr(t, "topic_id", None), "partitions": [
-        {"partition_index": p.partition_index, "error_code": error} for p in t.partitions]} for t in req.topics]}
+def error_response(ctx: RequestContext, req: OffsetCommitRequest, error: ErrorCode) -> Response:
+    by_id = ctx.version >= 10
+    topics = [{"name": None if by_id else t.name, "topic_id": t.topic_id if by_id else None, "partitions": [
+        {"partition_index": p.partition_index, "error_code": error} for p in t.partitions]} for t in req.topics]
+    return Response({"topics": topics}, partition_errors(topics, "partitions"))

@@ -23,17 +23,21 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..request import RequestContext
+from ..request import Body, RequestContext, Response
+from .common import first_error, partition_errors
+
+if TYPE_CHECKING:
+    from protocol.request_types import OffsetFetchRequest
 
 API_KEY = ApiKey.OFFSET_FETCH
 
 
-def _partition(index: int, om: Any, error: ErrorCode = ErrorCode.none) -> dict:
+def _partition(index: int, om: Any, error: ErrorCode = ErrorCode.none) -> dict[str, Any]:
     if om is None or error is ErrorCode.unstable_offset_commit:
         return {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1,
                 "metadata": "", "error_code": error}
@@ -42,7 +46,7 @@ def _partition(index: int, om: Any, error: ErrorCode = ErrorCode.none) -> dict:
 
 
 def _one(ctx: RequestContext, group_id: str, topics: Any, by_id: bool, member: tuple[str | None, int] = (None, -1),
-         require_stable: bool = False) -> tuple[ErrorCode, list[dict]]:
+         require_stable: bool = False) -> tuple[ErrorCode, list[dict[str, Any]]]:
     """The group's error and its topics; ``member`` (id, epoch) comes with v9+."""
     cluster = ctx.metadata
     groups = ctx.broker.groups
@@ -54,15 +58,15 @@ def _one(ctx: RequestContext, group_id: str, topics: Any, by_id: bool, member: t
 
     if topics is None:  # every committed partition
         err, stored = ctx.broker.groups.fetch_offsets(ctx.node_id, group_id, None, *member)
-        by_topic: dict[str, list] = {}
+        by_topic: dict[str, list[dict[str, Any]]] = {}
         for (tname, idx), om in sorted(stored.items()):
             by_topic.setdefault(tname, []).append(_partition(idx, om, stable((tname, idx))))
         out = []
-        for tname, parts in by_topic.items():
-            t = cluster.topics.get(tname)
+        for committed, parts in by_topic.items():
+            t = cluster.topics.get(committed)
             if by_id and t is None:
                 continue
-            entry: dict[str, Any] = {"name": tname, "partitions": parts}
+            entry: dict[str, Any] = {"name": committed, "partitions": parts}
             if by_id:  # only the v10 groups' topics have an id
                 entry["topic_id"] = t.topic_id if t is not None else None
             out.append(entry)
@@ -79,36 +83,47 @@ def _one(ctx: RequestContext, group_id: str, topics: Any, by_id: bool, member: t
     if err is not ErrorCode.none:
         return err, []
     out = []
-    for t, tname in asked:
-        if tname is None:
+    for t, asked_name in asked:
+        if asked_name is None:
             out.append({"topic_id": t.topic_id, "partitions": [
                 _partition(i, None, ErrorCode.unknown_topic_id) for i in t.partition_indexes]})
             continue
-        out.append({"name": tname, **({"topic_id": t.topic_id} if by_id else {}),
-                    "partitions": [_partition(i, stored[(tname, i)], stable((tname, i))) for i in t.partition_indexes]})
+        out.append({"name": asked_name, **({"topic_id": t.topic_id} if by_id else {}),
+                    "partitions": [_partition(i, stored[(asked_name, i)], stable((asked_name, i)))
+                                   for i in t.partition_indexes]})
     return ErrorCode.none, out
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def _response(body: Body) -> Response:
+    """v8+: each group's error, the first failed one the journal's; before, the top-level one."""
+    if "groups" in body:
+        return Response(body, [p for g in body["groups"] for p in partition_errors(g["topics"], "partitions")],
+                        first_error(body["groups"]))
+    return Response(body, partition_errors(body["topics"], "partitions"))
+
+
+def handle(ctx: RequestContext, req: OffsetFetchRequest) -> Response:
     if ctx.version >= 8:
         groups = []
         for g in req.groups:
             member = (g.member_id, g.member_epoch) if ctx.version >= 9 else (None, -1)
             err, topics = _one(ctx, g.group_id, g.topics, ctx.version >= 10, member, req.require_stable)
             groups.append({"group_id": g.group_id, "error_code": err, "topics": topics})
-        return {"groups": groups}
-    err, topics = _one(ctx, req.group_id, req.topics, False, require_stable=getattr(req, "require_stable", False))
+        return _response({"groups": groups})
+    err, topics = _one(ctx, req.group_id, req.topics, False, require_stable=req.require_stable)
     if err is not ErrorCode.none and ctx.version < 2:
         # v1 has no top-level error: report it on every asked partition
-        return {"topics": [{"name": t.name, "partitions": [_partition(i, None, err) for i in t.partition_indexes]}
-                           for t in req.topics or ()]}
-    return {"topics": topics, "error_code": err}
+        return _response({"topics": [{"name": t.name, "partitions": [_partition(i, None, err)
+                                                                      for i in t.partition_indexes]}
+                                     for t in req.topics or ()]})
+    return _response({"topics": topics, "error_code": err})
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
+def error_response(ctx: RequestContext, req: OffsetFetchRequest, error: ErrorCode) -> Response:
     if ctx.version >= 8:
-        return {"groups": [{"group_id": g.group_id, "error_code": error, "topics": []} for g in req.groups]}
+        return _response({"groups": [{"group_id": g.group_id, "error_code": error, "topics": []} for g in req.groups]})
     if ctx.version < 2:  # no top-level error: on every asked partition
-        return {"topics": [{"name": t.name, "partitions": [_partition(i, None, error) for i in t.partition_indexes]}
-                           for t in req.topics or ()]}
-    return {"topics": [], "error_code": error}
+        return _response({"topics": [{"name": t.name, "partitions": [_partition(i, None, error)
+                                                                      for i in t.partition_indexes]}
+                                     for t in req.topics or ()]})
+    return _response({"topics": [], "error_code": error})

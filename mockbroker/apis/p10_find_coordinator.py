@@ -18,12 +18,16 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..request import RequestContext
+from ..request import Body, RequestContext, Response
+from .common import first_error
+
+if TYPE_CHECKING:
+    from protocol.request_types import FindCoordinatorRequest
 
 API_KEY = ApiKey.FIND_COORDINATOR
 
@@ -35,7 +39,7 @@ def coordinator_for(ctx: RequestContext, key: str) -> Any:
     return ctx.broker.groups.find_coordinator(key)
 
 
-def _lookup(ctx: RequestContext, key: str, key_type: int) -> dict:
+def _lookup(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
     if key_type not in (GROUP, TRANSACTION, SHARE):
         return {"key": key, "error_code": ErrorCode.invalid_request, "error_message": f"Invalid key type {key_type}",
                 "node_id": -1, "host": "", "port": -1}
@@ -45,7 +49,7 @@ def _lookup(ctx: RequestContext, key: str, key_type: int) -> dict:
         node = ctx.broker.txn.find_coordinator(key)
     else:
         node = None
-    address = node.endpoint(ctx.conn.listener_name) if node is not None else None
+    address = node.endpoint(ctx.listener_name) if node is not None else None
     if node is None or address is None:
         return {"key": key, "error_code": ErrorCode.coordinator_not_available,
                 "error_message": "The coordinator is not available.", "node_id": -1, "host": "", "port": -1}
@@ -53,17 +57,22 @@ def _lookup(ctx: RequestContext, key: str, key_type: int) -> dict:
             "node_id": node.node_id, "host": address[0], "port": address[1]}
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    key_type = getattr(req, "key_type", GROUP)
+def _response(body: Body) -> Response:
+    """v4+ (KIP-699): the journal's error is the first failed key's."""
+    return Response(body, error_code=first_error(body["coordinators"]) if "coordinators" in body else None)
+
+
+def handle(ctx: RequestContext, req: FindCoordinatorRequest) -> Response:
+    key_type = req.key_type
     if ctx.version >= 4:
-        return {"coordinators": [_lookup(ctx, k, key_type) for k in req.coordinator_keys]}
+        return _response({"coordinators": [_lookup(ctx, k, key_type) for k in req.coordinator_keys]})
     out = _lookup(ctx, req.key, key_type)
     out.pop("key")
-    return out
+    return _response(out)
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
+def error_response(ctx: RequestContext, req: FindCoordinatorRequest, error: ErrorCode) -> Response:
     none = {"error_code": error, "error_message": None, "node_id": -1, "host": "", "port": -1}
     if ctx.version >= 4:
-        return {"coordinators": [{"key": k, **none} for k in req.coordinator_keys]}
-    return none
+        return _response({"coordinators": [{"key": k, **none} for k in req.coordinator_keys]})
+    return _response(none)

@@ -1,6 +1,6 @@
 """JoinGroup (key 11): v0-9.
 
-Behavior (Kafka's GroupMetadataManager.classicGroupJoin, see ``mockbroker/group/coordinator.py``):
+Behavior (Kafka's GroupMetadataManager.classicGroupJoin, see ``mockbroker/group/classic_coordinator.py``):
 * A member without an id gets MEMBER_ID_REQUIRED and a new id from v4 (KIP-394);
   before v4 it joins at once.  The answer waits in the rebalance purgatory until
   every member rejoined or the rebalance timeout passed; the first rebalance of
@@ -21,21 +21,24 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.codec import timedelta_ms
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..group.metadata import UNKNOWN_MEMBER_ID, JoinGroupResult
-from ..request import Deferred, RequestContext
+from ..group.classic_group import UNKNOWN_MEMBER_ID, JoinGroupResult
+from ..request import Deferred, RequestContext, Response
 from .common import client_host
+
+if TYPE_CHECKING:
+    from protocol.request_types import JoinGroupRequest
 
 API_KEY = ApiKey.JOIN_GROUP
 
 
-def _response(version: int, r: JoinGroupResult) -> dict:
-    return {
+def _response(version: int, r: JoinGroupResult) -> Response:
+    return Response({
         "error_code": r.error,
         "generation_id": r.generation_id,
         "protocol_type": r.protocol_type,
@@ -45,23 +48,23 @@ def _response(version: int, r: JoinGroupResult) -> dict:
         "skip_assignment": r.skip_assignment,
         "member_id": r.member_id,
         "members": [{"member_id": mid, "group_instance_id": iid, "metadata": meta} for mid, iid, meta in r.members],
-    }
+    })
 
 
-def handle(ctx: RequestContext, req: Any) -> Deferred:
+def handle(ctx: RequestContext, req: JoinGroupRequest) -> Deferred:
     v = ctx.version
     deferred = Deferred()
     session = timedelta_ms(req.session_timeout)
     rebalance = timedelta_ms(req.rebalance_timeout) if v >= 1 else session
     ctx.broker.groups.join_group(
-        ctx.node_id, req.group_id, req.member_id, getattr(req, "group_instance_id", None),
+        ctx.node_id, req.group_id, req.member_id, req.group_instance_id,
         v >= 4, ctx.client_id, client_host(ctx), rebalance, session, req.protocol_type,
         [(p.name, bytes(p.metadata)) for p in req.protocols],
-        lambda r: deferred.complete_with(lambda: _response(v, r)), getattr(req, "reason", None),
+        lambda r: deferred.complete_with(lambda: _response(v, r)), req.reason,
     )
     return deferred
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
+def error_response(ctx: RequestContext, req: JoinGroupRequest, error: ErrorCode) -> Response:
     """JoinGroupRequest.getErrorResponse: unknown generation, member and leader."""
     return _response(ctx.version, JoinGroupResult(UNKNOWN_MEMBER_ID, error))

@@ -14,16 +14,19 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.registry import ApiKey
 
-from ..request import RequestContext
+from ..request import RequestContext, Response
+
+if TYPE_CHECKING:
+    from protocol.request_types import HeartbeatRequest
 
 API_KEY = ApiKey.HEARTBEAT
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: HeartbeatRequest) -> Response:
     err = ctx.broker.groups.heartbeat(
-        ctx.node_id, req.group_id, req.member_id, getattr(req, "group_instance_id", None), req.generation_id)
-    return {"error_code": err}
+        ctx.node_id, req.group_id, req.member_id, req.group_instance_id, req.generation_id)
+    return Response({"error_code": err})

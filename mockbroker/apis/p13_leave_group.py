@@ -14,19 +14,22 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..request import RequestContext
+from ..request import RequestContext, Response
+
+if TYPE_CHECKING:
+    from protocol.request_types import LeaveGroupRequest
 
 API_KEY = ApiKey.LEAVE_GROUP
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: LeaveGroupRequest) -> Response:
     if ctx.version >= 3:
-        leaving = [(m.member_id, m.group_instance_id, getattr(m, "reason", None)) for m in req.members]
+        leaving = [(m.member_id, m.group_instance_id, m.reason) for m in req.members]
     else:
         leaving = [(req.member_id, None, None)]
     top, errors = ctx.broker.groups.leave_group(ctx.node_id, req.group_id, leaving)
@@ -34,8 +37,8 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         # LeaveGroupResponse for v0-2: the top-level error, else the member's
         err = top if top is not ErrorCode.none else next((e for e in errors if e is not ErrorCode.none),
                                                          ErrorCode.none)
-        return {"error_code": err}
-    return {"error_code": top, "members": [
+        return Response({"error_code": err})
+    return Response({"error_code": top, "members": [
         {"member_id": mid, "group_instance_id": iid, "error_code": e}
         for (mid, iid, _), e in zip(leaving, errors)
-    ]}
+    ]})

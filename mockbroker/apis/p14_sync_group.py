@@ -17,32 +17,35 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..group.metadata import SyncGroupResult
-from ..request import Deferred, RequestContext, Result
+from ..group.classic_group import SyncGroupResult
+from ..request import Deferred, Outcome, RequestContext, Response
+
+if TYPE_CHECKING:
+    from protocol.request_types import SyncGroupRequest
 
 API_KEY = ApiKey.SYNC_GROUP
 
 
-def _response(r: SyncGroupResult) -> dict:
-    return {"error_code": r.error, "protocol_type": r.protocol_type, "protocol_name": r.protocol_name,
-            "assignment": r.assignment}
+def _response(r: SyncGroupResult) -> Response:
+    return Response({"error_code": r.error, "protocol_type": r.protocol_type, "protocol_name": r.protocol_name,
+                     "assignment": r.assignment})
 
 
-def handle(ctx: RequestContext, req: Any) -> Result:
-    protocol_type = getattr(req, "protocol_type", None)
-    protocol_name = getattr(req, "protocol_name", None)
+def handle(ctx: RequestContext, req: SyncGroupRequest) -> Outcome:
+    protocol_type = req.protocol_type
+    protocol_name = req.protocol_name
     if ctx.version >= 5 and (protocol_type is None or protocol_name is None):
         # SyncGroupRequest.areMandatoryProtocolTypeAndNamePresent
         return _response(SyncGroupResult(ErrorCode.inconsistent_group_protocol))
     deferred = Deferred()
     ctx.broker.groups.sync_group(
         ctx.node_id, req.group_id, req.generation_id, req.member_id, protocol_type, protocol_name,
-        getattr(req, "group_instance_id", None), {a.member_id: bytes(a.assignment) for a in req.assignments},
+        req.group_instance_id, {a.member_id: bytes(a.assignment) for a in req.assignments},
         lambda r: deferred.complete_with(lambda: _response(r)),
     )
     return deferred

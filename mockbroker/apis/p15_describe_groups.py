@@ -20,19 +20,22 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..group.group import DescribedGroup
-from ..request import RequestContext
-from .common import AUTHORIZED_OPS_NOT_REQUESTED, GROUP_OPERATIONS
+from ..request import RequestContext, Response
+from .common import AUTHORIZED_OPS_NOT_REQUESTED, GROUP_OPERATIONS, first_error
+
+if TYPE_CHECKING:
+    from protocol.request_types import DescribeGroupsRequest
 
 API_KEY = ApiKey.DESCRIBE_GROUPS
 
 
-def _described(version: int, d: DescribedGroup, include_ops: bool) -> dict:
+def _described(version: int, d: DescribedGroup, include_ops: bool) -> dict[str, Any]:
     error, message = d.error, d.error_message
     if error is ErrorCode.group_id_not_found and version < 6:
         error, message = ErrorCode.none, None  # before v6 an unknown group is only "Dead"
@@ -44,12 +47,13 @@ def _described(version: int, d: DescribedGroup, include_ops: bool) -> dict:
             "authorized_operations": GROUP_OPERATIONS if include_ops else AUTHORIZED_OPS_NOT_REQUESTED}
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    include = bool(getattr(req, "include_authorized_operations", False))
-    return {"groups": [_described(ctx.version, d, include)
-                       for d in ctx.broker.groups.describe_groups(ctx.node_id, req.groups)]}
+def handle(ctx: RequestContext, req: DescribeGroupsRequest) -> Response:
+    include = bool(req.include_authorized_operations)
+    groups = [_described(ctx.version, d, include) for d in ctx.broker.groups.describe_groups(ctx.node_id, req.groups)]
+    return Response({"groups": groups}, error_code=first_error(groups))
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
-    return {"groups": [{"group_id": gid, "error_code": error, "group_state": "", "protocol_type": "",
-                        "protocol_data": "", "members": []} for gid in req.groups]}
+def error_response(ctx: RequestContext, req: DescribeGroupsRequest, error: ErrorCode) -> Response:
+    groups = [{"group_id": gid, "error_code": error, "group_state": "", "protocol_type": "", "protocol_data": "",
+               "members": []} for gid in req.groups]
+    return Response({"groups": groups}, error_code=first_error(groups))

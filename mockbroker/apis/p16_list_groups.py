@@ -13,19 +13,22 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..request import RequestContext
+from ..request import RequestContext, Response
+
+if TYPE_CHECKING:
+    from protocol.request_types import ListGroupsRequest
 
 API_KEY = ApiKey.LIST_GROUPS
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    listed = ctx.broker.groups.list_groups(ctx.node_id, getattr(req, "states_filter", ()) or (),
-                                           getattr(req, "types_filter", ()) or ())
-    return {"error_code": ErrorCode.none, "groups": [
+def handle(ctx: RequestContext, req: ListGroupsRequest) -> Response:
+    listed = ctx.broker.groups.list_groups(ctx.node_id, req.states_filter,
+                                           req.types_filter)
+    return Response({"error_code": ErrorCode.none, "groups": [
         {"group_id": g.group_id, "protocol_type": g.protocol_type, "group_state": g.state,
-         "group_type": g.group_type.value} for g in listed]}
+         "group_type": g.group_type.value} for g in listed]})

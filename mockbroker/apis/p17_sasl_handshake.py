@@ -26,18 +26,21 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..request import RequestContext
+from ..request import RequestContext, Response
+
+if TYPE_CHECKING:
+    from protocol.request_types import SaslHandshakeRequest
 
 API_KEY = ApiKey.SASL_HANDSHAKE
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: SaslHandshakeRequest) -> Response:
     auth = ctx.sasl  # set only while the connection is authenticating (the gate allowed this request)
     if auth is None:
-        return {"error_code": ErrorCode.illegal_sasl_state, "mechanisms": []}
-    return auth.handshake(ctx.version, req.mechanism)
+        return Response({"error_code": ErrorCode.illegal_sasl_state, "mechanisms": []})
+    return Response(auth.handshake(ctx.version, req.mechanism))

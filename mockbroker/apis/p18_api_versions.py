@@ -30,12 +30,15 @@ Version notes:
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import TRANSACTION_VERSION_FEATURE, ApiKey
 
-from ..request import RequestContext
+from ..request import RequestContext, Response
+
+if TYPE_CHECKING:
+    from protocol.request_types import ApiVersionsRequest
 
 API_KEY = ApiKey.API_VERSIONS
 TRANSACTION_VERSION = "transaction.version"  # TransactionVersion.FEATURE_NAME
@@ -44,13 +47,14 @@ TRANSACTION_VERSION = "transaction.version"  # TransactionVersion.FEATURE_NAME
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: ApiVersionsRequest) -> Response:
+    software = None
     if ctx.version >= 3:
         name = req.client_software_name
         ver = req.client_software_version
         if not (_SOFTWARE.match(name or "") and _SOFTWARE.match(ver or "")):
-            return {"error_code": ErrorCode.invalid_request, "api_keys": []}
-        ctx.conn.client_software = (name, ver)
+            return Response({"error_code": ErrorCode.invalid_request, "api_keys": []})
+        software = (name, ver)
     out: dict[str, Any] = {
         "error_code": ErrorCode.none,
         "api_keys": [
@@ -61,10 +65,10 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     }
     tv_range = TRANSACTION_VERSION_FEATURE.get(ctx.broker.registry.release)
     if tv_range is not None:
-        level = ctx.broker.txn.txn_manager.config.transaction_version
+        level = ctx.broker.txn.config.transaction_version
         if ctx.version >= 4:  # KAFKA-17492: a minimum of 0 is not shown to v0-3 clients
             out["supported_features"] = [{"name": TRANSACTION_VERSION, "min_version": 0, "max_version": tv_range[0]}]
         out["finalized_features_epoch"] = 0
         out["finalized_features"] = [{"name": TRANSACTION_VERSION, "max_version_level": level,
                                       "min_version_level": level}] if level > 0 else []
-    return out
+    return Response(out, client_software=software)

@@ -22,24 +22,27 @@ Version notes:
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..metadata import TOPIC_CONFIGS
-from ..request import RequestContext
+from ..request import RequestContext, Response
 from .common import (
     THROTTLING_QUOTA_EXCEEDED,
     controller_quota_record,
     controller_quota_refused,
 )
 
+if TYPE_CHECKING:
+    from protocol.request_types import CreateTopicsRequest
+
 API_KEY = ApiKey.CREATE_TOPICS
 STRICT_SINCE = 6  # KafkaApis: newQuotaFor(request, strictSinceVersion = 6)
 
 
-def topic_configs_out(cluster: Any, topic: Any) -> list[dict]:
+def topic_configs_out(cluster: Any, topic: Any) -> list[dict[str, Any]]:
     return [
         {"name": name, "value": str(cluster.topic_config(topic, name)), "read_only": False,
          "config_source": cluster.topic_config_source(topic, name), "is_sensitive": False}
@@ -50,7 +53,7 @@ def topic_configs_out(cluster: Any, topic: Any) -> list[dict]:
 MAX_PARTITIONS_PER_BATCH = 10_000  # ReplicationControlManager: one controller batch
 
 
-def _total_partitions(req: Any, default: int) -> int:
+def _total_partitions(req: CreateTopicsRequest, default: int) -> int:
     """ReplicationControlManager.validateTotalNumberOfPartitions."""
     total = 0
     for t in req.topics:
@@ -63,15 +66,16 @@ def _total_partitions(req: Any, default: int) -> int:
     return total
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: CreateTopicsRequest) -> Response:
     cluster = ctx.metadata
     cfg = cluster.config
     if _total_partitions(req, cfg["num.partitions"]) > MAX_PARTITIONS_PER_BATCH:
         # the controller refuses the whole request (PolicyViolationException)
-        return {"topics": [{"name": t.name, "error_code": ErrorCode.policy_violation,
-                            "error_message": "Excessively large number of partitions per request.",
-                            "num_partitions": -1, "replication_factor": -1, "configs": None,
-                            "topic_config_error_code": 0} for t in req.topics]}
+        return Response({"topics": [{"name": t.name, "error_code": ErrorCode.policy_violation,
+                                     "error_message": "Excessively large number of partitions per request.",
+                                     "num_partitions": -1, "replication_factor": -1, "configs": None,
+                                     "topic_config_error_code": 0} for t in req.topics]})
+    throttle_ms = 0  # KIP-599: the controller mutation quota's throttle, the largest met
     counts = Counter(t.name for t in req.topics)
     out = []
     for t in req.topics:
@@ -83,8 +87,8 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             res.update(error_code=ErrorCode.invalid_request,
                        error_message="Found multiple entries for this topic.")
             continue
-        assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments}
-        nparts, rf = t.num_partitions, t.replication_factor
+        assignments: dict[int, list[int]] = {a.partition_index: list(a.broker_ids) for a in t.assignments}
+        nparts, rf = int(t.num_partitions), int(t.replication_factor)
         if assignments:
             if nparts != -1 or rf != -1:
                 res.update(error_code=ErrorCode.invalid_request,
@@ -111,17 +115,22 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         if req.validate_only:
             res.update(num_partitions=nparts, replication_factor=rf)
             continue
-        if controller_quota_refused(ctx, STRICT_SINCE):
+        refused = controller_quota_refused(ctx, STRICT_SINCE)
+        throttle_ms = max(throttle_ms, refused)
+        if refused:
             res.update(THROTTLING_QUOTA_EXCEEDED)
             continue
-        topic = ctx.broker.controller.create_topic(t.name, nparts, rf, configs, assignments or None)
-        controller_quota_record(ctx, nparts)
+        # check_new_topic refused null values (INVALID_CONFIG): every value here is a string
+        topic = ctx.broker.controller.create_topic(t.name, nparts, rf,
+                                                   {k: v for k, v in configs.items() if v is not None},
+                                                   assignments or None)
+        throttle_ms = max(throttle_ms, controller_quota_record(ctx, nparts))
         res.update(topic_id=topic.topic_id, num_partitions=nparts, replication_factor=rf,
                    configs=topic_configs_out(cluster, topic))
-    return {"topics": out}
+    return Response({"topics": out}, controller_throttle_ms=throttle_ms)
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
-    return {"topics": [{"name": t.name, "error_code": error, "error_message": None, "num_partitions": -1,
-                        "replication_factor": -1, "configs": None, "topic_config_error_code": 0}
-                       for t in req.topics]}
+def error_response(ctx: RequestContext, req: CreateTopicsRequest, error: ErrorCode) -> Response:
+    return Response({"topics": [{"name": t.name, "error_code": error, "error_message": None, "num_partitions": -1,
+                                 "replication_factor": -1, "configs": None, "topic_config_error_code": 0}
+                                for t in req.topics]})

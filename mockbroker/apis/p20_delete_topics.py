@@ -14,25 +14,29 @@ Version notes:
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..request import RequestContext
+from ..request import RequestContext, Response
 from .common import (
     THROTTLING_QUOTA_EXCEEDED,
     controller_quota_record,
     controller_quota_refused,
 )
 
+if TYPE_CHECKING:
+    from protocol.request_types import DeleteTopicsRequest
+
 API_KEY = ApiKey.DELETE_TOPICS
 STRICT_SINCE = 5  # KafkaApis: newQuotaFor(request, strictSinceVersion = 5)
 ZERO = uuid.UUID(int=0)
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: DeleteTopicsRequest) -> Response:
     cluster = ctx.metadata
+    throttle_ms = 0  # KIP-599: the controller mutation quota's throttle, the largest met
     if ctx.version >= 6:
         wanted = [(t.name, t.topic_id) for t in req.topics]
     else:
@@ -47,20 +51,22 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             res.update(error_code=ErrorCode.invalid_request,
                        error_message="Neither topic name nor id can be set at the same time.")
             continue
-        topic = cluster.topics_by_id.get(topic_id) if by_id else cluster.topics.get(name or "")
+        topic = cluster.topics_by_id.get(topic_id) if by_id and topic_id is not None else cluster.topics.get(name or "")
         if topic is None:
             res["error_code"] = ErrorCode.unknown_topic_id if by_id else ErrorCode.unknown_topic_or_partition
             continue
-        if controller_quota_refused(ctx, STRICT_SINCE):
+        refused = controller_quota_refused(ctx, STRICT_SINCE)
+        throttle_ms = max(throttle_ms, refused)
+        if refused:
             res.update(THROTTLING_QUOTA_EXCEEDED)
             continue
         res.update(name=topic.name, topic_id=topic.topic_id)
         ctx.broker.controller.delete_topic(topic)
-        controller_quota_record(ctx, len(topic.partitions))
-    return {"responses": out}
+        throttle_ms = max(throttle_ms, controller_quota_record(ctx, len(topic.partitions)))
+    return Response({"responses": out}, controller_throttle_ms=throttle_ms)
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
+def error_response(ctx: RequestContext, req: DeleteTopicsRequest, error: ErrorCode) -> Response:
     wanted = [(t.name, t.topic_id) for t in req.topics] if ctx.version >= 6 else [(n, None) for n in req.topic_names]
-    return {"responses": [{"name": n, "topic_id": tid or ZERO, "error_code": error, "error_message": None}
-                          for n, tid in wanted]}
+    return Response({"responses": [{"name": n, "topic_id": tid or ZERO, "error_code": error, "error_message": None}
+                                   for n, tid in wanted]})

@@ -19,22 +19,25 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.codec import timedelta_ms
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..request import Deferred, RequestContext
+from ..request import Deferred, Outcome, RequestContext, Response
 from ..txn.coordinator import InitProducerIdResult, error_for_client_version
+
+if TYPE_CHECKING:
+    from protocol.request_types import InitProducerIdRequest
 
 API_KEY = ApiKey.INIT_PRODUCER_ID
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | Deferred:
+def handle(ctx: RequestContext, req: InitProducerIdRequest) -> Outcome:
     if req.transactional_id is None:
-        return {"error_code": ErrorCode.none, "producer_id": ctx.broker.controller.allocate_producer_id(),
-                "producer_epoch": 0}
+        return Response({"error_code": ErrorCode.none, "producer_id": ctx.broker.controller.allocate_producer_id(),
+                         "producer_epoch": 0})
     v = ctx.version
     pid, epoch = (req.producer_id, req.producer_epoch) if v >= 3 else (-1, -1)
     if (pid == -1) != (epoch == -1):
@@ -43,12 +46,13 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | Deferred:
 
     def answer(r: InitProducerIdResult) -> None:
         error = error_for_client_version("InitProducerId", v, r.error)
-        deferred.complete({"error_code": error, "producer_id": r.producer_id, "producer_epoch": r.producer_epoch})
+        deferred.complete_with(lambda: Response({"error_code": error, "producer_id": r.producer_id,
+                                                 "producer_epoch": r.producer_epoch}))
 
     ctx.broker.txn.handle_init_producer_id(req.transactional_id, timedelta_ms(req.transaction_timeout),
                                            None if pid == -1 else (pid, epoch), answer, ctx.node_id)
     return deferred
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
-    return {"error_code": error, "producer_id": -1, "producer_epoch": -1}
+def error_response(ctx: RequestContext, req: InitProducerIdRequest, error: ErrorCode) -> Response:
+    return Response({"error_code": error, "producer_id": -1, "producer_epoch": -1})

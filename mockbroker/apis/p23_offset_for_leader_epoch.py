@@ -18,17 +18,21 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..request import RequestContext
+from ..request import RequestContext, Response
+from .common import partition_errors
+
+if TYPE_CHECKING:
+    from protocol.request_types import OffsetForLeaderEpochRequest
 
 API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: OffsetForLeaderEpochRequest) -> Response:
     cluster = ctx.metadata
     topics = []
     for t in req.topics:
@@ -51,10 +55,11 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                     out["leader_epoch"], out["end_offset"] = p.log.end_offset_for_epoch(rp.leader_epoch)
             parts.append(out)
         topics.append({"topic": t.topic, "partitions": parts})
-    return {"topics": topics}
+    return Response({"topics": topics}, partition_errors(topics, "partitions", "partition", topic="topic"))
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
-    return {"topics": [{"topic": t.topic, "partitions": [
+def error_response(ctx: RequestContext, req: OffsetForLeaderEpochRequest, error: ErrorCode) -> Response:
+    topics = [{"topic": t.topic, "partitions": [
         {"partition": p.partition, "error_code": error, "leader_epoch": -1, "end_offset": -1}
-        for p in t.partitions]} for t in req.topics]}
+        for p in t.partitions]} for t in req.topics]
+    return Response({"topics": topics}, partition_errors(topics, "partitions", "partition", topic="topic"))

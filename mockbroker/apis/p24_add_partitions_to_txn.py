@@ -26,14 +26,19 @@ Version notes:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..request import Deferred, RequestContext
+from ..cluster_view import TopicPartition
+from ..request import Body, Deferred, RequestContext, Response
 from ..txn.coordinator import error_for_client_version
-from ..txn.metadata import TV_0, TV_2, TopicPartition
+from ..txn.transaction_metadata import TV_0, TV_2
+from .common import partition_errors
+
+if TYPE_CHECKING:
+    from protocol.request_types import AddPartitionsToTxnRequest
 
 API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
 
@@ -45,6 +50,14 @@ def _topic_results(errors: Errors) -> list[dict[str, Any]]:
     for (topic, index), error in errors.items():
         by_topic.setdefault(topic, []).append({"partition_index": index, "partition_error_code": error})
     return [{"name": name, "results_by_partition": parts} for name, parts in by_topic.items()]
+
+
+def _response(body: Body) -> Response:
+    """v0-3 the partitions' errors; v4+ each transaction's and the top-level error."""
+    topics = body.get("results_by_topic_v3_and_below")
+    if topics is None:
+        topics = [t for r in body["results_by_transaction"] for t in r["topic_results"]]
+    return Response(body, partition_errors(topics, "results_by_partition", error="partition_error_code"))
 
 
 def _partitions(topics: Any) -> list[TopicPartition]:
@@ -83,13 +96,14 @@ def _one_transaction(ctx: RequestContext, tid: str, pid: int, epoch: int, partit
     txn.handle_add_partitions(tid, pid, epoch, partitions, added, tv, ctx.node_id)
 
 
-def handle(ctx: RequestContext, req: Any) -> Deferred:
+def handle(ctx: RequestContext, req: AddPartitionsToTxnRequest) -> Deferred:
     deferred = Deferred()
     if ctx.version < 4:
         partitions = _partitions(req.v3_and_below_topics)
         _one_transaction(ctx, req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
                          req.v3_and_below_producer_epoch, partitions, False,
-                         lambda errors: deferred.complete({"results_by_topic_v3_and_below": _topic_results(errors)}))
+                         lambda errors: deferred.complete_with(
+                             lambda: _response({"results_by_topic_v3_and_below": _topic_results(errors)})))
         return deferred
     results: list[dict[str, Any] | None] = [None] * len(req.transactions)
     counts: dict[str, int] = {}
@@ -98,7 +112,7 @@ def handle(ctx: RequestContext, req: Any) -> Deferred:
 
     def finish() -> None:
         if all(r is not None for r in results):
-            deferred.complete({"error_code": ErrorCode.none, "results_by_transaction": results})
+            deferred.complete_with(lambda: _response({"error_code": ErrorCode.none, "results_by_transaction": results}))
 
     for i, t in enumerate(req.transactions):
         def done(errors: Errors, i: int = i, tid: str = t.transactional_id) -> None:
@@ -116,10 +130,10 @@ def handle(ctx: RequestContext, req: Any) -> Deferred:
     return deferred
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
+def error_response(ctx: RequestContext, req: AddPartitionsToTxnRequest, error: ErrorCode) -> Response:
     """AddPartitionsToTxnRequest.getErrorResponse: v0-3 the error on every partition; v4+ the
     top-level error, no transaction results."""
     if ctx.version < 4:
-        return {"results_by_topic_v3_and_below": _topic_results(
-            dict.fromkeys(_partitions(req.v3_and_below_topics), error))}
-    return {"error_code": error, "results_by_transaction": []}
+        return _response({"results_by_topic_v3_and_below": _topic_results(
+            dict.fromkeys(_partitions(req.v3_and_below_topics), error))})
+    return _response({"error_code": error, "results_by_transaction": []})

@@ -21,29 +21,33 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..request import Deferred, RequestContext
+from ..request import Deferred, RequestContext, Response
 from ..txn.coordinator import error_for_client_version
-from ..txn.metadata import TV_0
+from ..txn.transaction_metadata import TV_0
+
+if TYPE_CHECKING:
+    from protocol.request_types import AddOffsetsToTxnRequest
 
 API_KEY = ApiKey.ADD_OFFSETS_TO_TXN
 
 
-def handle(ctx: RequestContext, req: Any) -> Deferred:
+def handle(ctx: RequestContext, req: AddOffsetsToTxnRequest) -> Deferred:
     deferred = Deferred()
     v = ctx.version
 
     def added(error: ErrorCode) -> None:
-        deferred.complete({"error_code": error_for_client_version("AddOffsetsToTxn", v, error)})
+        code = error_for_client_version("AddOffsetsToTxn", v, error)
+        deferred.complete_with(lambda: Response({"error_code": code}))
 
     ctx.broker.txn.handle_add_offsets(req.transactional_id, req.producer_id, req.producer_epoch, req.group_id,
                                       added, TV_0, ctx.node_id)
     return deferred
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
-    return {"error_code": error}
+def error_response(ctx: RequestContext, req: AddOffsetsToTxnRequest, error: ErrorCode) -> Response:
+    return Response({"error_code": error})

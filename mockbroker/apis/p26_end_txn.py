@@ -22,19 +22,22 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..request import Deferred, RequestContext
+from ..request import Deferred, RequestContext, Response
 from ..txn.coordinator import error_for_client_version
-from ..txn.metadata import TV_0, TV_2
+from ..txn.transaction_metadata import TV_0, TV_2
+
+if TYPE_CHECKING:
+    from protocol.request_types import EndTxnRequest
 
 API_KEY = ApiKey.END_TXN
 
 
-def handle(ctx: RequestContext, req: Any) -> Deferred:
+def handle(ctx: RequestContext, req: EndTxnRequest) -> Deferred:
     v = ctx.version
     txn = ctx.broker.txn
     # TransactionVersion.transactionVersionForEndTxn: the request version alone says whether the
@@ -43,13 +46,14 @@ def handle(ctx: RequestContext, req: Any) -> Deferred:
     deferred = Deferred()
 
     def answer(error: ErrorCode, producer_id: int, producer_epoch: int) -> None:
-        deferred.complete({"error_code": error_for_client_version("EndTxn", v, error),
-                           "producer_id": producer_id, "producer_epoch": producer_epoch})
+        body = {"error_code": error_for_client_version("EndTxn", v, error), "producer_id": producer_id,
+                "producer_epoch": producer_epoch}
+        deferred.complete_with(lambda: Response(body))
 
     txn.handle_end_transaction(req.transactional_id, req.producer_id, req.producer_epoch, req.committed, answer,
                                tv, ctx.node_id)
     return deferred
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
-    return {"error_code": error, "producer_id": -1, "producer_epoch": -1}
+def error_response(ctx: RequestContext, req: EndTxnRequest, error: ErrorCode) -> Response:
+    return Response({"error_code": error, "producer_id": -1, "producer_epoch": -1})

@@ -35,19 +35,23 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
+from ..cluster_view import TopicPartition
 from ..group.group import OffsetAndMetadata
-from ..request import RequestContext
+from ..request import RequestContext, Response
 from ..txn.coordinator import GROUP_METADATA_TOPIC
-from ..txn.metadata import TopicPartition
 from ..txn.verification import (
     AddPartitionsToTxnManager,
     operation_for_txn_offset_commit_version,
 )
+from .common import partition_errors
+
+if TYPE_CHECKING:
+    from protocol.request_types import TxnOffsetCommitRequest
 
 API_KEY = ApiKey.TXN_OFFSET_COMMIT
 
@@ -58,11 +62,11 @@ _COORDINATOR_ERRORS = frozenset({ErrorCode.coordinator_not_available, ErrorCode.
                                  ErrorCode.coordinator_load_in_progress, ErrorCode.network_exception})
 
 
-def _verified(ctx: RequestContext, req: Any) -> ErrorCode:
+def _verified(ctx: RequestContext, req: TxnOffsetCommitRequest) -> ErrorCode:
     """The coordinator runtime's scheduleTransactionalWriteOperation: is the group's offsets
     partition in the transaction (v5+: add it, as Produce v12+ does)?"""
     txn = ctx.broker.txn
-    if not txn.txn_manager.config.partition_verification_enable:
+    if not txn.config.partition_verification_enable:
         return ErrorCode.none
     tp = (GROUP_METADATA_TOPIC, ctx.broker.groups.registry.partition_for(req.group_id))
     error = AddPartitionsToTxnManager(txn).verify(req.transactional_id, tp, req.producer_id, req.producer_epoch,
@@ -70,18 +74,18 @@ def _verified(ctx: RequestContext, req: Any) -> ErrorCode:
     return ErrorCode.coordinator_not_available if error in _COORDINATOR_ERRORS else error
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: TxnOffsetCommitRequest) -> Response:
     now = ctx.broker.clock.time_ms()
     offsets: dict[TopicPartition, OffsetAndMetadata | ErrorCode] = {}
     layout: list[tuple[str, list[tuple[int, TopicPartition]]]] = []
     for t in req.topics:
-        parts = []
+        parts: list[tuple[int, TopicPartition]] = []
         for p in t.partitions:
-            key = (t.name, p.partition_index)
+            key: TopicPartition = (t.name, p.partition_index)
             if ctx.metadata.partition(t.name, p.partition_index) is None:
                 offsets[key] = ErrorCode.unknown_topic_or_partition
             else:
-                offsets[key] = OffsetAndMetadata(p.committed_offset, getattr(p, "committed_leader_epoch", -1),
+                offsets[key] = OffsetAndMetadata(p.committed_offset, p.committed_leader_epoch,
                                                  p.committed_metadata or "", now)
             parts.append((p.partition_index, key))
         layout.append((t.name, parts))
@@ -94,13 +98,14 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             errors = {k: om if isinstance(om, ErrorCode) else error for k, om in offsets.items()}
         else:
             errors = ctx.broker.groups.commit_transactional_offsets(
-                ctx.node_id, req.group_id, req.producer_id, getattr(req, "member_id", ""),
-                getattr(req, "group_instance_id", None), getattr(req, "generation_id", -1), offsets)
-    return {"topics": [
-        {"name": name, "partitions": [{"partition_index": i, "error_code": errors[key]} for i, key in parts]}
-        for name, parts in layout]}
+                ctx.node_id, req.group_id, req.producer_id, req.member_id,
+                req.group_instance_id, req.generation_id, offsets)
+    topics = [{"name": name, "partitions": [{"partition_index": i, "error_code": errors[key]} for i, key in parts]}
+              for name, parts in layout]
+    return Response({"topics": topics}, partition_errors(topics, "partitions"))
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
-    return {"topics": [{"name": t.name, "partitions": [
-        {"partition_index": p.partition_index, "error_code": error} for p in t.partitions]} for t in req.topics]}
+def error_response(ctx: RequestContext, req: TxnOffsetCommitRequest, error: ErrorCode) -> Response:
+    topics = [{"name": t.name, "partitions": [
+        {"partition_index": p.partition_index, "error_code": error} for p in t.partitions]} for t in req.topics]
+    return Response({"topics": topics}, partition_errors(topics, "partitions"))

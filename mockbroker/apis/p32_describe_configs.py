@@ -17,14 +17,18 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..config import CONFIG_DEF
 from ..metadata import TOPIC_CONFIGS
-from ..request import RequestContext
+from ..request import RequestContext, Response
+from .common import first_error
+
+if TYPE_CHECKING:
+    from protocol.request_types import DescribeConfigsRequest
 
 API_KEY = ApiKey.DESCRIBE_CONFIGS
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
@@ -54,7 +58,7 @@ def _fmt(value: Any) -> str | None:
     return str(value)
 
 
-def _entry(name: str, value: Any, source: int, read_only: bool, synonyms: bool) -> dict:
+def _entry(name: str, value: Any, source: int, read_only: bool, synonyms: bool) -> dict[str, Any]:
     return {
         "name": name, "value": _fmt(value), "read_only": read_only, "config_source": source,
         "is_sensitive": False, "config_type": _type_of(value), "documentation": None,
@@ -62,9 +66,9 @@ def _entry(name: str, value: Any, source: int, read_only: bool, synonyms: bool) 
     }
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: DescribeConfigsRequest) -> Response:
     cluster = ctx.metadata
-    synonyms = bool(getattr(req, "include_synonyms", False))
+    synonyms = bool(req.include_synonyms)
     results = []
     for r in req.resources:
         keys = None if r.configuration_keys is None else set(r.configuration_keys)
@@ -97,9 +101,10 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         else:
             res.update(error_code=ErrorCode.invalid_request,
                        error_message=f"Unsupported resource type {r.resource_type}")
-    return {"results": results}
+    return Response({"results": results}, error_code=first_error(results))
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
-    return {"results": [{"error_code": error, "error_message": None, "resource_type": r.resource_type,
-                         "resource_name": r.resource_name, "configs": []} for r in req.resources]}
+def error_response(ctx: RequestContext, req: DescribeConfigsRequest, error: ErrorCode) -> Response:
+    results: list[dict[str, Any]] = [{"error_code": error, "error_message": None, "resource_type": r.resource_type,
+                "resource_name": r.resource_name, "configs": []} for r in req.resources]
+    return Response({"results": results}, error_code=first_error(results))

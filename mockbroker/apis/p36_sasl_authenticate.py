@@ -28,20 +28,23 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..request import RequestContext
+from ..request import RequestContext, Response
+
+if TYPE_CHECKING:
+    from protocol.request_types import SaslAuthenticateRequest
 
 API_KEY = ApiKey.SASL_AUTHENTICATE
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: SaslAuthenticateRequest) -> Response:
     auth = ctx.sasl  # set only while the connection is authenticating (the gate allowed this request)
     if auth is None:
-        return {"error_code": ErrorCode.illegal_sasl_state,
-                "error_message": "SaslAuthenticate request received after successful authentication",
-                "auth_bytes": b""}
-    return auth.authenticate(req.auth_bytes)
+        return Response({"error_code": ErrorCode.illegal_sasl_state,
+                         "error_message": "SaslAuthenticate request received after successful authentication",
+                         "auth_bytes": b""})
+    return Response(auth.authenticate(req.auth_bytes))

@@ -11,20 +11,26 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..request import RequestContext
+from ..request import RequestContext, Response
+from .common import first_error
+
+if TYPE_CHECKING:
+    from protocol.request_types import DeleteGroupsRequest
 
 API_KEY = ApiKey.DELETE_GROUPS
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: DeleteGroupsRequest) -> Response:
     errors = ctx.broker.groups.delete_groups(ctx.node_id, list(req.groups_names))
-    return {"results": [{"group_id": gid, "error_code": errors[gid]} for gid in req.groups_names]}
+    results = [{"group_id": gid, "error_code": errors[gid]} for gid in req.groups_names]
+    return Response({"results": results}, error_code=first_error(results))
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
-    return {"results": [{"group_id": gid, "error_code": error} for gid in req.groups_names]}
+def error_response(ctx: RequestContext, req: DeleteGroupsRequest, error: ErrorCode) -> Response:
+    results = [{"group_id": gid, "error_code": error} for gid in req.groups_names]
+    return Response({"results": results}, error_code=first_error(results))

@@ -15,24 +15,27 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..quota.entities import DEFAULT
-from ..request import RequestContext
+from ..request import RequestContext, Response
 from .client_quota_entities import CLIENT_ID, ENTITY_TYPES, IP, USER, to_wire
+
+if TYPE_CHECKING:
+    from protocol.request_types import DescribeClientQuotasRequest
 
 API_KEY = ApiKey.DESCRIBE_CLIENT_QUOTAS
 EXACT, DEFAULT_MATCH, SPECIFIED = 0, 1, 2
 
 
-def _error(msg: str) -> dict:
-    return {"error_code": ErrorCode.invalid_request, "error_message": msg, "entries": None}
+def _error(msg: str) -> Response:
+    return Response({"error_code": ErrorCode.invalid_request, "error_message": msg, "entries": None})
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: DescribeClientQuotasRequest) -> Response:
     comps: dict[str, tuple[int, str | None]] = {}
     for c in req.components:
         if c.entity_type not in ENTITY_TYPES:
@@ -48,7 +51,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         return _error("Invalid entity filter component combination, IP filter component should not be used "
                       "with user or clientId filter component.")
     store = ctx.broker.quota_store
-    candidates: list[tuple[dict[str, str], list[dict], dict[str, float]]] = []
+    candidates: list[tuple[dict[str, str], list[dict[str, Any]], dict[str, float]]] = []
     for (user, client), values in store.describe():
         parts = {t: n for t, n in ((USER, user), (CLIENT_ID, client)) if n is not None}
         candidates.append((parts, to_wire((user, client)), values))
@@ -69,4 +72,4 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 ok = False
         if ok:
             entries.append({"entity": wire, "values": [{"key": k, "value": v} for k, v in sorted(values.items())]})
-    return {"error_code": ErrorCode.none, "error_message": None, "entries": entries}
+    return Response({"error_code": ErrorCode.none, "error_message": None, "entries": entries})

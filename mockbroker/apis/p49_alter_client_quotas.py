@@ -18,14 +18,18 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..quota.entities import validate_quota
-from ..request import RequestContext
+from ..request import RequestContext, Response
 from .client_quota_entities import from_wire
+from .common import first_error
+
+if TYPE_CHECKING:
+    from protocol.request_types import AlterClientQuotasRequest
 
 API_KEY = ApiKey.ALTER_CLIENT_QUOTAS
 IP_KEYS = ("connection_creation_rate",)
@@ -47,14 +51,14 @@ def _check(entity: Any, ip: str | None, ops: Any) -> str | None:
     return None
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: AlterClientQuotasRequest) -> Response:
     store = ctx.broker.quota_store
     out = []
     for e in req.entries:
         entity, ip, msg = from_wire(e.entity)
         if msg is None:
             msg = _check(entity, ip, e.ops)
-        res = {"error_code": ErrorCode.none, "error_message": None,
+        res: dict[str, Any] = {"error_code": ErrorCode.none, "error_message": None,
                "entity": [{"entity_type": c.entity_type, "entity_name": c.entity_name} for c in e.entity]}
         out.append(res)
         if msg is not None:
@@ -67,10 +71,12 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             if ip is not None:
                 store.set_ip(ip, op.key, value)
             else:
+                assert entity is not None  # from_wire gives an ip or a (user, client-id) entity
                 store.set(entity, op.key, value)
-    return {"entries": out}
+    return Response({"entries": out}, error_code=first_error(out))
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
-    return {"entries": [{"error_code": error, "error_message": None, "entity": [
-        {"entity_type": c.entity_type, "entity_name": c.entity_name} for c in e.entity]} for e in req.entries]}
+def error_response(ctx: RequestContext, req: AlterClientQuotasRequest, error: ErrorCode) -> Response:
+    entries = [{"error_code": error, "error_message": None, "entity": [
+        {"entity_type": c.entity_type, "entity_name": c.entity_name} for c in e.entity]} for e in req.entries]
+    return Response({"entries": entries}, error_code=first_error(entries))

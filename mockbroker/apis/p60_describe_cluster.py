@@ -13,35 +13,38 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..request import RequestContext
+from ..request import RequestContext, Response
 from .common import AUTHORIZED_OPS_NOT_REQUESTED
+
+if TYPE_CHECKING:
+    from protocol.request_types import DescribeClusterRequest
 
 API_KEY = ApiKey.DESCRIBE_CLUSTER
 BROKERS, CONTROLLERS = 1, 2
 ALL_CLUSTER_OPS = sum(1 << op for op in (4, 7, 8, 9, 10, 11, 12))
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: DescribeClusterRequest) -> Response:
     cluster = ctx.metadata
-    endpoint_type = getattr(req, "endpoint_type", BROKERS)
+    endpoint_type = req.endpoint_type
     ops = ALL_CLUSTER_OPS if req.include_cluster_authorized_operations else AUTHORIZED_OPS_NOT_REQUESTED
     if endpoint_type != BROKERS:
-        return {"error_code": ErrorCode.unsupported_endpoint_type,
-                "error_message": "The broker does not support controller endpoints",
-                "endpoint_type": endpoint_type, "cluster_id": cluster.cluster_id, "controller_id": -1,
-                "brokers": [], "cluster_authorized_operations": ops}
-    include_fenced = getattr(req, "include_fenced_brokers", False)
-    listener = ctx.conn.listener_name
+        return Response({"error_code": ErrorCode.unsupported_endpoint_type,
+                         "error_message": "The broker does not support controller endpoints",
+                         "endpoint_type": endpoint_type, "cluster_id": cluster.cluster_id, "controller_id": -1,
+                         "brokers": [], "cluster_authorized_operations": ops})
+    include_fenced = req.include_fenced_brokers
+    listener = ctx.listener_name
     brokers = [  # the endpoints of the request's listener, as Metadata's (KafkaApis.handleDescribeCluster)
         {"broker_id": b.node_id, "host": address[0], "port": address[1], "rack": b.rack, "is_fenced": not b.alive}
         for b in cluster.brokers.values()
         if (b.alive or include_fenced) and (address := b.endpoint(listener)) is not None
     ]
-    return {"error_code": ErrorCode.none, "error_message": None, "endpoint_type": endpoint_type,
-            "cluster_id": cluster.cluster_id, "controller_id": cluster.controller_id,
-            "brokers": brokers, "cluster_authorized_operations": ops}
+    return Response({"error_code": ErrorCode.none, "error_message": None, "endpoint_type": endpoint_type,
+                     "cluster_id": cluster.cluster_id, "controller_id": cluster.controller_id,
+                     "brokers": brokers, "cluster_authorized_operations": ops})

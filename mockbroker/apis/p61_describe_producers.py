@@ -27,14 +27,18 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..metadata import validate_topic_name
 from ..producer_state import ProducerStateManager
-from ..request import RequestContext
+from ..request import RequestContext, Response
+from .common import partition_errors
+
+if TYPE_CHECKING:
+    from protocol.request_types import DescribeProducersRequest
 
 API_KEY = ApiKey.DESCRIBE_PRODUCERS
 
@@ -51,7 +55,7 @@ def _active_producers(state: ProducerStateManager) -> list[dict[str, Any]]:
             for pid, e in sorted(state.producers.items())]
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: DescribeProducersRequest) -> Response:
     topics = []
     for t in req.topics:
         invalid = validate_topic_name(t.name or "")
@@ -68,9 +72,10 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 parts.append({"partition_index": index, "error_code": ErrorCode.none, "error_message": None,
                               "active_producers": _active_producers(p.producers)})
         topics.append({"name": t.name, "partitions": parts})
-    return {"topics": topics}
+    return Response({"topics": topics}, partition_errors(topics, "partitions"))
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
-    return {"topics": [{"name": t.name, "partitions": [_partition_error(i, error) for i in t.partition_indexes]}
-                       for t in req.topics]}
+def error_response(ctx: RequestContext, req: DescribeProducersRequest, error: ErrorCode) -> Response:
+    topics = [{"name": t.name, "partitions": [_partition_error(i, error) for i in t.partition_indexes]}
+              for t in req.topics]
+    return Response({"topics": topics}, partition_errors(topics, "partitions"))

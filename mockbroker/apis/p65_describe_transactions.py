@@ -22,12 +22,16 @@ Version notes:
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..request import RequestContext
+from ..request import RequestContext, Response
+from .common import first_error
+
+if TYPE_CHECKING:
+    from protocol.request_types import DescribeTransactionsRequest
 
 API_KEY = ApiKey.DESCRIBE_TRANSACTIONS
 
@@ -45,7 +49,7 @@ def _state(tid: str, error: ErrorCode) -> dict[str, Any]:
             "transaction_start_time": _start_time(-1), "producer_id": -1, "producer_epoch": -1, "topics": []}
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: DescribeTransactionsRequest) -> Response:
     txn = ctx.broker.txn
     states = []
     for tid in req.transactional_ids:
@@ -60,9 +64,10 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                        producer_epoch=md.producer_epoch,
                        topics=[{"topic": t, "partitions": ps} for t, ps in by_topic.items()])
         states.append(out)
-    return {"transaction_states": states}
+    return Response({"transaction_states": states}, error_code=first_error(states))
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
-    return {"transaction_states": [_state(tid, error) for tid in req.transactional_ids]}
+def error_response(ctx: RequestContext, req: DescribeTransactionsRequest, error: ErrorCode) -> Response:
+    states = [_state(tid, error) for tid in req.transactional_ids]
+    return Response({"transaction_states": states}, error_code=first_error(states))
 

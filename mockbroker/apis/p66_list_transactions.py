@@ -25,21 +25,24 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..group.consumer_group import re2_options
-from ..request import RequestContext
+from ..request import RequestContext, Response
+
+if TYPE_CHECKING:
+    from protocol.request_types import ListTransactionsRequest
 
 API_KEY = ApiKey.LIST_TRANSACTIONS
 
 
-def _pattern(req: Any) -> Any:
+def _pattern(req: ListTransactionsRequest) -> Any:
     """The v2 pattern compiled with RE2 (linear time: a hostile pattern cannot stall the broker's
     loop, where Python's ``re`` backtracks exponentially); None: no filter."""
-    text = getattr(req, "transactional_id_pattern", None)
+    text = req.transactional_id_pattern
     if not text:  # null or empty: no filter
         return None
     import re2  # on the first pattern, not at start-up
@@ -50,8 +53,8 @@ def _pattern(req: Any) -> Any:
         return ErrorCode.invalid_regular_expression
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    duration = getattr(req, "duration_filter", -1)
+def handle(ctx: RequestContext, req: ListTransactionsRequest) -> Response:
+    duration = req.duration_filter
     error, listed, unknown = ctx.broker.txn.handle_list_transactions(
         frozenset(req.producer_id_filters), list(dict.fromkeys(req.state_filters)), duration, ctx.node_id)
     if error is ErrorCode.none:
@@ -60,10 +63,10 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             error, listed = pattern, []
         elif pattern is not None:
             listed = [x for x in listed if pattern.fullmatch(x[0])]
-    return {"error_code": error, "unknown_state_filters": unknown,
-            "transaction_states": [{"transactional_id": tid, "producer_id": pid, "transaction_state": state}
-                                   for tid, pid, state in listed]}
+    return Response({"error_code": error, "unknown_state_filters": unknown,
+                     "transaction_states": [{"transactional_id": tid, "producer_id": pid, "transaction_state": state}
+                                            for tid, pid, state in listed]})
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
-    return {"error_code": error, "unknown_state_filters": [], "transaction_states": []}
+def error_response(ctx: RequestContext, req: ListTransactionsRequest, error: ErrorCode) -> Response:
+    return Response({"error_code": error, "unknown_state_filters": [], "transaction_states": []})

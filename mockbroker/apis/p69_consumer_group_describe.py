@@ -12,20 +12,24 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
+from ..group.assignors import Assignment
 from ..group.consumer_group import ConsumerGroupDescription
-from ..request import RequestContext
-from .common import AUTHORIZED_OPS_NOT_REQUESTED, GROUP_OPERATIONS
+from ..request import RequestContext, Response
+from .common import AUTHORIZED_OPS_NOT_REQUESTED, GROUP_OPERATIONS, first_error
+
+if TYPE_CHECKING:
+    from protocol.request_types import ConsumerGroupDescribeRequest
 
 API_KEY = ApiKey.CONSUMER_GROUP_DESCRIBE
 
 
-def _described(d: ConsumerGroupDescription, names: dict[Any, str], include_ops: bool) -> dict:
-    def assignment(a: dict) -> dict:
+def _described(d: ConsumerGroupDescription, names: dict[Any, str], include_ops: bool) -> dict[str, Any]:
+    def assignment(a: Assignment) -> dict[str, Any]:
         return {"topic_partitions": [{"topic_id": tid, "topic_name": names.get(tid, ""), "partitions": sorted(ps)}
                                      for tid, ps in sorted(a.items(), key=lambda kv: str(kv[0]))]}
 
@@ -43,14 +47,17 @@ def _described(d: ConsumerGroupDescription, names: dict[Any, str], include_ops: 
     }
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def handle(ctx: RequestContext, req: ConsumerGroupDescribeRequest) -> Response:
     include = bool(req.include_authorized_operations)
     names = {t.topic_id: n for n, t in ctx.metadata.topics.items()}
-    return {"groups": [_described(d, names, include)
-                       for d in ctx.broker.groups.consumer_group_describe(ctx.node_id, req.group_ids)]}
+    groups = [_described(d, names, include)
+              for d in ctx.broker.groups.consumer_group_describe(ctx.node_id, req.group_ids)]
+    return Response({"groups": groups}, error_code=first_error(groups))
 
 
-def error_response(ctx: RequestContext, req: Any, error: ErrorCode) -> dict[str, Any]:
-    return {"groups": [{"group_id": gid, "error_code": error, "error_message": None, "group_state": "",
-                        "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "", "members": [],
-                        "authorized_operations": AUTHORIZED_OPS_NOT_REQUESTED} for gid in req.group_ids]}
+def error_response(ctx: RequestContext, req: ConsumerGroupDescribeRequest, error: ErrorCode) -> Response:
+    groups: list[dict[str, Any]] = [
+        {"group_id": gid, "error_code": error, "error_message": None, "group_state": "", "group_epoch": -1,
+         "assignment_epoch": -1, "assignor_name": "", "members": [],
+         "authorized_operations": AUTHORIZED_OPS_NOT_REQUESTED} for gid in req.group_ids]
+    return Response({"groups": groups}, error_code=first_error(groups))

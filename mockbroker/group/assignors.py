@@ -13,6 +13,12 @@ import uuid
 from collections.abc import Callable
 
 Assignment = dict[uuid.UUID, set[int]]  # topic id -> partitions
+
+
+def copy_assignment(a: Assignment, drop_empty: bool) -> Assignment:
+    """A copy to keep or compare; ``drop_empty``: without the topics left with no partitions (two
+    assignments that differ only by those are the same to a member)."""
+    return {t: set(ps) for t, ps in a.items() if ps or not drop_empty}
 # (member id -> subscribed topic names, topic name -> (topic id, partitions), previous target) -> new target
 Assignor = Callable[[dict[str, set[str]], dict[str, tuple[uuid.UUID, int]], dict[str, Assignment]],
                     dict[str, Assignment]]

@@ -45,8 +45,8 @@ from protocol.errors import ErrorCode
 
 from ..clock import Clock
 from ..purgatory import DelayedOperation, DelayedOperationPurgatory
-from .assignors import ASSIGNORS, Assignment
-from .cluster_metadata import ClusterMetadata
+from .assignors import ASSIGNORS, Assignment, copy_assignment
+from ..cluster_view import ClusterView
 from .consumer_group import (
     ConsumerGroup,
     ConsumerGroupDescription,
@@ -80,10 +80,6 @@ class HeartbeatError(Exception):
         super().__init__(message)
         self.error = error
         self.message = message
-
-
-def _copy(a: Assignment) -> Assignment:
-    return {t: set(ps) for t, ps in a.items() if ps}
 
 
 def _subset(owned: Assignment, of: Assignment) -> bool:
@@ -126,7 +122,7 @@ def revocation_key(group_id: str, member_id: str) -> tuple[str, str, str]:
 class ConsumerGroupCoordinator:
     """The KIP-848 half of GroupMetadataManager; its groups live in the registry with the classic ones."""
 
-    def __init__(self, registry: GroupRegistry, cluster: ClusterMetadata, clock: Clock,
+    def __init__(self, registry: GroupRegistry, cluster: ClusterView, clock: Clock,
                  heartbeat_purgatory: DelayedOperationPurgatory, config: Mapping[str, Any]) -> None:
         self.registry = registry
         self.cluster = cluster
@@ -257,7 +253,7 @@ class ConsumerGroupCoordinator:
             group.group_epoch += 1
         if group.group_epoch > group.assignment_epoch:
             self._compute_target(group)
-        before = _copy(member.assigned)
+        before = copy_assignment(member.assigned, drop_empty=True)
         if (member.member_epoch != group.assignment_epoch or member.state is not MemberState.STABLE):
             self._reconcile(group, member, owned)
         self._schedule(group, member)
@@ -265,7 +261,7 @@ class ConsumerGroupCoordinator:
                 and req.topic_partitions is not None)
         result = ConsumerGroupHeartbeatResult(ErrorCode.none, None, member.member_id, member.member_epoch,
                                               self.heartbeat_interval_ms)
-        if req.member_epoch == 0 or full or before != _copy(member.assigned):
+        if req.member_epoch == 0 or full or before != copy_assignment(member.assigned, drop_empty=True):
             result.assignment = {tid: set(ps) for tid, ps in member.assigned.items()}
         if not group.members:
             group.state_timestamp_ms = now
@@ -289,7 +285,7 @@ class ConsumerGroupCoordinator:
     def _static_join(self, group: ConsumerGroup, member_id: str, instance_id: str) -> tuple[ConsumerGroupMember, bool]:
         old_id = group.static_members.get(instance_id)
         old = group.members.get(old_id) if old_id is not None else None
-        if old is None:
+        if old is None or old_id is None:
             if member_id in group.members:
                 raise HeartbeatError(ErrorCode.unknown_member_id, f"Member {member_id} already exists.")
             if len(group.members) >= self.max_size:

@@ -24,14 +24,14 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
-from .assignors import Assignment
+from ..cluster_view import TopicPartition
+from .assignors import Assignment, copy_assignment
 from .group import (
     DescribedGroup,
     DescribedMember,
     GroupType,
     ListedGroup,
     OffsetAndMetadata,
-    TopicPartition,
 )
 
 DEFAULT_ASSIGNOR = "uniform"
@@ -229,8 +229,9 @@ class ConsumerGroup:
             assignment_epoch=self.assignment_epoch, assignor_name=self.preferred_assignor,
             members=[DescribedConsumerGroupMember(
                 m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,
-                list(m.subscribed_topic_names), m.subscribed_topic_regex, _copy(m.assigned),
-                _copy(self.target.get(m.member_id, {}))) for m in self.members.values()])
+                list(m.subscribed_topic_names), m.subscribed_topic_regex,
+                copy_assignment(m.assigned, drop_empty=False),
+                copy_assignment(self.target.get(m.member_id, {}), drop_empty=False)) for m in self.members.values()])
 
     # -- partitions -------------------------------------------------------------------------------
     def owner_of(self, topic_id: uuid.UUID, partition: int) -> str | None:
@@ -245,7 +246,3 @@ class ConsumerGroup:
             rx = topic_regex(member.subscribed_topic_regex)
             names.update(t for t in topics if not t.startswith("__") and rx.fullmatch(t))
         return names
-
-
-def _copy(a: Assignment) -> Assignment:
-    return {t: set(ps) for t, ps in a.items()}

@@ -16,7 +16,7 @@ the classic coordinator's two purgatories:
   send SyncGroup within the rebalance timeout (KAFKA-13766).
 
 What they call back is the ``RebalanceCallbacks`` protocol, which the classic
-coordinator (``coordinator.py``) implements.
+coordinator (``classic_coordinator.py``) implements.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from ..purgatory import DelayedOperation, DelayedOperationPurgatory
-from .metadata import GroupMetadata, GroupState
+from .classic_group import GroupMetadata, GroupState
 
 
 class RebalanceCallbacks(Protocol):

@@ -4,7 +4,7 @@ Mirrors Kafka 4.x's ``org.apache.kafka.coordinator.group.Group`` interface and
 its ``GroupType``: the offset manager, the registry and the ListGroups,
 DescribeGroups and DeleteGroups paths see a group only through ``Group``, so
 they never ask which class a group is.  ``GroupMetadata`` (the classic group,
-Kafka's ``ClassicGroup``, in ``metadata.py``) and ``ConsumerGroup`` (KIP-848,
+Kafka's ``ClassicGroup``, in ``classic_group.py``) and ``ConsumerGroup`` (KIP-848,
 in ``consumer_group.py``) implement it; code that must tell them apart compares
 ``group_type``, as Kafka's ``group.type() == CLASSIC``.
 
@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from protocol.errors import ErrorCode
+
+from ..cluster_view import TopicPartition
 
 
 class GroupType(enum.StrEnum):
@@ -39,7 +41,6 @@ class OffsetAndMetadata:
     expire_timestamp: int | None = None  # OffsetCommit v2-4 retention_time (old per-offset expiry)
 
 
-TopicPartition = tuple[str, int]
 
 
 @dataclass(slots=True)

@@ -30,17 +30,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from protocol.errors import ErrorCode
 
 from ..clock import Clock
-from .group import Group, GroupType, OffsetAndMetadata, TopicPartition
-from .metadata import GroupMetadata, GroupState
+from ..cluster_view import TopicPartition
+from .classic_group import GroupMetadata, GroupState
+from .group import Group, GroupType, OffsetAndMetadata
 from .registry import GroupRegistry
 
 if TYPE_CHECKING:
-    from .coordinator import ClassicGroupCoordinator
+    from .classic_coordinator import ClassicGroupCoordinator
 
 log = logging.getLogger("mockbroker.group")
 
@@ -215,7 +217,7 @@ class OffsetMetadataManager:
         for gid, g in list(self.registry.groups.items()):
             removed += len(g.remove_expired_offsets(
                 now, self.offsets_retention_ms,
-                keep=lambda tp, gid=gid: self.has_pending_transactional_offsets(gid, tp)))
+                keep=partial(self.has_pending_transactional_offsets, gid)))
             if g.is_empty() and not g.offsets and gid not in self.open_txns_by_group:
                 g.transition_to_dead(now)
                 self.registry.remove(gid)

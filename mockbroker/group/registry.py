@@ -23,7 +23,7 @@ from collections.abc import Callable
 from protocol.errors import ErrorCode
 
 from ..clock import Clock
-from .cluster_metadata import BrokerNode, ClusterMetadata
+from ..cluster_view import BrokerView, ClusterView
 from .group import Group
 
 # (the group, the broker that coordinated it, the one that does now; -1: none is alive)
@@ -52,7 +52,7 @@ class OffsetsTopicLeaders:
     no preferred-leader election yet).
     """
 
-    def __init__(self, cluster: ClusterMetadata, num_partitions: int, replication_factor: int) -> None:
+    def __init__(self, cluster: ClusterView, num_partitions: int, replication_factor: int) -> None:
         self.cluster = cluster
         self.num_partitions = num_partitions
         self.replication_factor = replication_factor
@@ -86,7 +86,7 @@ class OffsetsTopicLeaders:
         node = self.cluster.brokers.get(node_id)
         return node is not None and node.alive
 
-    def coordinator(self, group_id: str) -> BrokerNode | None:
+    def coordinator(self, group_id: str) -> BrokerView | None:
         lead = self.leader(self.partition_for(group_id))
         return self.cluster.brokers.get(lead) if lead >= 0 else None
 
@@ -94,7 +94,7 @@ class OffsetsTopicLeaders:
 class GroupRegistry:
     """Every group by id (both types), its coordinator, and the injected loading windows."""
 
-    def __init__(self, cluster: ClusterMetadata, clock: Clock, offsets_topic_partitions: int,
+    def __init__(self, cluster: ClusterView, clock: Clock, offsets_topic_partitions: int,
                  offsets_topic_replication_factor: int) -> None:
         self.clock = clock
         self.leaders = OffsetsTopicLeaders(cluster, offsets_topic_partitions, offsets_topic_replication_factor)
@@ -109,7 +109,7 @@ class GroupRegistry:
     def partition_for(self, group_id: str) -> int:
         return self.leaders.partition_for(group_id)
 
-    def coordinator_node(self, group_id: str) -> BrokerNode | None:
+    def coordinator_node(self, group_id: str) -> BrokerView | None:
         return self.leaders.coordinator(group_id)
 
     def coordinator_id(self, group_id: str) -> int:

@@ -6,7 +6,7 @@ Kafka's service reaches through its shards:
 
 * ``GroupRegistry`` (``registry.py``): every group, which broker coordinates
   it, the injected loading windows, the coordinator moves;
-* ``ClassicGroupCoordinator`` (``coordinator.py``): JoinGroup, SyncGroup,
+* ``ClassicGroupCoordinator`` (``classic_coordinator.py``): JoinGroup, SyncGroup,
   Heartbeat, LeaveGroup;
 * ``ConsumerGroupCoordinator`` (``consumer_coordinator.py``): KIP-848's
   ConsumerGroupHeartbeat and ConsumerGroupDescribe;
@@ -28,18 +28,18 @@ from protocol.errors import ErrorCode
 
 from ..clock import Clock
 from ..purgatory import DelayedOperationPurgatory, Timer
-from .cluster_metadata import BrokerNode, ClusterMetadata
+from ..cluster_view import BrokerView, ClusterView, TopicPartition
 from .consumer_coordinator import ConsumerGroupCoordinator, ConsumerGroupHeartbeatResult
 from .consumer_group import ConsumerGroupDescription
-from .coordinator import ClassicGroupCoordinator
-from .group import DescribedGroup, Group, ListedGroup, OffsetAndMetadata, TopicPartition
-from .metadata import JoinGroupResult, SyncGroupResult
+from .classic_coordinator import ClassicGroupCoordinator
+from .group import DescribedGroup, Group, ListedGroup, OffsetAndMetadata
+from .classic_group import JoinGroupResult, SyncGroupResult
 from .offsets import OffsetMetadataManager
 from .registry import GroupRegistry
 
 
 class GroupCoordinatorService:
-    def __init__(self, cluster: ClusterMetadata, clock: Clock, config: Mapping[str, Any]) -> None:
+    def __init__(self, cluster: ClusterView, clock: Clock, config: Mapping[str, Any]) -> None:
         self.clock = clock
         self.registry = GroupRegistry(cluster, clock, config["offsets.topic.num.partitions"],
                                       config["offsets.topic.replication.factor"])
@@ -51,7 +51,7 @@ class GroupCoordinatorService:
         self.offsets = OffsetMetadataManager(self.registry, self.classic, clock, config)
 
     # -- FindCoordinator ---------------------------------------------------------------------------
-    def find_coordinator(self, group_id: str) -> BrokerNode | None:
+    def find_coordinator(self, group_id: str) -> BrokerView | None:
         """The broker leading the group's __consumer_offsets partition (None: no live replica)."""
         return self.registry.coordinator_node(group_id)
 

@@ -176,14 +176,14 @@ class TimerTaskList:
         entry.next = root
         entry.prev = tail
         entry.list = self
-        tail.next = entry  # type: ignore[union-attr]
+        tail.next = entry  # type: ignore[union-attr]  # circular through the root: a linked entry's next/prev are never None
         root.prev = entry
         self._counter.value += 1
 
     def remove(self, entry: TimerTaskEntry) -> None:
         if entry.list is self:
-            entry.next.prev = entry.prev  # type: ignore[union-attr]
-            entry.prev.next = entry.next  # type: ignore[union-attr]
+            entry.next.prev = entry.prev  # type: ignore[union-attr]  # circular through the root: a linked entry's next/prev are never None
+            entry.prev.next = entry.next  # type: ignore[union-attr]  # circular through the root: a linked entry's next/prev are never None
             entry.next = entry.prev = None
             entry.list = None
             self._counter.value -= 1
@@ -195,12 +195,12 @@ class TimerTaskList:
         head = root.next
         while head is not root:
             # remove(head), inlined: the timer flushes every expiring operation
-            nxt = head.next  # type: ignore[union-attr]
-            nxt.prev = root  # type: ignore[union-attr]
+            nxt = head.next  # type: ignore[union-attr]  # circular through the root: a linked entry's next/prev are never None
+            nxt.prev = root  # type: ignore[union-attr]  # circular through the root: a linked entry's next/prev are never None
             root.next = nxt
-            head.next = head.prev = head.list = None  # type: ignore[union-attr]
+            head.next = head.prev = head.list = None  # type: ignore[union-attr]  # circular through the root: a linked entry's next/prev are never None
             counter.value -= 1
-            f(head)  # type: ignore[arg-type]
+            f(head)  # type: ignore[arg-type]  # circular through the root: a linked entry's next/prev are never None
             head = root.next
         self.expiration_ms = -1
 
@@ -208,8 +208,8 @@ class TimerTaskList:
         root = self._root
         e = root.next
         while e is not root:
-            nxt = e.next  # type: ignore[union-attr]
-            yield e  # type: ignore[misc]
+            nxt = e.next  # type: ignore[union-attr]  # circular through the root: a linked entry's next/prev are never None
+            yield e  # type: ignore[misc]  # circular through the root: a linked entry's next/prev are never None
             e = nxt
 
     def __len__(self) -> int:
@@ -278,7 +278,7 @@ class TimingWheel:
         entry.next = root
         entry.prev = tail
         entry.list = bucket
-        tail.next = entry  # type: ignore[union-attr]
+        tail.next = entry  # type: ignore[union-attr]  # circular through the root: a linked entry's next/prev are never None
         root.prev = entry
         self._counter.value += 1
         # Queue the bucket only when it starts a new turn (TimerTaskList.setExpiration

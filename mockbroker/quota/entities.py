@@ -116,6 +116,7 @@ class QuotaStore:
 
     def quota_limit(self, key: str, user: str, client_id: str) -> float | None:
         configured = self.entities_with(key)
+        order: list[tuple[str | None, str | None]]
         if user and client_id:
             order = [(user, client_id), (user, DEFAULT), (DEFAULT, client_id), (DEFAULT, DEFAULT)]
         elif user:

@@ -17,6 +17,10 @@ as Kafka skips a partition without a leader); retriable errors are written again
 ``MARKER_RETRY_BACKOFF_MS``; INVALID_PRODUCER_EPOCH / TRANSACTION_COORDINATOR_FENCED stop the
 sending (a newer coordinator owns the transaction).  When no partition is left the Complete*
 transition is written.
+
+Over 500 lines on purpose: as Kafka's ``TransactionCoordinator``, every API and
+the timers go through the same per-id state transitions and the marker
+completion; the state itself is ``state_manager.py`` and ``transaction_metadata.py``.
 """
 
 from __future__ import annotations
@@ -27,21 +31,20 @@ from typing import NamedTuple, Protocol
 from protocol.errors import ErrorCode
 
 from ..clock import PeriodicTask, every
-from ..group.cluster_metadata import BrokerNode
-from .metadata import (
+from ..cluster_view import BrokerView, TopicPartition
+from .transaction_metadata import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     SHORT_MAX,
     TV_0,
     IllegalStateError,
-    TopicPartition,
     TransactionMetadata,
     TxnCoordinatorError,
     TxnTransitMetadata,
     supports_epoch_bump,
 )
 from .state import TransactionState
-from .state_manager import TransactionalIdAndProducerIdEpoch, TransactionStateManager
+from .state_manager import TransactionalIdAndProducerIdEpoch, TransactionConfig, TransactionStateManager
 
 S = TransactionState
 GROUP_METADATA_TOPIC = "__consumer_offsets"
@@ -112,6 +115,11 @@ class TransactionCoordinator:
         self._pending_markers: dict[str, int] = {}
         self.active = False
 
+    @property
+    def config(self) -> TransactionConfig:
+        """The coordinator's configuration (transaction.version, verification, timeouts)."""
+        return self.txn_manager.config
+
     # -- lifecycle --------------------------------------------------------------------------------
     def startup(self) -> None:
         """Schedule the abort of timed-out transactions and the expiration of ids on the clock."""
@@ -131,7 +139,7 @@ class TransactionCoordinator:
     def _every(self, interval_ms: int, task: Callable[[], object], name: str) -> None:
         self._timers.append(every(self.clock, interval_ms, task, name))
 
-    def find_coordinator(self, transactional_id: str) -> BrokerNode | None:
+    def find_coordinator(self, transactional_id: str) -> BrokerView | None:
         """FindCoordinator TRANSACTION: the broker leading the id's ``__transaction_state``
         partition (None: no live replica)."""
         return self.txn_manager.leaders.coordinator(transactional_id)

@@ -23,9 +23,9 @@ from typing import Any, NamedTuple
 from protocol.errors import ErrorCode
 
 from ..clock import Clock
-from ..group.cluster_metadata import ClusterMetadata
+from ..cluster_view import ClusterView
 from ..group.registry import OffsetsTopicLeaders
-from .metadata import TV_2, IllegalStateError, TransactionMetadata, TxnTransitMetadata
+from .transaction_metadata import TV_2, IllegalStateError, TransactionMetadata, TxnTransitMetadata
 from .state import TransactionState
 
 
@@ -64,7 +64,7 @@ class TransactionalIdAndProducerIdEpoch(NamedTuple):
 
 
 class TransactionStateManager:
-    def __init__(self, cluster: ClusterMetadata, clock: Clock, config: TransactionConfig) -> None:
+    def __init__(self, cluster: ClusterView, clock: Clock, config: TransactionConfig) -> None:
         self.clock = clock
         self.config = config
         self.leaders = OffsetsTopicLeaders(cluster, config.num_partitions, config.replication_factor)

@@ -33,7 +33,8 @@ from enum import Enum
 from protocol.errors import ErrorCode
 
 from .coordinator import TransactionCoordinator
-from .metadata import TV_2, TopicPartition
+from ..cluster_view import TopicPartition
+from .transaction_metadata import TV_2
 
 
 class TransactionSupportedOperation(Enum):

@@ -66,3 +66,30 @@ def test_type_checking_and_function_imports_count(tmp_path, monkeypatch):
     monkeypatch.setattr(import_graph, "PACKAGES", ("mockbroker",))
     g = import_graph.graph()
     assert g["mockbroker.a"] == {"mockbroker.b"} and g["mockbroker.b"] == {"mockbroker.a"}
+
+
+def test_a_package_is_one_layer(graph):
+    """quota/, group/, txn/, apis/ ...: a folder sits in one layer as a whole, so no file of it can
+    be placed above or below the rest to hide an import that goes the wrong way."""
+    layers: dict[str, set[int]] = {}
+    for m in graph:
+        parts = m.split(".")
+        if len(parts) > 2:
+            layers.setdefault(".".join(parts[:2]), set()).add(import_graph.layer_of(m))
+    split = {pkg: sorted(ls) for pkg, ls in layers.items() if len(ls | {import_graph.layer_of(pkg)}) > 1}
+    assert split == {}
+
+
+def test_a_module_over_500_lines_says_why():
+    """Size: a module past ~500 lines holds more than one thing, unless its docstring says why not."""
+    import ast
+
+    long = []
+    for name, path in import_graph.modules().items():
+        text = path.read_text()
+        if name.startswith("protocol.generated") or text.count("\n") <= 500:
+            continue
+        doc = ast.get_docstring(ast.parse(text)) or ""
+        if "Over 500 lines on purpose" not in doc:
+            long.append(name)
+    assert long == []

@@ -11,14 +11,16 @@ import pytest
 
 from mockbroker.apis import MODULES, build_handlers
 from mockbroker.request import RequestContext
+from protocol import request_types
 from protocol.codec import (
     UnknownFieldError,
     build_request,
     build_response,
+    request_class,
     set_strict_keys,
 )
 from protocol.errors import ErrorCode
-from protocol.registry import DEFAULT_KAFKA_RELEASE, ApiKey, ApiRegistry
+from protocol.registry import DEFAULT_KAFKA_RELEASE, ApiKey, ApiRegistry, schema_versions
 
 # "Produce (key 0): v3-13 (advertised from v0 ...)." -> name, key, min, max
 HEADLINE = re.compile(r"^(?P<name>[A-Za-z]+) \(key (?P<key>\d+)\): v(?P<min>\d+)-(?P<max>\d+)\b")
@@ -41,9 +43,13 @@ def test_docstring_headline_states_the_served_range(module):
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__.rsplit(".", 1)[1])
 def test_handler_takes_the_typed_context(module):
-    hints = typing.get_type_hints(module.handle)
+    """``handle(ctx: RequestContext, req: <its API's request view>)``: the views are imported under
+    TYPE_CHECKING (they cost nothing at run time), so they are resolved from their module here."""
+    hints = typing.get_type_hints(module.handle, localns=vars(request_types))
     assert hints["ctx"] is RequestContext, f"{module.__name__}.handle(ctx: {hints.get('ctx')})"
     assert list(inspect.signature(module.handle).parameters) == ["ctx", "req"]
+    request = request_class(module.API_KEY, max(schema_versions(module.API_KEY))).__name__
+    assert hints["req"] is getattr(request_types, request), f"{module.__name__}.handle(req: {hints.get('req')})"
 
 
 def test_every_handler_module_is_in_the_static_table():

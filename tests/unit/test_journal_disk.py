@@ -329,14 +329,14 @@ def test_every_field_is_documented():
     names |= {f"partitions[].{k}" for k in d["partitions"][0]}
     names |= {f"quota_entity.{k}" for k in d["quota_entity"]}
     names |= {"acks", "timeout_ms", "max_wait_ms", "min_bytes", "max_bytes", "isolation_level", "session_id",
-              "session_epoch"}  # details (kafka_apis._DETAILS)
+              "session_epoch"}  # details (journal_recorder._DETAILS)
     missing = names - documented_names()
     assert not missing, f"not in docs/journal.md: {sorted(missing)}"
     assert {f.name for f in fields(RequestRecord)} <= documented_names()
 
 
-def test_the_details_keys_are_the_dispatchers():
-    from mockbroker.kafka_apis import _DETAILS
+def test_the_details_keys_are_the_recorders():
+    from mockbroker.journal_recorder import _DETAILS
 
     assert {name for _attr, name in _DETAILS} <= documented_names()
 

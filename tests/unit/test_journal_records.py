@@ -10,7 +10,7 @@ from mockbroker import ManualClock, MockBroker
 from protocol.client import RawKafkaClient
 from tests.polling import until
 
-from .test_delayed_ops import fetch_body, parked
+from .test_delayed_ops import fetch_body, parked, produce_body
 
 
 def records(b, client_id):
@@ -42,3 +42,23 @@ def test_refused_requests_and_the_kip511_fallback_are_recorded():
         assert ("API_VERSIONS", 99, 7, "response", 35) in got
         assert ("METADATA", 99, 8, "closed", None) in got
         assert [r["seq"] for r in b.journal()] == list(range(1, len(got) + 1))
+
+
+def test_a_parked_produce_cut_off_by_a_close_keeps_the_bytes_it_appended():
+    """acks=all waits for the followers (100 ms of replication lag on a manual clock); the client
+    closes first: the record is closed, and still says what the request appended."""
+    cfg = {"mock.num.brokers": 3, "default.replication.factor": 3, "mock.replication.lag.ms": 100}
+    with MockBroker(config=cfg, clock=ManualClock()) as b:
+        b.create_topic("jp", 1, 3)
+        leader = b.partition_state("jp", 0)["leader"]
+        node_ids = b.call(lambda cl: list(cl.brokers))
+        c = RawKafkaClient.connect(b.bootstrap_servers.split(",")[node_ids.index(leader)], client_id="gone-p")
+        corr = c.send(0, 9, produce_body("jp", acks=-1, n=3))
+        parked(b, "Produce", node_id=leader)
+        c.close()
+        until(lambda: records(b, "gone-p"), "the closed produce's record")
+        b.advance(100)  # the followers catch up now: no second record
+        [rec] = b.journal(client_id="gone-p")
+        assert (rec["correlation_id"], rec["outcome"], rec["purgatory"]) == (corr, "closed", "Produce")
+        assert [(p["topic"], p["partition"], p["error_code"]) for p in rec["partitions"]] == [("jp", 0, 0)]
+        assert rec["partitions"][0]["bytes"] > 0

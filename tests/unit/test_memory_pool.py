@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from mockbroker import ConfigError, ManualClock, MockBroker
 from mockbroker.channel import MuteReason
-from mockbroker.connection import MemoryMutedChannels
+from mockbroker.memory_pool import MemoryMutedChannels
 from mockbroker.memory_pool import (
     LONG_MAX,
     MemoryPool,

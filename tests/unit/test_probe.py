@@ -139,7 +139,7 @@ def test_command_line_imports_little():
     codecs are: kio's ApiVersions schema, and nothing of Metadata's)."""
     code = ("import sys; from mockbroker.cli import main; rc = main(sys.argv[1:]); "
             "heavy = sorted(m for m in sys.modules if 'metadata_v' in m "
-            "or m in ('mockbroker.process', 'mockbroker.config', 'mockbroker.broker')); "
+            "or m in ('mockbroker.runner', 'mockbroker.config', 'mockbroker.broker')); "
             "print(heavy, 'protocol.client' in sys.modules); sys.exit(rc)")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     with MockBroker() as b:

@@ -464,3 +464,47 @@ def test_fetch_throttled_by_the_request_quota_is_empty_too(version):
             assert throttles[:10] == [0] * 10 and all(t > 0 for t in throttles[10:]), throttles
     finally:
         b.stop()
+
+
+def test_a_throttled_incremental_fetch_leaves_its_session_as_it_was():
+    """KafkaApis.handleFetchRequest decides the quotas before the session is touched
+    (FetchContext.getThrottledResponse instead of updateAndGenerateResponseData): a throttled
+    incremental fetch is answered empty with its session id, and the session still holds what the
+    client last received, so the next fetch carries the news the throttled one did not (here the
+    high watermark the second record moved)."""
+    b, clock = start("observe", quotas="clients/f:request_rate=1")
+    key = ("q", 0)
+
+    def produce(p):
+        r = p.request(0, 9, {"acks": 1, "timeout": 1000, "topic_data": [{"name": "q", "partition_data": [
+            {"index": 0, "records": build_batch([(b"k", b"v", [])], base_timestamp=1)}]}]})
+        assert r.responses[0].partition_responses[0].error_code == 0
+
+    def fetch(c, session_id, epoch):
+        return c.request(1, 12, {
+            "replica_id": -1, "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_id": session_id, "session_epoch": epoch, "topics": [{"topic": "q", "partitions": [
+                {"partition": 0, "fetch_offset": 1, "partition_max_bytes": 1 << 20, "log_start_offset": -1,
+                 "current_leader_epoch": -1}]}], "forgotten_topics_data": [], "rack_id": ""})
+
+    def cached_high_watermark(session_id):
+        return b.call(lambda cl: cl.broker().fetch_manager.sessions[session_id].partitions[key].high_watermark)
+
+    try:
+        with RawKafkaClient.connect(b.bootstrap_servers, client_id="p") as p, \
+                RawKafkaClient.connect(b.bootstrap_servers, client_id="f") as c:
+            produce(p)
+            full = fetch(c, 0, 0)  # request 1 of the 10 request_rate=1 lets through unthrottled
+            session = full.session_id
+            assert session and timedelta_ms(full.throttle_time) == 0
+            assert full.responses[0].partitions[0].high_watermark == 1
+            for epoch in range(1, 10):  # requests 2-10: nothing new, nothing in the response
+                r = fetch(c, session, epoch)
+                assert timedelta_ms(r.throttle_time) == 0 and list(r.responses) == []
+            produce(p)  # the high watermark moves to 2
+            throttled = fetch(c, session, 10)  # request 11
+            assert timedelta_ms(throttled.throttle_time) > 0
+            assert (throttled.error_code, throttled.session_id, list(throttled.responses)) == (0, session, [])
+            assert cached_high_watermark(session) == 1  # what the client last received, not 2
+    finally:
+        b.stop()

@@ -17,7 +17,7 @@ from mockbroker.txn.coordinator import (
     TransactionCoordinator,
     error_for_client_version,
 )
-from mockbroker.txn.metadata import (
+from mockbroker.txn.transaction_metadata import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     SHORT_MAX,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from protocol.errors import ErrorCode
 
+from ..cluster_view import TopicPartition
 from .state import TransactionState
 
 S = TransactionState
@@ -24,7 +25,6 @@ SHORT_MAX = 32767
 # TransactionVersion feature levels: 2 (KIP-890 part 2) bumps the epoch at every EndTxn
 TV_0, TV_1, TV_2 = 0, 1, 2
 
-TopicPartition = tuple[str, int]
 
 
 def supports_epoch_bump(transaction_version: int) -> bool:
@@ -104,7 +104,7 @@ class TransactionMetadata:
                                   self.last_producer_epoch, self.txn_timeout_ms, new_state,
                                   frozenset(self.topic_partitions), self.txn_start_timestamp,
                                   self.txn_last_update_timestamp, self.client_transaction_version)
-        return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+        return dataclasses.replace(base, **changes)  # type: ignore[arg-type]  # each change names a field of its type
 
     def _prepare_transition_to(self, data: TxnTransitMetadata) -> TxnTransitMetadata:
         if self.pending_state is not None:

@@ -24,13 +24,14 @@ from typing import Any
 from protocol.codec import decode_consumer_subscription
 from protocol.errors import ErrorCode
 
+from ..cluster_view import TopicPartition
+
 from .group import (
     DescribedGroup,
     DescribedMember,
     GroupType,
     ListedGroup,
     OffsetAndMetadata,
-    TopicPartition,
 )
 
 log = logging.getLogger("mockbroker.group")
@@ -280,8 +281,8 @@ class GroupMetadata:
             self.protocol_type = member.protocol_type
         if self.leader_id is None:
             self.leader_id = member.member_id
-        if member.is_static:
-            self.static_members[member.group_instance_id] = member.member_id  # type: ignore[index]
+        if member.group_instance_id is not None:  # is_static
+            self.static_members[member.group_instance_id] = member.member_id
         self.members[member.member_id] = member
         self.supported_protocols.update(member.protocols())
         member.awaiting_join_callback = callback
@@ -296,8 +297,8 @@ class GroupMetadata:
             self.supported_protocols += Counter()  # drop zero counts
             if member.is_awaiting_join:
                 self.num_members_awaiting_join -= 1
-            if member.is_static:
-                self.static_members.pop(member.group_instance_id, None)  # type: ignore[arg-type]
+            if member.group_instance_id is not None:  # is_static
+                self.static_members.pop(member.group_instance_id, None)
         if self.is_leader(member_id):
             self.leader_id = next(iter(self.members), None)
         self.pending_members.discard(member_id)
@@ -436,7 +437,8 @@ class GroupMetadata:
                                keep: Callable[[TopicPartition], bool] = lambda _tp: False) -> list[TopicPartition]:
         """GroupMetadata.removeExpiredOffsets (KIP-211); an offset ``keep`` holds (a pending
         transactional offset) stays."""
-        def expired(base: Callable[[OffsetAndMetadata], int], subscribed: set[str] = frozenset()) -> list:  # type: ignore[assignment]
+        def expired(base: Callable[[OffsetAndMetadata], int],
+                    subscribed: frozenset[str] | set[str] = frozenset()) -> list[TopicPartition]:
             out = []
             for tp, om in self.offsets.items():
                 if tp[0] in subscribed:

@@ -20,6 +20,11 @@ as Kafka's ``onGroupUnloaded`` / ``onGroupLoaded`` do after a partition leader
 change.  Committed offsets are the ``OffsetMetadataManager``'s
 (``offsets.py``), which reschedules a member's heartbeat on a commit through
 ``reschedule_member_heartbeat``.
+
+Over 500 lines on purpose: the four classic APIs share one state machine
+(``GroupMetadata``'s five states) and its awaiting-join/awaiting-sync callbacks,
+which Kafka too keeps in one class; split, each half would reach into the
+other's transitions.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from .delayed import (
     sync_key,
 )
 from .group import Group, GroupType
-from .metadata import (
+from .classic_group import (
     UNKNOWN_MEMBER_ID,
     GroupMetadata,
     GroupState,
