@@ -28,7 +28,7 @@ import datetime as dt
 import json
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import reduce
@@ -420,16 +420,16 @@ def windowed_rates(df: DataFrame, samples: int, window_s: int) -> DataFrame:
         F.timestamp_seconds("second").alias("time"))
 
 
-def _replay(samples: int, window_ms: int) -> Callable[[Iterator[Row]], Iterator[tuple]]:
+def _replay(samples: int, window_ms: int) -> Callable[[Iterable[Row]], Iterable[tuple[Any, ...]]]:
     """The partition function of ``windowed_rates`` (rows sorted by sensor, then time)."""
     idle_s = samples * window_ms // 1000 + 1  # after its last record a sensor's samples all expire
 
-    def replay(rows: Iterator[Row]) -> Iterator[tuple]:
+    def replay(rows: Iterable[Row]) -> Iterator[tuple[Any, ...]]:
         from mockbroker.quota.rate import Rate  # on the executor
-        sensor: tuple | None = None
+        sensor: tuple[Any, ...] | None = None
         rate = Rate(samples, window_ms)
-        seconds: list[tuple] = []  # (second, bytes, windowed rate, bound) of the sensor so far
-        clients: dict[tuple, None] = {}
+        seconds: list[tuple[Any, ...]] = []  # (second, bytes, windowed rate, bound) of the sensor so far
+        clients: dict[tuple[Any, ...], None] = {}
         sec = nbytes = offset = 0
         bound: float | None = None
 
@@ -444,7 +444,7 @@ def _replay(samples: int, window_ms: int) -> Callable[[Iterator[Row]], Iterator[
                 seconds.append((s, b, copy.deepcopy(rate).measure(end_ms), bound))
                 s, b = s + 1, 0
 
-        def flush() -> Iterator[tuple]:
+        def flush() -> Iterator[tuple[Any, ...]]:
             assert sensor is not None
             run, broker, user, cid, quota = sensor
             for client in clients:
@@ -670,8 +670,9 @@ def extras(base: DataFrame, throttles: DataFrame) -> DataFrame:
     """Per client, beside its verdict: the throttle modes its responses were throttled in, the
     quota entities its sensors are tagged with and the quotas in force (``key=value``)."""
     modes = throttles.groupBy(*KEY).agg(F.array_sort(F.collect_set("throttle_mode")).alias("throttle_modes"))
+    quotas_type: Any = T.MapType(T.StringType(), T.DoubleType())  # from_json takes a MapType; pyspark's stub omits it
     kv = F.flatten(F.transform(F.array_distinct(F.flatten(F.collect_list("_quotas"))), lambda j: F.transform(
-        F.map_entries(F.from_json(j, T.MapType(T.StringType(), T.DoubleType()))),
+        F.map_entries(F.from_json(j, quotas_type)),
         lambda e: F.concat(e["key"], F.lit("="), F.when(e["value"] == F.floor(e["value"]), e["value"].cast("long")
                                                         .cast("string")).otherwise(e["value"].cast("string"))))))
     q = base.groupBy(*KEY).agg(

@@ -103,7 +103,7 @@ class ProgressLine:
         if sc is None or group is None:
             return None
         tracker = sc.statusTracker()
-        stages = []
+        stages: list[Any] = []
         for job in tracker.getJobIdsForGroup(group):
             info = tracker.getJobInfo(job)
             if info is None or info.status != "RUNNING":

@@ -61,7 +61,7 @@ def client_label(r: Any) -> str:
             f"{d['principal']}")
 
 
-def _ckey(r: Any) -> tuple:
+def _ckey(r: Any) -> tuple[Any, ...]:
     return (r["run"], *(r[c] for c in CLIENT))
 
 
@@ -69,7 +69,7 @@ def _ckey(r: Any) -> tuple:
 class ClientRun:
     """One client in one run: its verdict row and what its plot shows."""
     run: dt.datetime
-    key: tuple
+    key: tuple[Any, ...]
     label: str
     verdict: dict[str, Any]
     quota_rates: list[dict[str, Any]] = field(default_factory=list)
@@ -85,8 +85,8 @@ class View:
     names: dict[dt.datetime, str]
     clients: list[ClientRun]
 
-    def by_client(self, table: str) -> dict[tuple, list[dict[str, Any]]]:
-        out: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    def by_client(self, table: str) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+        out: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
         for r in self.rows[table]:
             out[_ckey(r)].append(r)
         return out
@@ -195,10 +195,11 @@ def _md_table(rows: list[dict[str, Any]], cols: list[str], names: dict[dt.dateti
     return out + [""]
 
 
-def _matrix(v: View, run: dt.datetime) -> tuple[list[str], list[ClientRun], dict[tuple, dict[str, dict]], list[str]]:
+def _matrix(v: View, run: dt.datetime) -> tuple[list[str], list[ClientRun], dict[tuple[Any, ...], dict[str, dict[str, Any]]],
+                                                list[str]]:
     """The verdict matrix of a run: the throttled APIs (columns), the clients (rows), the cells, the
     APIs never throttled in the run."""
-    cells: dict[tuple, dict[str, dict]] = defaultdict(dict)
+    cells: dict[tuple[Any, ...], dict[str, dict[str, Any]]] = defaultdict(dict)
     apis: set[str] = set()
     throttled: set[str] = set()
     for r in v.rows["api_verdicts"]:
@@ -215,7 +216,7 @@ def _matrix(v: View, run: dt.datetime) -> tuple[list[str], list[ClientRun], dict
 def _cell_text(r: dict[str, Any] | None) -> str:
     if r is None:
         return ""
-    return r["verdict"] + (f" {r['violations_obliged']}/{r['judged']}" if r["judged"] else "")
+    return str(r["verdict"]) + (f" {r['violations_obliged']}/{r['judged']}" if r["judged"] else "")
 
 
 def render_md(report: Report, v: View, inputs: list[str]) -> str:
@@ -530,7 +531,7 @@ def _html_table(rows: list[dict[str, Any]], cols: list[str], names: dict[dt.date
             sort = val if num else fmt(val, c)
             style = ""
             if c == "verdict":
-                style = f" style='background:{VERDICT_COLOURS.get(val, '#fff')};color:{_text_colour(val)}'"
+                style = f" style='background:{VERDICT_COLOURS.get(str(val), '#fff')};color:{_text_colour(str(val))}'"
             text = _e(fmt(val, c)) if num else _breakable(fmt(val, c))
             cells.append(f"<td{' class=num' if num else ''} data-v='{_e(sort)}'{style}>{text}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
