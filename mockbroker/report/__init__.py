@@ -39,7 +39,7 @@ def _ship_package(sc: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     err = sys.stderr
     try:
-        from . import job, jvm, progress, render
+        from . import job, jvm, plots, progress, reading, render
     except ImportError as e:
         print(f"mockbroker report: needs the report extra (pip install 'mockbroker[report]'): {e}", file=err)
         return EXIT_NOT_INSTALLED
@@ -49,15 +49,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"mockbroker report: error: --out {args.out} is a file; give a directory (created if missing)", file=err)
         return EXIT_FAILED
     try:
-        files = job.input_paths(args.paths)
-    except (job.ReportInputError, FileNotFoundError) as e:
+        files = reading.input_paths(args.paths)
+    except (reading.ReportInputError, FileNotFoundError) as e:
         print(f"mockbroker report: error: {e}", file=err)
         return EXIT_NO_INPUT
-    size = job.input_bytes(files)
+    size = reading.input_bytes(files)
     print(f"mockbroker report: {len(files)} journal file(s)" + (f", {size / 2**20:.1f} MiB" if size is not None else "")
           + f", Spark master {args.master}", file=err)
     # matplotlib's import (about half a second) while the JVM starts, not after the tables
-    threading.Thread(target=render.import_plotting, name="report-import", daemon=True).start()
+    threading.Thread(target=plots.import_plotting, name="report-import", daemon=True).start()
     from pyspark.sql import SparkSession
     own = SparkSession.getActiveSession() is None  # in process (tests): a session already running is kept
     every = getattr(args, "progress_every", None)
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
             with line.stage("aggregating"):
                 report.materialise()
             written = render.write(report, args.out, list(args.paths), stage=line.stage)
-        except job.ReportInputError as e:
+        except reading.ReportInputError as e:
             print(f"mockbroker report: error: {e}", file=err)
             return EXIT_NO_INPUT
         except JournalSchemaError as e:

@@ -23,12 +23,10 @@ is one split.
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import json
 import os
-import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import reduce
@@ -38,8 +36,19 @@ from pyspark.sql import DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..journal_reader import SEGMENT_RE, SUPPORTED, JournalSchemaError, JournalWarning
+from ..journal_reader import JournalWarning
 from ..quota import verdict as verdict_rule
+from .rates import charged, quota_rates, windowed_rates
+from .reading import (
+    KEY,
+    check,
+    cnt,
+    file_checks,
+    input_paths,
+    parse,
+    read_lines,
+    run_column,
+)
 
 #: The next request counts as pipelined (sent before the client could have seen the throttled
 #: response) when it arrived within this long after the response was sent: the broker stamps a
@@ -51,52 +60,13 @@ EARLY_TOLERANCE_NS = verdict_rule.EARLY_TOLERANCE_MS * 1_000_000
 #: Kafka's defaults of the broker configs the quota windows are replayed with (docs/report.md).
 QUOTA_WINDOW_NUM = 11
 QUOTA_WINDOW_SIZE_SECONDS = 1
-#: The byte-rate quotas and the API whose bytes each charges (kafka-semantics.md §1.1): Produce
-#: the request size, Fetch the response size (a throttled fetch's bytes are unrecorded).
-BYTE_QUOTAS = (("producer_byte_rate", "PRODUCE"), ("consumer_byte_rate", "FETCH"))
 #: Inputs up to this size make a small job: fewer shuffle partitions, a JVM tuned for start-up.
 SMALL_INPUT_BYTES = 256 << 20
 
-CLIENT = ["client_software_name", "client_software_version", "client_id", "principal"]
-KEY = ["run", *CLIENT]
-
-_ENTITY = T.StructType([T.StructField("user", T.StringType()), T.StructField("client_id", T.StringType())])
-#: The record fields the tables use (from_json skips the others).
-SCHEMA = T.StructType([
-    T.StructField("schema_version", T.LongType()), T.StructField("broker", T.LongType()),
-    T.StructField("connection", T.LongType()),
-    T.StructField("client_id", T.StringType()), T.StructField("principal", T.StringType()),
-    T.StructField("client_software_name", T.StringType()), T.StructField("client_software_version", T.StringType()),
-    T.StructField("api", T.StringType()),
-    T.StructField("api_version", T.LongType()), T.StructField("request_bytes", T.LongType()),
-    T.StructField("arrived_clock_ns", T.LongType()), T.StructField("received_clock_ns", T.LongType()),
-    T.StructField("received_wall_ns", T.LongType()), T.StructField("handled_clock_ns", T.LongType()),
-    T.StructField("sent_clock_ns", T.LongType()),
-    T.StructField("outcome", T.StringType()), T.StructField("response_bytes", T.LongType()),
-    T.StructField("throttle_time_ms", T.LongType()), T.StructField("throttle_mode", T.StringType()),
-    T.StructField("quota_type", T.StringType()), T.StructField("client_throttles", T.BooleanType()),
-    T.StructField("mute_end_clock_ns", T.LongType()),
-    T.StructField("parked_ms", T.DoubleType()), T.StructField("purgatory", T.StringType()),
-    T.StructField("completed_by", T.StringType()), T.StructField("error_code", T.LongType()),
-    T.StructField("quota_entity", _ENTITY),
-    T.StructField("quotas", T.MapType(T.StringType(), T.DoubleType())),
-    T.StructField("details", T.StructType([
-        T.StructField("acks", T.LongType()), T.StructField("max_wait_ms", T.LongType()),
-        T.StructField("min_bytes", T.LongType())])),
-    T.StructField("seq", T.LongType()),
-    T.StructField("after_throttle", T.StructType([
-        T.StructField("early_ms", T.LongType()), T.StructField("pipelined", T.BooleanType()),
-        T.StructField("judged", T.BooleanType()), T.StructField("violation", T.BooleanType())])),
-    T.StructField("_corrupt", T.StringType()),
-])
 
 #: The report's stages, in order, as the progress line names them (progress.py).
 STAGES = ("starting Spark", "reading the journals", "aggregating", "writing the tables and plots",
           "writing report.md and report.html")
-
-
-class ReportInputError(ValueError):
-    """No input, or an input without a single record."""
 
 
 @dataclass
@@ -179,145 +149,6 @@ def jvm_options() -> str:
     return " ".join(["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", *jvm.class_archive_options()])
 
 
-def _is_uri(p: str) -> bool:
-    return re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", p) is not None or p.startswith("file:")
-
-
-def input_paths(paths: Sequence[str]) -> list[str]:
-    """Local files, directories and globs as journal_reader lists them; URIs are passed to Spark."""
-    from ..journal_reader import journal_files
-    out: list[str] = []
-    for p in paths:
-        if _is_uri(p):
-            out.append(p)
-        else:
-            out.extend(os.path.abspath(f) for f in journal_files([p]))
-    if not out:
-        raise ReportInputError(f"no journal files in {', '.join(paths) or '(nothing given)'}")
-    return out
-
-
-def input_bytes(files: Sequence[str]) -> int | None:
-    """The size of the local input files; None when a URI is among them (its size is Spark's to find)."""
-    if any(_is_uri(f) for f in files):
-        return None
-    return sum(os.path.getsize(f) for f in files)
-
-
-def read_lines(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
-    """file, block (the start of its split), _id (grows with the line within a split), value.
-    Local files are read as named (a file given by name is read whatever its name); a URI may be a
-    directory, of which the journal segments are read."""
-    local = [p for p in paths if not _is_uri(p)]
-    uris = [p for p in paths if _is_uri(p)]
-    reads = ([spark.read.text(local)] if local else []) + \
-            ([spark.read.option("pathGlobFilter", "*.{jsonl,jsonl.gz}").text(uris)] if uris else [])
-    return reduce(DataFrame.unionAll, [
-        r.select(F.col("_metadata.file_path").alias("file"), F.col("_metadata.file_block_start").alias("block"),
-                 F.monotonically_increasing_id().alias("_id"), "value") for r in reads])
-
-
-def line_numbers(lines: DataFrame) -> DataFrame:
-    """``lines`` (file, block, _id, ...) with ``line`` (from 1) and ``last`` (the file's last line)."""
-    blocks = lines.groupBy("file", "block").agg(F.count("*").alias("_n"), F.min("_id").alias("_first"))
-    w = Window.partitionBy("file").orderBy("block")
-    blocks = (blocks.withColumn("_before", F.sum("_n").over(w) - F.col("_n"))
-              .withColumn("_lines", F.sum("_n").over(Window.partitionBy("file"))))
-    n = F.col("_before") + F.col("_id") - F.col("_first") + 1
-    return (lines.join(F.broadcast(blocks), ["file", "block"])
-            .withColumn("line", n).withColumn("last", n == F.col("_lines"))
-            .drop("_n", "_first", "_before", "_lines"))
-
-
-def parse(lines: DataFrame) -> DataFrame:
-    """file, block, _id, kind (record | bad | unversioned | unknown), and the record's fields flat."""
-    rec = F.from_json("value", SCHEMA, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"})
-    r = F.col("r")
-    version = r["schema_version"]
-    kind = (F.when(r.isNull() | r["_corrupt"].isNotNull(), F.lit("bad"))
-            .when(version.isNull(), F.lit("unversioned"))
-            .when(version.isin(*sorted(SUPPORTED)), F.lit("record"))
-            .otherwise(F.lit("unknown")))
-    return (lines.where(F.trim("value") != "").select("file", "block", "_id", rec.alias("r"))
-            .select("file", "block", "_id", kind.alias("kind"), "r.*").drop("_corrupt"))
-
-
-def file_checks(parsed: DataFrame) -> list[Row]:
-    """One row per file: lines, records, bad / unversioned / unknown-version lines, and an unknown
-    version found."""
-    k = F.col("kind")
-    return sorted(parsed.groupBy("file").agg(
-        F.count("*").alias("lines"), cnt(k == "record").alias("records"), cnt(k == "bad").alias("bad"),
-        cnt(k == "unversioned").alias("unversioned"), cnt(k == "unknown").alias("unknown"),
-        F.max(F.when(k == "unknown", F.col("schema_version"))).alias("version"))
-        .collect(), key=lambda r: r.file)
-
-
-def named_lines(lines: DataFrame, parsed: DataFrame, kinds: Sequence[str], limit: int = 1000) -> list[Row]:
-    """The lines of ``kinds`` with their numbers: file, line, last, kind, schema_version (in file order)."""
-    which = parsed.where(F.col("kind").isin(*kinds)).select("file", "block", "_id", "kind", "schema_version")
-    return (line_numbers(lines).join(which, ["file", "block", "_id"])
-            .select("file", "line", "last", "kind", "schema_version").orderBy("file", "line").limit(limit).collect())
-
-
-def check(lines: DataFrame, parsed: DataFrame, checks: list[Row], warn: Callable[[JournalWarning], None] | None,
-          paths: Sequence[str]) -> list[JournalWarning]:
-    """Warnings for unreadable lines; JournalSchemaError for a file that is not a journal or a record
-    of an unknown ``schema_version``; ReportInputError when no record is left."""
-    bad = [c for c in checks if c.bad or c.unversioned or c.unknown]
-    warns: list[JournalWarning] = []
-    if not bad:
-        if not sum(c.records for c in checks):
-            raise ReportInputError(f"no records in {', '.join(paths)}")
-        return warns
-    not_journal = [c.file for c in checks if not c.records and (c.unversioned or not _segment_name(c.file))]
-    if not_journal:
-        raise JournalSchemaError(f"{local_path(not_journal[0])}: not a mockbroker journal (no line is a JSON object "
-                                 f"with a schema_version; docs/journal.md)")
-    named = named_lines(lines, parsed, ["bad", "unversioned", "unknown"])
-    for r in named:
-        if r.kind == "unversioned":
-            raise JournalSchemaError(f"{local_path(r.file)}:{r.line}: not a mockbroker journal record (a JSON object "
-                                     f"without schema_version; docs/journal.md)")
-        if r.kind == "unknown":
-            known = ", ".join(str(v) for v in sorted(SUPPORTED))
-            raise JournalSchemaError(f"{local_path(r.file)}:{r.line}: schema_version {r.schema_version}; this report "
-                                     f"knows schema_version {known} (docs/journal.md); read it with a newer mockbroker")
-    for r in named:
-        w = JournalWarning(local_path(r.file), r.line, "cut" if r.last else "corrupt",
-                           "the last line of the file is not a complete JSON object (the broker stopped while "
-                           "writing it)" if r.last else "not a JSON object")
-        warns.append(w)
-        if warn:
-            warn(w)
-    if not sum(c.records for c in checks):
-        raise ReportInputError(f"no records in {', '.join(paths)} (every line was unreadable)")
-    return warns
-
-
-def local_path(path: str) -> str:
-    """A local file's path as Spark names it (``file:/tmp/a%20b``) as its user does (``/tmp/a b``)."""
-    if path.startswith("file:"):
-        from urllib.parse import unquote, urlparse
-        return unquote(urlparse(path).path)
-    return path
-
-
-def _segment_name(path: str) -> re.Match[str] | None:
-    return SEGMENT_RE.match(os.path.basename(path))
-
-
-def run_column(files: Sequence[str]) -> Any:
-    """The run of a record as a timestamp: the broker's start (ms) in the segment's name, or for a
-    file named otherwise (or a URI, whose files are not known here) the wall time of its earliest
-    record."""
-    ms = F.regexp_extract("file", r"journal-(\d+)-\d+\.jsonl(\.gz)?$", 1)
-    ms = F.when(ms != "", ms.cast("long"))
-    if any(_is_uri(f) or not _segment_name(f) for f in files):
-        ms = F.coalesce(ms, F.floor(F.min("received_wall_ns").over(Window.partitionBy("file")) / 1_000_000))
-    return F.timestamp_millis(ms)
-
-
 def records(parsed: DataFrame, files: Sequence[str]) -> DataFrame:
     """The good records with ``run`` (a timestamp), the connection's client software (from its
     ApiVersions request, for the records before it too), the next request on the connection
@@ -366,114 +197,6 @@ def judge(df: DataFrame) -> DataFrame:
         F.when(has_next, (F.col("next_arrived_ns") - F.col("sent_clock_ns")) / 1e6).alias("gap_ms"),
         early_ms.alias("early_ms"), judged.alias("judged"), early.alias("early"),
         (has_next & ~pipelined & (mode == "mute") & ~has_at).alias("undetermined"))
-
-
-def cnt(c: Any) -> Any:
-    """How many rows ``c`` holds for."""
-    return F.sum(F.when(c, 1).otherwise(0))
-
-
-def _charged() -> tuple[Any, Any]:
-    """(bytes, ns): what a record charges to its byte-rate quota and when, as the broker charges
-    it (quota/throttle.py apply_quotas, kafka_apis.py): a Produce answered, its request size; a Fetch
-    answered unthrottled, its response size without the length prefix; at the handler's return,
-    or its completion when it was parked."""
-    answered = F.col("outcome") == "response"
-    produce = F.when(answered & (F.col("api") == "PRODUCE"), F.col("request_bytes"))
-    fetch = F.when(answered & (F.col("api") == "FETCH") & (F.col("throttle_time_ms") == 0),
-                   F.col("response_bytes") - 4)
-    at = F.col("handled_clock_ns") + F.coalesce(F.col("parked_ms") * 1e6, F.lit(0.0)).cast("long")
-    return F.coalesce(produce, fetch, F.lit(0)), at
-
-
-def windowed_rates(df: DataFrame, samples: int, window_s: int) -> DataFrame:
-    """Kafka's windowed rate of each byte-rate quota sensor, per second: the broker's Rate
-    (mockbroker/quota/rate.py, Kafka's SampledStat + Rate) replayed over the bytes each request
-    charged, per (run, broker, quota entity, quota) as each broker keeps a sensor per entity.
-    Measured at the end of every second from the entity's first charge to ``samples`` windows
-    after its last (a reader of the metric once a second); ``bytes`` is what the second charged.
-    One row per second for each client the sensor served (its client key columns)."""
-    nbytes, at_ns = _charged()
-    ent = F.col("quota_entity")
-    parts = []
-    for quota, api in BYTE_QUOTAS:
-        # every answered request of the API: a throttled fetch charges 0 bytes but still records
-        # (and unrecords) at its time, which may start a new sample (quota/throttle.py)
-        parts.append(df.where(ent.isNotNull() & (F.col("api") == api) & (F.col("outcome") == "response")).select(
-            F.unix_micros("run").alias("run"), "broker", ent["user"].alias("quota_user"),
-            ent["client_id"].alias("quota_client_id"), F.lit(quota).alias("quota"), *CLIENT, at_ns.alias("at_ns"),
-            (F.col("received_wall_ns") - F.col("received_clock_ns")).alias("wall_offset_ns"),
-            nbytes.alias("bytes"), F.col("quotas")[quota].alias("bound"), "seq"))
-    events = reduce(DataFrame.unionAll, parts)
-    group = ["run", "broker", "quota_user", "quota_client_id", "quota"]
-    ordered = events.repartition(*group).sortWithinPartitions(*group, "at_ns", "seq")
-    schema = T.StructType([
-        T.StructField("run", T.LongType()), *[T.StructField(c, T.StringType()) for c in CLIENT],
-        T.StructField("broker", T.LongType()),
-        T.StructField("quota_user", T.StringType()), T.StructField("quota_client_id", T.StringType()),
-        T.StructField("quota", T.StringType()), T.StructField("second", T.LongType()),
-        T.StructField("bytes", T.LongType()), T.StructField("windowed_rate", T.DoubleType()),
-        T.StructField("quota_bound", T.DoubleType())])
-    rdd = ordered.rdd.mapPartitions(_replay(samples, window_s * 1000))
-    return ordered.sparkSession.createDataFrame(rdd, schema).select(
-        F.timestamp_micros("run").alias("run"), *[c for c in schema.names if c not in ("run", "second")],
-        F.timestamp_seconds("second").alias("time"))
-
-
-def _replay(samples: int, window_ms: int) -> Callable[[Iterable[Row]], Iterable[tuple[Any, ...]]]:
-    """The partition function of ``windowed_rates`` (rows sorted by sensor, then time)."""
-    idle_s = samples * window_ms // 1000 + 1  # after its last record a sensor's samples all expire
-
-    def replay(rows: Iterable[Row]) -> Iterator[tuple[Any, ...]]:
-        from mockbroker.quota.rate import Rate  # on the executor
-        sensor: tuple[Any, ...] | None = None
-        rate = Rate(samples, window_ms)
-        seconds: list[tuple[Any, ...]] = []  # (second, bytes, windowed rate, bound) of the sensor so far
-        clients: dict[tuple[Any, ...], None] = {}
-        sec = nbytes = offset = 0
-        bound: float | None = None
-
-        def close(upto: int | None) -> None:
-            """The second ``sec`` and the idle ones after it, up to ``upto`` (excluded) or until
-            the samples have all expired: the rate at each one's end, as a reader would measure it
-            (on a copy: a measure purges, and the broker's own measures are at its records)."""
-            s, b = sec, nbytes
-            end = sec + idle_s if upto is None else min(upto, sec + idle_s)
-            while s < end:
-                end_ms = ((s + 1) * 1_000_000_000 - offset) // 1_000_000  # the second's end, broker clock
-                seconds.append((s, b, copy.deepcopy(rate).measure(end_ms), bound))
-                s, b = s + 1, 0
-
-        def flush() -> Iterator[tuple[Any, ...]]:
-            assert sensor is not None
-            run, broker, user, cid, quota = sensor
-            for client in clients:
-                for s, b, w, q in seconds:
-                    yield (run, *client, broker, user, cid, quota, s, b, w, q)
-
-        for r in rows:
-            k = (r.run, r.broker, r.quota_user, r.quota_client_id, r.quota)
-            s = (r.at_ns + r.wall_offset_ns) // 1_000_000_000
-            if k != sensor:
-                if sensor is not None:
-                    close(None)
-                    yield from flush()
-                sensor, rate, seconds, clients = k, Rate(samples, window_ms), [], {}
-                sec, nbytes = s, 0
-            elif s != sec:
-                close(s)
-                sec, nbytes = s, 0
-            clients[(r.client_software_name, r.client_software_version, r.client_id, r.principal)] = None
-            now_ms = r.at_ns // 1_000_000
-            rate.record(float(r.bytes), now_ms)
-            rate.measure(now_ms)  # Sensor.record checks the quota: the measure (and its purge) happens here too
-            nbytes += r.bytes
-            bound = r.bound
-            offset = r.wall_offset_ns
-        if sensor is not None:
-            close(None)
-            yield from flush()
-    return replay
 
 
 def build(spark: SparkSession, paths: Sequence[str], warn: Any = None,
@@ -626,7 +349,7 @@ def rate(df: DataFrame) -> DataFrame:
     second to its last, seconds without requests as zero rows: requests, bytes, the bytes charged
     to the byte-rate quotas, the quotas in force (carried over quiet seconds), throttles, early
     requests, throttle ms."""
-    nbytes, _ = _charged()
+    nbytes, _ = charged()
     sec = F.floor(F.col("received_wall_ns") / 1_000_000_000).cast("long")
     per = df.groupBy(*KEY, sec.alias("second")).agg(
         F.count("*").alias("requests"), F.sum("request_bytes").alias("request_bytes"),
@@ -648,22 +371,6 @@ def rate(df: DataFrame) -> DataFrame:
         *KEY, F.timestamp_seconds("_s").alias("time"),
         *[F.when(real, F.col(c)).otherwise(F.lit(0)).alias(c) for c in counts],
         "producer_byte_rate", "consumer_byte_rate")
-
-
-def quota_rates(wr: DataFrame) -> DataFrame:
-    """Each client's byte-rate quota against the windowed rate it achieved, per broker and entity,
-    over the seconds from its first to its last charged request: the quota, the mean and peak
-    windowed rate, mean / quota, the seconds the windowed rate ended above the quota, the bytes.
-    Sensors without a quota (the entity of a client with none, while another has one) are left out."""
-    w = Window.partitionBy(*KEY, "broker", "quota_user", "quota_client_id", "quota")
-    active = (wr.withColumn("_last", F.max(F.when(F.col("bytes") > 0, F.col("time"))).over(w))
-              .where(F.col("time") <= F.col("_last")))
-    g = active.groupBy(*KEY, "broker", "quota_user", "quota_client_id", "quota").agg(
-        F.max("quota_bound").alias("quota_bound"), F.count("*").alias("seconds"), F.sum("bytes").alias("bytes"),
-        F.avg("windowed_rate").alias("mean_windowed_rate"), F.max("windowed_rate").alias("peak_windowed_rate"),
-        cnt(F.col("windowed_rate") > F.col("quota_bound")).alias("seconds_above_quota"))
-    return g.where(F.col("quota_bound").isNotNull()).withColumn(
-        "mean_over_quota", F.col("mean_windowed_rate") / F.col("quota_bound"))
 
 
 def extras(base: DataFrame, throttles: DataFrame) -> DataFrame:

@@ -106,7 +106,7 @@ def report_dir(browser_paths, tmp_path_factory, request) -> Path:
         unavailable("the report.html browser test cannot run: matplotlib is not installed "
                     "(pip install -e '.[report]'), so the report has no plots")
     spark = request.getfixturevalue("spark_session")  # pyspark missing: skips, or fails under CI
-    from mockbroker.report import job, render
+    from mockbroker.report import job, reading, render
 
     root = tmp_path_factory.mktemp("report-html")
     journal = str(root / "journal")
@@ -114,7 +114,7 @@ def report_dir(browser_paths, tmp_path_factory, request) -> Path:
         S.write_journal(journal, clients, requests=REQUESTS, start_wall_ms=start, mode=mode,
                         after_throttle=mode == "mute", bootstrap=True)
     warnings: list[object] = []
-    report = job.build(spark, job.input_paths([journal]), warn=warnings.append)
+    report = job.build(spark, reading.input_paths([journal]), warn=warnings.append)
     assert warnings == []
     out = root / "out"
     render.write(report, str(out), [journal])
@@ -193,7 +193,7 @@ def test_verdict_matrix_is_coloured_with_a_legend(driver):
     """A matrix per run: a row per client, its verdict cell coloured as the legend says."""
     from selenium.webdriver.common.by import By
 
-    from mockbroker.report.render import VERDICT_COLOURS
+    from mockbroker.report.views import VERDICT_COLOURS
     legend = {e.text: e.find_element(By.CSS_SELECTOR, ".chip").value_of_css_property("background-color")
               for e in driver.find_elements(By.CSS_SELECTOR, ".legend > span")}
     assert legend == {k: _rgb(v) for k, v in VERDICT_COLOURS.items()}
@@ -279,7 +279,7 @@ def test_full_page_screenshot(driver, report_dir):
     import numpy as np
     from PIL import Image
 
-    from mockbroker.report.render import VERDICT_COLOURS
+    from mockbroker.report.views import VERDICT_COLOURS
     png = report_dir / "report-1280.png"
     data = screenshot(driver, png)
     assert data[:8] == b"\x89PNG\r\n\x1a\n"

@@ -170,7 +170,7 @@ def test_runs_are_named_by_start_time_and_kept_apart(spark, tmp_path):
 
 
 def test_run_names():
-    from mockbroker.report.render import run_names
+    from mockbroker.report.views import run_names
     a = dt.datetime(2026, 11, 24, 10, 31, 5, 123_000)
     b = dt.datetime(2026, 11, 24, 10, 31, 5, 456_000)
     c = dt.datetime(2026, 11, 24, 10, 40, 0)
@@ -427,7 +427,7 @@ def test_cli_end_to_end(spark, tmp_path):
     assert page.count("class='client-plot'") == 3 and "src='data:image/png;base64," in page
     pngs = sorted(out.glob("client-*.png"))
     assert [p.name for p in pngs] == ["client-1-1.png", "client-1-2.png", "client-1-3.png"]
-    from mockbroker.report.render import EARLY_COLOUR, QUOTA_COLOUR, THROTTLE_COLOUR
+    from mockbroker.report.plots import EARLY_COLOUR, QUOTA_COLOUR, THROTTLE_COLOUR
     for png in pngs:  # the quota line on every plot (each client has a producer_byte_rate in force)
         assert _pixels(png, QUOTA_COLOUR) > 200, png
     # no empty panel: the throttle panel only for the clients that were throttled, the early
