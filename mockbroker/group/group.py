@@ -28,6 +28,7 @@ class GroupType(enum.StrEnum):
 
     CLASSIC = "classic"
     CONSUMER = "consumer"
+    SHARE = "share"
 
 
 @dataclass(slots=True)
