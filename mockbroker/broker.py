@@ -28,6 +28,10 @@ from .channel import Authenticator, CloseReason
 from .clock import Clock
 from .config import BrokerConfig, Listener
 from .config_catalog import ConfigCatalog
+from .share.config import share_group_configs
+from .share.coordinator import ShareGroupCoordinator
+from .share.manager import SharePartitionManager
+from .share.persister import SharePersister
 from .connection import KafkaConnection
 from .controller import Controller
 from .fault_actions import FaultActions
@@ -74,6 +78,8 @@ class SharedState:
     throttle_events: deque[ThrottleEvent]
     sasl_credentials: CredentialStore | None  # when a listener is SASL_PLAINTEXT
     config_catalog: ConfigCatalog  # config resources: DescribeConfigs, (Incremental)AlterConfigs
+    share_groups: ShareGroupCoordinator  # share groups' membership (KIP-932)
+    share_persister: SharePersister      # the share coordinator's persisted share-partition state
 
 
 class Broker:
@@ -101,6 +107,12 @@ class Broker:
             node_id, shared.metadata, shared.replication, shared.actions, self.clock,
             cfg["producer.purgatory.purge.interval.requests"], cfg["fetch.purgatory.purge.interval.requests"],
             shared.txn_verifier, cfg["mock.produce.check.records"])
+        # KIP-932: this broker's share-partitions and share sessions (SharePartitionManager)
+        self.share_groups: ShareGroupCoordinator = shared.share_groups
+        self.share_partitions = SharePartitionManager(
+            node_id, shared.metadata, self.replica_manager, shared.share_persister,
+            share_group_configs(shared.config_catalog, node_id), self.clock,
+            int(shared.config_catalog.broker_value(node_id, "group.share.max.share.sessions") or 2000))
         self.request_stats = RequestStats()
         self.apis = KafkaApis(
             self, shared.registry, build_handlers(),
@@ -158,6 +170,7 @@ class Broker:
         self._close_servers()
         for conn in list(self.connections):
             conn.close(CloseReason.BROKER_STOPPED)
+        self.share_partitions.broker_stopped()  # its share-partitions and locks were in its memory
 
     @property
     def running(self) -> bool:
@@ -183,6 +196,7 @@ class Broker:
     def connection_closed(self, conn: KafkaConnection) -> None:
         self.connections.discard(conn)
         self.apis.connection_closed(conn)
+        self.share_partitions.connection_closed(conn.conn_id)
 
     # -- housekeeping (called by the cluster's timers) ----------------------------------------
     def close_idle(self, now_ms: int, idle_ms: int) -> None:

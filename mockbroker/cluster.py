@@ -42,6 +42,9 @@ from .config import (
     routable_address,
 )
 from .config_catalog import ConfigCatalog
+from .share.config import share_group_configs
+from .share.coordinator import ShareGroupCoordinator
+from .share.persister import SharePersister
 from .controller import Controller
 from .faults import FaultInjector
 from .group.service import GroupCoordinatorService
@@ -89,6 +92,16 @@ class Cluster:
         self.config_catalog.on_change.append(self._broker_configs_changed)
         self.groups = GroupCoordinatorService(self.metadata, self.clock, config)
         self.controller.on_topic_deleted(self.groups.delete_topic_offsets)
+        # KIP-932: the share coordinator's state (cluster-wide, as its __share_group_state log) and
+        # the share groups' coordinator (its groups live in the group registry)
+        first_node = config["node.id"]
+        catalog = self.config_catalog
+        self.share_persister = SharePersister(
+            self.metadata, int(catalog.broker_value(first_node, "share.coordinator.state.topic.num.partitions") or 50),
+            int(catalog.broker_value(first_node, "share.coordinator.state.topic.replication.factor") or 3))
+        self.share_groups = ShareGroupCoordinator(self.groups.registry, self.metadata, self.clock,
+                                                  self.groups.heartbeat_purgatory,
+                                                  share_group_configs(catalog, first_node), self.share_persister)
         # the transaction coordinator, at the transaction.version ApiVersions finalizes
         # (mock.transaction.version, by default the release's: 2 on 4.x)
         self.txn = TransactionCoordinator(
@@ -124,7 +137,8 @@ class Cluster:
         verifier = AddPartitionsToTxnManager(self.txn) if self.txn.config.partition_verification_enable else None
         shared = SharedState(config, self.clock, self.loop, self.metadata, self.controller, self.replication,
                              self.actions, self.groups, self.txn, verifier, self.quota_store, self.registry,
-                             self.journal, self.faults, self.throttle_events, credentials, self.config_catalog)
+                             self.journal, self.faults, self.throttle_events, credentials, self.config_catalog,
+                             self.share_groups, self.share_persister)
         first = config["node.id"]
         self.brokers: dict[int, Broker] = {}
         for i in range(config["mock.num.brokers"]):
@@ -199,6 +213,7 @@ class Cluster:
             await b.stop()
             self.metadata.broker_down(b.node_id)
             b.replica_manager.shutdown()
+            b.share_partitions.shutdown()
         self.groups.shutdown()
         self.txn.shutdown()
         if self.journal_writer is not None:  # after the brokers: every request answered is in it

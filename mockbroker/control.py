@@ -37,6 +37,7 @@ from .group.group import GroupType
 from .metadata import Partition, Topic
 from .quota.entities import QUOTA_KEYS, validate_quota
 from .quota.verdict import verdict
+from .share.view import share_group_view
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -379,6 +380,11 @@ class ControlPlane:
                                  "client_id": m.client_id, "client_host": m.client_host,
                                  "assigned": decode_consumer_assignment(m.assignment) if consumer else None,
                                  "assignment": m.assignment} for m in c.members.values()])
+        elif g.group_type is GroupType.SHARE:
+            sg: Any = g  # a share group (KIP-932)
+            out.update(share_group_view(sg, self.cluster.metadata,
+                                        (b.share_partitions for b in self.cluster.brokers.values()),
+                                        self.cluster.share_persister))
         else:
             k: Any = g  # a KIP-848 ConsumerGroup
             out.update(group_epoch=k.group_epoch, assignment_epoch=k.assignment_epoch,

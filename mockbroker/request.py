@@ -66,6 +66,8 @@ from .purgatory import DelayedOperation
 from .quota.entities import QuotaStore
 from .quota.manager import QuotaManagers
 from .replica_manager import ReplicaManager
+from .share.coordinator import ShareGroupCoordinator
+from .share.manager import SharePartitionManager
 from .txn.coordinator import TransactionCoordinator
 
 Body: TypeAlias = dict[str, Any]
@@ -179,6 +181,8 @@ class BrokerServices(Protocol):
     txn: TransactionCoordinator     # the transaction coordinator (checks itself which broker leads an id)
     quotas: QuotaManagers           # this broker's quota managers (Kafka's QuotaFactory)
     quota_store: QuotaStore         # the configured client quotas, cluster-wide (Describe/AlterClientQuotas)
+    share_groups: ShareGroupCoordinator  # share groups' membership (ShareGroupHeartbeat/Describe, KIP-932)
+    share_partitions: SharePartitionManager  # this broker's share-partitions and share sessions
 
 
 class RequestContext(NamedTuple):

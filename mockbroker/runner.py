@@ -249,6 +249,14 @@ class MockBroker:
                 return None
         return self.control(get)
 
+    def share_group(self, group_id: str) -> dict[str, Any] | None:
+        """A share group (KIP-932) as ``group`` gives it, with ``share_partitions``: every
+        share-partition's start and end offsets and in-flight records (state, delivery count, owner,
+        lock deadline on the broker's monotonic clock), ``persisted``: what the share coordinator
+        keeps, and ``metrics``.  None when there is no such group or it is not a share group."""
+        g = self.group(group_id)
+        return g if g is not None and g["type"] == "share" else None
+
     def inject_coordinator_loading(self, group_id: str, duration_ms: int) -> None:
         """Fault: the group's coordinator answers COORDINATOR_LOAD_IN_PROGRESS for ``duration_ms``
         (Heartbeat answers NONE and SyncGroup REBALANCE_IN_PROGRESS meanwhile, as Kafka does)."""

@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("state", ("mockbroker.metadata", "mockbroker.replication")),
     ("coordinators", ("mockbroker.controller", "mockbroker.replica_manager", "mockbroker.log_cleaner",
                       "mockbroker.config_catalog", "mockbroker.delayed_produce",
-                      "mockbroker.delayed_fetch", "mockbroker.group.", "mockbroker.txn.")),
+                      "mockbroker.delayed_fetch", "mockbroker.group.", "mockbroker.txn.", "mockbroker.share.")),
     ("contract", ("mockbroker.request",)),
     ("handlers", ("mockbroker.apis.",)),
     ("network", ("mockbroker.connection", "mockbroker.throttled_channel", "mockbroker.sasl_authenticator",

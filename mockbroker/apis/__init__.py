@@ -57,6 +57,9 @@ NAMES = (
     "p66_list_transactions",
     "p68_consumer_group_heartbeat",
     "p69_consumer_group_describe",
+    "p76_share_group_heartbeat",
+    "p78_share_fetch",
+    "p79_share_acknowledge",
 )
 MODULES: tuple[ModuleType, ...] = tuple(import_module(f"{__name__}.{name}") for name in NAMES)
 

@@ -110,7 +110,7 @@ def charge_quotas(q: QuotaManagers, api_key: int, user: str, client_id: str, req
         if rq:
             q.request.record_throttle(user, client_id, rq, now_ms)
         return QuotaCharge(max(bw, rq), "Produce" if bw >= rq else "Request")
-    if api_key == ApiKey.FETCH:
+    if api_key in (ApiKey.FETCH, ApiKey.SHARE_FETCH):  # processShareFetchResponse charges as Fetch
         # KafkaApis.handleFetchRequest: both quotas are recorded; when either throttles, the
         # byte-rate record is undone and the response is empty (the larger throttle applies)
         rq = request_throttle_ms(q, user, client_id, handler_ns, now_ms)

@@ -69,7 +69,6 @@ class ShareError(Exception):
 
 class State(enum.Enum):
     EMPTY = "EMPTY"
-    INITIALIZING = "INITIALIZING"
     ACTIVE = "ACTIVE"
     FAILED = "FAILED"
     FENCED = "FENCED"
@@ -877,7 +876,9 @@ class SharePartition:
         records = []
         for b in self.cached.values():
             for lo, hi, s in b.states():
-                records.append({"first_offset": lo, "last_offset": hi, "state": s.state.name,
+                if hi < self.start_offset:
+                    continue  # below the start offset: no longer in flight
+                records.append({"first_offset": max(lo, self.start_offset), "last_offset": hi, "state": s.state.name,
                                 "delivery_count": s.delivery_count, "member_id": s.member_id or None,
                                 "lock_deadline_ms": s.lock.expiration_ms if s.lock is not None else None})
         return {"topic": self.topic, "partition": self.partition, "state": self.state.value,

@@ -1,0 +1,39 @@
+"""ShareGroupHeartbeat (key 76): v1-1 (KIP-932).
+
+Behavior: see ``mockbroker/share/coordinator.py`` (Kafka's
+GroupMetadataManager.shareGroupHeartbeat): joining with epoch 0 (the subscribed topic
+names required), the server-side ``SimpleAssignor`` sharing partitions between members,
+member epochs and FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID, leaving with epoch -1, the
+session timeout (share.session.timeout.ms) on the heartbeat purgatory's timer, the heartbeat
+interval from share.heartbeat.interval.ms (the group's config, else the broker's).  A
+member's partitions come on its second heartbeat, after their share-group state was
+initialized, as with Kafka.
+
+Version notes:
+* v0 was Kafka 4.0's early access (not served by 4.1+); v1 is the GA protocol.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from protocol.registry import ApiKey
+
+from ..request import RequestContext, Response
+from .common import client_host
+
+if TYPE_CHECKING:
+    from protocol.request_types import ShareGroupHeartbeatRequest
+
+API_KEY = ApiKey.SHARE_GROUP_HEARTBEAT
+
+
+def handle(ctx: RequestContext, req: ShareGroupHeartbeatRequest) -> Response:
+    r = ctx.broker.share_groups.heartbeat(ctx.node_id, req, ctx.client_id, client_host(ctx))
+    assignment = None
+    if r.assignment is not None:
+        assignment = {"topic_partitions": [{"topic_id": tid, "partitions": sorted(ps)}
+                                           for tid, ps in sorted(r.assignment.items(), key=lambda kv: str(kv[0]))]}
+    return Response({"error_code": r.error, "error_message": r.error_message, "member_id": r.member_id,
+                     "member_epoch": r.member_epoch, "heartbeat_interval": r.heartbeat_interval_ms,
+                     "assignment": assignment})

@@ -1,0 +1,93 @@
+"""What ShareFetch (78) and ShareAcknowledge (79) share: Kafka's ``KafkaApis.handleAcknowledgements``
+(the acknowledgement batches by share-partition, checked by ``validateAcknowledgementBatches``, then
+``SharePartitionManager.acknowledge``), ``isMemberIdValid`` and the response's partition entries."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from protocol.errors import ErrorCode
+
+from ..journal import PartitionRecord
+from ..metadata import ClusterMetadata
+from ..share.partition import RENEW, REJECT
+from ..share.session import SharePartitionId
+from .common import ZERO_UUID
+
+# (partition key, topic name or None): an acknowledgement's partition and its topic
+AckBatches = dict[SharePartitionId, list[tuple[int, int, list[int]]]]
+AckResults = dict[SharePartitionId, tuple[ErrorCode, str | None]]
+NO_LEADER = {"leader_id": -1, "leader_epoch": -1}
+
+
+def member_id_valid(member_id: str | None) -> bool:
+    """KafkaApis.isMemberIdValid."""
+    return member_id is not None and member_id != "" and len(member_id) <= 36
+
+
+def acknowledgements(topics: Iterable[Any], metadata: ClusterMetadata, erroneous: AckResults) -> AckBatches:
+    """getAcknowledgeBatchesFrom...Request: the batches of every partition named (an unknown topic id:
+    UNKNOWN_TOPIC_ID in ``erroneous``)."""
+    out: AckBatches = {}
+    for t in topics:
+        topic_id = t.topic_id or ZERO_UUID
+        known = topic_id in metadata.topics_by_id
+        for p in t.partitions:
+            batches = getattr(p, "acknowledgement_batches", ())
+            key = (topic_id, p.partition_index)
+            if not known:
+                if batches:
+                    erroneous[key] = (ErrorCode.unknown_topic_id, None)
+                continue
+            if batches:
+                out.setdefault(key, []).extend(
+                    (b.first_offset, b.last_offset, list(b.acknowledge_types)) for b in batches)
+    return out
+
+
+def _valid(batches: list[tuple[int, int, list[int]]], supports_renew: bool) -> bool:
+    """validateAcknowledgementBatches for one partition."""
+    previous_last = -1
+    top = RENEW if supports_renew else REJECT
+    for first, last, types in batches:
+        if first > last or first <= previous_last or not types:
+            return False
+        if len(types) > 1 and last - first + 1 != len(types):
+            return False
+        if any(t < 0 or t > top for t in types):
+            return False
+        previous_last = last
+    return True
+
+
+def handle_acknowledgements(broker: Any, group_id: str, member_id: str, batches: AckBatches, erroneous: AckResults,
+                            supports_renew: bool) -> AckResults:
+    """handleAcknowledgements: INVALID_REQUEST for a partition's malformed batches, UNKNOWN_TOPIC_OR_PARTITION
+    for a partition the topic lacks, else what the share-partition answers."""
+    results: AckResults = dict(erroneous)
+    interested: AckBatches = {}
+    for key, acks in batches.items():
+        topic_id, index = key
+        topic = broker.metadata.topics_by_id.get(topic_id)
+        if not _valid(acks, supports_renew):
+            results[key] = (ErrorCode.invalid_request, None)
+        elif topic is None or not 0 <= index < len(topic.partitions):
+            results[key] = (ErrorCode.unknown_topic_or_partition, None)
+        else:
+            interested[key] = acks
+    if interested:
+        results.update(broker.share_partitions.acknowledge(member_id, group_id, interested))
+    return results
+
+
+def journal_partitions(metadata: ClusterMetadata, entries: Iterable[tuple[uuid.UUID, int, int, int]]
+                       ) -> list[PartitionRecord]:
+    """The journal's partitions of a share response: (topic id, partition, error, bytes), named."""
+    out = []
+    for topic_id, index, error, size in entries:
+        topic = metadata.topics_by_id.get(topic_id)
+        if topic is not None:
+            out.append(PartitionRecord(topic.name, index, error, size))
+    return out

@@ -1,0 +1,205 @@
+"""Share groups (KIP-932) over a real socket with the clock driven by the test: ShareGroupHeartbeat
+membership, ShareFetch acquiring under a lock, ShareAcknowledge outcomes, share sessions and their
+errors, as Kafka 4.4 answers them."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from mockbroker import ManualClock, MockBroker
+from protocol.client import RawKafkaClient
+from protocol.errors import ErrorCode
+from protocol.records import build_batch
+from protocol.registry import ApiKey
+
+E = ErrorCode
+SGH, SF, SA = ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE
+ACCEPT, RELEASE, REJECT, RENEW = 1, 2, 3, 4
+LOCK_MS = 30_000  # group.share.record.lock.duration.ms, Kafka's default
+SESSION_MS = 45_000  # group.share.session.timeout.ms
+
+
+@pytest.fixture(scope="module")
+def b():
+    with MockBroker(config={"mock.topics": ["t:1", "two:2"]}, clock=ManualClock()) as broker:
+        yield broker
+
+
+def produce(c: RawKafkaClient, topic: str, n: int) -> None:
+    body = {"acks": 1, "timeout": 1000, "topic_data": [{"name": topic, "partition_data": [
+        {"index": 0, "records": build_batch([(b"k", b"v", [])] * n, base_timestamp=1)}]}]}
+    assert c.request(0, 9, body).responses[0].partition_responses[0].error_code == 0
+
+
+class Member:
+    def __init__(self, b: MockBroker, group: str, topics: tuple[str, ...] = ("t",)) -> None:
+        self.c = RawKafkaClient.connect(b.bootstrap_servers, client_id="share")
+        self.group = group
+        self.member_id = str(uuid.uuid4())
+        self.epoch = 0
+        self.topics = list(topics)
+        self.session = 0
+        self.assigned: dict[uuid.UUID, list[int]] = {}
+
+    def hb(self, epoch: int | None = None, topics: list[str] | None = None):
+        e = self.epoch if epoch is None else epoch
+        r = self.c.request(SGH, 1, {"group_id": self.group, "member_id": self.member_id, "member_epoch": e,
+                                    "rack_id": None,
+                                    "subscribed_topic_names": topics if topics is not None
+                                    else (self.topics if e == 0 else None)})
+        if r.error_code == E.none:
+            self.epoch = r.member_epoch
+            if r.assignment is not None:
+                self.assigned = {tp.topic_id: sorted(tp.partitions) for tp in r.assignment.topic_partitions}
+        return r
+
+    def join(self) -> None:
+        assert self.hb().error_code == E.none
+        assert self.hb().error_code == E.none  # the second heartbeat brings the initialized partitions
+
+    def fetch(self, topic_id: uuid.UUID, acks=(), epoch: int | None = None, max_wait: int = 0, version: int = 2,
+              max_records: int = 500):
+        e = self.session if epoch is None else epoch
+        body = {"group_id": self.group, "member_id": self.member_id, "share_session_epoch": e,
+                "max_wait": max_wait, "min_bytes": 1, "max_bytes": 1 << 20, "max_records": max_records,
+                "batch_size": 500, "share_acquire_mode": 0, "is_renew_ack": False,
+                "topics": [{"topic_id": topic_id, "partitions": [
+                    {"partition_index": 0, "acknowledgement_batches": [
+                        {"first_offset": f, "last_offset": la, "acknowledge_types": list(t)} for f, la, t in acks]}]}],
+                "forgotten_topics_data": []}
+        r = self.c.request(SF, version, body)
+        if r.error_code == E.none:
+            self.session = 1 if e == 0 else (e + 1 if e > 0 else 0)
+        return r
+
+    def ack(self, topic_id: uuid.UUID, acks, epoch: int | None = None, version: int = 2):
+        e = self.session if epoch is None else epoch
+        r = self.c.request(SA, version, {
+            "group_id": self.group, "member_id": self.member_id, "share_session_epoch": e, "is_renew_ack": False,
+            "topics": [{"topic_id": topic_id, "partitions": [{"partition_index": 0, "acknowledgement_batches": [
+                {"first_offset": f, "last_offset": la, "acknowledge_types": list(t)} for f, la, t in acks]}]}]})
+        if r.error_code == E.none and e >= 0:
+            self.session = e + 1
+        return r
+
+
+def topic_id(b: MockBroker, name: str) -> uuid.UUID:
+    return b.call(lambda c: c.metadata.topics[name].topic_id)
+
+
+def acquired(r) -> list[tuple[int, int, int]]:
+    return [(a.first_offset, a.last_offset, a.delivery_count)
+            for t in r.responses for p in t.partitions for a in p.acquired_records]
+
+
+def test_membership_assigns_after_the_state_is_initialized(b):
+    m = Member(b, "g-join")
+    r = m.hb()
+    assert (r.error_code, r.member_epoch, r.heartbeat_interval.total_seconds()) == (E.none, 1, 5.0)
+    assert r.assignment is not None and m.assigned == {}  # not initialized yet
+    r = m.hb()
+    assert (r.member_epoch, m.assigned) == (2, {topic_id(b, "t"): [0]})
+    m2 = Member(b, "g-join")
+    r = m2.hb()
+    assert r.member_epoch == 3 and m2.assigned == {topic_id(b, "t"): [0]}  # one partition, shared
+    assert m.hb(epoch=1).error_code == E.none  # the previous epoch is accepted
+    assert m.hb(epoch=9).error_code == E.fenced_member_epoch
+    assert Member(b, "g-join").hb(epoch=3).error_code == E.unknown_member_id
+    assert m.hb(epoch=0, topics=[]).error_code == E.invalid_request  # SubscribedTopicNames must be set
+    listed = b.call(lambda c: [g.as_listed_group() for g in c.groups.registry.groups.values()
+                               if g.group_id == "g-join"])
+    assert (listed[0].protocol_type, listed[0].group_type, listed[0].state) == ("share", "share", "Stable")
+    assert m.hb(epoch=-1).member_epoch == -1 and m2.hb(epoch=-1).error_code == E.none
+    assert b.call(lambda c: c.groups.registry.get("g-join").state) == "Empty"
+
+
+def test_session_timeout_fences_a_silent_member(b):
+    m = Member(b, "g-timeout")
+    m.join()
+    b.advance(SESSION_MS - 1)
+    assert m.hb().error_code == E.none  # in time: the deadline moves
+    b.advance(SESSION_MS)
+    assert m.hb().error_code == E.unknown_member_id
+
+
+def test_fetch_acquires_release_redelivers_and_lock_expiry_returns_records(b):
+    tid = topic_id(b, "two")
+    m = Member(b, "g-deliver", ("two",))
+    m.join()
+    assert acquired(m.fetch(tid)) == []  # the share-partition starts at the log end (latest)
+    produce(m.c, "two", 5)
+    r = m.fetch(tid)
+    assert (r.error_code, r.acquisition_lock_timeout.total_seconds()) == (E.none, LOCK_MS / 1000)
+    assert acquired(r) == [(0, 4, 1)]
+    other = Member(b, "g-deliver", ("two",))
+    other.join()
+    assert acquired(other.fetch(tid)) == []  # locked by m: no record goes to two members at once
+    r = m.ack(tid, [(0, 1, [ACCEPT]), (2, 2, [RELEASE]), (3, 3, [REJECT])])
+    assert [p.error_code for t in r.responses for p in t.partitions] == [E.none]
+    assert acquired(other.fetch(tid)) == [(2, 2, 2)]  # released: redelivered, second delivery
+    view = b.share_group("g-deliver")
+    records = {r["first_offset"]: (r["state"], r["delivery_count"], r["member_id"])
+               for r in view["share_partitions"][0]["records"]}
+    assert records == {2: ("ACQUIRED", 2, other.member_id), 3: ("ARCHIVED", 1, None), 4: ("ACQUIRED", 1, m.member_id)}
+    assert view["share_partitions"][0]["start_offset"] == 2
+    assert view["metrics"]["acknowledgements"] == {"ACCEPT": 2, "RELEASE": 1, "REJECT": 1}
+    b.advance(LOCK_MS)  # offset 4 (m's) and 2 (other's) locks expire
+    assert acquired(m.fetch(tid)) == [(2, 2, 3), (4, 4, 2)]
+    r = m.fetch(tid, acks=[(2, 2, [ACCEPT]), (4, 4, [ACCEPT])])  # piggy-backed
+    assert [p.acknowledge_error_code for t in r.responses for p in t.partitions] == [E.none]
+    state = b.call(lambda c: c.brokers[0].share_partitions.group_partitions("g-deliver")[0].view())
+    assert (state["start_offset"], state["records"]) == (5, [])
+
+
+def test_acknowledging_what_another_member_holds_is_an_invalid_record_state(b):
+    tid = topic_id(b, "t")
+    a, c = Member(b, "g-owner"), Member(b, "g-owner")
+    a.join()
+    c.join()
+    assert acquired(a.fetch(tid)) == []
+    produce(a.c, "t", 2)
+    got = acquired(a.fetch(tid))
+    assert got and acquired(c.fetch(tid)) == []
+    first, last, _ = got[0]
+    r = c.ack(tid, [(first, last, [ACCEPT])])
+    assert [p.error_code for t in r.responses for p in t.partitions] == [E.invalid_record_state]
+    r = a.ack(tid, [(first, last, [ACCEPT, ACCEPT, ACCEPT][: last - first + 2])])  # one type too many
+    assert [p.error_code for t in r.responses for p in t.partitions] == [E.invalid_request]
+
+
+def test_share_session_errors(b):
+    tid = topic_id(b, "t")
+    m = Member(b, "g-session")
+    m.join()
+    assert m.fetch(tid, epoch=1).error_code == E.share_session_not_found
+    assert m.ack(tid, [], epoch=1).error_code == E.share_session_not_found
+    assert m.fetch(tid, epoch=0, acks=[(0, 0, [ACCEPT])]).error_code == E.invalid_request
+    assert m.fetch(tid, epoch=0).error_code == E.none
+    assert m.fetch(tid, epoch=5).error_code == E.invalid_share_session_epoch
+    assert m.ack(tid, [], epoch=0).error_code == E.invalid_share_session_epoch
+    assert m.fetch(tid).error_code == E.none  # epoch 1
+    bad = m.c.request(SF, 1, {"group_id": "g-session", "member_id": "", "share_session_epoch": 0, "max_wait": 0,
+                              "min_bytes": 1, "max_bytes": 1, "max_records": 1, "batch_size": 1, "topics": [],
+                              "forgotten_topics_data": []})
+    assert (bad.error_code, bad.error_message) == (E.invalid_request, "Invalid member id in the request.")
+    assert m.fetch(tid, epoch=-1).error_code == E.none  # closed
+    assert m.fetch(tid, epoch=2).error_code == E.share_session_not_found
+
+
+def test_a_long_poll_waits_for_records_and_wakes_on_produce(b):
+    tid = topic_id(b, "t")
+    m = Member(b, "g-poll")
+    m.join()
+    producer = RawKafkaClient.connect(b.bootstrap_servers, client_id="p")
+    assert acquired(m.fetch(tid)) == []  # latest: nothing yet
+    corr = m.c.send(SF, 2, {"group_id": "g-poll", "member_id": m.member_id, "share_session_epoch": m.session,
+                     "max_wait": 10_000, "min_bytes": 1, "max_bytes": 1 << 20, "max_records": 500, "batch_size": 500,
+                     "share_acquire_mode": 0, "is_renew_ack": False,
+                     "topics": [{"topic_id": tid, "partitions": [{"partition_index": 0,
+                                                                "acknowledgement_batches": []}]}],
+                     "forgotten_topics_data": []})
+    produce(producer, "t", 3)
+    r = m.c.response(SF, 2, corr)
+    assert len(acquired(r)) == 1 and acquired(r)[0][2] == 1
