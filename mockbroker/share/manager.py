@@ -139,7 +139,7 @@ class SharePartitionManager:
         self.partitions: dict[PartitionKey, SharePartition] = {}
         self.expired_fetches = 0
         # ShareGroupMetrics: acknowledgements by type, partition load times
-        self.acknowledgements: dict[int, int] = {}
+        self.acknowledgements: dict[tuple[str, int], int] = {}  # (group, acknowledge type) -> records
         self.failed_acknowledgements = 0
         self.fetches = 0
 
@@ -316,12 +316,13 @@ class SharePartitionManager:
             err = sp.acknowledge(member_id, acks)
             self._notify(group_id, sp.topic, index)
             if err is None:
+                counts = self.acknowledgements
                 for first, last, types in acks:
                     if len(types) == 1:
-                        self.acknowledgements[types[0]] = self.acknowledgements.get(types[0], 0) + last - first + 1
+                        counts[group_id, types[0]] = counts.get((group_id, types[0]), 0) + last - first + 1
                     else:
                         for t in types:
-                            self.acknowledgements[t] = self.acknowledgements.get(t, 0) + 1
+                            counts[group_id, t] = counts.get((group_id, t), 0) + 1
                 out[key] = (ErrorCode.none, None)
                 continue
             self.failed_acknowledgements += 1

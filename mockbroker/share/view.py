@@ -12,7 +12,8 @@ from ..metadata import ClusterMetadata
 from .group import ShareGroup
 from .manager import SharePartitionManager
 from .persister import SharePersister
-from .partition import GAP, ACCEPT, RELEASE, REJECT, RENEW
+from .inflight import RecordState
+from .partition import ACCEPT, GAP, REJECT, RELEASE, RENEW
 
 ACK_NAMES = {GAP: "GAP", ACCEPT: "ACCEPT", RELEASE: "RELEASE", REJECT: "REJECT", RENEW: "RENEW"}
 
@@ -28,13 +29,18 @@ def share_group_view(group: ShareGroup, metadata: ClusterMetadata, managers: Ite
     persisted = []
     for tid, ps in sorted(group.initialized.items(), key=lambda kv: str(kv[0])):
         for p in sorted(ps):
-            s = persister.summary((group.group_id, tid, p))
-            persisted.append({"topic": names.get(tid, str(tid)), "partition": p, "start_offset": s.start_offset,
-                              "state_epoch": s.state_epoch, "leader_epoch": s.leader_epoch})
-    acks: dict[str, int] = {}
+            state = persister.states.get((group.group_id, tid, p))
+            if state is None:
+                continue
+            persisted.append({"topic": names.get(tid, str(tid)), "partition": p, "start_offset": state.start_offset,
+                              "state_epoch": state.state_epoch, "leader_epoch": state.leader_epoch,
+                              "batches": [{"first_offset": f, "last_offset": la, "state": RecordState(st).name,
+                                           "delivery_count": n} for f, la, st, n in state.batches]})
+    acks: dict[str, int] = {}  # the group's records acknowledged, by type
     for m in managers:
-        for t, n in m.acknowledgements.items():
-            acks[ACK_NAMES.get(t, str(t))] = acks.get(ACK_NAMES.get(t, str(t)), 0) + n
+        for (g, t), n in m.acknowledgements.items():
+            if g == group.group_id:
+                acks[ACK_NAMES[t]] = acks.get(ACK_NAMES[t], 0) + n
     return {
         "group_epoch": group.group_epoch, "assignment_epoch": group.assignment_epoch,
         "assignment_timestamp_ms": group.assignment_timestamp_ms,
@@ -44,12 +50,14 @@ def share_group_view(group: ShareGroup, metadata: ClusterMetadata, managers: Ite
                      "assigned": {names.get(tid, str(tid)): sorted(ps) for tid, ps in mem.assigned.items()}}
                     for mem in group.members.values()],
         "share_partitions": partitions,
+        "acknowledgements": acks,
+        # what the share coordinator keeps (the start offset written before the last move, the
+        # state batches past it), as a new leader would read it
         "persisted": persisted,
-        # ShareGroupMetrics / SharePartitionManager's metrics, counted since the start
-        "metrics": {
+        # the brokers' share metrics (every group's: SharePartitionManager's), counted since the start
+        "broker_metrics": {
             "share_fetches": sum(m.fetches for m in managers),
             "share_fetch_expires": sum(m.expired_fetches for m in managers),
-            "acknowledgements": acks,
             "failed_acknowledgements": sum(m.failed_acknowledgements for m in managers),
             "share_sessions": sum(len(m.sessions) for m in managers),
             "share_session_partitions": sum(m.sessions.total_partitions() for m in managers),

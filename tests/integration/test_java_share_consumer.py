@@ -1,0 +1,65 @@
+"""Kafka's share consumer (kafka-clients 4.4.0 KafkaShareConsumer, KIP-932) against mockbroker.
+
+tests/integration/java/src/ShareConsumers.java runs two share groups on one topic in one JVM:
+implicit acknowledgement (every record delivered once, accepted by the next poll or the final
+commitSync) and
+explicit acknowledgement releasing each record on its first delivery and accepting it on its
+redelivery.  The broker's view is checked afterwards: every record acknowledged, the share-partition's
+start offset past them, nothing in flight.  Both groups read from the earliest offset
+(share.auto.offset.reset set on the group).  Skips without java, javac or mvn, fails under CI (see
+javatools.py).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from mockbroker import MockBroker
+
+from .javatools import JAVA_TIMEOUT_S, tail
+from .javatools import java_classpath as _java_classpath
+from .records import produce_numbered
+
+N_RECORDS, PARTITIONS = 200, 2
+GROUPS = ("share-implicit", "share-explicit")
+
+
+@pytest.fixture(scope="module")
+def java_classpath() -> str:
+    return _java_classpath("ShareConsumers")
+
+
+def test_java_share_consumers_implicit_and_explicit_release(java_classpath):
+    with MockBroker() as b:
+        b.create_topic("queue", PARTITIONS)
+        produce_numbered(b.bootstrap_servers, "queue", N_RECORDS, PARTITIONS)
+        for g in GROUPS:  # the group config, as kafka-configs --entity-type groups --alter would set it
+            b.call(lambda c, g=g: c.config_catalog.groups.setdefault(g, {}).update(
+                {"share.auto.offset.reset": "earliest"}))
+        cmd = [shutil.which("java") or "java", "-cp", java_classpath, "ShareConsumers", b.bootstrap_servers,
+               "queue", str(N_RECORDS)]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
+        except subprocess.TimeoutExpired as e:
+            pytest.fail(f"ShareConsumers timed out after {JAVA_TIMEOUT_S}s\nstdout:\n{e.stdout}\nstderr:\n{e.stderr}")
+        report = f"exit {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{tail(r.stderr, 40)}"
+        assert r.returncode == 0, report
+        assert r.stdout.split() == ["IMPLICIT", str(N_RECORDS), "MAXDELIVERY", "1",
+                                    "EXPLICIT", "RELEASED", str(N_RECORDS), "ACCEPTED", str(N_RECORDS),
+                                    "DELIVERIES", "[2]", "DONE"], report
+        for g in GROUPS:
+            view = b.share_group(g)
+            assert view is not None and view["members"] == [], view  # the consumers left on close
+            # the consumers' sessions closed: the share-partitions left the leader's memory, their state
+            # is the share coordinator's: every record acknowledged, nothing else
+            assert view["share_partitions"] == [], view
+            for p in view["persisted"]:
+                done = {o for bt in p["batches"] if bt["state"] == "ACKNOWLEDGED"
+                        for o in range(bt["first_offset"], bt["last_offset"] + 1)}
+                assert done | set(range(p["start_offset"])) == set(range(N_RECORDS // PARTITIONS)), p
+                assert all(bt["state"] == "ACKNOWLEDGED" for bt in p["batches"]), p
+        acks = b.share_group("share-explicit")["acknowledgements"]
+        assert acks == {"RELEASE": N_RECORDS, "ACCEPT": N_RECORDS}, acks
