@@ -144,7 +144,7 @@ def test_fetch_acquires_release_redelivers_and_lock_expiry_returns_records(b):
                for r in view["share_partitions"][0]["records"]}
     assert records == {2: ("ACQUIRED", 2, other.member_id), 3: ("ARCHIVED", 1, None), 4: ("ACQUIRED", 1, m.member_id)}
     assert view["share_partitions"][0]["start_offset"] == 2
-    assert view["metrics"]["acknowledgements"] == {"ACCEPT": 2, "RELEASE": 1, "REJECT": 1}
+    assert view["acknowledgements"] == {"ACCEPT": 2, "RELEASE": 1, "REJECT": 1}
     b.advance(LOCK_MS)  # offset 4 (m's) and 2 (other's) locks expire
     assert acquired(m.fetch(tid)) == [(2, 2, 3), (4, 4, 2)]
     r = m.fetch(tid, acks=[(2, 2, [ACCEPT]), (4, 4, [ACCEPT])])  # piggy-backed
