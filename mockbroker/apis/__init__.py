@@ -58,6 +58,7 @@ NAMES = (
     "p68_consumer_group_heartbeat",
     "p69_consumer_group_describe",
     "p76_share_group_heartbeat",
+    "p77_share_group_describe",
     "p78_share_fetch",
     "p79_share_acknowledge",
 )

@@ -200,7 +200,7 @@ class ShareGroupCoordinator:
         if existing is None:
             if not create:
                 raise HeartbeatError(ErrorCode.group_id_not_found, f"Share group {group_id} not found.")
-            group = ShareGroup(group_id)
+            group = ShareGroup(group_id, self._deleted)
             self.registry.put(group)
             return group
         if not isinstance(existing, ShareGroup):
@@ -268,6 +268,12 @@ class ShareGroupCoordinator:
                 if self.persister.initialized(key) or \
                         self.persister.initialize(key, 0, -1) is ErrorCode.none:
                     done.add(p)
+
+    def _deleted(self, group: ShareGroup) -> None:
+        for tid, ps in group.initialized.items():
+            for p in ps:
+                self.persister.delete((group.group_id, tid, p))
+        group.initialized.clear()
 
     def _schedule(self, group_id: str, member_id: str) -> None:
         key = session_key(group_id, member_id)

@@ -20,7 +20,7 @@ from protocol.errors import ErrorCode
 
 from ..cluster_view import TopicPartition
 from ..group.assignors import Assignment
-from ..group.group import DescribedGroup, DescribedMember, GroupType, ListedGroup, OffsetAndMetadata
+from ..group.group import DescribedGroup, GroupType, ListedGroup, OffsetAndMetadata
 
 
 @dataclass(slots=True)
@@ -41,8 +41,9 @@ class ShareGroup:
     protocol_type = "share"
     group_type = GroupType.SHARE
 
-    def __init__(self, group_id: str) -> None:
+    def __init__(self, group_id: str, on_deleted: Callable[[ShareGroup], None] = lambda _g: None) -> None:
         self.group_id = group_id
+        self.on_deleted = on_deleted  # DeleteGroups: the share coordinator's state of the group goes too
         self.group_epoch = 0
         self.assignment_epoch = 0
         self.assignment_timestamp_ms = 0
@@ -68,7 +69,9 @@ class ShareGroup:
         return bool(self.members)
 
     def transition_to_dead(self, now_ms: int) -> None:
-        pass
+        """Deleted (DeleteGroups, only when Empty): its share-partitions' persisted state is deleted
+        (GroupCoordinatorService.deleteShareGroups: DeleteShareGroupState)."""
+        self.on_deleted(self)
 
     def validate_offset_commit(self, member_id: str, group_instance_id: str | None,
                                generation_id_or_member_epoch: int, api_version: int,
@@ -89,10 +92,9 @@ class ShareGroup:
         return ListedGroup(self.group_id, self.protocol_type, self.state, GroupType.SHARE)
 
     def as_described_group(self) -> DescribedGroup:
-        return DescribedGroup(self.group_id, state=self.state, protocol_type=self.protocol_type,
-                              protocol_data="simple",
-                              members=[DescribedMember(m.member_id, None, m.client_id, m.client_host)
-                                       for m in self.members.values()])
+        """DescribeGroups describes classic groups only (GroupMetadataManager.classicGroup)."""
+        return DescribedGroup(self.group_id, ErrorCode.group_id_not_found,
+                              f"Group {self.group_id} is not a classic group.", state="Dead")
 
     # -- subscriptions ---------------------------------------------------------------------------
     def subscribed_topics(self) -> set[str]:

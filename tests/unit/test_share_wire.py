@@ -203,3 +203,32 @@ def test_a_long_poll_waits_for_records_and_wakes_on_produce(b):
     produce(producer, "t", 3)
     r = m.c.response(SF, 2, corr)
     assert len(acquired(r)) == 1 and acquired(r)[0][2] == 1
+
+
+def test_share_group_describe_list_and_delete(b):
+    m = Member(b, "g-describe")
+    m.join()
+    r = m.c.request(ApiKey.SHARE_GROUP_DESCRIBE, 1, {"group_ids": ["g-describe", "nope"],
+                                                      "include_authorized_operations": False})
+    g, missing = r.groups
+    assert (g.error_code, g.group_state, g.group_epoch, g.assignment_epoch, g.assignor_name) == (
+        E.none, "Stable", 2, 2, "simple")
+    (member,) = g.members
+    assert (member.member_id, member.member_epoch, member.client_id, member.subscribed_topic_names) == (
+        m.member_id, 2, "share", ("t",))
+    assert [(tp.topic_name, tp.partitions) for tp in member.assignment.topic_partitions] == [("t", (0,))]
+    assert (missing.error_code, missing.error_message) == (E.group_id_not_found, "Group nope not found.")
+    listed = m.c.request(ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["share"]})
+    assert "g-describe" in [x.group_id for x in listed.groups]
+    assert all(x.group_type == "share" for x in listed.groups)
+    d = m.c.request(ApiKey.DESCRIBE_GROUPS, 6, {"groups": ["g-describe"], "include_authorized_operations": False})
+    assert (d.groups[0].error_code, d.groups[0].error_message, d.groups[0].group_state) == (
+        E.group_id_not_found, "Group g-describe is not a classic group.", "Dead")
+    delete = m.c.request(ApiKey.DELETE_GROUPS, 2, {"groups_names": ["g-describe"]})
+    assert delete.results[0].error_code == E.non_empty_group
+    assert m.hb(epoch=-1).error_code == E.none
+    keys = b.call(lambda c: [k for k in c.share_persister.states if k[0] == "g-describe"])
+    assert keys  # the share coordinator keeps the group's share-partitions' state ...
+    assert m.c.request(ApiKey.DELETE_GROUPS, 2, {"groups_names": ["g-describe"]}).results[0].error_code == E.none
+    assert b.share_group("g-describe") is None
+    assert b.call(lambda c: [k for k in c.share_persister.states if k[0] == "g-describe"]) == []  # ... until deleted
