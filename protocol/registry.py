@@ -184,7 +184,8 @@ KAFKA_RELEASES: dict[str, dict[int, tuple[int, int]]] = {
         32: (1, 4), 33: (0, 2), 36: (0, 2), 37: (0, 3),
         42: (0, 2), 44: (0, 1), 48: (0, 1), 49: (0, 1), 60: (0, 2), 61: (0, 0),
         65: (0, 0), 66: (0, 2), 68: (0, 1), 69: (0, 1),
-        76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2),  # share groups (KIP-932), GA in 4.2
+        # share groups (KIP-932), GA in 4.2
+        76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2), 90: (0, 1), 91: (0, 0), 92: (0, 0),
     },
     # Kafka 4.3.1 and 4.4.0 as they answered ApiVersions (protocol/kafka_releases.py): every API key
     # a client can send them, not only those mockbroker implements (ApiRegistry keeps those).

@@ -61,6 +61,9 @@ NAMES = (
     "p77_share_group_describe",
     "p78_share_fetch",
     "p79_share_acknowledge",
+    "p90_describe_share_group_offsets",
+    "p91_alter_share_group_offsets",
+    "p92_delete_share_group_offsets",
 )
 MODULES: tuple[ModuleType, ...] = tuple(import_module(f"{__name__}.{name}") for name in NAMES)
 

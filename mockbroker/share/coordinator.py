@@ -200,7 +200,7 @@ class ShareGroupCoordinator:
         if existing is None:
             if not create:
                 raise HeartbeatError(ErrorCode.group_id_not_found, f"Share group {group_id} not found.")
-            group = ShareGroup(group_id, self._deleted)
+            group = ShareGroup(group_id, self.deleted)
             self.registry.put(group)
             return group
         if not isinstance(existing, ShareGroup):
@@ -266,10 +266,10 @@ class ShareGroupCoordinator:
                     continue
                 key = (group.group_id, tid, p)
                 if self.persister.initialized(key) or \
-                        self.persister.initialize(key, 0, -1) is ErrorCode.none:
+                        self.persister.initialize(key, group.group_epoch, -1) is ErrorCode.none:
                     done.add(p)
 
-    def _deleted(self, group: ShareGroup) -> None:
+    def deleted(self, group: ShareGroup) -> None:
         for tid, ps in group.initialized.items():
             for p in ps:
                 self.persister.delete((group.group_id, tid, p))

@@ -4,6 +4,7 @@ errors, as Kafka 4.4 answers them."""
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -232,3 +233,54 @@ def test_share_group_describe_list_and_delete(b):
     assert m.c.request(ApiKey.DELETE_GROUPS, 2, {"groups_names": ["g-describe"]}).results[0].error_code == E.none
     assert b.share_group("g-describe") is None
     assert b.call(lambda c: [k for k in c.share_persister.states if k[0] == "g-describe"]) == []  # ... until deleted
+
+
+def test_offsets_admin_describe_alter_delete(b):
+    tid = topic_id(b, "two")
+    m = Member(b, "g-offsets", ("two",))
+    m.join()
+    assert acquired(m.fetch(tid)) == []  # loaded at the log end
+    produce(m.c, "two", 4)
+    got = acquired(m.fetch(tid))
+    first = got[0][0]
+    m.ack(tid, [(first, first + 1, [ACCEPT])])
+    c = m.c
+    DSGO, ASGO, DELSGO = (ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, ApiKey.ALTER_SHARE_GROUP_OFFSETS,
+                          ApiKey.DELETE_SHARE_GROUP_OFFSETS)
+    r = c.request(DSGO, 1, {"groups": [{"group_id": "g-offsets", "topics": None}]})
+    (g,) = r.groups
+    (t,) = g.topics
+    (p0, p1) = sorted(t.partitions, key=lambda p: p.partition_index)
+    # the start offset as written (before the move past the accepted records), the lag as Kafka counts it
+    assert (t.topic_name, p0.start_offset, p0.lag, p1.start_offset, p1.lag) == ("two", first, 2, -1, -1)
+    r = c.request(DSGO, 1, {"groups": [{"group_id": "g-offsets", "topics": [
+        {"topic_name": "nope", "partitions": [0]}, {"topic_name": "two", "partitions": [0]}]}]})
+    assert [(t.topic_name, [p.start_offset for p in t.partitions]) for t in r.groups[0].topics] == [
+        ("two", [first]), ("nope", [-1])]
+    alter = {"group_id": "g-offsets", "topics": [{"topic_name": "two", "partitions": [
+        {"partition_index": 0, "start_offset": 1}, {"partition_index": 7, "start_offset": 0}]}]}
+    r = c.request(ASGO, 0, alter)
+    assert (r.error_code, r.error_message) == (E.non_empty_group, "The group is not empty.")  # only when Empty
+    assert m.fetch(tid, epoch=-1).error_code == E.none and m.hb(epoch=-1).error_code == E.none
+    c = RawKafkaClient.connect(b.bootstrap_servers, client_id="admin")
+    m.c.close()  # the consumer is gone: the broker drops the group's share-partitions (onGroupEmpty)
+    for _ in range(200):
+        if not b.share_group("g-offsets")["share_partitions"]:
+            break
+        time.sleep(0.01)
+    assert b.share_group("g-offsets")["share_partitions"] == []
+    r = c.request(ASGO, 0, alter)
+    assert r.error_code == E.none
+    assert [(p.partition_index, p.error_code) for p in r.responses[0].partitions] == [
+        (0, E.none), (7, E.unknown_topic_or_partition)]
+    again = Member(b, "g-offsets", ("two",))
+    again.join()
+    assert acquired(again.fetch(tid)) == [(1, 8, 1)]  # from the altered start offset, delivered afresh
+    assert again.hb(epoch=-1).error_code == E.none and again.fetch(tid, epoch=-1).error_code == E.none
+    r = c.request(DELSGO, 0, {"group_id": "g-offsets", "topics": [{"topic_name": "two"}, {"topic_name": "t"}]})
+    assert [(t.topic_name, t.error_code, t.error_message) for t in r.responses] == [
+        ("two", E.none, None), ("t", E.unknown_topic_or_partition, "There is no offset information to delete.")]
+    r = c.request(DSGO, 1, {"groups": [{"group_id": "g-offsets", "topics": [{"topic_name": "two", "partitions": [0]}]}]})
+    assert [p.start_offset for p in r.groups[0].topics[0].partitions] == [-1]
+    r = c.request(DELSGO, 0, {"group_id": "no-group", "topics": [{"topic_name": "two"}]})
+    assert r.error_code == E.group_id_not_found

@@ -1,0 +1,44 @@
+"""DeleteShareGroupOffsets (key 92): v0-0 (KIP-932).
+
+Behavior (Kafka 4.4's ``GroupCoordinatorShard.initiateDeleteShareGroupOffsets``): only on an Empty
+share group (NON_EMPTY_GROUP; an absent group or one of another type: GROUP_ID_NOT_FOUND), the share
+state of the named topics' initialized partitions is deleted, so consumers start again by
+share.auto.offset.reset; per topic UNKNOWN_TOPIC_OR_PARTITION for an unknown topic, or "There is no
+offset information to delete." for one without share state; an empty group id: INVALID_GROUP_ID.
+
+Version notes:
+* v0 only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from protocol.errors import ErrorCode
+from protocol.registry import ApiKey
+
+from ..journal import PartitionRecord
+from ..request import Body, RequestContext, Response
+from ..share import offsets
+
+if TYPE_CHECKING:
+    from protocol.request_types import DeleteShareGroupOffsetsRequest
+
+API_KEY = ApiKey.DELETE_SHARE_GROUP_OFFSETS
+
+
+def handle(ctx: RequestContext, req: DeleteShareGroupOffsetsRequest) -> Response:
+    r = offsets.delete(ctx.broker.share_groups, ctx.node_id, req.group_id, [t.topic_name for t in req.topics])
+    if r.error is not ErrorCode.none:
+        return error_response(ctx, req, r.error, r.message)
+    responses: list[Body] = [{"topic_name": t.name, "topic_id": t.topic_id, "error_code": t.error,
+                              "error_message": t.message} for t in r.topics]
+    journal = [PartitionRecord(t.name, -1, int(t.error)) for t in r.topics]
+    return Response({"error_code": ErrorCode.none, "error_message": None, "responses": responses}, journal)
+
+
+def error_response(ctx: RequestContext, req: DeleteShareGroupOffsetsRequest, error: ErrorCode,
+                   message: str | None = None) -> Response:
+    """DeleteShareGroupOffsetsRequest.getErrorDeleteResponseData."""
+    return Response({"error_code": error, "error_message": message or offsets.MESSAGES.get(error),
+                     "responses": []})
