@@ -147,6 +147,7 @@ KAFKA_TOOLS: dict[str, tuple[str, ...]] = {
     "kafka-topics": ("org.apache.kafka.tools.TopicCommand",),
     "kafka-configs": ("org.apache.kafka.tools.ConfigCommand", "kafka.admin.ConfigCommand"),
     "kafka-consumer-groups": ("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",),
+    "kafka-share-groups": ("org.apache.kafka.tools.consumer.group.ShareGroupCommand",),
     "kafka-transactions": ("org.apache.kafka.tools.TransactionsCommand",),
     "kafka-features": ("org.apache.kafka.tools.FeatureCommand",),
     "kafka-metadata-quorum": ("org.apache.kafka.tools.MetadataQuorumCommand",),
