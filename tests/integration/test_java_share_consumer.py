@@ -7,7 +7,8 @@ explicit acknowledgement releasing each record on its first delivery and accepti
 redelivery.  The broker's view is checked afterwards: every record acknowledged, the share-partition's
 start offset past them, nothing in flight.  Both groups read from the earliest offset
 (share.auto.offset.reset set on the group).  Skips without java, javac or mvn, fails under CI (see
-javatools.py).
+javatools.py).  The same program against a real Kafka 4.4.0 (the harness of realkafka.py) gives the same
+deliveries and acknowledgement outcomes.
 """
 
 from __future__ import annotations
@@ -21,10 +22,24 @@ from mockbroker import MockBroker
 
 from .javatools import JAVA_TIMEOUT_S, tail
 from .javatools import java_classpath as _java_classpath
+from .realkafka import kafka_tool, realkafka  # noqa: F401 - a fixture
 from .records import produce_numbered
 
 N_RECORDS, PARTITIONS = 200, 2
 GROUPS = ("share-implicit", "share-explicit")
+EXPECTED = ["IMPLICIT", str(N_RECORDS), "MAXDELIVERY", "1", "EXPLICIT", "RELEASED", str(N_RECORDS),
+            "ACCEPTED", str(N_RECORDS), "DELIVERIES", "[2]", "DONE"]
+
+
+def run_share_consumers(java_classpath: str, bootstrap: str) -> list[str]:
+    cmd = [shutil.which("java") or "java", "-cp", java_classpath, "ShareConsumers", bootstrap, "queue", str(N_RECORDS)]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"ShareConsumers timed out after {JAVA_TIMEOUT_S}s\nstdout:\n{e.stdout}\nstderr:\n{e.stderr}")
+    report = f"exit {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{tail(r.stderr, 40)}"
+    assert r.returncode == 0, report
+    return r.stdout.split()
 
 
 @pytest.fixture(scope="module")
@@ -39,17 +54,7 @@ def test_java_share_consumers_implicit_and_explicit_release(java_classpath):
         for g in GROUPS:  # the group config, as kafka-configs --entity-type groups --alter would set it
             b.call(lambda c, g=g: c.config_catalog.groups.setdefault(g, {}).update(
                 {"share.auto.offset.reset": "earliest"}))
-        cmd = [shutil.which("java") or "java", "-cp", java_classpath, "ShareConsumers", b.bootstrap_servers,
-               "queue", str(N_RECORDS)]
-        try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
-        except subprocess.TimeoutExpired as e:
-            pytest.fail(f"ShareConsumers timed out after {JAVA_TIMEOUT_S}s\nstdout:\n{e.stdout}\nstderr:\n{e.stderr}")
-        report = f"exit {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{tail(r.stderr, 40)}"
-        assert r.returncode == 0, report
-        assert r.stdout.split() == ["IMPLICIT", str(N_RECORDS), "MAXDELIVERY", "1",
-                                    "EXPLICIT", "RELEASED", str(N_RECORDS), "ACCEPTED", str(N_RECORDS),
-                                    "DELIVERIES", "[2]", "DONE"], report
+        assert run_share_consumers(java_classpath, b.bootstrap_servers) == EXPECTED
         for g in GROUPS:
             view = b.share_group(g)
             assert view is not None and view["members"] == [], view  # the consumers left on close
@@ -63,3 +68,16 @@ def test_java_share_consumers_implicit_and_explicit_release(java_classpath):
                 assert all(bt["state"] == "ACKNOWLEDGED" for bt in p["batches"]), p
         acks = b.share_group("share-explicit")["acknowledgements"]
         assert acks == {"RELEASE": N_RECORDS, "ACCEPT": N_RECORDS}, acks
+
+
+def test_a_real_kafka_delivers_the_same(java_classpath, realkafka):  # noqa: F811 - the fixture
+    boot = realkafka.bootstrap
+    r = kafka_tool("kafka-topics", "--bootstrap-server", boot, "--create", "--topic", "queue",
+                   "--partitions", str(PARTITIONS), "--replication-factor", "1")
+    assert r.returncode == 0, r.stderr
+    produce_numbered(boot, "queue", N_RECORDS, PARTITIONS)
+    for g in GROUPS:
+        r = kafka_tool("kafka-configs", "--bootstrap-server", boot, "--entity-type", "groups", "--entity-name", g,
+                       "--alter", "--add-config", "share.auto.offset.reset=earliest")
+        assert r.returncode == 0, r.stderr
+    assert run_share_consumers(java_classpath, boot) == EXPECTED
