@@ -284,3 +284,35 @@ def test_offsets_admin_describe_alter_delete(b):
     assert [p.start_offset for p in r.groups[0].topics[0].partitions] == [-1]
     r = c.request(DELSGO, 0, {"group_id": "no-group", "topics": [{"topic_name": "two"}]})
     assert r.error_code == E.group_id_not_found
+
+
+def test_fault_rules_and_the_fetch_quota_apply_to_the_share_apis(b):
+    tid = topic_id(b, "t")
+    m = Member(b, "g-faults")
+    m.c.client_id = "share-faulty"
+    m.join()
+    assert m.fetch(tid).error_code == E.none
+    b.inject(api="ShareFetch", errors=["UNKNOWN_SERVER_ERROR"], client_id="share-faulty")
+    b.inject(api="ShareGroupHeartbeat", errors=["COORDINATOR_NOT_AVAILABLE"], client_id="share-faulty")
+    try:
+        r = m.fetch(tid)
+        assert (r.error_code, r.responses) == (E.unknown_server_error, ())
+        assert m.hb().error_code == E.coordinator_not_available
+        assert m.hb().error_code == E.none  # one each
+        assert m.fetch(tid).error_code == E.none  # the injected answer did not touch the session
+    finally:
+        b.clear_faults()
+    b.set_quota(client_id="share-faulty", consumer_byte_rate=100)
+    try:
+        produce(m.c, "t", 200)
+        r = m.fetch(tid)
+        # throttled: sent without partitions (ShareFetchContext.throttleResponse), yet the records were
+        # acquired for the member and stay locked until their lock expires, as in Kafka
+        assert r.throttle_time.total_seconds() > 0 and r.responses == ()
+        states = {x["state"] for p in b.share_group("g-faults")["share_partitions"] for x in p["records"]}
+        assert states == {"ACQUIRED"}
+        b.advance(LOCK_MS)
+        states = {x["state"] for p in b.share_group("g-faults")["share_partitions"] for x in p["records"]}
+        assert states == {"AVAILABLE"}
+    finally:
+        b.set_quota(client_id="share-faulty", consumer_byte_rate=None)
