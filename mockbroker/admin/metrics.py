@@ -179,6 +179,9 @@ class ClusterCollector(Collector):
             for purgatory, g in b.replica_manager.gauges().items():
                 size.add_metric([node, purgatory], g["PurgatorySize"])
                 delayed.add_metric([node, purgatory], g["NumDelayedOperations"])
+            share = b.share_partitions.purgatory  # KIP-932's ShareFetch purgatory
+            size.add_metric([node, share.name], share.gauges()["PurgatorySize"])
+            delayed.add_metric([node, share.name], share.gauges()["NumDelayedOperations"])
         # the group coordinator's purgatories belong to the cluster (one coordinator service for all
         # simulated brokers): no broker label
         for purgatory, g in self.cluster.groups.gauges().items():

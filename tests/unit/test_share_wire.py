@@ -10,6 +10,7 @@ import uuid
 import pytest
 
 from mockbroker import ManualClock, MockBroker
+from mockbroker.admin.metrics import render_metrics
 from protocol.client import RawKafkaClient
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
@@ -201,6 +202,13 @@ def test_a_long_poll_waits_for_records_and_wakes_on_produce(b):
                      "topics": [{"topic_id": tid, "partitions": [{"partition_index": 0,
                                                                 "acknowledgement_batches": []}]}],
                      "forgotten_topics_data": []})
+    for _ in range(200):  # the request reaches the broker and waits in its ShareFetch purgatory
+        if b'numdelayedoperations{broker="0",delayedOperation="ShareFetch"} 1.0' in b.call(
+                lambda c: render_metrics(c)[0]):
+            break
+        time.sleep(0.01)
+    else:
+        raise AssertionError("the ShareFetch did not wait in the purgatory")
     produce(producer, "t", 3)
     r = m.c.response(SF, 2, corr)
     assert len(acquired(r)) == 1 and acquired(r)[0][2] == 1
