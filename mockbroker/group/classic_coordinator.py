@@ -117,6 +117,9 @@ class ClassicGroupCoordinator:
             return
         is_unknown = member_id == UNKNOWN_MEMBER_ID
         existing: Group | None = self.registry.get(group_id)
+        if existing is not None and existing.group_type is GroupType.SHARE:  # classicGroupJoin: never converted
+            callback(JoinGroupResult("", ErrorCode.inconsistent_group_protocol))
+            return
         if existing is not None and existing.group_type is GroupType.CONSUMER:
             if existing.has_members():  # a KIP-848 group with members: online migration is not simulated
                 callback(JoinGroupResult(member_id, ErrorCode.inconsistent_group_protocol))

@@ -272,7 +272,7 @@ class ConsumerGroupCoordinator:
         existing = self.registry.get(group_id)
         if existing is not None and existing.group_type is GroupType.CONSUMER:
             return cast(ConsumerGroup, existing)
-        if existing is not None and existing.has_members():
+        if existing is not None and (existing.has_members() or existing.group_type is GroupType.SHARE):
             raise HeartbeatError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
         if not create:
             raise HeartbeatError(ErrorCode.unknown_member_id, f"Consumer group {group_id} not found.")

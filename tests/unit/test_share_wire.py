@@ -324,3 +324,20 @@ def test_fault_rules_and_the_fetch_quota_apply_to_the_share_apis(b):
         assert states == {"AVAILABLE"}
     finally:
         b.set_quota(client_id="share-faulty", consumer_byte_rate=None)
+
+
+def test_a_share_group_id_is_refused_by_the_other_protocols(b):
+    m = Member(b, "g-types")
+    m.join()
+    assert m.hb(epoch=-1).error_code == E.none  # Empty, and still a share group
+    join = m.c.request(ApiKey.JOIN_GROUP, 9, {
+        "group_id": "g-types", "session_timeout": 10_000, "rebalance_timeout": 10_000, "member_id": "",
+        "group_instance_id": None, "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b""}],
+        "reason": None})
+    assert (join.error_code, join.member_id) == (E.inconsistent_group_protocol, "")
+    cgh = m.c.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
+        "group_id": "g-types", "member_id": str(uuid.uuid4()), "member_epoch": 0, "instance_id": None,
+        "rack_id": None, "rebalance_timeout": 10_000, "subscribed_topic_names": ["t"],
+        "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []})
+    assert (cgh.error_code, cgh.error_message) == (E.group_id_not_found, "Group g-types is not a consumer group.")
+    assert b.share_group("g-types") is not None
