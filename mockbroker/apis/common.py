@@ -39,6 +39,14 @@ def node_endpoints(nodes: Iterable[BrokerNode], listener_name: str) -> list[dict
     return out
 
 
+def assignment_body(assignment: Mapping[uuid.UUID, Iterable[int]] | None) -> dict[str, Any] | None:
+    """A KIP-848 / KIP-932 heartbeat's assignment: topic ids (in a stable order) with their partitions."""
+    if assignment is None:
+        return None
+    return {"topic_partitions": [{"topic_id": tid, "partitions": sorted(ps)}
+                                 for tid, ps in sorted(assignment.items(), key=lambda kv: str(kv[0]))]}
+
+
 def leader_info(partition: Partition) -> dict[str, Any]:
     return {"leader_id": partition.leader_id, "leader_epoch": partition.leader_epoch}
 

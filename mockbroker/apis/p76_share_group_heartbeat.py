@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from protocol.registry import ApiKey
 
 from ..request import RequestContext, Response
-from .common import client_host
+from .common import assignment_body, client_host
 
 if TYPE_CHECKING:
     from protocol.request_types import ShareGroupHeartbeatRequest
@@ -30,10 +30,6 @@ API_KEY = ApiKey.SHARE_GROUP_HEARTBEAT
 
 def handle(ctx: RequestContext, req: ShareGroupHeartbeatRequest) -> Response:
     r = ctx.broker.share_groups.heartbeat(ctx.node_id, req, ctx.client_id, client_host(ctx))
-    assignment = None
-    if r.assignment is not None:
-        assignment = {"topic_partitions": [{"topic_id": tid, "partitions": sorted(ps)}
-                                           for tid, ps in sorted(r.assignment.items(), key=lambda kv: str(kv[0]))]}
     return Response({"error_code": r.error, "error_message": r.error_message, "member_id": r.member_id,
                      "member_epoch": r.member_epoch, "heartbeat_interval": r.heartbeat_interval_ms,
-                     "assignment": assignment})
+                     "assignment": assignment_body(r.assignment)})

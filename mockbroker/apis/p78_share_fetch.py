@@ -39,25 +39,21 @@ from ..replica_manager import FetchParams
 from ..request import Body, Deferred, Outcome, RequestContext, Response
 from ..share.manager import READ_COMMITTED, PartitionResult, ShareFetch
 from ..share.session import FINAL_EPOCH, ShareError, ShareFetchContext, SharePartitionId
-from .common import ZERO_UUID, leader_info, node_endpoints
+from .common import ZERO_UUID, node_endpoints
 from .share_acks import (
-    NO_LEADER,
     AckResults,
     acknowledgements,
+    current_leader,
+    error_response_body,
     handle_acknowledgements,
+    invalid_ids,
     journal_partitions,
-    member_id_valid,
 )
 
 if TYPE_CHECKING:
     from protocol.request_types import ShareFetchRequest
 
 API_KEY = ApiKey.SHARE_FETCH
-
-
-def _error(error: ErrorCode, message: str | None = None) -> Response:
-    return Response({"error_code": error, "error_message": message, "acquisition_lock_timeout": 0,
-                     "responses": [], "node_endpoints": []})
 
 
 def _requested(ctx: RequestContext, req: ShareFetchRequest) -> list[tuple[SharePartitionId, str | None]]:
@@ -73,12 +69,10 @@ def _requested(ctx: RequestContext, req: ShareFetchRequest) -> list[tuple[ShareP
 
 def handle(ctx: RequestContext, req: ShareFetchRequest) -> Outcome:
     broker = ctx.broker
-    group_id = req.group_id
-    if group_id is None:
-        return _error(ErrorCode.invalid_request, "Invalid group id in the request.")
-    member_id = req.member_id
-    if member_id is None or not member_id_valid(member_id):
-        return _error(ErrorCode.invalid_request, "Invalid member id in the request.")
+    group_id, member_id = req.group_id, req.member_id
+    refused = invalid_ids(group_id, member_id)
+    if refused is not None or group_id is None or member_id is None:
+        return error_response_body(ErrorCode.invalid_request, refused)
     epoch = req.share_session_epoch
     renew = ctx.version >= 2 and bool(getattr(req, "is_renew_ack", False))
     max_wait_ms = timedelta_ms(req.max_wait)
@@ -87,7 +81,7 @@ def handle(ctx: RequestContext, req: ShareFetchRequest) -> Outcome:
             ("maxBytes", req.max_bytes), ("minBytes", req.min_bytes), ("maxRecords", req.max_records),
             ("maxWaitMs", max_wait_ms)) if value != 0]
         if wrong:
-            return _error(ErrorCode.invalid_request, "".join(wrong) + "if isRenewAck is true.")
+            return error_response_body(ErrorCode.invalid_request, "".join(wrong) + "if isRenewAck is true.")
     acks_present = any(getattr(p, "acknowledgement_batches", ()) for t in req.topics for p in t.partitions)
     forgotten: list[SharePartitionId] = [(t.topic_id or ZERO_UUID, int(p)) for t in req.forgotten_topics_data
                                          for p in t.partitions]
@@ -99,9 +93,9 @@ def handle(ctx: RequestContext, req: ShareFetchRequest) -> Outcome:
         if e.error is ErrorCode.share_session_limit_reached:
             # createIdleShareFetchTimerTask: the refusal comes after max_wait
             deferred = Deferred()
-            broker.clock.call_later(max_wait_ms, lambda: deferred.complete_with(lambda: _error(e.error)))
+            broker.clock.call_later(max_wait_ms, lambda: deferred.complete_with(lambda: error_response_body(e.error)))
             return deferred
-        return _error(e.error)
+        return error_response_body(e.error)
     erroneous: AckResults = {}
     ack_results: AckResults = {}
     if acks_present:
@@ -142,17 +136,10 @@ def _entry(ctx: RequestContext, index: int, r: PartitionResult, leaders: dict[in
            topic_id: uuid.UUID) -> dict[str, Any]:
     entry: dict[str, Any] = {"partition_index": index, "error_code": r.error, "error_message": r.message,
                              "acknowledge_error_code": ErrorCode.none, "acknowledge_error_message": None,
-                             "current_leader": NO_LEADER, "records": r.records,
+                             "current_leader": current_leader(ctx.metadata, topic_id, index, r.error, leaders),
+                             "records": r.records,
                              "acquired_records": [{"first_offset": a.first_offset, "last_offset": a.last_offset,
                                                    "delivery_count": a.delivery_count} for a in r.acquired]}
-    if r.error in (ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch):
-        topic = ctx.metadata.topics_by_id.get(topic_id)
-        if topic is not None and 0 <= index < len(topic.partitions):
-            p = topic.partitions[index]
-            entry["current_leader"] = leader_info(p)
-            node = ctx.metadata.brokers.get(p.leader_id)
-            if node is not None and node.alive:
-                leaders[node.node_id] = node
     return entry
 
 

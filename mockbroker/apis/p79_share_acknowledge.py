@@ -24,9 +24,16 @@ from protocol.registry import ApiKey
 
 from ..request import Body, RequestContext, Response
 from ..share.session import FINAL_EPOCH, ShareError
-from .common import leader_info, node_endpoints
-from .share_acks import NO_LEADER, AckResults, acknowledgements, handle_acknowledgements, journal_partitions, \
-    member_id_valid
+from .common import node_endpoints
+from .share_acks import (
+    AckResults,
+    acknowledgements,
+    current_leader,
+    error_response_body,
+    handle_acknowledgements,
+    invalid_ids,
+    journal_partitions,
+)
 
 if TYPE_CHECKING:
     from protocol.request_types import ShareAcknowledgeRequest
@@ -34,24 +41,17 @@ if TYPE_CHECKING:
 API_KEY = ApiKey.SHARE_ACKNOWLEDGE
 
 
-def _error(error: ErrorCode, message: str | None = None) -> Response:
-    return Response({"error_code": error, "error_message": message, "acquisition_lock_timeout": 0,
-                     "responses": [], "node_endpoints": []})
-
-
 def handle(ctx: RequestContext, req: ShareAcknowledgeRequest) -> Response:
     broker = ctx.broker
-    group_id = req.group_id
-    if group_id is None:
-        return _error(ErrorCode.invalid_request, "Invalid group id in the request.")
-    member_id = req.member_id
-    if member_id is None or not member_id_valid(member_id):
-        return _error(ErrorCode.invalid_request, "Invalid member id in the request.")
+    group_id, member_id = req.group_id, req.member_id
+    refused = invalid_ids(group_id, member_id)
+    if refused is not None or group_id is None or member_id is None:
+        return error_response_body(ErrorCode.invalid_request, refused)
     manager = broker.share_partitions
     try:
         manager.sessions.acknowledge_session_update(group_id, member_id, req.share_session_epoch)
     except ShareError as e:
-        return _error(e.error)
+        return error_response_body(e.error)
     erroneous: AckResults = {}
     batches = acknowledgements(req.topics, ctx.metadata, erroneous)
     results = handle_acknowledgements(broker, group_id, member_id, batches, erroneous, ctx.version >= 2)
@@ -63,15 +63,7 @@ def handle(ctx: RequestContext, req: ShareAcknowledgeRequest) -> Response:
     journal = []
     for (topic_id, index), (error, message) in results.items():
         entry: Body = {"partition_index": index, "error_code": error, "error_message": message,
-                       "current_leader": NO_LEADER}
-        if error in (ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch):
-            topic = ctx.metadata.topics_by_id.get(topic_id)
-            if topic is not None and 0 <= index < len(topic.partitions):
-                p = topic.partitions[index]
-                entry["current_leader"] = leader_info(p)
-                node = ctx.metadata.brokers.get(p.leader_id)
-                if node is not None and node.alive:
-                    leaders[node.node_id] = node
+                       "current_leader": current_leader(ctx.metadata, topic_id, index, error, leaders)}
         t = by_topic.get(topic_id)
         if t is None:
             t = by_topic[topic_id] = {"topic_id": topic_id, "partitions": []}

@@ -12,9 +12,10 @@ from protocol.errors import ErrorCode
 
 from ..journal import PartitionRecord
 from ..metadata import ClusterMetadata
+from ..request import Response
 from ..share.partition import RENEW, REJECT
 from ..share.session import SharePartitionId
-from .common import ZERO_UUID
+from .common import ZERO_UUID, leader_info
 
 # (partition key, topic name or None): an acknowledgement's partition and its topic
 AckBatches = dict[SharePartitionId, list[tuple[int, int, list[int]]]]
@@ -22,9 +23,20 @@ AckResults = dict[SharePartitionId, tuple[ErrorCode, str | None]]
 NO_LEADER = {"leader_id": -1, "leader_epoch": -1}
 
 
-def member_id_valid(member_id: str | None) -> bool:
-    """KafkaApis.isMemberIdValid."""
-    return member_id is not None and member_id != "" and len(member_id) <= 36
+def error_response_body(error: ErrorCode, message: str | None = None) -> Response:
+    """A ShareFetch or ShareAcknowledge answered with a top-level error only (getErrorResponse)."""
+    return Response({"error_code": error, "error_message": message, "acquisition_lock_timeout": 0,
+                     "responses": [], "node_endpoints": []})
+
+
+def invalid_ids(group_id: str | None, member_id: str | None) -> str | None:
+    """Why ShareFetch/ShareAcknowledge's ids are refused (INVALID_REQUEST), None when they are not: a null
+    group id, or a member id that is not valid (KafkaApis.isMemberIdValid: null, empty, over 36 chars)."""
+    if group_id is None:
+        return "Invalid group id in the request."
+    if member_id is None or member_id == "" or len(member_id) > 36:
+        return "Invalid member id in the request."
+    return None
 
 
 def acknowledgements(topics: Iterable[Any], metadata: ClusterMetadata, erroneous: AckResults) -> AckBatches:
@@ -80,6 +92,22 @@ def handle_acknowledgements(broker: Any, group_id: str, member_id: str, batches:
     if interested:
         results.update(broker.share_partitions.acknowledge(member_id, group_id, interested))
     return results
+
+
+def current_leader(metadata: ClusterMetadata, topic_id: uuid.UUID, index: int, error: ErrorCode,
+                   leaders: dict[int, Any]) -> dict[str, int]:
+    """A partition's current_leader: its leader and epoch after NOT_LEADER_OR_FOLLOWER or
+    FENCED_LEADER_EPOCH (the leader's node added to ``leaders`` for node_endpoints), else -1, -1."""
+    if error not in (ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch):
+        return NO_LEADER
+    topic = metadata.topics_by_id.get(topic_id)
+    if topic is None or not 0 <= index < len(topic.partitions):
+        return NO_LEADER
+    p = topic.partitions[index]
+    node = metadata.brokers.get(p.leader_id)
+    if node is not None and node.alive:
+        leaders[node.node_id] = node
+    return leader_info(p)
 
 
 def journal_partitions(metadata: ClusterMetadata, entries: Iterable[tuple[uuid.UUID, int, int, int]]

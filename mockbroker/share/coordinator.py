@@ -145,7 +145,7 @@ class ShareGroupCoordinator:
             return self._leave(req.group_id, req.member_id)
         group_id: str = req.group_id
         member_id: str = req.member_id
-        group = self._get_or_maybe_create(group_id, req.member_epoch == 0)
+        group = self.get_or_maybe_create(group_id, req.member_epoch == 0)
         member = group.members.get(member_id)
         bump = False
         if member is None:
@@ -195,7 +195,9 @@ class ShareGroupCoordinator:
         self._maybe_initialize(group)
         return result
 
-    def _get_or_maybe_create(self, group_id: str, create: bool) -> ShareGroup:
+    def get_or_maybe_create(self, group_id: str, create: bool) -> ShareGroup:
+        """getOrMaybeCreateShareGroup: GROUP_ID_NOT_FOUND for an absent group (unless created) or one of
+        another type."""
         existing = self.registry.get(group_id)
         if existing is None:
             if not create:

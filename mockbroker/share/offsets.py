@@ -110,31 +110,26 @@ def describe(c: ShareGroupCoordinator, node_id: int, group_id: str,
     return out
 
 
-def _empty_share_group(c: ShareGroupCoordinator, group_id: str, create: bool) -> ShareGroup:
-    existing = c.registry.get(group_id)
-    if existing is None:
-        if not create:
-            raise HeartbeatError(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
-        group = ShareGroup(group_id, c.deleted)
-        c.registry.put(group)
-        return group
-    if not isinstance(existing, ShareGroup):
-        raise HeartbeatError(ErrorCode.group_id_not_found, f"Group {group_id} is not a share group.")
-    if existing.members:
+def _empty_share_group(c: ShareGroupCoordinator, node_id: int, group_id: str, create: bool) -> ShareGroup:
+    """The Empty share group Alter and Delete work on (HeartbeatError: why not)."""
+    if not group_id:
+        raise HeartbeatError(ErrorCode.invalid_group_id, MESSAGES[ErrorCode.invalid_group_id])
+    err = c.registry.validate_group_status(group_id, node_id)
+    if err is not None:
+        raise HeartbeatError(err, MESSAGES.get(err))
+    if not create and c.registry.get(group_id) is None:  # GroupMetadataManager.shareGroup(id)
+        raise HeartbeatError(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
+    group = c.get_or_maybe_create(group_id, create)
+    if group.members:
         raise HeartbeatError(ErrorCode.non_empty_group, MESSAGES[ErrorCode.non_empty_group])
-    return existing
+    return group
 
 
 def alter(c: ShareGroupCoordinator, node_id: int, group_id: str,
           topics: list[tuple[str, list[tuple[int, int]]]]) -> OffsetsResult:
     """alterShareGroupOffsets: the named partitions' state initialized at the given start offsets."""
-    if not group_id:
-        return _failed(ErrorCode.invalid_group_id)
-    err = c.registry.validate_group_status(group_id, node_id)
-    if err is not None:
-        return _failed(err)
     try:
-        group = _empty_share_group(c, group_id, create=True)
+        group = _empty_share_group(c, node_id, group_id, create=True)
     except HeartbeatError as e:
         return _failed(e.error, e.message)
     out = OffsetsResult()
@@ -161,13 +156,8 @@ def alter(c: ShareGroupCoordinator, node_id: int, group_id: str,
 
 def delete(c: ShareGroupCoordinator, node_id: int, group_id: str, topic_names: list[str]) -> OffsetsResult:
     """deleteShareGroupOffsets: the state of the named topics' initialized partitions deleted."""
-    if not group_id:
-        return _failed(ErrorCode.invalid_group_id)
-    err = c.registry.validate_group_status(group_id, node_id)
-    if err is not None:
-        return _failed(err)
     try:
-        group = _empty_share_group(c, group_id, create=False)
+        group = _empty_share_group(c, node_id, group_id, create=False)
     except HeartbeatError as e:
         return _failed(e.error, e.message)
     out = OffsetsResult()

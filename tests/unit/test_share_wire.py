@@ -291,7 +291,7 @@ def test_offsets_admin_describe_alter_delete(b):
     r = c.request(DSGO, 1, {"groups": [{"group_id": "g-offsets", "topics": [{"topic_name": "two", "partitions": [0]}]}]})
     assert [p.start_offset for p in r.groups[0].topics[0].partitions] == [-1]
     r = c.request(DELSGO, 0, {"group_id": "no-group", "topics": [{"topic_name": "two"}]})
-    assert r.error_code == E.group_id_not_found
+    assert (r.error_code, r.error_message) == (E.group_id_not_found, "Group no-group not found.")
 
 
 def test_fault_rules_and_the_fetch_quota_apply_to_the_share_apis(b):
