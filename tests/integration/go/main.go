@@ -154,6 +154,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "txn" {
 		os.Exit(txnMain(os.Args[2:])) // txn.go, for test_transactions_franz_go.py
 	}
+	if len(os.Args) > 1 && os.Args[1] == "share" {
+		os.Exit(shareMain(os.Args[2:])) // share.go, for test_franz_go_share.py
+	}
 	if len(os.Args) > 1 && os.Args[1] == "throttled" {
 		os.Exit(throttledMain(os.Args[2:])) // throttled.go, for test_throttle_clients.py
 	}
