@@ -298,3 +298,17 @@ def test_simple_assignor_splits_partitions_and_keeps_what_members_had() -> None:
     counts = sorted(len(a.get(T1, set())) for a in three.values())
     assert counts == [1, 1, 1] and three["c"][T2] == {0}
     assert set().union(*(a[T1] for a in three.values())) == {0, 1, 2}
+
+
+def test_read_committed_archives_the_records_of_aborted_transactions() -> None:
+    """maybeFilterAbortedTransactionalAcquiredRecords: an aborted transaction's batches are archived,
+    never delivered; the abort marker and the other records are acquired."""
+    h = Harness(log_end=6)
+    batches = [FetchedBatch(0, 2, 7, True, False, 100), FetchedBatch(3, 3, 7, True, True, 70),
+               FetchedBatch(4, 5, -1, False, False, 100)]
+    acquired, count = h.sp.acquire("m1", BATCH_OPTIMIZED, 500, 500, 0, batches, [(7, 0)])
+    assert (acquired, count) == ([Acquired(3, 5, 1)], 3)
+    s = h.states()
+    assert [s[o][0] for o in range(6)] == ["ARCHIVED"] * 3 + ["ACQUIRED"] * 3
+    assert h.sp.acknowledge("m1", [(3, 5, [ACCEPT])]) is None
+    assert h.sp.start_offset == 6
