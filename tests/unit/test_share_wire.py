@@ -341,3 +341,26 @@ def test_a_share_group_id_is_refused_by_the_other_protocols(b):
         "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []})
     assert (cgh.error_code, cgh.error_message) == (E.group_id_not_found, "Group g-types is not a consumer group.")
     assert b.share_group("g-types") is not None
+
+
+def test_renew_extends_the_lock_from_v2_only(b):
+    tid = topic_id(b, "two")
+    m = Member(b, "g-renew", ("two",))
+    m.join()
+    assert acquired(m.fetch(tid)) == []
+    produce(m.c, "two", 2)
+    (first, last, _), = acquired(m.fetch(tid))
+    v1 = m.ack(tid, [(first, last, [RENEW])], version=1)  # RENEW is ShareAcknowledge v2's (KIP-1222)
+    assert [p.error_code for t in v1.responses for p in t.partitions] == [E.invalid_request]
+    b.advance(LOCK_MS - 1)
+    r = m.ack(tid, [(first, last, [RENEW])])
+    assert [p.error_code for t in r.responses for p in t.partitions] == [E.none]
+    b.advance(LOCK_MS - 1)  # past the first lock's deadline: still held
+    records = b.share_group("g-renew")["share_partitions"][0]["records"]
+    assert {x["state"] for x in records} == {"ACQUIRED"}
+    bad = m.c.request(SF, 2, {"group_id": "g-renew", "member_id": m.member_id, "share_session_epoch": m.session,
+                              "max_wait": 0, "min_bytes": 1, "max_bytes": 100, "max_records": 0, "batch_size": 0,
+                              "share_acquire_mode": 0, "is_renew_ack": True, "topics": [],
+                              "forgotten_topics_data": []})
+    assert (bad.error_code, bad.error_message) == (
+        E.invalid_request, "maxBytes must be set to 0, minBytes must be set to 0, if isRenewAck is true.")
