@@ -38,7 +38,8 @@ from protocol.registry import ApiKey
 from ..replica_manager import FetchParams
 from ..request import Body, Deferred, Outcome, RequestContext, Response
 from ..share.manager import READ_COMMITTED, PartitionResult, ShareFetch
-from ..share.session import FINAL_EPOCH, ShareError, ShareFetchContext, SharePartitionId
+from ..share.partition import ShareError
+from ..share.session import FINAL_EPOCH, ShareFetchContext, SharePartitionId
 from .common import ZERO_UUID, node_endpoints
 from .share_acks import (
     AckResults,

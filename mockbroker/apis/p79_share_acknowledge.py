@@ -23,7 +23,8 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import Body, RequestContext, Response
-from ..share.session import FINAL_EPOCH, ShareError
+from ..share.partition import ShareError
+from ..share.session import FINAL_EPOCH
 from .common import node_endpoints
 from .share_acks import (
     AckResults,

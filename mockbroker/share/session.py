@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 
 from protocol.errors import ErrorCode
 
+from .partition import ShareError
+
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 INT_MAX = (1 << 31) - 1
@@ -86,11 +88,6 @@ class ShareFetchContext:
         assert self.session is not None
         return [(k, cp.topic) for k, cp in self.session.partitions.items()]
 
-    def stale(self) -> bool:
-        """A subsequent context whose session moved on since (a duplicate request): the response is
-        INVALID_SHARE_SESSION_EPOCH without partitions."""
-        return self.subsequent and self.session is not None and self.session.epoch != next_epoch(self.epoch)
-
     def select(self, results: list[tuple[SharePartitionId, bool, int]], update: bool) -> set[SharePartitionId]:
         """The partitions a subsequent response carries (``PartitionIterator``); with ``update`` the
         session's partitions are updated and those with records move to the end."""
@@ -106,12 +103,6 @@ class ShareFetchContext:
                 if update and has_records:
                     self.session.partitions.move_to_end(key)
         return out
-
-
-class ShareError(Exception):
-    def __init__(self, error: ErrorCode) -> None:
-        super().__init__(error.name)
-        self.error = error
 
 
 class ShareSessionCache:
