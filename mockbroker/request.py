@@ -58,11 +58,13 @@ from .channel import Authenticator
 from .clock import Clock
 from .controller import Controller
 from .faults import InjectedError
+from .features import FeatureControl
 from .fetch_session import FetchManager
 from .group.service import GroupCoordinatorService
 from .journal import PartitionRecord
 from .metadata import ClusterMetadata
 from .purgatory import DelayedOperation
+from .quorum import ControllerQuorum
 from .quota.entities import QuotaStore
 from .quota.manager import QuotaManagers
 from .replica_manager import ReplicaManager
@@ -179,6 +181,8 @@ class BrokerServices(Protocol):
     txn: TransactionCoordinator     # the transaction coordinator (checks itself which broker leads an id)
     quotas: QuotaManagers           # this broker's quota managers (Kafka's QuotaFactory)
     quota_store: QuotaStore         # the configured client quotas, cluster-wide (Describe/AlterClientQuotas)
+    quorum: ControllerQuorum        # the KRaft controller quorum (QuorumController's raft client)
+    features: FeatureControl        # finalized features (FeatureControlManager / MetadataCache.features)
 
 
 class RequestContext(NamedTuple):

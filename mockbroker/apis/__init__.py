@@ -51,6 +51,8 @@ NAMES = (
     "p42_delete_groups",
     "p48_describe_client_quotas",
     "p49_alter_client_quotas",
+    "p55_describe_quorum",
+    "p57_update_features",
     "p60_describe_cluster",
     "p61_describe_producers",
     "p65_describe_transactions",
