@@ -38,6 +38,7 @@ from .group.service import GroupCoordinatorService
 from .journal import RequestJournal
 from .journal_recorder import RequestRecorder
 from .kafka_apis import KafkaApis
+from .log_dirs import LogDirs
 from .memory_pool import MemoryMutedChannels, memory_pool_for
 from .metadata import ClusterMetadata
 from .quorum import ControllerQuorum
@@ -78,6 +79,7 @@ class SharedState:
     config_catalog: ConfigCatalog  # config resources: DescribeConfigs, (Incremental)AlterConfigs
     quorum: ControllerQuorum       # the KRaft controller quorum (DescribeQuorum)
     features: FeatureControl       # finalized features (ApiVersions, UpdateFeatures)
+    log_dirs: LogDirs              # every broker's log directories (DescribeLogDirs, AlterReplicaLogDirs)
 
 
 class Broker:
@@ -101,6 +103,7 @@ class Broker:
         self.config_catalog: ConfigCatalog = shared.config_catalog
         self.quorum: ControllerQuorum = shared.quorum
         self.features: FeatureControl = shared.features
+        self.log_dirs: LogDirs = shared.log_dirs
         self.quotas = QuotaManagers(shared.quota_store, self.clock, cfg)
         self.fetch_manager = FetchManager(cfg["max.incremental.fetch.session.cache.slots"])
         self.replica_manager = ReplicaManager(

@@ -50,6 +50,7 @@ from .group.service import GroupCoordinatorService
 from .journal import RequestJournal
 from .journal_writer import JournalWriter
 from .log_cleaner import LogCleaner
+from .log_dirs import LogDirs
 from .metadata import ClusterMetadata, Topic
 from .quorum import ControllerQuorum
 from .quota.entities import QuotaStore
@@ -104,6 +105,9 @@ class Cluster:
         self.quorum = ControllerQuorum(self.metadata, self.clock)
         self.features = FeatureControl(config["mock.kafka.version"], self.quorum, config.transaction_version)
         self.features.on_change.append(self._feature_changed)
+        # every broker's log directories (DescribeLogDirs, AlterReplicaLogDirs)
+        self.log_dirs = LogDirs(self.metadata, self.clock, config["log.dirs"], config["mock.log.dir.total.bytes"],
+                                self.replication.lag_ms)
         self.faults = FaultInjector()
         self.faults.add_all(config["mock.faults"])
         self.journal = RequestJournal(config["mock.journal.max.entries"])
@@ -132,7 +136,7 @@ class Cluster:
         shared = SharedState(config, self.clock, self.loop, self.metadata, self.controller, self.replication,
                              self.actions, self.groups, self.txn, verifier, self.quota_store, self.registry,
                              self.journal, self.faults, self.throttle_events, credentials, self.config_catalog,
-                             self.quorum, self.features)
+                             self.quorum, self.features, self.log_dirs)
         first = config["node.id"]
         self.brokers: dict[int, Broker] = {}
         for i in range(config["mock.num.brokers"]):

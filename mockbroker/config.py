@@ -288,6 +288,13 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "or 'users/U/clients/C:producer_byte_rate=N,...;...'."),
         ConfigKey("mock.num.brokers", _int, 1, "Brokers simulated in this process (one listener each).", 1),
         ConfigKey("mock.replication.lag.ms", _int, 0, "How long followers take to catch up after an append.", 0),
+        ConfigKey("log.dirs", _list, ["/tmp/kafka-logs"],
+                  "The log directories of every broker (names only: logs stay in memory); DescribeLogDirs lists "
+                  "them and AlterReplicaLogDirs moves replicas between them (Kafka: unset, log.dir's "
+                  "/tmp/kafka-logs)."),
+        ConfigKey("mock.log.dir.total.bytes", _int, 1 << 40,
+                  "The size of the volume each log directory is on (DescribeLogDirs' total bytes; usable bytes "
+                  "are this less the logs in it).", 1),
         ConfigKey("mock.txn.marker.latency.ms", _int, 0,
                   "How long the transaction coordinator's WriteTxnMarkers takes to reach the partition leaders "
                   "(Kafka sends it over the network from its marker sender thread, so a producer that begins its "

@@ -62,6 +62,7 @@ from .features import FeatureControl
 from .fetch_session import FetchManager
 from .group.service import GroupCoordinatorService
 from .journal import PartitionRecord
+from .log_dirs import LogDirs
 from .metadata import ClusterMetadata
 from .purgatory import DelayedOperation
 from .quorum import ControllerQuorum
@@ -183,6 +184,7 @@ class BrokerServices(Protocol):
     quota_store: QuotaStore         # the configured client quotas, cluster-wide (Describe/AlterClientQuotas)
     quorum: ControllerQuorum        # the KRaft controller quorum (QuorumController's raft client)
     features: FeatureControl        # finalized features (FeatureControlManager / MetadataCache.features)
+    log_dirs: LogDirs               # the brokers' log directories (LogManager's, per broker)
 
 
 class RequestContext(NamedTuple):

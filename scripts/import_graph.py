@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("coordinators", ("mockbroker.controller", "mockbroker.replica_manager", "mockbroker.log_cleaner",
                       "mockbroker.config_catalog", "mockbroker.delayed_produce",
                       "mockbroker.delayed_fetch", "mockbroker.group.", "mockbroker.txn.",
-                      "mockbroker.quorum", "mockbroker.features")),
+                      "mockbroker.quorum", "mockbroker.features", "mockbroker.log_dirs")),
     ("contract", ("mockbroker.request",)),
     ("handlers", ("mockbroker.apis.",)),
     ("network", ("mockbroker.connection", "mockbroker.throttled_channel", "mockbroker.sasl_authenticator",

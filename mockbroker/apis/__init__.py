@@ -47,6 +47,8 @@ NAMES = (
     "p26_end_txn",
     "p28_txn_offset_commit",
     "p32_describe_configs",
+    "p34_alter_replica_log_dirs",
+    "p35_describe_log_dirs",
     "p36_sasl_authenticate",
     "p42_delete_groups",
     "p48_describe_client_quotas",
