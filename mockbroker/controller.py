@@ -1,8 +1,9 @@
-"""The simulated KRaft controller: topic creation and deletion, producer ids.
+"""The simulated KRaft controller: topic creation and deletion, leader elections, producer ids.
 
 Mirrors the parts of Kafka's ``QuorumController`` a client reaches through a
 broker: ``ReplicationControlManager.createTopics``/``deleteTopics`` (placement
-and the new partitions' leaders and ISR) and ``ProducerIdControlManager``
+and the new partitions' leaders and ISR), ``electLeader`` (ElectLeaders: preferred and unclean
+elections) and ``ProducerIdControlManager``
 (ids for InitProducerId).  Validation of a CreateTopics request stays with
 its handler and ``ClusterMetadata.check_new_topic``; this class applies the
 change.  A deleted topic is announced to its listeners (the group
@@ -13,6 +14,8 @@ when the metadata image loses a topic).
 from __future__ import annotations
 
 from collections.abc import Callable
+
+from protocol.errors import ErrorCode
 
 from .metadata import ClusterMetadata, Topic
 from .replication import ReplicationSimulator
@@ -50,6 +53,37 @@ class Controller:
         self.metadata.delete_topic(topic)
         for listener in self._topic_deleted:
             listener(topic.name)
+
+    def elect_leader(self, topic: str, partition: int, unclean: bool) -> tuple[ErrorCode, str | None]:
+        """``ReplicationControlManager.electLeader``: the error and message of one partition's
+        election.  Preferred: the first replica when it is a live ISR member (else the current leader
+        stays, PREFERRED_LEADER_NOT_AVAILABLE); unclean, for a partition without a leader: a live ISR
+        member, else the first live replica (losing what it had not copied)."""
+        t = self.metadata.topics.get(topic)
+        if t is None:
+            return ErrorCode.unknown_topic_or_partition, f"No such topic as {topic}"
+        if not 0 <= partition < len(t.partitions):
+            return ErrorCode.unknown_topic_or_partition, f"No such partition as {topic}-{partition}"
+        p = t.partitions[partition]
+        if (p.leader_id == p.replicas[0]) if not unclean else p.leader_id >= 0:
+            return ErrorCode.election_not_needed, "Leader election not needed for topic partition."
+        valid = [r for r in p.replicas if self.replication.is_valid_leader(p, r)]
+        if not unclean:
+            if p.replicas[0] in valid:
+                self.replication.change_leader(p, p.replicas[0])
+            elif p.leader_id < 0 and valid:
+                self.replication.change_leader(p, valid[0])
+            else:
+                return ErrorCode.preferred_leader_not_available, "The preferred leader was not available."
+            return ErrorCode.none, None
+        if valid:
+            self.replication.change_leader(p, valid[0])
+            return ErrorCode.none, None
+        live = [r for r in p.replicas if self.metadata.brokers.get(r) is not None and self.metadata.brokers[r].alive]
+        if not live:
+            return ErrorCode.eligible_leaders_not_available, "Eligible topic partition leaders are not available."
+        self.replication.change_leader(p, live[0], unclean=True)
+        return ErrorCode.none, None
 
     def allocate_producer_id(self) -> int:
         pid = self._next_producer_id

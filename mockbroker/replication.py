@@ -218,6 +218,19 @@ class ReplicationSimulator:
         self.maybe_update_isr_and_hw(p)
         self.try_complete_delayed_requests(p)
 
+    def change_leader(self, p: Partition, new_leader: int, unclean: bool = False) -> None:
+        """The controller elected ``new_leader`` (ElectLeaders): a new epoch, the log cut to the new
+        leader's end, the followers fetching from it; an unclean election leaves the new leader
+        alone in the ISR (``PartitionChangeBuilder``'s UNCLEAN election)."""
+        if unclean:
+            p.isr[:] = [new_leader]
+            p.isr_pinned_out.discard(new_leader)
+        self._set_leader(p, new_leader)
+
+    def is_valid_leader(self, p: Partition, broker_id: int) -> bool:
+        """``PartitionChangeBuilder.isValidNewLeader``: an ISR member on a live broker."""
+        return broker_id in p.isr and self._alive(broker_id)
+
     def partitions_created(self, partitions: list[Partition]) -> None:
         """New partitions (a topic created): every live replica starts in the ISR, caught up at
         offset 0; a partition whose first replica is down elects another leader."""

@@ -182,8 +182,8 @@ KAFKA_RELEASES: dict[str, dict[int, tuple[int, int]]] = {
         22: (0, 5), 23: (2, 4),
         24: (0, 5), 25: (0, 4), 26: (0, 5), 28: (0, 5),
         32: (1, 4), 33: (0, 2), 34: (1, 2), 35: (1, 4), 36: (0, 2), 37: (0, 3),
-        42: (0, 2), 44: (0, 1), 48: (0, 1), 49: (0, 1), 55: (0, 2), 57: (0, 2), 60: (0, 2), 61: (0, 0),
-        65: (0, 0), 66: (0, 2), 68: (0, 1), 69: (0, 1),
+        42: (0, 2), 43: (0, 2), 44: (0, 1), 48: (0, 1), 49: (0, 1), 55: (0, 2), 57: (0, 2), 60: (0, 2),
+        61: (0, 0), 65: (0, 0), 66: (0, 2), 68: (0, 1), 69: (0, 1),
     },
     # Kafka 4.3.1 and 4.4.0 as they answered ApiVersions (protocol/kafka_releases.py): every API key
     # a client can send them, not only those mockbroker implements (ApiRegistry keeps those).

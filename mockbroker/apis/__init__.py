@@ -51,6 +51,7 @@ NAMES = (
     "p35_describe_log_dirs",
     "p36_sasl_authenticate",
     "p42_delete_groups",
+    "p43_elect_leaders",
     "p48_describe_client_quotas",
     "p49_alter_client_quotas",
     "p55_describe_quorum",
