@@ -1,7 +1,7 @@
 // Kafka's Java Admin client (kafka-clients 4.4.0) reading and changing the cluster's features and
 // describing its controller quorum, as kafka-features and kafka-metadata-quorum do
 // (Admin.describeFeatures / updateFeatures / describeMetadataQuorum). Driven by
-// tests/integration/test_cluster_features.py; usage: java ClusterFeatures <bootstrap-servers>...
+// tests/integration/test_cluster_ops_clients.py; usage: java ClusterFeatures <bootstrap-servers>...
 // (one JVM for every cluster named, each in turn).
 //
 // Output per cluster, one line per fact (features sorted):

@@ -1,5 +1,5 @@
 // Kafka's Java Admin client (kafka-clients 4.4.0) electing leaders, as kafka-leader-election does
-// (Admin.electLeaders). Driven by tests/integration/test_elect_leaders_clients.py;
+// (Admin.electLeaders). Driven by tests/integration/test_cluster_ops_clients.py;
 // usage: java ElectLeaders <bootstrap-servers> <topic>
 //
 // Output, one line per election asked:

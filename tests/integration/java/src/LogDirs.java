@@ -1,7 +1,7 @@
 // Kafka's Java Admin client (kafka-clients 4.4.0) describing and moving replicas between log
 // directories, as kafka-log-dirs and kafka-reassign-partitions --reassignment-json-file with log
 // dirs do (Admin.describeLogDirs / describeReplicaLogDirs / alterReplicaLogDirs). Driven by
-// tests/integration/test_log_dirs_clients.py;
+// tests/integration/test_cluster_ops_clients.py;
 // usage: java LogDirs <bootstrap-servers> <topic> [<move-to-dir>]
 //
 // Creates <topic> (1 partition, 1 replica), produces three records one batch each, then prints:
