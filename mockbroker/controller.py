@@ -3,7 +3,9 @@
 Mirrors the parts of Kafka's ``QuorumController`` a client reaches through a
 broker: ``ReplicationControlManager.createTopics``/``deleteTopics`` (placement
 and the new partitions' leaders and ISR), ``electLeader`` (ElectLeaders: preferred and unclean
-elections) and ``ProducerIdControlManager``
+elections), ``alterPartitionReassignments`` (replicas moved: the new ones catch up through the
+replication simulator and the reassignment completes when they are all in the ISR, as
+``PartitionChangeBuilder`` completes it on the leader's AlterPartition) and ``ProducerIdControlManager``
 (ids for InitProducerId).  Validation of a CreateTopics request stays with
 its handler and ``ClusterMetadata.check_new_topic``; this class applies the
 change.  A deleted topic is announced to its listeners (the group
@@ -17,7 +19,7 @@ from collections.abc import Callable
 
 from protocol.errors import ErrorCode
 
-from .metadata import ClusterMetadata, Topic
+from .metadata import ClusterMetadata, Partition, Topic
 from .replication import ReplicationSimulator
 
 # Kafka's ProducerIdControlManager hands out blocks starting at 0; the mock starts at 1000 so
@@ -31,6 +33,7 @@ class Controller:
         self.replication = replication
         self._next_producer_id = FIRST_PRODUCER_ID
         self._topic_deleted: list[Callable[[str], None]] = []
+        replication.isr_expanded.append(self._maybe_complete_reassignment)
 
     def on_topic_deleted(self, listener: Callable[[str], None]) -> None:
         self._topic_deleted.append(listener)
@@ -84,6 +87,111 @@ class Controller:
             return ErrorCode.eligible_leaders_not_available, "Eligible topic partition leaders are not available."
         self.replication.change_leader(p, live[0], unclean=True)
         return ErrorCode.none, None
+
+    # -- partition reassignments ----------------------------------------------------------------
+    def _partition(self, topic: str, partition: int) -> Partition | tuple[ErrorCode, str]:
+        t = self.metadata.topics.get(topic)
+        if t is None:
+            return ErrorCode.unknown_topic_or_partition, f"Unable to find a topic named {topic}."
+        if not 0 <= partition < len(t.partitions):
+            return ErrorCode.unknown_topic_or_partition, f"Unable to find partition {topic}:{partition}."
+        return t.partitions[partition]
+
+    def reassign(self, topic: str, partition: int, target: list[int] | None,
+                 allow_replication_factor_change: bool = True) -> tuple[ErrorCode, str | None]:
+        """``ReplicationControlManager.alterPartitionReassignment``: move the partition to ``target``
+        (None cancels the one in progress), the error and message."""
+        p = self._partition(topic, partition)
+        if isinstance(p, tuple):
+            return p
+        if target is None:
+            return self._cancel_reassignment(p)
+        if not target:
+            return ErrorCode.invalid_replica_assignment, "The manual partition assignment includes an empty replica list."
+        previous = None
+        for broker in sorted(target):  # validateManualPartitionAssignment
+            if broker not in self.metadata.brokers:
+                return (ErrorCode.invalid_replica_assignment,
+                        f"The manual partition assignment includes broker {broker}, but no such broker is registered.")
+            if broker == previous:
+                return (ErrorCode.invalid_replica_assignment,
+                        f"The manual partition assignment includes the broker {broker} more than once.")
+            previous = broker
+        if not allow_replication_factor_change:  # validatePartitionReplicationFactorUnchanged
+            current = len((set(p.replicas) | set(p.adding)) - set(p.removing))
+            if current != len(target):
+                return (ErrorCode.invalid_replication_factor,
+                        f"The replication factor is changed from {current} to {len(target)}")
+        # PartitionReassignmentReplicas: the target, then the replicas leaving (in id order)
+        removing = sorted(set(p.replicas) - set(target))
+        adding = sorted(set(target) - set(p.replicas))
+        new = [r for r in target if r not in p.replicas]
+        p.replicas[:] = [*target, *removing]
+        p.adding, p.removing = adding, removing
+        self.replication.replicas_added(p, new)
+        self._maybe_complete_reassignment(p)
+        return ErrorCode.none, None
+
+    def _maybe_complete_reassignment(self, p: Partition) -> None:
+        """``PartitionReassignmentReplicas.maybeCompleteReassignment``: once every replica added is in
+        the ISR (and, when fewer are added than removed, every one staying), the replicas leaving go;
+        a leader among them hands over to the first staying ISR member (a new leader epoch either way)."""
+        if not (p.adding or p.removing):
+            return
+        isr = [r for r in p.isr if r not in p.removing]
+        replicas = [r for r in p.replicas if r not in p.removing]
+        if not isr or not replicas or not set(p.adding) <= set(isr):
+            return
+        if len(p.adding) < len(p.removing) and not set(replicas) <= set(isr):
+            return
+        removed = p.removing
+        p.replicas[:], p.isr[:] = replicas, isr
+        p.adding, p.removing = [], []
+        self._after_replicas_left(p, removed)
+
+    def _cancel_reassignment(self, p: Partition) -> tuple[ErrorCode, str | None]:
+        """``cancelPartitionReassignment`` (``PartitionReassignmentRevert``): back to the replicas before
+        it, the ISR without the replicas it added."""
+        if not (p.adding or p.removing):
+            return ErrorCode.no_reassignment_in_progress, "No partition reassignment is in progress."
+        original = [r for r in p.replicas if r not in p.adding]
+        isr = [r for r in p.isr if r not in p.adding]
+        if not isr:  # unclean.leader.election.enable is false for every topic here
+            return (ErrorCode.invalid_replica_assignment, f"Unable to revert partition assignment for "
+                    f"{p.topic.name}:{p.index} because it would require an unclean leader election.")
+        added = p.adding
+        p.replicas[:], p.isr[:] = original, isr
+        p.adding, p.removing = [], []
+        self._after_replicas_left(p, added)
+        return ErrorCode.none, None
+
+    def _after_replicas_left(self, p: Partition, left: list[int]) -> None:
+        """Replicas left the partition: their state goes; the leader, when it left, hands over to the
+        first live ISR member (``electAnyLeader``), else the epoch is bumped
+        (``triggerLeaderEpochBumpForReplicaReassignmentIfNeeded``)."""
+        self.replication.replicas_removed(p, left)
+        if not left or p.leader_id < 0:
+            return
+        if p.leader_id in p.isr:
+            self.replication.change_leader(p, p.leader_id)
+            return
+        candidates = [r for r in p.replicas if self.replication.is_valid_leader(p, r)]
+        if candidates:
+            self.replication.change_leader(p, candidates[0])
+        else:
+            self.replication.elect_leader(p)
+
+    def reassignments(self, wanted: dict[str, list[int]] | None = None) -> list[Partition]:
+        """``listPartitionReassignments``: the partitions being reassigned (of ``wanted``: topic ->
+        partitions, unknown ones left out)."""
+        out = []
+        for name, t in self.metadata.topics.items():
+            if wanted is not None and name not in wanted:
+                continue
+            for p in t.partitions:
+                if (p.adding or p.removing) and (wanted is None or p.index in wanted[name]):
+                    out.append(p)
+        return out
 
     def allocate_producer_id(self) -> int:
         pid = self._next_producer_id

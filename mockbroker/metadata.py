@@ -141,6 +141,10 @@ class Partition:
     isr_pinned_out: set[int] = field(default_factory=set)
     # when each follower was last caught up to the leader (Kafka's Replica.lastCaughtUpTimeMs)
     caught_up_ms: dict[int, int] = field(default_factory=dict)
+    # a reassignment in progress (PartitionRegistration.addingReplicas / removingReplicas): ``replicas``
+    # is the target followed by the replicas leaving
+    adding: list[int] = field(default_factory=list)
+    removing: list[int] = field(default_factory=list)
 
     @property
     def leader_epoch(self) -> int:

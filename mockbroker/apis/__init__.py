@@ -52,6 +52,8 @@ NAMES = (
     "p36_sasl_authenticate",
     "p42_delete_groups",
     "p43_elect_leaders",
+    "p45_alter_partition_reassignments",
+    "p46_list_partition_reassignments",
     "p48_describe_client_quotas",
     "p49_alter_client_quotas",
     "p55_describe_quorum",

@@ -16,6 +16,9 @@ for the module, single node, node 1; mockbroker at ``mock.kafka.version=4.4`` wi
   elections: none needed on either single node, an unknown partition refused alike; on a
   three-broker mockbroker whose preferred leader failed over and came back, the preferred election
   gives it the leadership again.  ``kafka-leader-election`` prints the same against both.
+* Partition reassignments: Java Admin (java/src/Reassign.java) refuses a move to a broker that is
+  not registered and a cancel with none in progress with the same exceptions and messages on both;
+  on a three-broker mockbroker a partition moves to two other brokers and its leader with it.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ MOCK_44 = {"mock.kafka.version": "4.4", "node.id": 1, "log.dirs": f"{A},{B}"}
 
 @pytest.fixture(scope="module")
 def java_classpath() -> str:
-    return _java_classpath("ClusterFeatures", "LogDirs", "ElectLeaders")
+    return _java_classpath("ClusterFeatures", "LogDirs", "ElectLeaders", "Reassign")
 
 
 @pytest.fixture(scope="module")
@@ -266,3 +269,24 @@ def test_java_admin_gives_the_leadership_back_to_the_preferred_replica(java_clas
             "UNCLEAN asked: el-0=ElectionNotNeededException",
             "PREFERRED all:",
             f"LEADER el-0 {preferred}", "DONE"]
+
+
+# -- partition reassignments ----------------------------------------------------------------------------
+REASSIGN_ERRORS = [
+    "UNREGISTERED: InvalidReplicaAssignmentException: The manual partition assignment includes broker 7, but no "
+    "such broker is registered.",
+    "CANCEL: NoReassignmentInProgressException: No partition reassignment is in progress.",
+    "LIST 0",
+]
+
+
+def test_java_admin_reassigns_partitions_as_kafka_4_4(realkafka, mocks, java_classpath):  # noqa: F811
+    _, three = mocks
+    assert lines(java_classpath, "Reassign", realkafka.bootstrap, "ra") == [*REASSIGN_ERRORS, "DONE"]
+    out = lines(java_classpath, "Reassign", three.bootstrap_servers, "ra", "3,2")
+    created = int(out[-3].split()[-1])
+    leader = created if created in (3, 2) else 3  # a leader that stays a replica keeps leading
+    assert out == [*REASSIGN_ERRORS, "MOVE [3, 2]: OK", f"CREATED on {created}", f"REPLICAS ra-0 [3, 2] leader={leader}",
+                   "DONE"]
+    after = three.partition_state("ra", 0)
+    assert (after["replicas"], sorted(after["isr"]), after["leader"]) == ([3, 2], [2, 3], leader)

@@ -23,7 +23,7 @@ RELEASES = ["1.1", "2.0", "2.8", "3.9", "4.0", "4.1", "4.2"]
 ALL = set(range(100))
 # The API keys every release table covers (when the release had the API).
 KEYS = {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 28,
-        32, 33, 34, 35, 36, 37, 42, 43, 44, 48, 49, 55, 57, 60, 61, 65, 66, 68, 69}
+        32, 33, 34, 35, 36, 37, 42, 43, 44, 45, 46, 48, 49, 55, 57, 60, 61, 65, 66, 68, 69}
 
 
 def ranges(release: str) -> dict[int, tuple[int, int, int]]:
