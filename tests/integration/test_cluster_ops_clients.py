@@ -19,6 +19,7 @@ for the module, single node, node 1; mockbroker at ``mock.kafka.version=4.4`` wi
 * Partition reassignments: Java Admin (java/src/Reassign.java) refuses a move to a broker that is
   not registered and a cancel with none in progress with the same exceptions and messages on both;
   on a three-broker mockbroker a partition moves to two other brokers and its leader with it.
+  ``kafka-reassign-partitions --execute`` then ``--verify`` moves another one.
 """
 
 from __future__ import annotations
@@ -290,3 +291,29 @@ def test_java_admin_reassigns_partitions_as_kafka_4_4(realkafka, mocks, java_cla
                    "DONE"]
     after = three.partition_state("ra", 0)
     assert (after["replicas"], sorted(after["isr"]), after["leader"]) == ([3, 2], [2, 3], leader)
+
+
+def test_kafka_reassign_partitions_moves_a_partition(mocks, tmp_path):
+    """``kafka-reassign-partitions --execute`` (DescribeLogDirs for the rollback file, then
+    AlterPartitionReassignments) and ``--verify`` (ListPartitionReassignments) on three brokers."""
+    _, three = mocks
+    three.create_topic("rt", 1, replication_factor=1)
+    [before] = three.partition_state("rt", 0)["replicas"]
+    target = [b for b in (1, 2, 3) if b != before]
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": "rt", "partition": 0, "replicas": target}]}))
+    tool = ("kafka-reassign-partitions", "--bootstrap-server", three.bootstrap_servers, "--reassignment-json-file",
+            str(plan))
+    execute = kafka_tool(*tool, "--execute")
+    assert execute.returncode == 0, execute.stdout + execute.stderr
+    # the rollback file names the directory the replica was in (DescribeLogDirs on its broker)
+    [rollback] = json.loads(execute.stdout.split("\n\n")[1])["partitions"]
+    assert rollback == {"topic": "rt", "partition": 0, "replicas": [before], "log_dirs": [rollback["log_dirs"][0]]}
+    assert rollback["log_dirs"][0] in (A, B)
+    assert "Successfully started partition reassignment for rt-0" in execute.stdout
+    verify = kafka_tool(*tool, "--verify", "--preserve-throttles")
+    assert (verify.returncode, verify.stdout.strip()) == (
+        0, "Status of partition reassignment:\nReassignment of partition rt-0 is completed."), verify.stdout + verify.stderr
+    after = three.partition_state("rt", 0)
+    assert (after["replicas"], sorted(after["isr"]), after["leader"]) == (target, target, target[0])
+
