@@ -13,7 +13,8 @@ Behavior:
 
 Version notes:
 * v2 flexible.  v3 top-level error code.  v4 total and usable bytes (KIP-827).
-* v5 (Kafka 4.4, KIP-1066) would add ``is_cordoned``: always false here.
+* v5 (advertised for ``mock.kafka.version`` 4.3 and 4.4, KIP-1066): ``is_cordoned``, always false
+  (no directory is cordoned here).
 """
 
 from __future__ import annotations

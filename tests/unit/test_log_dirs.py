@@ -144,3 +144,11 @@ def test_alter_errors(b):
         assert alter(c, {("later", 0): B}) == {("later", 0): E.unknown_topic_or_partition}
         b.create_topic("later", 1, replication_factor=2)
         assert ("later", 0) in describe(c)[B][1]
+
+
+def test_v5_on_kafka_4_4_says_no_directory_is_cordoned():
+    with MockBroker(config={"mock.kafka.version": "4.4", "log.dirs": f"{A},{B}"}, clock=ManualClock()) as b, \
+            RawKafkaClient.connect(b.bootstrap_servers) as c:
+        r = c.request(ApiKey.DESCRIBE_LOG_DIRS, 5, {"topics": None})
+        assert [(d.log_dir, d.error_code, d.is_cordoned) for d in r.results] == [(A, E.none, False), (B, E.none, False)]
+
