@@ -235,6 +235,9 @@ CONFIG_DEF: dict[str, ConfigKey] = {
         ConfigKey("log.cleaner.io.buffer.load.factor", _float, 0.9,
                   "Share of the cleaner's offset map slots a pass fills before it stops mapping.", 0),
         ConfigKey("fetch.max.bytes", _int, 57671680, "Upper bound of one fetch response.", 0),
+        ConfigKey("max.request.partition.size.limit", _int, 2000,
+                  "Most partitions one DescribeTopicPartitions response lists (with the request's own limit, the "
+                  "smaller); the rest are paged with its cursor.", 1),
         ConfigKey("max.incremental.fetch.session.cache.slots", _int, 1000, "Fetch sessions (KIP-227) kept at once.", 0),
         ConfigKey("producer.id.expiration.ms", _int, 86400000, "Idempotent producer state expires after this idle time.", 1),
         ConfigKey("producer.purgatory.purge.interval.requests", _int, 1000, "Purge interval of the produce purgatory.", 1),

@@ -189,6 +189,13 @@ class ConsumerGroup:
     def validate_delete_group(self) -> ErrorCode | None:
         return ErrorCode.non_empty_group if self.members else None
 
+    def validate_offset_delete(self) -> ErrorCode | None:
+        return None  # ConsumerGroup.validateOffsetDelete: offsets of unsubscribed topics go at any time
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        """ModernGroup.isSubscribedToTopic: a member subscribes to it by name or by its regex."""
+        return any(topic in self.subscribed_names(m, (topic,)) for m in self.members.values())
+
     def remove_expired_offsets(self, now_ms: int, retention_ms: int,
                                keep: Callable[[TopicPartition], bool] = lambda _tp: False) -> list[TopicPartition]:
         """Empty: retention counts from when the group emptied; else offsets of topics no member

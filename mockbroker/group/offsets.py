@@ -47,6 +47,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("mockbroker.group")
 
 
+
+def _other(gone: TopicPartition, tp: TopicPartition) -> bool:
+    return tp != gone
+
+
 class OffsetMetadataManager:
     def __init__(self, registry: GroupRegistry, classic: ClassicGroupCoordinator, clock: Clock,
                  config: Mapping[str, Any]) -> None:
@@ -223,6 +228,32 @@ class OffsetMetadataManager:
                 self.registry.remove(gid)
                 log.info("Group %s transitioned to Dead", gid)
         return removed
+
+    def delete_offsets(self, node_id: int, group_id: str, topics: list[tuple[str, list[int]]]
+                       ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        """OffsetDelete (OffsetMetadataManager.deleteOffsets): the group's error, else per partition
+        GROUP_SUBSCRIBED_TO_TOPIC while a member subscribes to its topic, NONE otherwise (its committed
+        and pending transactional offsets are gone: the tombstone's replay)."""
+        err = self.registry.validate_group_status(group_id, node_id)
+        if err is not None:
+            return err, {}
+        group = self.registry.get(group_id)
+        if group is None:
+            return ErrorCode.group_id_not_found, {}
+        err = group.validate_offset_delete()
+        if err is not None:
+            return err, {}
+        out: dict[TopicPartition, ErrorCode] = {}
+        for topic, partitions in topics:
+            subscribed = group.is_subscribed_to_topic(topic)
+            for index in partitions:
+                tp: TopicPartition = (topic, index)
+                out[tp] = ErrorCode.group_subscribed_to_topic if subscribed else ErrorCode.none
+                if not subscribed:
+                    group.offsets.pop(tp, None)
+                    self._commit_seq.pop((group_id, tp), None)
+                    self._drop_pending(group_id, keep=partial(_other, tp))
+        return ErrorCode.none, out
 
     def on_topic_deleted(self, topic: str) -> None:
         """OffsetMetadataManager.onPartitionsDeleted: the topic's offsets go from every group."""

@@ -130,6 +130,11 @@ class GroupCoordinatorService:
         """Every committed offset of the group, whoever coordinates it (for tests and tools)."""
         return {tp: om for tp, om in self.offsets.committed_offsets(group_id).items() if om is not None}
 
+    def delete_offsets(self, node_id: int, group_id: str, topics: list[tuple[str, list[int]]]
+                       ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        """OffsetDelete: (the group's error, per partition GROUP_SUBSCRIBED_TO_TOPIC or NONE)."""
+        return self.offsets.delete_offsets(node_id, group_id, topics)
+
     def expire_offsets(self) -> int:
         """offsets.retention.check.interval.ms: drop expired offsets, then Empty groups without offsets."""
         return self.offsets.cleanup_expired_offsets()

@@ -83,9 +83,12 @@ def test_4_4_advertises_its_schemas_latest_stable_versions():
 
 def test_the_registry_describes_what_it_does_not_serve():
     reg = ApiRegistry("4.4", set(build_handlers()))
-    assert ApiKey.CREATE_PARTITIONS not in reg
-    spec = reg.describe(ApiKey.CREATE_PARTITIONS)
-    assert spec is not None and (spec.min_version, spec.max_version) == (0, 3)
+    unserved = set(RECORDED["4.4"]["api_keys"]) - set(build_handlers())
+    assert unserved  # ACLs, SCRAM, ... (later issues)
+    for key in unserved:
+        assert key not in reg
+        spec = reg.describe(key)
+        assert spec is not None and (spec.min_version, spec.max_version) == RECORDED["4.4"]["api_keys"][key], key
     assert reg.describe(ApiKey.METADATA) is reg.get(ApiKey.METADATA)
     assert reg.describe(ApiKey.VOTE) is None  # controller-to-controller: no broker advertises it
     described = {k for k in range(100) if reg.describe(k) is not None}
@@ -109,7 +112,7 @@ def test_a_default_broker_advertises_what_it_did():
     got = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
     # ... but 4.2's ranges are advertised, as before
     assert (got[ApiKey.API_VERSIONS], got[ApiKey.TXN_OFFSET_COMMIT], got[ApiKey.DELETE_GROUPS]) == ((0, 4), (0, 5), (0, 2))
-    assert len(got) == 34
+    assert len(got) == len(build_handlers())
 
 
 def test_one_real_kafka_version_everywhere():
