@@ -295,7 +295,7 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "How long the transaction coordinator's WriteTxnMarkers takes to reach the partition leaders "
                   "(Kafka sends it over the network from its marker sender thread, so a producer that begins its "
                   "next transaction at once gets CONCURRENT_TRANSACTIONS meanwhile); 0: at once.", 0),
-        ConfigKey("mock.kafka.version", _str, "4.2", "Kafka release whose ApiVersions ranges are advertised: 1.1, 2.0, 2.8, 3.9, 4.0, 4.1, 4.2, 4.3 or 4.4.",
+        ConfigKey("mock.kafka.version", _str, "4.4", "Kafka release whose ApiVersions ranges are advertised: 1.1, 2.0, 2.8, 3.9, 4.0, 4.1, 4.2, 4.3 or 4.4.",
                   None, tuple(KAFKA_RELEASES)),
         ConfigKey("mock.transaction.version", _str, "",
                   "The transaction.version feature level finalized in ApiVersions: 0, 1 or 2 (2: KIP-890 part 2, "

@@ -23,7 +23,7 @@ special-casing APIs:
   the ApiVersions a real Kafka 4.0.0 answers kafka-python), 4.2, 4.3 and 4.4 as
   real 4.2.2, 4.3.1 and 4.4.0 brokers answer them, every key
   (``protocol/kafka_releases.py``, recorded by ``scripts/record_kafka_releases.py``).
-  ``mock.kafka.version`` picks one.
+  ``mock.kafka.version`` picks one (default 4.4).
   ``KAFKA_FEATURES`` holds each release's features (supported range, the level
   a freshly formatted cluster finalizes), recorded likewise.
 
@@ -182,7 +182,7 @@ KAFKA_RELEASES: dict[str, dict[int, tuple[int, int]]] = {
     # key a client can send them, not only those mockbroker implements (ApiRegistry keeps those).
     **{release: dict(RECORDED[release]["api_keys"]) for release in ("4.2", "4.3", "4.4")},
 }
-DEFAULT_KAFKA_RELEASE = "4.2"
+DEFAULT_KAFKA_RELEASE = "4.4"
 
 # Each release's features: name -> (lowest supported level, highest supported level, the level a
 # freshly formatted cluster finalizes; 0 when not finalized).  4.2-4.4 as real brokers answered

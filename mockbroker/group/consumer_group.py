@@ -168,6 +168,8 @@ class ConsumerGroup:
         member_epoch = generation_id_or_member_epoch
         if member_epoch < 0 and not self.members:
             return None
+        if is_transactional and member_epoch == -1 and not member_id and group_instance_id is None:
+            return None  # a producer without group metadata (TxnOffsetCommit before v3, or sendOffsetsToTransaction)
         member = self.members.get(member_id)
         if member is None:
             return ErrorCode.unknown_member_id

@@ -101,11 +101,11 @@ class GroupCoordinatorService:
 
     def commit_transactional_offsets(self, node_id: int, group_id: str, producer_id: int, member_id: str,
                                      group_instance_id: str | None, generation_id: int,
-                                     offsets: Mapping[TopicPartition, OffsetAndMetadata | ErrorCode]
-                                     ) -> dict[TopicPartition, ErrorCode]:
+                                     offsets: Mapping[TopicPartition, OffsetAndMetadata | ErrorCode],
+                                     api_version: int) -> dict[TopicPartition, ErrorCode]:
         """TxnOffsetCommit: per partition the error; stored offsets wait for the transaction's marker."""
         return self.offsets.commit_transactional_offsets(node_id, group_id, producer_id, member_id,
-                                                         group_instance_id, generation_id, offsets)
+                                                         group_instance_id, generation_id, offsets, api_version)
 
     def complete_transaction(self, partition: int, producer_id: int, commit: bool) -> ErrorCode:
         """A COMMIT/ABORT marker for ``__consumer_offsets`` ``partition`` (GroupCoordinatorService

@@ -1,9 +1,9 @@
 """The topic and config admin APIs of Kafka 4.4 over a real socket, as a client's admin sends them:
 DeleteRecords (21), AlterConfigs (33), CreatePartitions (37), IncrementalAlterConfigs (44), OffsetDelete
-(47), ListConfigResources (74), DescribeTopicPartitions (75), and Metadata by topic id.  Each answers
-as Kafka 4.4 does (error codes and messages) and takes effect: the log start offset moves, new
-partitions take records at once, an altered topic config refuses what it should, an offset deleted is
-gone.  (The catalogue's values are checked against a recorded Kafka 4.4.0 in
+(47), ListConfigResources (74), DescribeTopicPartitions (75), Metadata by topic id and TxnOffsetCommit v6
+(topic ids).  Each answers as Kafka 4.4 does (error codes and messages) and takes effect: the log start
+offset moves, new partitions take records at once, an altered topic config refuses what it should, an
+offset deleted is gone.  (The catalogue's values are checked against a recorded Kafka 4.4.0 in
 test_config_catalog.py; the real clients' admin APIs in tests/integration/test_admin_kafka44.py.)"""
 
 from __future__ import annotations
@@ -14,12 +14,14 @@ import pytest
 
 from mockbroker import ManualClock, MockBroker
 from mockbroker.config_catalog import BROKER, BROKER_LOGGER, CLIENT_METRICS, DELETE, GROUP, SET, TOPIC
+from protocol.client import RawKafkaClient
 from protocol.errors import ErrorCode
 from protocol.records import build_batch
 from protocol.registry import ApiKey
 
 from .test_delete_records import earliest, fetch
 from .test_groups import Member, fetch_offsets, subscription, wait_for
+from .test_txn_offsets import add_offsets, init_pid
 
 E = ErrorCode
 DELAY = 300
@@ -261,6 +263,81 @@ def test_metadata_by_topic_id(b, c):
                                         "allow_auto_topic_creation": False,
                                         "include_topic_authorized_operations": False})
     assert [t.error_code for t in r.topics] == [E.invalid_request]  # ids before v12: getErrorResponse
+
+
+def test_txn_offset_commit_v6_names_topics_by_id(b, c):
+    """KIP-1319: v6 carries topic ids; an unknown id is UNKNOWN_TOPIC_ID, a generation for a group that
+    does not exist GROUP_ID_NOT_FOUND (ILLEGAL_GENERATION before v6).  The connection stays open."""
+    b.create_topic("tv6", 1)
+    tid, unknown = topic_id(b, "tv6"), uuid.uuid4()
+    _, pid, epoch = init_pid(c, "tv6-txn")
+    assert add_offsets(c, "tv6-txn", pid, epoch, "tv6-g") == E.none
+
+    def commit(topics, version=6, generation=-1, member="", group="tv6-g"):
+        r = c.request(ApiKey.TXN_OFFSET_COMMIT, version, {
+            "transactional_id": "tv6-txn", "group_id": group, "producer_id": pid, "producer_epoch": epoch,
+            "generation_id": generation, "member_id": member, "group_instance_id": None,
+            "topics": [{"name": "tv6" if version < 6 else "", "topic_id": t, "partitions": [
+                {"partition_index": 0, "committed_offset": 3, "committed_leader_epoch": -1,
+                 "committed_metadata": ""}]} for t in topics]})
+        return [(t.topic_id if version >= 6 else t.name, [p.error_code for p in t.partitions]) for t in r.topics]
+
+    assert commit([tid, unknown]) == [(tid, [E.none]), (unknown, [E.unknown_topic_id])]
+    assert add_offsets(c, "tv6-txn", pid, epoch, "tv6-nogroup") == E.none
+    assert commit([tid], generation=3, member="m", group="tv6-nogroup") == [(tid, [E.group_id_not_found])]
+    assert commit([tid], version=5, generation=3, member="m", group="tv6-nogroup") == [
+        ("tv6", [E.illegal_generation])]
+    assert commit([tid]) == [(tid, [E.none])]  # the same connection still answers
+
+
+def test_txn_offset_commit_without_group_metadata_to_a_consumer_group_with_members(b, c):
+    """ConsumerGroup.validateOffsetCommit: a transactional commit with epoch -1, no member id and no
+    instance id (a producer that sends no group metadata) is accepted by a KIP-848 group with members."""
+    from .test_consumer_group_protocol import Member as Kip848Member
+
+    b.create_topic("tx848", 1)
+    m = Kip848Member(b, "tx848-g", topics=("tx848",))
+    try:
+        assert m.hb().error_code == E.none and m.epoch > 0
+        _, pid, epoch = init_pid(c, "tx848-txn")
+        assert add_offsets(c, "tx848-txn", pid, epoch, "tx848-g") == E.none
+        for version in (2, 6):
+            r = c.request(ApiKey.TXN_OFFSET_COMMIT, version, {
+                "transactional_id": "tx848-txn", "group_id": "tx848-g", "producer_id": pid,
+                "producer_epoch": epoch, "generation_id": -1, "member_id": "", "group_instance_id": None,
+                "topics": [{"name": "tx848", "topic_id": topic_id(b, "tx848"), "partitions": [
+                    {"partition_index": 0, "committed_offset": 4, "committed_leader_epoch": -1,
+                     "committed_metadata": ""}]}]})
+            assert [p.error_code for t in r.topics for p in t.partitions] == [E.none], version
+    finally:
+        m.c.close()
+
+
+def test_api_versions_v5_checks_the_cluster_and_node(b, c):
+    """KIP-1242: a client that names the cluster and node it meant gets REBOOTSTRAP_REQUIRED from
+    another one; one without the other is INVALID_REQUEST (ApiVersionsRequest.isValid)."""
+    cluster = b.call(lambda cl: cl.metadata.cluster_id)
+
+    def versions(cluster_id, node_id):
+        r = c.request(ApiKey.API_VERSIONS, 5, {"client_software_name": "t", "client_software_version": "1",
+                                               "cluster_id": cluster_id, "node_id": node_id})
+        return r.error_code, len(r.api_keys)
+
+    assert versions(None, -1)[0] == E.none and versions(cluster, 0)[0] == E.none
+    assert versions("another-cluster", 0) == (E.rebootstrap_required, 0)
+    assert versions(cluster, 5) == (E.rebootstrap_required, 0)
+    assert versions(cluster, -1) == (E.invalid_request, 0)
+    assert versions(None, 0) == (E.invalid_request, 0)
+
+
+def test_a_v1_client_reads_every_new_api_as_advertised():
+    """ApiVersions at the default (Kafka 4.4) lists the APIs above with Kafka 4.4's ranges."""
+    with MockBroker() as broker, RawKafkaClient.connect(broker.bootstrap_servers) as c:
+        r = c.request(ApiKey.API_VERSIONS, 5, {"client_software_name": "t", "client_software_version": "1",
+                                               "cluster_id": None, "node_id": -1})
+    ranges = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
+    assert {k: ranges.get(k) for k in (21, 33, 37, 44, 47, 74, 75, 60, 28)} == {
+        21: (0, 2), 33: (0, 2), 37: (0, 3), 44: (0, 1), 47: (0, 0), 74: (0, 1), 75: (0, 0), 60: (0, 2), 28: (0, 6)}
 
 
 def test_create_partitions_over_ten_thousand_is_a_policy_violation(b, c):

@@ -54,10 +54,10 @@ from protocol.codec import (
     request_class,
 )
 from protocol.records import build_batch
-from protocol.registry import ApiRegistry, any_spec, api_key_map, schema_versions
+from protocol.registry import DEFAULT_KAFKA_RELEASE, ApiRegistry, any_spec, api_key_map, schema_versions
 from tests.kio_strategies import register_kio_strategies
 
-SERVED = {s.key: s for s in ApiRegistry("4.2", set(build_handlers()))}
+SERVED = {s.key: s for s in ApiRegistry(DEFAULT_KAFKA_RELEASE, set(build_handlers()))}
 VALIDATE_ONLY = {19, 33, 37, 44, 49}  # CreateTopics, AlterConfigs, CreatePartitions, IncrementalAlterConfigs,
 #                                       AlterClientQuotas: see the module docstring
 PROBE_CORR = 0x7FFF0000      # correlation id of the pipelined ApiVersions request
