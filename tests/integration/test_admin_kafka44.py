@@ -1,7 +1,10 @@
-"""confluent-kafka's AdminClient (librdkafka) drives the topic and config admin APIs against mockbroker,
-then the same scenario against a real Kafka 4.4.0: what the client sees (values and error codes) must be
-the same.  CreatePartitions (validate_only, INVALID_PARTITIONS, the new partition takes records at once),
-IncrementalAlterConfigs (max.message.bytes refuses a larger record, DescribeConfigs shows the override
+"""Three clients' admin APIs drive the topic and config admin APIs against mockbroker, then the same
+scenario against a real Kafka 4.4.0: what each client sees (values and error codes) must be the same.
+Kafka's Java Admin 4.4 (tests/integration/java/src/AdminTopics.java: createPartitions, describeTopics by
+name and by id, incrementalAlterConfigs, deleteRecords, listOffsets, deleteConsumerGroupOffsets,
+listConfigResources, describeCluster: each failed with "The node does not support ..." before), and
+confluent-kafka's AdminClient (librdkafka): CreatePartitions (validate_only, INVALID_PARTITIONS, the new
+partition takes records at once), IncrementalAlterConfigs (max.message.bytes refuses a larger record, DescribeConfigs shows the override
 and its source, DELETE restores the default), DeleteRecords (the low watermark, ListOffsets earliest,
 a consumer starting below it resets to it, an unknown partition) and DescribeCluster; kafka-python's
 KafkaAdminClient for what confluent-kafka's lacks: OffsetDelete (GROUP_SUBSCRIBED_TO_TOPIC for a live
@@ -10,6 +13,8 @@ by topic id and ListConfigResources.  One mockbroker and one Kafka per module; e
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import time
 from typing import Any
 
@@ -200,3 +205,41 @@ def test_the_admin_apis_take_effect_on_mockbroker(mock_seen):
 
 def test_the_same_as_a_real_kafka(mock_seen, realkafka):  # noqa: F811 - the fixture
     assert scenario(realkafka.bootstrap) == mock_seen
+
+
+def _java_admin_topics(bootstrap: str) -> list[str]:
+    """tests/integration/java/src/AdminTopics.java against ``bootstrap``: its output lines."""
+    from .javatools import JAVA_TIMEOUT_S, java_classpath, tail
+
+    cmd = [shutil.which("java") or "java", "-cp", java_classpath("AdminTopics"), "AdminTopics", bootstrap]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"AdminTopics timed out after {JAVA_TIMEOUT_S}s\nstdout:\n{e.stdout}\nstderr:\n{e.stderr}")
+    assert r.returncode == 0, f"exit {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{tail(r.stderr, 40)}"
+    return r.stdout.strip().splitlines()
+
+
+@pytest.fixture(scope="module")
+def java_mock_seen() -> list[str]:
+    with MockBroker() as b:
+        return _java_admin_topics(b.bootstrap_servers)
+
+
+def test_the_java_admin_reaches_every_api(java_mock_seen):
+    """Kafka's Java Admin 4.4 reads ApiVersions and sends each of these only to a broker that lists it."""
+    assert java_mock_seen == [
+        "CREATE ok", "GROW validate ok", "GROW ok", "SHRINK InvalidPartitionsException",
+        "GROW unknown UnknownTopicOrPartitionException",
+        "DESCRIBE name partitions=3", "DESCRIBE id name=jadm partitions=3",
+        "DESCRIBE unknown id UnknownTopicIdException",
+        "ALTER ok", "CONFIG 86400000 DYNAMIC_TOPIC_CONFIG", "ALTER bad InvalidConfigurationException",
+        "ALTER delete ok", "CONFIG 604800000 DEFAULT_CONFIG",
+        "DELETE_RECORDS low=3", "EARLIEST 3", "DELETE_RECORDS beyond OffsetOutOfRangeException",
+        "COMMIT ok", "OFFSET_DELETE ok", "OFFSETS left=0", "OFFSET_DELETE nogroup GroupIdNotFoundException",
+        "CONFIG_RESOURCES [TOPIC:jadm]", "CLUSTER nodes=1", "DONE",
+    ]
+
+
+def test_the_java_admin_sees_the_same_as_on_a_real_kafka(java_mock_seen, realkafka):  # noqa: F811 - the fixture
+    assert _java_admin_topics(realkafka.bootstrap) == java_mock_seen
