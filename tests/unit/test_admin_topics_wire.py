@@ -347,3 +347,17 @@ def test_create_partitions_over_ten_thousand_is_a_policy_violation(b, c):
         ("cp-many", E.policy_violation, "Excessively large number of additional partitions per request."),
         ("cp-none", E.policy_violation, "Excessively large number of additional partitions per request.")]
     assert partitions_of(c, "cp-many") == [0]
+
+
+def test_a_consumer_group_gets_the_new_partitions_at_its_next_heartbeat(b, c):
+    """KIP-848: the group's assignment follows the topic's partitions (the metadata image changed)."""
+    from .test_consumer_group_protocol import Member as Kip848Member
+
+    b.create_topic("cp848", 1)
+    m = Kip848Member(b, "cp848-g", topics=("cp848",))
+    try:
+        assert m.hb().error_code == E.none and (m.epoch, m.partitions()) == (1, [0])
+        assert create_partitions(c, [("cp848", 3, None)]) == [("cp848", E.none, None)]
+        assert m.hb().error_code == E.none and (m.epoch, m.partitions()) == (2, [0, 1, 2])
+    finally:
+        m.c.close()
