@@ -243,3 +243,11 @@ def test_the_java_admin_reaches_every_api(java_mock_seen):
 
 def test_the_java_admin_sees_the_same_as_on_a_real_kafka(java_mock_seen, realkafka):  # noqa: F811 - the fixture
     assert _java_admin_topics(realkafka.bootstrap) == java_mock_seen
+
+
+def test_the_java_admin_on_three_brokers(java_mock_seen):
+    """The same on a 3-broker mockbroker: each request reaches the broker Kafka's Admin picks (the
+    partition leader for DeleteRecords and ListOffsets, the coordinator for OffsetDelete)."""
+    with MockBroker(config={"mock.num.brokers": 3}) as b:
+        seen = _java_admin_topics(b.bootstrap_servers)
+    assert seen == [line if not line.startswith("CLUSTER") else "CLUSTER nodes=3" for line in java_mock_seen]
