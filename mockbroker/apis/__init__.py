@@ -40,6 +40,7 @@ NAMES = (
     "p18_api_versions",
     "p19_create_topics",
     "p20_delete_topics",
+    "p21_delete_records",
     "p22_init_producer_id",
     "p23_offset_for_leader_epoch",
     "p24_add_partitions_to_txn",
@@ -47,8 +48,12 @@ NAMES = (
     "p26_end_txn",
     "p28_txn_offset_commit",
     "p32_describe_configs",
+    "p33_alter_configs",
     "p36_sasl_authenticate",
+    "p37_create_partitions",
     "p42_delete_groups",
+    "p44_incremental_alter_configs",
+    "p47_offset_delete",
     "p48_describe_client_quotas",
     "p49_alter_client_quotas",
     "p60_describe_cluster",
@@ -57,6 +62,8 @@ NAMES = (
     "p66_list_transactions",
     "p68_consumer_group_heartbeat",
     "p69_consumer_group_describe",
+    "p74_list_config_resources",
+    "p75_describe_topic_partitions",
 )
 MODULES: tuple[ModuleType, ...] = tuple(import_module(f"{__name__}.{name}") for name in NAMES)
 
