@@ -1,4 +1,4 @@
-"""DescribeLogDirs (key 35): v1-4.
+"""DescribeLogDirs (key 35): v1-5.
 
 Behavior:
 * The log directories of the broker asked (``log.dirs``, the same on every broker; ``log_dirs.py``),
@@ -13,8 +13,8 @@ Behavior:
 
 Version notes:
 * v2 flexible.  v3 top-level error code.  v4 total and usable bytes (KIP-827).
-* v5 (advertised for ``mock.kafka.version`` 4.3 and 4.4, KIP-1066): ``is_cordoned``, always false
-  (no directory is cordoned here).
+* v5 (KIP-1066; from Kafka 4.3, so not for ``mock.kafka.version`` 4.2): ``is_cordoned``, always
+  false (no directory is cordoned here).
 """
 
 from __future__ import annotations

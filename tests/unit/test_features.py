@@ -11,7 +11,7 @@ from mockbroker import ManualClock, MockBroker
 from protocol.client import RawKafkaClient
 from protocol.errors import ErrorCode
 from protocol.kafka_releases import RECORDED
-from protocol.registry import ApiKey
+from protocol.registry import DEFAULT_KAFKA_RELEASE, ApiKey
 
 E = ErrorCode
 T0 = 1_700_000_000_000
@@ -55,20 +55,20 @@ def quorum(c, version=2, topic="__cluster_metadata", partitions=(0,)):
 
 # -- ApiVersions ---------------------------------------------------------------------------------------
 def test_api_versions_finalizes_what_a_fresh_kafka_finalizes(b):
-    """Kafka 4.2.2 as recorded: every supported feature, every finalized one (kraft.version 0 is not
+    """Kafka 4.4.0 as recorded: every supported feature, every finalized one (kraft.version 0 is not
     listed), epoch 16 (the bootstrap records); v3 hides the supported features whose minimum is 0."""
-    rec = RECORDED["4.2"]
+    rec = RECORDED[DEFAULT_KAFKA_RELEASE]
     c = RawKafkaClient.connect(b.bootstrap_servers)
     try:
         assert features(c) == (rec["supported_features"], rec["finalized_features"], rec["finalized_features_epoch"])
         supported, finalized, _ = features(c, version=3)
-        assert supported == {"metadata.version": (7, 29)}  # KAFKA-17492
+        assert supported == {"metadata.version": (7, 33)}  # KAFKA-17492
         assert finalized == rec["finalized_features"]
     finally:
         c.close()
 
 
-@pytest.mark.parametrize("release", ["4.3", "4.4"])
+@pytest.mark.parametrize("release", ["4.2", "4.3"])
 def test_api_versions_features_of_newer_releases(release):
     rec = RECORDED[release]
     with MockBroker(config={"mock.kafka.version": release}, clock=ManualClock()) as b, \
@@ -128,11 +128,11 @@ def test_validate_only_changes_nothing(b):
      "upgrade type."),
     ([("transaction.version", -1, SAFE)],
      "Invalid update version -1 for feature transaction.version. A feature version cannot be less than 0."),
-    # 4.2-IV1 (29) down to 3.6-IV2 (14): 3.7-IV0, 3.7-IV2, 4.0-IV1 changed the metadata
-    ([("metadata.version", 14, SAFE)], "Unsupported metadata.version downgrade from 29 to 14. Refusing to "
+    # 4.4-IV2 (33) down to 3.6-IV2 (14): 3.7-IV0, 3.7-IV2, 4.0-IV1, 4.3-IV0, ... changed the metadata
+    ([("metadata.version", 14, SAFE)], "Unsupported metadata.version downgrade from 33 to 14. Refusing to "
                                        "perform the requested downgrade because it might delete metadata "
                                        "information."),
-    ([("metadata.version", 14, UNSAFE)], "Unsupported metadata.version downgrade from 29 to 14. Unsafe metadata "
+    ([("metadata.version", 14, UNSAFE)], "Unsupported metadata.version downgrade from 33 to 14. Unsafe metadata "
                                          "downgrade is not supported in this version."),
     # one bad update fails the whole request, the good one before it included
     ([("transaction.version", 1, SAFE), ("kraft.version", 0, SAFE), ("share.version", 1, UNSAFE)],
@@ -159,9 +159,6 @@ def test_a_dependency_is_checked_against_the_proposed_levels(b):
     levels the request proposes, in request order."""
     with RawKafkaClient.connect(b.bootstrap_servers) as c:
         assert update(c, ("eligible.leader.replicas.version", 0, SAFE)) == (E.none, None, {})
-        # 29 -> 24 crosses no version that changed the metadata: allowed
-        assert update(c, ("metadata.version", 24, SAFE)) == (E.none, None, {})
-        assert features(c)[1]["metadata.version"] == 24
         assert update(c, ("eligible.leader.replicas.version", 1, UPGRADE), ("metadata.version", 22, SAFE)) == (
             E.invalid_update_version,
             FAILED + "Invalid update version 1 for feature eligible.leader.replicas.version. "
@@ -171,15 +168,24 @@ def test_a_dependency_is_checked_against_the_proposed_levels(b):
         assert features(c)[1]["eligible.leader.replicas.version"] == 1
 
 
+def test_a_downgrade_that_changes_no_metadata_is_allowed():
+    """metadata.version 4.2-IV1 (29) down to 4.0-IV2 (24) crosses no version that changed the metadata."""
+    with MockBroker(config={"mock.kafka.version": "4.2"}, clock=ManualClock()) as b, \
+            RawKafkaClient.connect(b.bootstrap_servers) as c:
+        assert update(c, ("metadata.version", 24, SAFE)) == (E.none, None, {})
+        assert features(c)[1]["metadata.version"] == 24
+        assert update(c, ("metadata.version", 22, SAFE))[0] == E.invalid_update_version  # 4.0-IV1 changed it
+
+
 def test_v0_and_v1_answer_a_result_per_feature(b):
     with RawKafkaClient.connect(b.bootstrap_servers) as c:
-        assert update(c, ("share.version", 1, UPGRADE), version=1) == (
+        assert update(c, ("share.version", 2, UPGRADE), version=1) == (
             E.none, None, {"share.version": (E.none, "NONE")})
         # v0's allow_downgrade is not read: the controller takes every v0 update as an upgrade
         error, message, results = update(c, ("share.version", 0, SAFE), version=0)
         assert error == E.invalid_update_version and results == {}
         assert "without setting the upgrade type" in message
-        assert features(c)[1]["share.version"] == 1
+        assert features(c)[1]["share.version"] == 2
 
 
 # -- DescribeQuorum --------------------------------------------------------------------------------------
