@@ -74,6 +74,8 @@ class OffsetMetadataManager:
         are answered with it and not stored."""
         group, err = self._validate_commit(node_id, group_id, member_id, group_instance_id,
                                            generation_id_or_member_epoch, api_version, False)
+        if err is None and group is not None:
+            err = self._validate_partitions(group, member_id, generation_id_or_member_epoch, offsets, False)
         if err is not None or group is None:
             return {tp: err or ErrorCode.unknown_server_error for tp in offsets}
         if group.group_type is GroupType.CLASSIC:
@@ -95,7 +97,9 @@ class OffsetMetadataManager:
         ``producer_id`` for the transaction's marker.  No heartbeat, no REBALANCE_IN_PROGRESS (the
         group's state is not enforced for transactional commits); a consumer group's stale member
         epoch is ILLEGAL_GENERATION.  Entries given as an ErrorCode are answered with it."""
-        _group, err = self._validate_commit(node_id, group_id, member_id, group_instance_id, generation_id, -1, True)
+        group, err = self._validate_commit(node_id, group_id, member_id, group_instance_id, generation_id, -1, True)
+        if err is None and group is not None:
+            err = self._validate_partitions(group, member_id, generation_id, offsets, True)
         if err is not None:
             return {tp: err for tp in offsets}
 
@@ -126,6 +130,20 @@ class OffsetMetadataManager:
         if transactional and err is ErrorCode.stale_member_epoch:
             err = ErrorCode.illegal_generation
         return group, err
+
+    @staticmethod
+    def _validate_partitions(group: Group, member_id: str, epoch: int,
+                             offsets: Mapping[TopicPartition, OffsetAndMetadata | ErrorCode],
+                             transactional: bool) -> ErrorCode | None:
+        """The group's CommitPartitionValidator over the partitions to store: the first error fails
+        the whole commit (Kafka throws it out of commitOffset)."""
+        for tp, om in offsets.items():
+            if isinstance(om, ErrorCode):
+                continue
+            err = group.commit_partition_error(member_id, epoch, tp)
+            if err is not None:
+                return ErrorCode.illegal_generation if transactional and err is ErrorCode.stale_member_epoch else err
+        return None
 
     def _store_each(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | ErrorCode],
                     store: Callable[[TopicPartition, OffsetAndMetadata], None]) -> dict[TopicPartition, ErrorCode]:
