@@ -57,6 +57,8 @@ NAMES = (
     "p66_list_transactions",
     "p68_consumer_group_heartbeat",
     "p69_consumer_group_describe",
+    "p88_streams_group_heartbeat",
+    "p89_streams_group_describe",
 )
 MODULES: tuple[ModuleType, ...] = tuple(import_module(f"{__name__}.{name}") for name in NAMES)
 

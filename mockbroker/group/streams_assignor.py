@@ -11,6 +11,9 @@ then to previous standby owners (those that reported the most restored
 offsets first), then to the least loaded processes that do not hold the task
 yet.  Warm-up tasks are never assigned (Kafka 4.4's refinement is a no-op).
 
+``build_target_assignment`` is ``TargetAssignmentBuilder``: the group's
+members and configured topology given to the assignor.
+
 Where Kafka breaks ties by the iteration order of its hash maps (member and
 process ids, random per run), this breaks them by the order the members are
 given in; the counts per member, the stickiness and the standby placement are
@@ -25,7 +28,11 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from .streams_tasks import Tasks
+from protocol.errors import ErrorCode
+
+from .streams_group import NO_TASK_OFFSETS, StreamsGroup
+from .streams_tasks import EMPTY_TASKS, Tasks, TasksTuple, copy_tasks
+from .streams_topology import StreamsGroupError
 
 log = logging.getLogger("mockbroker.group")
 
@@ -314,3 +321,28 @@ def _standby_to_least_loaded(st: _State, queue: _LoadQueue, task: TaskId) -> boo
         found = _standby_to_least_loaded(st, queue, task)
     queue.add(process)
     return found
+
+
+# -- TargetAssignmentBuilder ----------------------------------------------------------------------
+def build_target_assignment(group: StreamsGroup, now_ms: int) -> None:
+    """streams.TargetAssignmentBuilder.build: every member's target from the sticky assignor (no
+    task while the topology is not ready); the assignment epoch becomes the group epoch."""
+    configured = group.configured_topology
+    if configured is not None and configured.is_ready:
+        subs = [AssignorSubtopology(sid, s.number_of_tasks, bool(s.state_changelog_topics))
+                for sid, s in sorted((configured.subtopologies or {}).items())]
+        members = [AssignorMember(m.member_id, m.process_id, m.assigned.active_tasks(),
+                                  copy_tasks(m.assigned.standby),
+                                  group.task_offsets.get(m.member_id, NO_TASK_OFFSETS).offsets)
+                   for m in group.members.values()]
+        try:
+            result = assign(members, subs, int(group.last_assignment_configs.get("num.standby.replicas", "0")))
+        except TaskAssignorError as e:
+            raise StreamsGroupError(ErrorCode.unknown_server_error,
+                                    f"Failed to compute a new target assignment for epoch {group.group_epoch}: "
+                                    f"{e}") from None
+        group.target = {mid: TasksTuple(copy_tasks(a), copy_tasks(s)) for mid, (a, s) in result.items()}
+    else:
+        group.target = {mid: EMPTY_TASKS for mid in group.members}
+    group.assignment_epoch = group.group_epoch
+    group.assignment_timestamp = now_ms

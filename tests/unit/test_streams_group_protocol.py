@@ -1,0 +1,267 @@
+"""KIP-1071 StreamsGroupHeartbeat and StreamsGroupDescribe over the wire, the clock driven by the test.
+
+A word count's topology (split, repartition by word, count into a store) is registered by the first
+member; the broker creates its repartition and changelog topics as Kafka 4.4 does, and the statuses,
+epochs and tasks are checked as a member sees them: the sticky assignor's split of the tasks, a joining
+member waiting for tasks another still runs, the owner revoking first, standby tasks, the initial
+rebalance delay and the session timeout on the clock.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from mockbroker import ManualClock, MockBroker
+from protocol.client import RawKafkaClient
+from protocol.errors import ErrorCode
+from protocol.registry import ApiKey
+
+E = ErrorCode
+SGH, SGD = ApiKey.STREAMS_GROUP_HEARTBEAT, ApiKey.STREAMS_GROUP_DESCRIBE
+SESSION = 10_000
+REPARTITION, CHANGELOG = "wc-count-repartition", "wc-count-changelog"
+# what Kafka Streams 4.4 declares for these topics (InternalTopicConfig's defaults)
+REPARTITION_CONFIGS = {"cleanup.policy": "delete", "segment.bytes": "52428800", "retention.ms": "-1"}
+CHANGELOG_CONFIGS = {"cleanup.policy": "compact"}
+
+
+def topology(source: str = "input", epoch: int = 1, extra_source: str | None = None) -> dict:
+    def info(name: str, configs: dict[str, str]) -> dict:
+        return {"name": name, "partitions": 0, "replication_factor": 0,
+                "topic_configs": [{"key": k, "value": v} for k, v in sorted(configs.items())]}
+
+    sources = [source] + ([extra_source] if extra_source else [])
+    return {"epoch": epoch, "subtopologies": [
+        {"subtopology_id": "0", "source_topics": sources, "source_topic_regex": [], "state_changelog_topics": [],
+         "repartition_sink_topics": [REPARTITION], "repartition_source_topics": [], "copartition_groups": []},
+        {"subtopology_id": "1", "source_topics": [], "source_topic_regex": [],
+         "state_changelog_topics": [info(CHANGELOG, CHANGELOG_CONFIGS)], "repartition_sink_topics": [],
+         "repartition_source_topics": [info(REPARTITION, REPARTITION_CONFIGS)], "copartition_groups": []}]}
+
+
+def tasks(r_tasks) -> dict[str, list[int]]:
+    return {t.subtopology_id: sorted(t.partitions) for t in r_tasks or ()}
+
+
+class Member:
+    def __init__(self, b: MockBroker, group: str = "wc", process: str | None = None,
+                 instance_id: str | None = None) -> None:
+        self.c = RawKafkaClient.connect(b.bootstrap_servers, client_id="wc-" + (process or "p"))
+        self.group = group
+        self.member_id = str(uuid.uuid4())
+        self.process = process or str(uuid.uuid4())
+        self.instance_id = instance_id
+        self.epoch = 0
+        self.active: dict[str, list[int]] = {}
+        self.standby: dict[str, list[int]] = {}
+
+    def hb(self, epoch: int | None = None, topo: dict | None = None, active=None, shutdown: bool = False,
+           endpoint_epoch: int = 0):
+        e = self.epoch if epoch is None else epoch
+        owned = self.active if active is None else active
+        r = self.c.request(SGH, 1, {
+            "group_id": self.group, "member_id": self.member_id, "member_epoch": e,
+            "endpoint_information_epoch": endpoint_epoch, "instance_id": self.instance_id, "rack_id": None,
+            "rebalance_timeout": 30_000 if e == 0 else -1,
+            "topology": (topo or topology()) if e == 0 else None,
+            "active_tasks": [] if e == 0 else [{"subtopology_id": s, "partitions": ps} for s, ps in owned.items()],
+            "standby_tasks": [] if e == 0 else [{"subtopology_id": s, "partitions": ps}
+                                                for s, ps in self.standby.items()],
+            "warmup_tasks": [],
+            "process_id": self.process if e == 0 else None,
+            "user_endpoint": {"host": "localhost", "port": 7070} if e == 0 else None,
+            "client_tags": [] if e == 0 else None, "task_offsets": None, "task_end_offsets": None,
+            "shutdown_application": shutdown})
+        if r.error_code == E.none:
+            self.epoch = r.member_epoch
+            if r.active_tasks is not None:
+                self.active = tasks(r.active_tasks)
+                self.standby = tasks(r.standby_tasks)
+        return r
+
+    def statuses(self, r) -> list[tuple[int, str]]:
+        return [(s.status_code, s.status_detail) for s in r.status or ()]
+
+
+def make_broker(**extra):
+    cfg = {"group.streams.session.timeout.ms": SESSION, "group.streams.initial.rebalance.delay.ms": 0,
+           "group.streams.assignment.interval.ms": 0, "mock.topics": ["input:2"],
+           "mock.kafka.version": "4.4", **extra}
+    return MockBroker(config=cfg, clock=ManualClock())
+
+
+@pytest.fixture
+def b():
+    with make_broker() as broker:
+        yield broker
+
+
+def describe(m: Member, *groups: str):
+    return m.c.request(SGD, 1, {"group_ids": list(groups) or [m.group], "include_authorized_operations": False,
+                                "include_topology_description": False}).groups
+
+
+def topic_info(b: MockBroker, name: str) -> tuple[int, dict[str, str]] | None:
+    def read(br):
+        t = br.metadata.topics.get(name)
+        return None if t is None else (len(t.partitions), dict(t.overrides))
+    return b.call(read)
+
+
+def test_first_member_registers_the_topology_and_the_broker_creates_the_internal_topics(b):
+    m = Member(b, process="p1")
+    r = m.hb()
+    assert r.error_code == E.none and r.member_epoch == 2  # a new group is at epoch 1; the join bumps it
+    assert m.statuses(r) == [(3, f"Internal topics are missing: {CHANGELOG}, {REPARTITION}")]
+    assert tasks(r.active_tasks) == {} and r.heartbeat_interval.total_seconds() == 5
+    assert topic_info(b, REPARTITION) == (2, REPARTITION_CONFIGS)
+    assert topic_info(b, CHANGELOG) == (2, CHANGELOG_CONFIGS)
+    r = m.hb()
+    assert r.error_code == E.none and m.statuses(r) == [] and r.member_epoch == 3
+    assert m.active == {"0": [0, 1], "1": [0, 1]} and m.standby == {}
+    g = describe(m)[0]
+    assert (g.error_code, g.group_state, g.group_epoch, g.assignment_epoch, g.assignor_name) == (
+        E.none, "Stable", 3, 3, "sticky")
+    assert [(s.subtopology_id, [(t.name, t.partitions) for t in s.repartition_source_topics],
+             [(t.name, t.partitions) for t in s.state_changelog_topics]) for s in g.topology.subtopologies] == [
+        ("0", [], []), ("1", [(REPARTITION, 2)], [(CHANGELOG, 2)])]
+    assert [(x.member_id, x.member_epoch, x.process_id) for x in g.members] == [(m.member_id, 3, "p1")]
+
+
+def test_missing_source_topic_is_a_status_and_no_task_is_assigned(b):
+    m = Member(b)
+    r = m.hb(topo=topology(source="absent"))
+    assert r.error_code == E.none and m.statuses(r) == [(1, "Source topics absent are missing.")]
+    assert tasks(r.active_tasks) == {} and topic_info(b, REPARTITION) is None
+    assert describe(m)[0].group_state == "NotReady"
+    b.create_topic("absent", partitions=1)
+    r = m.hb()
+    assert m.statuses(r) == [(3, f"Internal topics are missing: {CHANGELOG}, {REPARTITION}")]
+    assert topic_info(b, REPARTITION) == (1, REPARTITION_CONFIGS)
+
+
+def test_existing_internal_topic_with_the_wrong_partition_count(b):
+    b.create_topic(CHANGELOG, partitions=5)
+    m = Member(b)
+    r = m.hb()
+    assert m.statuses(r) == [(2, f"Existing topic {CHANGELOG} has different number of partitions: expected 2, "
+                                 "found 5")]
+    assert tasks(r.active_tasks) == {} and topic_info(b, REPARTITION) is None
+
+
+def test_topology_naming_an_internal_topic_is_invalid(b):
+    r = Member(b).hb(topo=topology(source="__consumer_offsets"))
+    assert r.error_code == E.streams_invalid_topology
+    assert r.error_message == ("Use of Kafka internal topics __consumer_offsets in a Kafka Streams topology is "
+                               "prohibited.")
+
+
+def test_second_member_waits_until_the_first_revokes(b):
+    a, c = Member(b, process="pa"), Member(b, process="pc")
+    a.hb()
+    a.hb()
+    assert (a.epoch, a.active) == (3, {"0": [0, 1], "1": [0, 1]})
+    r = c.hb()
+    # the sticky assignor leaves a 0_0 and 1_0 (its quota of 2, taken in partition order); c gets the rest,
+    # still run by a: nothing yet
+    assert (r.member_epoch, tasks(r.active_tasks)) == (4, {})
+    r = a.hb()
+    assert (r.member_epoch, a.active) == (3, {"0": [0], "1": [0]})  # revoke first, epoch unchanged
+    r = c.hb()
+    assert (r.member_epoch, r.active_tasks) == (4, None)  # a has not confirmed yet
+    r = a.hb()
+    assert (r.member_epoch, r.active_tasks) == (4, None)
+    r = c.hb()
+    assert (r.member_epoch, c.active) == (4, {"0": [1], "1": [1]})
+    g = describe(a)[0]
+    assert (g.group_state, g.group_epoch, g.assignment_epoch) == ("Stable", 4, 4)
+    # a stale epoch with tasks it no longer has is fenced
+    r = c.hb(epoch=3, active={"0": [0, 1]})
+    assert r.error_code == E.fenced_member_epoch
+    # endpoints for interactive queries: both members' source partitions under their endpoint
+    r = a.hb(endpoint_epoch=0)
+    assert sorted((e.user_endpoint.port, sorted((p.topic, list(p.partitions)) for p in e.active_partitions))
+                  for e in r.partitions_by_user_endpoint) == [
+        (7070, [("input", [0]), (REPARTITION, [0])]), (7070, [("input", [1]), (REPARTITION, [1])])]
+
+
+def test_session_timeout_fences_a_silent_member_and_its_tasks_move(b):
+    a, c = Member(b, process="pa"), Member(b, process="pc")
+    a.hb(), a.hb(), c.hb(), a.hb(), a.hb(), c.hb()
+    assert c.active == {"0": [1], "1": [1]}
+    b.advance(SESSION - 1)
+    a.hb()
+    b.advance(1)  # c's session ends; a's has 9999 ms to go
+    r = a.hb()
+    assert (r.member_epoch, a.active) == (5, {"0": [0, 1], "1": [0, 1]})
+    g = describe(a)[0]
+    assert [x.member_id for x in g.members] == [a.member_id]
+    assert c.hb().error_code == E.unknown_member_id
+
+
+def test_leaving_member_and_the_group_in_list_and_delete(b):
+    a = Member(b)
+    a.hb()
+    r = a.hb(epoch=-1)
+    assert (r.error_code, r.member_epoch) == (E.none, -1)
+    g = describe(a)[0]
+    assert (g.group_state, g.members) == ("Empty", ())
+    listed = a.c.request(ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["streams"]})
+    assert [(x.group_id, x.group_state, x.group_type) for x in listed.groups] == [("wc", "Empty", "streams")]
+    dg = a.c.request(ApiKey.DESCRIBE_GROUPS, 5, {"groups": ["wc"], "include_authorized_operations": False})
+    # not a classic group: Dead, and GROUP_ID_NOT_FOUND from v6 on (KIP-1043)
+    assert (dg.groups[0].error_code, dg.groups[0].group_state) == (E.none, "Dead")
+    deleted = a.c.request(ApiKey.DELETE_GROUPS, 2, {"groups_names": ["wc"]})
+    assert deleted.results[0].error_code == E.none
+    assert describe(a)[0].error_code == E.group_id_not_found
+
+
+def test_shutdown_request_reaches_every_member(b):
+    a, c = Member(b), Member(b)
+    a.hb(), c.hb()
+    a.hb(shutdown=True)
+    detail = f"Streams group member {a.member_id} encountered a fatal error and requested a shutdown for the " \
+             "entire application."
+    assert (4, detail) in c.statuses(c.hb())
+
+
+def test_initial_rebalance_delay_then_standby_tasks():
+    with make_broker(**{"group.streams.initial.rebalance.delay.ms": 3000,
+                        "group.streams.num.standby.replicas": 1}) as b:
+        b.create_topic(REPARTITION, partitions=2)
+        b.create_topic(CHANGELOG, partitions=2)
+        a, c = Member(b, process="pa"), Member(b, process="pc")
+        r = a.hb()
+        assert m_status(a, r) == [5] and tasks(r.active_tasks) == {}
+        r = c.hb()
+        assert m_status(c, r) == [5]
+        b.advance(2999)
+        assert m_status(a, a.hb()) == [5]
+        b.advance(1)  # the delayed assignment is computed for both members
+        a.hb()
+        c.hb()
+        a.hb()
+        c.hb()
+        assert sorted([a.active, c.active], key=str) == [{"0": [0], "1": [0]}, {"0": [1], "1": [1]}]
+        # a standby of each stateful task (subtopology 1) on the other process
+        assert a.standby == {"1": c.active["1"]} and c.standby == {"1": a.active["1"]}
+
+
+def m_status(m: Member, r) -> list[int]:
+    return [code for code, _ in m.statuses(r)]
+
+
+def test_group_configs_override_the_broker_defaults(b):
+    # what IncrementalAlterConfigs on the group stores (ConfigResource.Type.GROUP = 32, SET = 0)
+    res = b.call(lambda c: c.config_catalog.incremental_alter(
+        0, 32, "wc", [(0, "streams.heartbeat.interval.ms", "6000"), (0, "streams.num.standby.replicas", "1")],
+        False))
+    assert res.error == E.none
+    a, c = Member(b, process="pa"), Member(b, process="pc")
+    r = a.hb()
+    assert r.heartbeat_interval.total_seconds() == 6
+    a.hb(), c.hb(), a.hb(), a.hb(), c.hb()
+    assert a.standby == {"1": c.active["1"]} and c.standby == {"1": a.active["1"]}
+    assert Member(b, group="other").hb().heartbeat_interval.total_seconds() == 5
