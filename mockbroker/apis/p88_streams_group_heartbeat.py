@@ -5,7 +5,7 @@ GroupMetadataManager.streamsGroupHeartbeat): the first member registers the
 topology, the broker creates the missing repartition and changelog topics
 (with the partition count the coordinator decided, the topic configs the
 member declared, and default.replication.factor capped at the number of
-brokers when the member gives none), the sticky task assignor's active and
+brokers when the member gives none or -1), the sticky task assignor's active and
 standby tasks, member epochs, session and rebalance timeouts, the statuses
 (MISSING_SOURCE_TOPICS, MISSING_INTERNAL_TOPICS, INCORRECTLY_PARTITIONED_TOPICS,
 STALE_TOPOLOGY, SHUTDOWN_APPLICATION, ASSIGNMENT_DELAYED), endpoints for
@@ -65,8 +65,13 @@ def _create(ctx: RequestContext, topics: dict[str, ConfiguredInternalTopic]) -> 
     for name, t in topics.items():
         if name in metadata.topics:
             continue
-        rf = t.replication_factor or metadata.config["default.replication.factor"]
-        rf = min(rf, len(metadata.brokers))
+        rf = t.replication_factor or -1  # 0 (not given) and -1 (Streams' default): the broker's default
+        if rf < 0:
+            rf = min(metadata.config["default.replication.factor"], len(metadata.brokers))
+        if rf > len(metadata.brokers):  # the controller refuses it; the member keeps seeing it missing
+            log.warning("Could not create the internal topic %s of a streams group: replication factor %d larger "
+                        "than the %d available brokers.", name, rf, len(metadata.brokers))
+            continue
         ctx.broker.controller.create_topic(name, t.partitions, rf, dict(t.topic_configs))
         log.info("Created the internal topic %s of a streams group (%d partitions, replication factor %d).",
                  name, t.partitions, rf)
