@@ -28,8 +28,8 @@ CHANGELOG_CONFIGS = {"cleanup.policy": "compact"}
 
 
 def topology(source: str = "input", epoch: int = 1, extra_source: str | None = None) -> dict:
-    def info(name: str, configs: dict[str, str]) -> dict:
-        return {"name": name, "partitions": 0, "replication_factor": 0,
+    def info(name: str, configs: dict[str, str], rf: int) -> dict:
+        return {"name": name, "partitions": 0, "replication_factor": rf,
                 "topic_configs": [{"key": k, "value": v} for k, v in sorted(configs.items())]}
 
     sources = [source] + ([extra_source] if extra_source else [])
@@ -37,8 +37,8 @@ def topology(source: str = "input", epoch: int = 1, extra_source: str | None = N
         {"subtopology_id": "0", "source_topics": sources, "source_topic_regex": [], "state_changelog_topics": [],
          "repartition_sink_topics": [REPARTITION], "repartition_source_topics": [], "copartition_groups": []},
         {"subtopology_id": "1", "source_topics": [], "source_topic_regex": [],
-         "state_changelog_topics": [info(CHANGELOG, CHANGELOG_CONFIGS)], "repartition_sink_topics": [],
-         "repartition_source_topics": [info(REPARTITION, REPARTITION_CONFIGS)], "copartition_groups": []}]}
+         "state_changelog_topics": [info(CHANGELOG, CHANGELOG_CONFIGS, -1)], "repartition_sink_topics": [],
+         "repartition_source_topics": [info(REPARTITION, REPARTITION_CONFIGS, 0)], "copartition_groups": []}]}
 
 
 def tasks(r_tasks) -> dict[str, list[int]]:
@@ -117,7 +117,7 @@ def test_first_member_registers_the_topology_and_the_broker_creates_the_internal
     assert m.statuses(r) == [(3, f"Internal topics are missing: {CHANGELOG}, {REPARTITION}")]
     assert tasks(r.active_tasks) == {} and r.heartbeat_interval.total_seconds() == 5
     assert topic_info(b, REPARTITION) == (2, REPARTITION_CONFIGS)
-    assert topic_info(b, CHANGELOG) == (2, CHANGELOG_CONFIGS)
+    assert topic_info(b, CHANGELOG) == (2, CHANGELOG_CONFIGS)  # replication factor -1: the broker's default
     r = m.hb()
     assert r.error_code == E.none and m.statuses(r) == [] and r.member_epoch == 3
     assert m.active == {"0": [0, 1], "1": [0, 1]} and m.standby == {}
