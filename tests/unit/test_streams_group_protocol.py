@@ -265,3 +265,29 @@ def test_group_configs_override_the_broker_defaults(b):
     a.hb(), c.hb(), a.hb(), a.hb(), c.hb()
     assert a.standby == {"1": c.active["1"]} and c.standby == {"1": a.active["1"]}
     assert Member(b, group="other").hb().heartbeat_interval.total_seconds() == 5
+
+
+def test_streams_group_view_of_the_control_plane(b):
+    a, c = Member(b, process="pa"), Member(b, process="pc")
+    a.hb()
+    v = b.streams_group("wc")
+    assert v["status"] == {"code": "MISSING_INTERNAL_TOPICS",
+                           "detail": f"Internal topics are missing: {CHANGELOG}, {REPARTITION}"}
+    assert v["topology_ready"] is False and v["topology"]["epoch"] == 1
+    a.hb(), c.hb(), a.hb(), a.hb(), c.hb(), c.hb(shutdown=True)
+    v = b.streams_group("wc")
+    assert (v["type"], v["state"], v["group_epoch"], v["assignment_epoch"], v["status"]) == (
+        "streams", "Stable", 4, 4, None)
+    assert v["shutdown_requested_by"] == c.member_id
+    members = {m["process_id"]: m for m in v["members"]}
+    assert {p: (m["member_epoch"], m["state"], m["active"], m["target_active"], m["user_endpoint"])
+            for p, m in members.items()} == {
+        "pa": (4, "STABLE", {"0": [0], "1": [0]}, {"0": [0], "1": [0]}, "localhost:7070"),
+        "pc": (4, "STABLE", {"0": [1], "1": [1]}, {"0": [1], "1": [1]}, "localhost:7070")}
+    assert [s["repartition_source_topics"][0]["partitions"] for s in v["topology"]["subtopologies"][1:]] == [2]
+    assert b.group("wc")["type"] == "streams"  # GET /groups/{g} shows it too
+    assert b.streams_group("nope") is None
+    a.c.request(ApiKey.OFFSET_COMMIT, 8, {  # a classic group, by a simple commit
+        "group_id": "cg", "generation_id_or_member_epoch": -1, "member_id": "",
+        "topics": [{"name": "input", "partitions": [{"partition_index": 0, "committed_offset": 1}]}]})
+    assert b.group("cg")["type"] == "classic" and b.streams_group("cg") is None
