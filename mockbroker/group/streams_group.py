@@ -39,11 +39,6 @@ class StreamsGroupState(enum.Enum):
     STABLE = "Stable"
     DEAD = "Dead"
 
-    @property
-    def lower_case(self) -> str:
-        """StreamsGroupState.toLowerCaseString (ListGroups' states filter)."""
-        return "not_ready" if self is StreamsGroupState.NOT_READY else self.value.lower()
-
 
 @dataclass(frozen=True, slots=True)
 class MemberTaskOffsets:
@@ -94,10 +89,6 @@ class StreamsGroup:
         if any(not m.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
             return StreamsGroupState.RECONCILING
         return StreamsGroupState.STABLE
-
-    @property
-    def current_topology_epoch(self) -> int:
-        return self.topology.topology_epoch if self.topology is not None else -1
 
     # -- members ----------------------------------------------------------------------------------
     def update_member(self, member: StreamsGroupMember) -> None:

@@ -60,10 +60,6 @@ class TasksTuple:
                 or any(ps & other.standby.get(s, set()) for s, ps in self.standby.items())
                 or any(ps & other.warmup.get(s, set()) for s, ps in self.warmup.items()))
 
-    def same_tasks(self, other: TasksTupleWithEpochs) -> bool:
-        return (self.warmup == other.warmup and self.standby == other.standby
-                and self.active == {s: set(ps) for s, ps in other.active.items()})
-
     def __str__(self) -> str:
         return (f"(active={tasks_to_string(self.active)}, standby={tasks_to_string(self.standby)}, "
                 f"warmup={tasks_to_string(self.warmup)})")
