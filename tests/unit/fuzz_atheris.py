@@ -55,7 +55,26 @@ host, _, port = broker.bootstrap_servers.rpartition(":")
 ADDR = (host, int(port))
 
 
+# libFuzzer's -rss_limit_mb compares the process's *peak* RSS (getrusage), which Linux carries over from
+# the parent across vfork+exec: started from a pytest worker that once held 2 GB, the fuzzer "ran out of
+# memory" on its first seed.  The test passes -rss_limit_mb=0 and this harness checks the broker's
+# current RSS instead, every CHECK_EVERY inputs.
+RSS_LIMIT_MB = int(os.environ.get("MOCKBROKER_FUZZ_RSS_LIMIT_MB", "1024"))
+CHECK_EVERY = 50
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+_inputs = 0
+
+
+def current_rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * _PAGE / 2**20
+
+
 def test_one_input(data: bytes) -> None:
+    global _inputs
+    _inputs += 1
+    if _inputs % CHECK_EVERY == 0 and (rss := current_rss_mb()) > RSS_LIMIT_MB:
+        raise MemoryError(f"broker process RSS {rss:.0f} MB > {RSS_LIMIT_MB} MB after {_inputs} inputs")
     if len(data) < 2:
         return
     key, lo, hi = SERVED[data[0] % len(SERVED)]

@@ -285,7 +285,7 @@ def test_atheris_coverage_guided_run(tmp_path):
     seeds = write_seed_corpus(tmp_path / "corpus")
     script = Path(__file__).with_name("fuzz_atheris.py")
     p = subprocess.run([sys.executable, str(script), f"-runs={runs}", "-seed=1", "-max_len=512",
-                        "-len_control=0", f"-artifact_prefix={tmp_path}/", str(tmp_path / "corpus")],
+                        "-len_control=0", "-rss_limit_mb=0", f"-artifact_prefix={tmp_path}/", str(tmp_path / "corpus")],
                        capture_output=True, text=True, timeout=300, cwd=Path(__file__).parents[2])
     out = p.stdout + p.stderr
     assert p.returncode == 0, out[-3000:]
