@@ -28,15 +28,16 @@ import org.apache.kafka.streams.kstream.Produced;
  * A Kafka Streams 4.4 word count with a repartition step (split lines, group by word: the
  * repartition topic, count into a state store: the changelog), run once per group protocol given,
  * in this one JVM: produce the lines of a file to {@code <app>-in}, start the application, read
- * {@code <app>-out} until every word of the input has its final count, close.  Prints per run one
- * line {@code RESULT <protocol> <json>}: every count the output held per word, in order (the store's
+ * {@code <app>-out} (read_committed) until every word of the input has its final count, close.  A run
+ * is {@code <protocol>} (at_least_once) or {@code <protocol>-eos} (exactly_once_v2: the counts and the
+ * consumed offsets are committed in transactions).  Prints per run one line {@code RESULT <run> <json>}: every count the output held per word, in order (the store's
  * cache is off, so each update is written), how long the application took from start to the last
  * count, and the state it reached.
  *
- * <p>Args: bootstrap, protocols (comma-separated: classic,streams), lines file, state dir.
+ * <p>Args: bootstrap, runs (comma-separated: classic,streams,streams-eos), lines file, state dir.
  */
 public class StreamsWordCount {
-  static final long TIMEOUT_MS = 45_000;
+  static final long TIMEOUT_MS = 30_000;
 
   public static void main(String[] args) throws Exception {
     String bootstrap = args[0];
@@ -48,8 +49,9 @@ public class StreamsWordCount {
       }
     }
     ObjectMapper json = new ObjectMapper();
-    for (String protocol : args[1].split(",")) {
-      String app = "wc-" + protocol;
+    for (String run : args[1].split(",")) {
+      String protocol = run.replace("-eos", "");
+      String app = "wc-" + run;
       produce(bootstrap, app + "-in", lines);
       Properties p = new Properties();
       p.put(StreamsConfig.APPLICATION_ID_CONFIG, app);
@@ -59,6 +61,9 @@ public class StreamsWordCount {
       p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
       p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
       p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 2);
+      if (run.endsWith("-eos")) {
+        p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
+      }
       p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
       p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
       p.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
@@ -82,7 +87,7 @@ public class StreamsWordCount {
       result.put("counts", seen);
       result.put("ms", System.currentTimeMillis() - start);
       result.put("state", state);
-      System.out.println("RESULT " + protocol + " " + json.writeValueAsString(result));
+      System.out.println("RESULT " + run + " " + json.writeValueAsString(result));
     }
   }
 
@@ -117,6 +122,7 @@ public class StreamsWordCount {
     p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
     p.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, false);
+    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
     p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class);
     p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, LongDeserializer.class);
     try (KafkaConsumer<String, Long> consumer = new KafkaConsumer<>(p)) {
