@@ -3,13 +3,15 @@
 and assigning the tasks) and ``group.protocol=classic`` (JoinGroup/SyncGroup with the client-side
 StreamsPartitionAssignor, the client creating its internal topics), and ``streams`` again under
 ``processing.guarantee=exactly_once_v2`` (transactions: the counts, the repartitioned records and the
-consumed offsets committed together, TxnOffsetCommit from a streams group member), one after the
-other in one JVM.
+consumed offsets committed together, TxnOffsetCommit from a streams group member), and that once
+more with two instances of the application: one stops without leaving the group, as a crashed
+instance would, the broker fences it when its session times out and the other takes over its tasks,
+restoring their counts from the changelog; one after the other in one JVM.
 
 tests/integration/java/src/StreamsWordCount.java produces the lines, runs the application with two
 stream threads and its record cache off, and reads the output until each word has its final count.
 The output is checked exactly: each word's counts are 1, 2, ..., n in order (nothing lost, nothing
-counted twice), and the broker's view afterwards: the internal topics with the partition counts and
+counted twice, no count restarting after the failover), and the broker's view afterwards: the internal topics with the partition counts and
 configs Kafka would give them, the group Empty once the application closed.
 
 The fixture sets both initial rebalance delays to 0, as Kafka's own test setups do
@@ -22,6 +24,7 @@ one that gets its tasks.  Skips without java, javac or mvn, fails under CI (see 
 from __future__ import annotations
 
 import json
+import logging
 import random
 import shutil
 import subprocess
@@ -34,6 +37,7 @@ from .javatools import JAVA_TIMEOUT_S, tail
 from .javatools import java_classpath as _java_classpath
 
 PARTITIONS = 2
+SESSION_MS = 3000  # a stopped instance is fenced after this (Kafka's default and minimum: 45 s)
 VOCABULARY = ["kafka", "streams", "mock", "broker", "word", "count", "topic", "task", "epoch", "group"]
 
 
@@ -47,12 +51,14 @@ def broker():
     cfg = {"group.initial.rebalance.delay.ms": 0, "group.streams.initial.rebalance.delay.ms": 0,
            # 4.3: StreamsGroupHeartbeat v0 and TxnOffsetCommit v5; 4.4's TxnOffsetCommit v6 (topic ids)
            # is issue 24's, and exactly_once_v2 needs it
-           "group.streams.heartbeat.interval.ms": 500, "mock.kafka.version": "4.3"}
+           "group.streams.heartbeat.interval.ms": 500, "group.streams.session.timeout.ms": SESSION_MS,
+           "mock.kafka.version": "4.3"}
     with MockBroker(config=cfg) as b:
         yield b
 
 
-def test_word_count_with_a_repartition_under_both_group_protocols(java_classpath, broker, tmp_path):
+def test_word_count_with_a_repartition_under_both_group_protocols(java_classpath, broker, tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="mockbroker.group")
     rng = random.Random(26)
     lines = [" ".join(rng.choice(VOCABULARY) for _ in range(rng.randint(1, 8))) for _ in range(300)]
     expected: dict[str, int] = {}
@@ -60,7 +66,7 @@ def test_word_count_with_a_repartition_under_both_group_protocols(java_classpath
         for w in line.split():
             expected[w] = expected.get(w, 0) + 1
     (tmp_path / "lines.txt").write_text("\n".join(lines) + "\n")
-    protocols = ["streams", "classic", "streams-eos"]
+    protocols = ["streams", "classic", "streams-eos", "streams-eos-failover"]
     for protocol in protocols:
         broker.create_topic(f"wc-{protocol}-in", PARTITIONS)
         broker.create_topic(f"wc-{protocol}-out", PARTITIONS)
@@ -91,7 +97,7 @@ def test_word_count_with_a_repartition_under_both_group_protocols(java_classpath
         assert topic(f"wc-{protocol}-counts-repartition") == (PARTITIONS, "delete"), protocol
         assert topic(f"wc-{protocol}-counts-changelog") == (PARTITIONS, "compact"), protocol
     # the streams groups as StreamsGroupDescribe sees them once the application closed
-    for app in ("wc-streams", "wc-streams-eos"):
+    for app in ("wc-streams", "wc-streams-eos", "wc-streams-eos-failover"):
         g = broker.call(lambda c: c.groups.streams_group_describe(c.groups.find_coordinator(app).node_id, [app])[0])
         assert (g["group_state"], g["members"]) == ("Empty", []), g
         assert [s["subtopology_id"] for s in g["topology"]["subtopologies"]] == ["0", "1"], g
@@ -102,4 +108,7 @@ def test_word_count_with_a_repartition_under_both_group_protocols(java_classpath
     # internal.leave.group.on.close=false): both threads stay members until their sessions end
     classic = broker.group("wc-classic")
     assert (classic["protocol_type"], classic["state"], len(classic["members"])) == ("consumer", "Stable", 2), classic
+    # the instance that stopped without leaving was fenced by its session timeout, not by a leave
+    assert any("fenced from the group because its session timeout expired" in rec.getMessage()
+               and "wc-streams-eos-failover" in rec.getMessage() for rec in caplog.records), "no fencing"
     print({p: res["ms"] for p, res in results.items()})
