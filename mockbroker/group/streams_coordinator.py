@@ -250,10 +250,11 @@ class StreamsGroupCoordinator:
         if not bump and configs != group.last_assignment_configs:
             bump = True
 
-        if replaced is not None:
+        if replaced is not None:  # replaceStreamsMember: the new incarnation takes the old one's target
+            target = group.target.get(replaced.member_id)
             self._remove(group, replaced, bump_epoch=False)
-            if replaced.member_id in group.target:
-                group.target[member_id] = group.target.pop(replaced.member_id)
+            if target is not None:
+                group.target[member_id] = target
         group.update_member(updated)
         if bump:
             group.group_epoch += 1

@@ -291,3 +291,64 @@ def test_streams_group_view_of_the_control_plane(b):
         "group_id": "cg", "generation_id_or_member_epoch": -1, "member_id": "",
         "topics": [{"name": "input", "partitions": [{"partition_index": 0, "committed_offset": 1}]}]})
     assert b.group("cg")["type"] == "classic" and b.streams_group("cg") is None
+
+
+def raw(m: Member, **fields):
+    body = {"group_id": m.group, "member_id": m.member_id, "member_epoch": 0, "endpoint_information_epoch": 0,
+            "instance_id": None, "rack_id": None, "rebalance_timeout": 30_000, "topology": topology(),
+            "active_tasks": [], "standby_tasks": [], "warmup_tasks": [], "process_id": m.process,
+            "user_endpoint": None, "client_tags": [], "task_offsets": None, "task_end_offsets": None,
+            "shutdown_application": False, **fields}
+    return m.c.request(SGH, 1, body)
+
+
+@pytest.mark.parametrize("fields,error,message", [
+    ({"active_tasks": [{"subtopology_id": "0", "partitions": [0]}]}, E.invalid_request,
+     "ActiveTasks must be empty when (re-)joining."),
+    ({"topology": None}, E.invalid_request, "Topology must be non-null when (re-)joining."),
+    ({"member_epoch": 3}, E.invalid_request, "Topology can only be provided when (re-)joining."),
+    ({"member_epoch": -3, "topology": None}, E.invalid_request,
+     "MemberEpoch is -3, but must be greater than or equal to -2."),
+    ({"member_epoch": 1, "topology": None}, E.unknown_member_id, None),
+    ({"rebalance_timeout": -1}, E.invalid_request, "RebalanceTimeoutMs must be provided in first request."),
+    ({"standby_tasks": None}, E.invalid_request, "If one task-type is non-null, all must be non-null."),
+])
+def test_bad_heartbeats_get_kafkas_errors(b, fields, error, message):
+    a = Member(b)
+    a.hb()  # the group exists
+    r = raw(Member(b), **fields)
+    assert r.error_code == error
+    if message is not None:
+        assert r.error_message == message
+
+
+def test_member_that_does_not_revoke_is_fenced_after_its_rebalance_timeout(b):
+    a, c = Member(b, process="pa"), Member(b, process="pc")
+    a.hb(), a.hb(), c.hb()
+    everything = {"0": [0, 1], "1": [0, 1]}
+    r = a.hb(active=everything)  # asked to give up 0_1 and 1_1; keeps reporting them
+    assert (r.member_epoch, a.active) == (3, {"0": [0], "1": [0]})
+    for _ in range(5):  # both keep their sessions alive; a never revokes
+        b.advance(5_000)
+        assert a.hb(active=everything).error_code == E.none
+        c.hb()
+    b.advance(5_000)  # 30 s since the revocation was asked: a's rebalance timeout
+    assert a.hb(active=everything).error_code == E.unknown_member_id
+    c.hb()
+    assert c.active == {"0": [0, 1], "1": [0, 1]}
+
+
+def test_static_member_leaves_and_its_next_incarnation_takes_its_tasks_without_a_rebalance(b):
+    a, c = Member(b, process="pa", instance_id="i-a"), Member(b, process="pc")
+    a.hb(), a.hb(), c.hb(), a.hb(), a.hb(), c.hb()
+    tasks_a = a.active
+    epoch = describe(a)[0].group_epoch
+    r = raw(a, member_epoch=-2, topology=None, active_tasks=None, standby_tasks=None, warmup_tasks=None,
+            instance_id="i-a", rebalance_timeout=-1)
+    assert (r.error_code, r.member_epoch) == (E.none, -2)
+    again = Member(b, process="pa", instance_id="i-a")
+    r = again.hb()
+    assert r.error_code == E.none and again.active == tasks_a
+    assert describe(again)[0].group_epoch == epoch  # no rebalance
+    r = raw(Member(b), instance_id="i-a")  # a third one while the second holds the instance id
+    assert r.error_code == E.unreleased_instance_id
