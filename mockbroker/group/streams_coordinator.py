@@ -251,10 +251,10 @@ class StreamsGroupCoordinator:
             bump = True
 
         if replaced is not None:  # replaceStreamsMember: the new incarnation takes the old one's target
-            target = group.target.get(replaced.member_id)
+            replaced_target = group.target.get(replaced.member_id)
             self._remove(group, replaced, bump_epoch=False)
-            if target is not None:
-                group.target[member_id] = target
+            if replaced_target is not None:
+                group.target[member_id] = replaced_target
         group.update_member(updated)
         if bump:
             group.group_epoch += 1
