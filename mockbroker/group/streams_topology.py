@@ -216,6 +216,24 @@ def summarize_topics(topics: Iterable[str]) -> str:
     return shown + (f" and {len(items) - 3} additional topics" if len(items) > 3 else "")
 
 
+def java_hash_order(keys: list[str], inserted: int) -> list[str]:
+    """The order a ``java.util.HashMap`` of these String keys (given in insertion order) iterates
+    them after ``inserted`` insertions (its table doubles from 16 slots past a 0.75 load): by bucket
+    (``String.hashCode`` spread as ``HashMap.hash``), then insertion order.  Kafka lists the internal
+    topics to create in this order (MISSING_INTERNAL_TOPICS' detail)."""
+    capacity = 16
+    while inserted > capacity * 0.75:
+        capacity *= 2
+
+    def bucket(key: str) -> int:
+        h = 0
+        for unit in key.encode("utf-16-be").hex(" ", 2).split():  # UTF-16 code units, as Java's String
+            h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return sorted(keys, key=bucket)  # stable: insertion order within a bucket
+
+
 PartitionCount = Callable[[str], int | None]
 
 
@@ -413,6 +431,7 @@ def _missing_internal_topics(configured: Mapping[str, ConfiguredSubtopology], to
     for s in configured.values():
         to_create.update(s.repartition_source_topics)
         to_create.update(s.state_changelog_topics)
+    inserted = len(to_create)
     for name in sorted(topology.required_topics()):
         t = topics.get(name)
         if t is None:
@@ -423,4 +442,4 @@ def _missing_internal_topics(configured: Mapping[str, ConfiguredSubtopology], to
                 Status.INCORRECTLY_PARTITIONED_TOPICS,
                 f"Existing topic {name} has different number of partitions: expected {expected.partitions}, "
                 f"found {len(t.partitions)}")
-    return dict(sorted(to_create.items()))
+    return {name: to_create[name] for name in java_hash_order(list(to_create), inserted)}

@@ -31,6 +31,7 @@ from mockbroker.group.streams_topology import (
     Subtopology,
     TopicInfo,
     configure_topics,
+    java_hash_order,
     summarize_topics,
 )
 from protocol.errors import ErrorCode
@@ -68,11 +69,22 @@ def test_missing_source_topics_is_reported_sorted_and_summarized() -> None:
 def test_internal_topics_get_the_partition_count_of_the_sources_and_are_to_be_created() -> None:
     c = configure_topics(WORD_COUNT, 7, topics(input=3))
     assert c.error is not None and c.error.status is Status.MISSING_INTERNAL_TOPICS
-    assert c.error.message == "Internal topics are missing: wc-count-changelog, wc-count-repartition"
+    # in the order Kafka's HashMap holds them (String.hashCode buckets), as Kafka 4.4 answers
+    assert c.error.message == "Internal topics are missing: wc-count-repartition, wc-count-changelog"
+    assert list(c.internal_topics_to_create) == ["wc-count-repartition", "wc-count-changelog"]
     made = {n: (t.partitions, t.replication_factor, t.topic_configs) for n, t in c.internal_topics_to_create.items()}
     assert made == {"wc-count-repartition": (3, None, ()),
                     "wc-count-changelog": (3, None, (("cleanup.policy", "compact"),))}
     assert c.subtopologies is not None and c.subtopologies["1"].number_of_tasks == 3
+
+
+def test_java_hash_map_order() -> None:
+    # "Aa" and "BB" share String.hashCode 2112 (bucket 0 of 16: insertion order), "a" is 97 (bucket 1);
+    # a 13th key doubles the table
+    assert java_hash_order(["BB", "Aa", "a"], 3) == ["BB", "Aa", "a"]
+    assert java_hash_order(["a", "Aa", "BB"], 3) == ["Aa", "BB", "a"]
+    keys = [f"t{i}" for i in range(13)]
+    assert java_hash_order(keys, 13) != java_hash_order(keys, 12)
 
 
 def test_topology_is_ready_once_the_internal_topics_exist() -> None:

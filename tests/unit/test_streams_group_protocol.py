@@ -9,82 +9,26 @@ rebalance delay and the session timeout on the clock.
 
 from __future__ import annotations
 
-import uuid
 
 import pytest
 
 from mockbroker import ManualClock, MockBroker
-from protocol.client import RawKafkaClient
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
+from tests.streams_member import (
+    CHANGELOG,
+    CHANGELOG_CONFIGS,
+    REPARTITION,
+    REPARTITION_CONFIGS,
+    SGH,
+    Member,
+    describe,
+    tasks,
+    topology,
+)
 
 E = ErrorCode
-SGH, SGD = ApiKey.STREAMS_GROUP_HEARTBEAT, ApiKey.STREAMS_GROUP_DESCRIBE
 SESSION = 10_000
-REPARTITION, CHANGELOG = "wc-count-repartition", "wc-count-changelog"
-# what Kafka Streams 4.4 declares for these topics (InternalTopicConfig's defaults)
-REPARTITION_CONFIGS = {"cleanup.policy": "delete", "segment.bytes": "52428800", "retention.ms": "-1"}
-CHANGELOG_CONFIGS = {"cleanup.policy": "compact"}
-
-
-def topology(source: str = "input", epoch: int = 1, extra_source: str | None = None) -> dict:
-    def info(name: str, configs: dict[str, str], rf: int) -> dict:
-        return {"name": name, "partitions": 0, "replication_factor": rf,
-                "topic_configs": [{"key": k, "value": v} for k, v in sorted(configs.items())]}
-
-    sources = [source] + ([extra_source] if extra_source else [])
-    return {"epoch": epoch, "subtopologies": [
-        {"subtopology_id": "0", "source_topics": sources, "source_topic_regex": [], "state_changelog_topics": [],
-         "repartition_sink_topics": [REPARTITION], "repartition_source_topics": [], "copartition_groups": []},
-        {"subtopology_id": "1", "source_topics": [], "source_topic_regex": [],
-         "state_changelog_topics": [info(CHANGELOG, CHANGELOG_CONFIGS, -1)], "repartition_sink_topics": [],
-         "repartition_source_topics": [info(REPARTITION, REPARTITION_CONFIGS, 0)], "copartition_groups": []}]}
-
-
-def tasks(r_tasks) -> dict[str, list[int]]:
-    return {t.subtopology_id: sorted(t.partitions) for t in r_tasks or ()}
-
-
-class Member:
-    def __init__(self, b: MockBroker, group: str = "wc", process: str | None = None,
-                 instance_id: str | None = None) -> None:
-        self.c = RawKafkaClient.connect(b.bootstrap_servers, client_id="wc-" + (process or "p"))
-        self.group = group
-        self.member_id = str(uuid.uuid4())
-        self.process = process or str(uuid.uuid4())
-        self.instance_id = instance_id
-        self.epoch = 0
-        self.active: dict[str, list[int]] = {}
-        self.standby: dict[str, list[int]] = {}
-
-    def hb(self, epoch: int | None = None, topo: dict | None = None, active=None, shutdown: bool = False,
-           endpoint_epoch: int = 0):
-        e = self.epoch if epoch is None else epoch
-        owned = self.active if active is None else active
-        r = self.c.request(SGH, 1, {
-            "group_id": self.group, "member_id": self.member_id, "member_epoch": e,
-            "endpoint_information_epoch": endpoint_epoch, "instance_id": self.instance_id, "rack_id": None,
-            "rebalance_timeout": 30_000 if e == 0 else -1,
-            "topology": (topo or topology()) if e == 0 else None,
-            "active_tasks": [] if e == 0 else [{"subtopology_id": s, "partitions": ps} for s, ps in owned.items()],
-            "standby_tasks": [] if e == 0 else [{"subtopology_id": s, "partitions": ps}
-                                                for s, ps in self.standby.items()],
-            "warmup_tasks": [],
-            "process_id": self.process if e == 0 else None,
-            "user_endpoint": {"host": "localhost", "port": 7070} if e == 0 else None,
-            "client_tags": [] if e == 0 else None, "task_offsets": None, "task_end_offsets": None,
-            "shutdown_application": shutdown})
-        if r.error_code == E.none:
-            self.epoch = r.member_epoch
-            if r.active_tasks is not None:
-                self.active = tasks(r.active_tasks)
-                self.standby = tasks(r.standby_tasks)
-        return r
-
-    def statuses(self, r) -> list[tuple[int, str]]:
-        return [(s.status_code, s.status_detail) for s in r.status or ()]
-
-
 def make_broker(**extra):
     cfg = {"group.streams.session.timeout.ms": SESSION, "group.streams.initial.rebalance.delay.ms": 0,
            "group.streams.assignment.interval.ms": 0, "mock.topics": ["input:2"],
@@ -98,11 +42,6 @@ def b():
         yield broker
 
 
-def describe(m: Member, *groups: str):
-    return m.c.request(SGD, 1, {"group_ids": list(groups) or [m.group], "include_authorized_operations": False,
-                                "include_topology_description": False}).groups
-
-
 def topic_info(b: MockBroker, name: str) -> tuple[int, dict[str, str]] | None:
     def read(br):
         t = br.metadata.topics.get(name)
@@ -114,7 +53,7 @@ def test_first_member_registers_the_topology_and_the_broker_creates_the_internal
     m = Member(b, process="p1")
     r = m.hb()
     assert r.error_code == E.none and r.member_epoch == 2  # a new group is at epoch 1; the join bumps it
-    assert m.statuses(r) == [(3, f"Internal topics are missing: {CHANGELOG}, {REPARTITION}")]
+    assert m.statuses(r) == [(3, f"Internal topics are missing: {REPARTITION}, {CHANGELOG}")]
     assert tasks(r.active_tasks) == {} and r.heartbeat_interval.total_seconds() == 5
     assert topic_info(b, REPARTITION) == (2, REPARTITION_CONFIGS)
     assert topic_info(b, CHANGELOG) == (2, CHANGELOG_CONFIGS)  # replication factor -1: the broker's default
@@ -138,7 +77,7 @@ def test_missing_source_topic_is_a_status_and_no_task_is_assigned(b):
     assert describe(m)[0].group_state == "NotReady"
     b.create_topic("absent", partitions=1)
     r = m.hb()
-    assert m.statuses(r) == [(3, f"Internal topics are missing: {CHANGELOG}, {REPARTITION}")]
+    assert m.statuses(r) == [(3, f"Internal topics are missing: {REPARTITION}, {CHANGELOG}")]
     assert topic_info(b, REPARTITION) == (1, REPARTITION_CONFIGS)
 
 
@@ -272,7 +211,7 @@ def test_streams_group_view_of_the_control_plane(b):
     a.hb()
     v = b.streams_group("wc")
     assert v["status"] == {"code": "MISSING_INTERNAL_TOPICS",
-                           "detail": f"Internal topics are missing: {CHANGELOG}, {REPARTITION}"}
+                           "detail": f"Internal topics are missing: {REPARTITION}, {CHANGELOG}"}
     assert v["topology_ready"] is False and v["topology"]["epoch"] == 1
     a.hb(), c.hb(), a.hb(), a.hb(), c.hb(), c.hb(shutdown=True)
     v = b.streams_group("wc")
