@@ -291,3 +291,17 @@ def test_static_member_leaves_and_its_next_incarnation_takes_its_tasks_without_a
     assert describe(again)[0].group_epoch == epoch  # no rebalance
     r = raw(Member(b), instance_id="i-a")  # a third one while the second holds the instance id
     assert r.error_code == E.unreleased_instance_id
+
+
+def test_fault_rules_and_the_journal_see_the_streams_apis(b):
+    a = Member(b)
+    b.inject(api="StreamsGroupHeartbeat", action="error", errors=["COORDINATOR_NOT_AVAILABLE"])
+    b.inject(api="StreamsGroupDescribe", action="error", errors=["NOT_COORDINATOR"])
+    r = a.hb()
+    assert (r.error_code, r.member_epoch, r.active_tasks) == (E.coordinator_not_available, -1, None)
+    assert [(g.group_id, g.error_code) for g in describe(a, "wc", "other")] == [
+        ("wc", E.not_coordinator), ("other", E.not_coordinator)]
+    assert a.hb().error_code == E.none  # each rule fired once
+    assert [rec["error_code"] for rec in b.journal(api_key="StreamsGroupHeartbeat")] == [
+        E.coordinator_not_available, E.none]
+    assert [rec["error_code"] for rec in b.journal(api_key="StreamsGroupDescribe")] == [E.not_coordinator]
