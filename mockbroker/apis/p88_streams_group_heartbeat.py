@@ -68,9 +68,12 @@ def _create(ctx: RequestContext, topics: dict[str, ConfiguredInternalTopic]) -> 
         rf = t.replication_factor or -1  # 0 (not given) and -1 (Streams' default): the broker's default
         if rf < 0:
             rf = min(metadata.config["default.replication.factor"], len(metadata.brokers))
-        if rf > len(metadata.brokers):  # the controller refuses it; the member keeps seeing it missing
-            log.warning("Could not create the internal topic %s of a streams group: replication factor %d larger "
-                        "than the %d available brokers.", name, rf, len(metadata.brokers))
+        # what the controller refuses stays missing: the member keeps seeing MISSING_INTERNAL_TOPICS
+        refused = metadata.validate_topic_configs(dict(t.topic_configs))
+        if rf > len(metadata.brokers):
+            refused = f"replication factor {rf} larger than the {len(metadata.brokers)} available brokers"
+        if refused is not None:
+            log.warning("Could not create the internal topic %s of a streams group: %s", name, refused)
             continue
         ctx.broker.controller.create_topic(name, t.partitions, rf, dict(t.topic_configs))
         log.info("Created the internal topic %s of a streams group (%d partitions, replication factor %d).",

@@ -305,3 +305,15 @@ def test_fault_rules_and_the_journal_see_the_streams_apis(b):
     assert [rec["error_code"] for rec in b.journal(api_key="StreamsGroupHeartbeat")] == [
         E.coordinator_not_available, E.none]
     assert [rec["error_code"] for rec in b.journal(api_key="StreamsGroupDescribe")] == [E.not_coordinator]
+
+
+def test_internal_topic_the_controller_would_refuse_stays_missing(b):
+    topo = topology()
+    topo["subtopologies"][1]["state_changelog_topics"][0]["topic_configs"] = [
+        {"key": "cleanup.policy", "value": "sometimes"}]
+    topo["subtopologies"][1]["repartition_source_topics"][0]["replication_factor"] = 3  # one broker
+    m = Member(b)
+    for _ in range(2):
+        r = m.hb(topo=topo, epoch=0) if m.epoch == 0 else m.hb()
+        assert m.statuses(r) == [(3, f"Internal topics are missing: {REPARTITION}, {CHANGELOG}")]
+    assert topic_info(b, CHANGELOG) is None and topic_info(b, REPARTITION) is None
