@@ -160,7 +160,9 @@ class GroupCoordinatorService:
         out = []
         for g in self.registry.groups_coordinated_by(node_id):
             listed = g.as_listed_group()
-            if (states and listed.state.lower() not in states) or (types and listed.group_type not in types):
+            # isInStates: the state's lower-case name (StreamsGroupState.toLowerCaseString: not_ready)
+            state = "not_ready" if listed.state == "NotReady" else listed.state.lower()
+            if (states and state not in states) or (types and listed.group_type not in types):
                 continue
             out.append(listed)
         return out

@@ -75,6 +75,9 @@ def test_missing_source_topic_is_a_status_and_no_task_is_assigned(b):
     assert r.error_code == E.none and m.statuses(r) == [(1, "Source topics absent are missing.")]
     assert tasks(r.active_tasks) == {} and topic_info(b, REPARTITION) is None
     assert describe(m)[0].group_state == "NotReady"
+    for states, listed in ((["not_ready"], ["wc"]), (["NotReady"], []), (["stable"], [])):
+        r = m.c.request(ApiKey.LIST_GROUPS, 5, {"states_filter": states, "types_filter": []})
+        assert [g.group_id for g in r.groups] == listed, states  # Kafka matches toLowerCaseString
     b.create_topic("absent", partitions=1)
     r = m.hb()
     assert m.statuses(r) == [(3, f"Internal topics are missing: {REPARTITION}, {CHANGELOG}")]
