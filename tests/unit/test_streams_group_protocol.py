@@ -320,3 +320,21 @@ def test_internal_topic_the_controller_would_refuse_stays_missing(b):
         r = m.hb(topo=topo, epoch=0) if m.epoch == 0 else m.hb()
         assert m.statuses(r) == [(3, f"Internal topics are missing: {REPARTITION}, {CHANGELOG}")]
     assert topic_info(b, CHANGELOG) is None and topic_info(b, REPARTITION) is None
+
+
+def test_classic_join_to_a_streams_group(b):
+    a = Member(b)
+    a.hb()
+
+    def join():
+        return a.c.request(ApiKey.JOIN_GROUP, 9, {
+            "group_id": "wc", "session_timeout": 10_000, "rebalance_timeout": 10_000, "member_id": "",
+            "group_instance_id": None, "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": b""}], "reason": None})
+
+    r = join()  # members: Kafka's classicGroupJoin refuses
+    assert (r.error_code, r.member_id) == (E.inconsistent_group_protocol, "")
+    a.hb(epoch=-1)
+    r = join()  # empty: it becomes a classic group (a new member is asked to rejoin with its id)
+    assert r.error_code == E.member_id_required
+    assert b.group("wc")["type"] == "classic" and b.streams_group("wc") is None
