@@ -171,13 +171,14 @@ class StreamsGroupCoordinator:
         existing = self.registry.get(group_id)
         if existing is not None and existing.group_type is GroupType.STREAMS:
             return cast(StreamsGroup, existing)
-        if existing is not None and (existing.has_members() or not create):
+        if existing is not None and (existing.group_type is not GroupType.CLASSIC or existing.has_members()
+                                     or not create):  # only an empty classic group is converted
             raise StreamsGroupError(ErrorCode.group_id_not_found, f"Group {group_id} is not a streams group.")
         if not create:
             raise StreamsGroupError(ErrorCode.group_id_not_found, f"Streams group {group_id} not found.")
         group = StreamsGroup(group_id)
         if existing is not None:
-            group.offsets = existing.offsets  # an empty group of another type is replaced, its offsets kept
+            group.offsets = existing.offsets  # an empty classic group is replaced, its offsets kept
         self.registry.put(group)
         return group
 

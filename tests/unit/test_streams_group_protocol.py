@@ -338,3 +338,22 @@ def test_classic_join_to_a_streams_group(b):
     r = join()  # empty: it becomes a classic group (a new member is asked to rejoin with its id)
     assert r.error_code == E.member_id_required
     assert b.group("wc")["type"] == "classic" and b.streams_group("wc") is None
+
+
+def test_streams_member_joining_a_group_of_another_type(b):
+    m = Member(b, group="cg")
+    m.c.request(ApiKey.OFFSET_COMMIT, 8, {  # an empty classic group with an offset
+        "group_id": "cg", "generation_id_or_member_epoch": -1, "member_id": "",
+        "topics": [{"name": "input", "partitions": [{"partition_index": 0, "committed_offset": 7}]}]})
+    assert m.hb().error_code == E.none  # converted, as getOrCreateStreamsGroup does
+    assert b.streams_group("cg") is not None and b.committed_offsets("cg") == {("input", 0): 7}
+    r = m.c.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, {
+        "group_id": "kg", "member_id": "", "member_epoch": 0, "instance_id": None, "rack_id": None,
+        "rebalance_timeout": 30_000, "subscribed_topic_names": ["input"], "server_assignor": None,
+        "topic_partitions": []})
+    assert r.error_code == E.none
+    m.c.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, {
+        "group_id": "kg", "member_id": r.member_id, "member_epoch": -1, "instance_id": None, "rack_id": None,
+        "rebalance_timeout": -1, "subscribed_topic_names": None, "server_assignor": None, "topic_partitions": None})
+    r = Member(b, group="kg").hb()  # an empty consumer group is not converted
+    assert (r.error_code, r.error_message) == (E.group_id_not_found, "Group kg is not a streams group.")
