@@ -235,6 +235,9 @@ CONFIG_DEF: dict[str, ConfigKey] = {
         ConfigKey("log.cleaner.io.buffer.load.factor", _float, 0.9,
                   "Share of the cleaner's offset map slots a pass fills before it stops mapping.", 0),
         ConfigKey("fetch.max.bytes", _int, 57671680, "Upper bound of one fetch response.", 0),
+        ConfigKey("max.request.partition.size.limit", _int, 2000,
+                  "Most partitions one DescribeTopicPartitions response lists (with the request's own limit, the "
+                  "smaller); the rest are paged with its cursor.", 1),
         ConfigKey("max.incremental.fetch.session.cache.slots", _int, 1000, "Fetch sessions (KIP-227) kept at once.", 0),
         ConfigKey("producer.id.expiration.ms", _int, 86400000, "Idempotent producer state expires after this idle time.", 1),
         ConfigKey("producer.purgatory.purge.interval.requests", _int, 1000, "Purge interval of the produce purgatory.", 1),
@@ -314,7 +317,7 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "How long the transaction coordinator's WriteTxnMarkers takes to reach the partition leaders "
                   "(Kafka sends it over the network from its marker sender thread, so a producer that begins its "
                   "next transaction at once gets CONCURRENT_TRANSACTIONS meanwhile); 0: at once.", 0),
-        ConfigKey("mock.kafka.version", _str, "4.2", "Kafka release whose ApiVersions ranges are advertised: 1.1, 2.0, 2.8, 3.9, 4.0, 4.1, 4.2, 4.3 or 4.4.",
+        ConfigKey("mock.kafka.version", _str, "4.4", "Kafka release whose ApiVersions ranges are advertised: 1.1, 2.0, 2.8, 3.9, 4.0, 4.1, 4.2, 4.3 or 4.4.",
                   None, tuple(KAFKA_RELEASES)),
         ConfigKey("mock.transaction.version", _str, "",
                   "The transaction.version feature level finalized in ApiVersions: 0, 1 or 2 (2: KIP-890 part 2, "

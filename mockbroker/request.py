@@ -56,6 +56,7 @@ from protocol.registry import ApiRegistry, ApiSpec
 
 from .channel import Authenticator
 from .clock import Clock
+from .config_catalog import ConfigCatalog
 from .controller import Controller
 from .faults import InjectedError
 from .fetch_session import FetchManager
@@ -179,6 +180,7 @@ class BrokerServices(Protocol):
     txn: TransactionCoordinator     # the transaction coordinator (checks itself which broker leads an id)
     quotas: QuotaManagers           # this broker's quota managers (Kafka's QuotaFactory)
     quota_store: QuotaStore         # the configured client quotas, cluster-wide (Describe/AlterClientQuotas)
+    config_catalog: ConfigCatalog   # config resources, cluster-wide: DescribeConfigs, (Incremental)AlterConfigs
 
 
 class RequestContext(NamedTuple):

@@ -1,4 +1,4 @@
-"""ApiVersions (key 18): v0-4.
+"""ApiVersions (key 18): v0-5.
 
 Behavior:
 * Lists every API this broker serves with the ranges of the configured Kafka
@@ -9,6 +9,11 @@ Behavior:
   dispatcher answers v0 UNSUPPORTED_VERSION listing only ApiVersions (KIP-511).
 * v3+: ClientSoftwareName/Version must match Kafka's pattern, else
   INVALID_REQUEST; accepted values are kept on the connection.
+* v5 (KIP-1242): a client that knows the cluster it means sends its cluster id
+  and the node id it dialled, both or neither (one without the other:
+  INVALID_REQUEST); another cluster's id or another node's id is
+  REBOOTSTRAP_REQUIRED (the client rebootstraps: its address now reaches
+  another broker), with no API listed.
 * Features (``ApiVersionsResponse.createApiVersionsResponseData``): on a
   4.x release the one feature served, ``transaction.version``, is supported
   0-2 and finalized at the cluster's level (``mock.transaction.version``,
@@ -22,6 +27,7 @@ Version notes:
 * v1: throttle_time_ms.  v2: clients back off on it (KIP-219).
 * v3: flexible request and body, but the response header stays v0 (KIP-511);
   client software name and version (KIP-511).
+* v5: cluster id and node id checks (KIP-1242).
 * v0-3: supported features whose minimum is 0 (all of them here) are left out,
   as Kafka does since KAFKA-17492 (older clients fail to parse them); the
   finalized ones are still listed.
@@ -49,12 +55,18 @@ _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 def handle(ctx: RequestContext, req: ApiVersionsRequest) -> Response:
     software = None
+    if ctx.version >= 5 and (req.cluster_id is None) != (req.node_id == -1):  # ApiVersionsRequest.isValid
+        return Response({"error_code": ErrorCode.invalid_request, "api_keys": []})
     if ctx.version >= 3:
         name = req.client_software_name
         ver = req.client_software_version
         if not (_SOFTWARE.match(name or "") and _SOFTWARE.match(ver or "")):
             return Response({"error_code": ErrorCode.invalid_request, "api_keys": []})
         software = (name, ver)
+    if ctx.version >= 5 and req.cluster_id is not None and (
+            req.cluster_id != ctx.metadata.cluster_id or req.node_id != ctx.node_id):
+        # KafkaApis.clusterIdOrNodeIdIsInvalid; the client software is kept (the request is valid)
+        return Response({"error_code": ErrorCode.rebootstrap_required, "api_keys": []}, client_software=software)
     out: dict[str, Any] = {
         "error_code": ErrorCode.none,
         "api_keys": [

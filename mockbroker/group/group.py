@@ -128,6 +128,14 @@ class Group(Protocol):
         """Group.validateDeleteGroup: NON_EMPTY_GROUP while it has members."""
         ...
 
+    def validate_offset_delete(self) -> ErrorCode | None:
+        """Group.validateOffsetDelete: None when OffsetDelete may remove the group's offsets."""
+        ...
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        """Group.isSubscribedToTopic: a member subscribes to ``topic`` (OffsetDelete refuses its offsets)."""
+        ...
+
     def transition_to_dead(self, now_ms: int) -> None:
         """The group was deleted or expired: delayed operations still holding it see it gone."""
         ...

@@ -114,11 +114,11 @@ class GroupCoordinatorService:
 
     def commit_transactional_offsets(self, node_id: int, group_id: str, producer_id: int, member_id: str,
                                      group_instance_id: str | None, generation_id: int,
-                                     offsets: Mapping[TopicPartition, OffsetAndMetadata | ErrorCode]
-                                     ) -> dict[TopicPartition, ErrorCode]:
+                                     offsets: Mapping[TopicPartition, OffsetAndMetadata | ErrorCode],
+                                     api_version: int) -> dict[TopicPartition, ErrorCode]:
         """TxnOffsetCommit: per partition the error; stored offsets wait for the transaction's marker."""
         return self.offsets.commit_transactional_offsets(node_id, group_id, producer_id, member_id,
-                                                         group_instance_id, generation_id, offsets)
+                                                         group_instance_id, generation_id, offsets, api_version)
 
     def complete_transaction(self, partition: int, producer_id: int, commit: bool) -> ErrorCode:
         """A COMMIT/ABORT marker for ``__consumer_offsets`` ``partition`` (GroupCoordinatorService
@@ -142,6 +142,11 @@ class GroupCoordinatorService:
     def committed_offsets(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
         """Every committed offset of the group, whoever coordinates it (for tests and tools)."""
         return {tp: om for tp, om in self.offsets.committed_offsets(group_id).items() if om is not None}
+
+    def delete_offsets(self, node_id: int, group_id: str, topics: list[tuple[str, list[int]]]
+                       ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        """OffsetDelete: (the group's error, per partition GROUP_SUBSCRIBED_TO_TOPIC or NONE)."""
+        return self.offsets.delete_offsets(node_id, group_id, topics)
 
     def expire_offsets(self) -> int:
         """offsets.retention.check.interval.ms: drop expired offsets, then Empty groups without offsets."""
