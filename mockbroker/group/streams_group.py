@@ -196,6 +196,9 @@ class StreamsGroup:
             return ErrorCode.unknown_member_id
         return ErrorCode.stale_member_epoch if member_epoch != member.member_epoch else None
 
+    def validate_offset_delete(self) -> ErrorCode | None:
+        return None  # StreamsGroup.validateOffsetDelete: offsets of topics it does not read go at any time
+
     def validate_delete_group(self) -> ErrorCode | None:
         return ErrorCode.non_empty_group if self.state is not StreamsGroupState.EMPTY else None
 

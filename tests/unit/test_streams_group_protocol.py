@@ -357,3 +357,24 @@ def test_streams_member_joining_a_group_of_another_type(b):
         "rebalance_timeout": -1, "subscribed_topic_names": None, "server_assignor": None, "topic_partitions": None})
     r = Member(b, group="kg").hb()  # an empty consumer group is not converted
     assert (r.error_code, r.error_message) == (E.group_id_not_found, "Group kg is not a streams group.")
+
+
+def test_offset_delete_refuses_the_topics_a_streams_group_reads(b):
+    a = Member(b)
+    a.hb(), a.hb()
+    b.create_topic("other", partitions=1)
+    r = a.c.request(ApiKey.OFFSET_COMMIT, 9, {
+        "group_id": "wc", "generation_id_or_member_epoch": a.epoch, "member_id": a.member_id,
+        "topics": [{"name": "input", "partitions": [{"partition_index": 0, "committed_offset": 5}]},
+                   {"name": "other", "partitions": [{"partition_index": 0, "committed_offset": 3}]}]})
+    assert [p.error_code for t in r.topics for p in t.partitions] == [E.none, E.none]
+
+    def delete():
+        r = a.c.request(ApiKey.OFFSET_DELETE, 0, {"group_id": "wc", "topics": [
+            {"name": n, "partitions": [{"partition_index": 0}]} for n in ("input", "other")]})
+        return r.error_code, [(t.name, t.partitions[0].error_code) for t in r.topics]
+
+    assert delete() == (E.none, [("input", E.group_subscribed_to_topic), ("other", E.none)])
+    a.hb(epoch=-1)
+    assert delete() == (E.none, [("input", E.none), ("other", E.none)])
+    assert b.committed_offsets("wc") == {}
