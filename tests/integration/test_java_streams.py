@@ -49,10 +49,7 @@ def java_classpath() -> str:
 @pytest.fixture(scope="module")
 def broker():
     cfg = {"group.initial.rebalance.delay.ms": 0, "group.streams.initial.rebalance.delay.ms": 0,
-           # 4.3: StreamsGroupHeartbeat v0 and TxnOffsetCommit v5; 4.4's TxnOffsetCommit v6 (topic ids)
-           # is issue 24's, and exactly_once_v2 needs it
-           "group.streams.heartbeat.interval.ms": 500, "group.streams.session.timeout.ms": SESSION_MS,
-           "mock.kafka.version": "4.3"}
+           "group.streams.heartbeat.interval.ms": 500, "group.streams.session.timeout.ms": SESSION_MS}
     with MockBroker(config=cfg) as b:
         yield b
 
