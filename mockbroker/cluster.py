@@ -93,6 +93,7 @@ class Cluster:
         self.config_catalog.on_change.append(self._broker_configs_changed)
         self.groups = GroupCoordinatorService(self.metadata, self.clock, config)
         self.controller.on_topic_deleted(self.groups.delete_topic_offsets)
+        self.groups.streams.group_configs = lambda gid: self.config_catalog.groups.get(gid, {})
         # the transaction coordinator, at the transaction.version ApiVersions finalizes
         # (mock.transaction.version, by default the release's: 2 on 4.x)
         self.txn = TransactionCoordinator(

@@ -254,6 +254,28 @@ CONFIG_DEF: dict[str, ConfigKey] = {
         ConfigKey("group.consumer.max.size", _int, 2147483647, "Members a KIP-848 consumer group may have.", 1),
         ConfigKey("group.consumer.assignors", _assignors, ["uniform", "range"],
                   "Server-side assignors of KIP-848 groups, the first the default: uniform, range."),
+        ConfigKey("group.streams.heartbeat.interval.ms", _int, 5000,
+                  "Heartbeat interval given to KIP-1071 streams group members (group config "
+                  "streams.heartbeat.interval.ms overrides it).", 1),
+        ConfigKey("group.streams.session.timeout.ms", _int, 45000,
+                  "A streams group member without a heartbeat this long is fenced (group config "
+                  "streams.session.timeout.ms).", 1),
+        ConfigKey("group.streams.num.standby.replicas", _int, 0,
+                  "Standby replicas of each stateful task of a streams group (group config "
+                  "streams.num.standby.replicas).", 0),
+        ConfigKey("group.streams.initial.rebalance.delay.ms", _int, 3000,
+                  "A streams group that was empty computes its first assignment this long after its first "
+                  "member joined (ASSIGNMENT_DELAYED meanwhile; group config streams.initial.rebalance.delay.ms).", 0),
+        ConfigKey("group.streams.assignment.interval.ms", _int, 1000,
+                  "Least time between two target assignments of a streams group (group config "
+                  "streams.assignment.interval.ms).", 0),
+        ConfigKey("group.streams.task.offset.interval.ms", _int, 60000,
+                  "How often streams group members report their task offsets (group config "
+                  "streams.task.offset.interval.ms).", 1),
+        ConfigKey("group.streams.acceptable.recovery.lag", _int, 10000,
+                  "Lag under which a streams task counts as caught up (group config "
+                  "streams.acceptable.recovery.lag).", 0),
+        ConfigKey("group.streams.max.size", _int, 2147483647, "Members a KIP-1071 streams group may have.", 1),
         ConfigKey("offset.metadata.max.bytes", _int, 4096, "Largest metadata string of a committed offset.", 0),
         ConfigKey("offsets.retention.minutes", _int, 10080,
                   "Committed offsets of a group expire this long after it became Empty (KIP-211).", 1),

@@ -71,6 +71,8 @@ NAMES = (
     "p69_consumer_group_describe",
     "p74_list_config_resources",
     "p75_describe_topic_partitions",
+    "p88_streams_group_heartbeat",
+    "p89_streams_group_describe",
 )
 MODULES: tuple[ModuleType, ...] = tuple(import_module(f"{__name__}.{name}") for name in NAMES)
 

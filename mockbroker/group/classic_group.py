@@ -236,6 +236,10 @@ class GroupMetadata:
             return ErrorCode.unknown_member_id  # only members commit to a non-empty group
         return None
 
+    def commit_partition_error(self, member_id: str, generation_id_or_member_epoch: int,
+                               tp: TopicPartition) -> ErrorCode | None:
+        return None  # a generation is checked as a whole (CommitPartitionValidator.NO_OP)
+
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode | None:
         """Classic groups do not check OffsetFetch v9's member id and epoch (a Dead group is never
         asked: its coordinator answers COORDINATOR_NOT_AVAILABLE until the group is loaded again)."""

@@ -179,6 +179,10 @@ class ConsumerGroup:
             return ErrorCode.stale_member_epoch
         return None
 
+    def commit_partition_error(self, member_id: str, generation_id_or_member_epoch: int,
+                               tp: TopicPartition) -> ErrorCode | None:
+        return None  # no assignment epochs per partition here (CommitPartitionValidator.NO_OP)
+
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode | None:
         """ConsumerGroup.validateOffsetFetch: OffsetFetch v9+ from a member carries its id and epoch."""
         if member_epoch < 0 and member_id is None:

@@ -81,6 +81,9 @@ class OffsetMetadataManager:
         are answered with it and not stored."""
         group, err = self._validate_commit(node_id, group_id, member_id, group_instance_id,
                                            generation_id_or_member_epoch, api_version, False)
+        if err is None and group is not None:
+            err = self._validate_partitions(group, member_id, generation_id_or_member_epoch, offsets, api_version,
+                                            False)
         if err is not None or group is None:
             return {tp: err or ErrorCode.unknown_server_error for tp in offsets}
         if group.group_type is GroupType.CLASSIC:
@@ -104,8 +107,10 @@ class OffsetMetadataManager:
         epoch is ILLEGAL_GENERATION before v6 (STALE_MEMBER_EPOCH from v6), and a generation given for
         a group that does not exist ILLEGAL_GENERATION before v6 (GROUP_ID_NOT_FOUND from v6, KIP-1319).
         Entries given as an ErrorCode are answered with it."""
-        _group, err = self._validate_commit(node_id, group_id, member_id, group_instance_id, generation_id,
-                                            api_version, True)
+        group, err = self._validate_commit(node_id, group_id, member_id, group_instance_id, generation_id,
+                                           api_version, True)
+        if err is None and group is not None:
+            err = self._validate_partitions(group, member_id, generation_id, offsets, api_version, True)
         if err is not None:
             return {tp: err for tp in offsets}
 
@@ -137,6 +142,21 @@ class OffsetMetadataManager:
         if transactional and err is ErrorCode.stale_member_epoch and api_version < TXN_GROUP_ID_NOT_FOUND_SINCE:
             err = ErrorCode.illegal_generation
         return group, err
+
+    @staticmethod
+    def _validate_partitions(group: Group, member_id: str, epoch: int,
+                             offsets: Mapping[TopicPartition, OffsetAndMetadata | ErrorCode],
+                             api_version: int, transactional: bool) -> ErrorCode | None:
+        """The group's CommitPartitionValidator over the partitions to store: the first error fails
+        the whole commit (Kafka throws it out of commitOffset)."""
+        for tp, om in offsets.items():
+            if isinstance(om, ErrorCode):
+                continue
+            err = group.commit_partition_error(member_id, epoch, tp)
+            if err is not None:
+                old = transactional and api_version < TXN_GROUP_ID_NOT_FOUND_SINCE  # as _validate_commit
+                return ErrorCode.illegal_generation if old and err is ErrorCode.stale_member_epoch else err
+        return None
 
     def _store_each(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | ErrorCode],
                     store: Callable[[TopicPartition, OffsetAndMetadata], None]) -> dict[TopicPartition, ErrorCode]:
