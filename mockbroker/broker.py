@@ -36,13 +36,16 @@ from .connection import KafkaConnection
 from .controller import Controller
 from .fault_actions import FaultActions
 from .faults import FaultInjector
+from .features import FeatureControl
 from .fetch_session import FetchManager
 from .group.service import GroupCoordinatorService
 from .journal import RequestJournal
 from .journal_recorder import RequestRecorder
 from .kafka_apis import KafkaApis
+from .log_dirs import LogDirs
 from .memory_pool import MemoryMutedChannels, memory_pool_for
 from .metadata import ClusterMetadata
+from .quorum import ControllerQuorum
 from .quota.entities import QuotaStore
 from .quota.manager import QuotaManagers
 from .quota.throttle import ThrottleEvent
@@ -78,6 +81,9 @@ class SharedState:
     throttle_events: deque[ThrottleEvent]
     sasl_credentials: CredentialStore | None  # when a listener is SASL_PLAINTEXT
     config_catalog: ConfigCatalog  # config resources: DescribeConfigs, (Incremental)AlterConfigs
+    quorum: ControllerQuorum       # the KRaft controller quorum (DescribeQuorum)
+    features: FeatureControl       # finalized features (ApiVersions, UpdateFeatures)
+    log_dirs: LogDirs              # every broker's log directories (DescribeLogDirs, AlterReplicaLogDirs)
     share_groups: ShareGroupCoordinator  # share groups' membership (KIP-932)
     share_persister: SharePersister      # the share coordinator's persisted share-partition state
 
@@ -101,6 +107,9 @@ class Broker:
         self.txn: TransactionCoordinator = shared.txn
         self.quota_store: QuotaStore = shared.quota_store
         self.config_catalog: ConfigCatalog = shared.config_catalog
+        self.quorum: ControllerQuorum = shared.quorum
+        self.features: FeatureControl = shared.features
+        self.log_dirs: LogDirs = shared.log_dirs
         self.quotas = QuotaManagers(shared.quota_store, self.clock, cfg)
         self.fetch_manager = FetchManager(cfg["max.incremental.fetch.session.cache.slots"])
         self.replica_manager = ReplicaManager(

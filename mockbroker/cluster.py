@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from typing import Protocol
 
@@ -47,11 +48,14 @@ from .share.coordinator import ShareGroupCoordinator
 from .share.persister import SharePersister
 from .controller import Controller
 from .faults import FaultInjector
+from .features import FeatureControl
 from .group.service import GroupCoordinatorService
 from .journal import RequestJournal
 from .journal_writer import JournalWriter
 from .log_cleaner import LogCleaner
+from .log_dirs import LogDirs
 from .metadata import ClusterMetadata, Topic
+from .quorum import ControllerQuorum
 from .quota.entities import QuotaStore
 from .quota.throttle import ThrottleEvent
 from .replica_manager import ActionQueue
@@ -92,6 +96,7 @@ class Cluster:
         self.config_catalog.on_change.append(self._broker_configs_changed)
         self.groups = GroupCoordinatorService(self.metadata, self.clock, config)
         self.controller.on_topic_deleted(self.groups.delete_topic_offsets)
+        self.groups.streams.group_configs = lambda gid: self.config_catalog.groups.get(gid, {})
         # KIP-932: the share coordinator's state (cluster-wide, as its __share_group_state log) and
         # the share groups' coordinator (its groups live in the group registry)
         first_node = config["node.id"]
@@ -110,6 +115,13 @@ class Cluster:
             self.controller, _LeaderMarkerWriter(self, config["mock.txn.marker.latency.ms"]),
             self.groups.registry.partition_for)
         self.registry = ApiRegistry(config["mock.kafka.version"], set(build_handlers()))
+        # the KRaft controller quorum (every broker a voter) and the finalized features it holds
+        self.quorum = ControllerQuorum(self.metadata, self.clock)
+        self.features = FeatureControl(config["mock.kafka.version"], self.quorum, config.transaction_version)
+        self.features.on_change.append(self._feature_changed)
+        # every broker's log directories (DescribeLogDirs, AlterReplicaLogDirs)
+        self.log_dirs = LogDirs(self.metadata, self.clock, config["log.dirs"], config["mock.log.dir.total.bytes"],
+                                self.replication.lag_ms)
         self.faults = FaultInjector()
         self.faults.add_all(config["mock.faults"])
         self.journal = RequestJournal(config["mock.journal.max.entries"])
@@ -138,7 +150,7 @@ class Cluster:
         shared = SharedState(config, self.clock, self.loop, self.metadata, self.controller, self.replication,
                              self.actions, self.groups, self.txn, verifier, self.quota_store, self.registry,
                              self.journal, self.faults, self.throttle_events, credentials, self.config_catalog,
-                             self.share_groups, self.share_persister)
+                             self.quorum, self.features, self.log_dirs, self.share_groups, self.share_persister)
         first = config["node.id"]
         self.brokers: dict[int, Broker] = {}
         for i in range(config["mock.num.brokers"]):
@@ -150,7 +162,7 @@ class Cluster:
         if self.journal_writer is not None:
             self.journal_writer.start()
         for b in self.brokers.values():
-            self.metadata.broker_up(b.node_id, await b.start())
+            self._registered(b.node_id, await b.start(), voter=True)
         for item in self.config["mock.topics"]:
             name, parts, rf = parse_topic_spec(item)
             if name not in self.metadata.topics:
@@ -194,6 +206,18 @@ class Cluster:
             self._timers.remove(self._cleaner_task)
             self._start_cleaner()
 
+    def _registered(self, node_id: int, endpoints: dict[str, tuple[str, int]], voter: bool) -> None:
+        """A broker (re)started: registered with its endpoints, and a node of the controller quorum
+        (a voter when formatted with the cluster, ``controller.quorum.voters``)."""
+        self.metadata.broker_up(node_id, endpoints)
+        self.quorum.node_started(node_id, next(iter(endpoints.values()), ("", 0)), voter)
+
+    def _feature_changed(self, name: str, level: int) -> None:
+        """A finalized feature level changed (UpdateFeatures): transaction.version is the transaction
+        coordinator's (``TransactionCoordinator`` reads ``MetadataCache.features`` per request)."""
+        if name == "transaction.version":
+            self.txn.txn_manager.config = replace(self.txn.config, transaction_version=level)
+
     def _expire_quota_sensors(self) -> None:
         now = self.clock.monotonic_ms()
         for b in self.brokers.values():
@@ -212,6 +236,7 @@ class Cluster:
         for b in self.brokers.values():
             await b.stop()
             self.metadata.broker_down(b.node_id)
+            self.quorum.node_stopped(b.node_id)
             b.replica_manager.shutdown()
             b.share_partitions.shutdown()
         self.groups.shutdown()
@@ -243,6 +268,7 @@ class Cluster:
         """Close a broker's listener and connections; its leadership moves, its replicas leave the ISR."""
         await self.brokers[node_id].stop()
         self.metadata.broker_down(node_id)
+        self.quorum.node_stopped(node_id)
         self.replication.broker_stopped(node_id)
         self.groups.on_brokers_changed()
         self.txn.on_brokers_changed()
@@ -252,7 +278,7 @@ class Cluster:
         broker = self.brokers[node_id]
         if broker.running:
             return
-        self.metadata.broker_up(node_id, await broker.start())
+        self._registered(node_id, await broker.start(), voter=False)
         self.replication.broker_started(node_id)
         self.groups.on_brokers_changed()
         self.txn.on_brokers_changed()

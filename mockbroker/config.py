@@ -235,6 +235,9 @@ CONFIG_DEF: dict[str, ConfigKey] = {
         ConfigKey("log.cleaner.io.buffer.load.factor", _float, 0.9,
                   "Share of the cleaner's offset map slots a pass fills before it stops mapping.", 0),
         ConfigKey("fetch.max.bytes", _int, 57671680, "Upper bound of one fetch response.", 0),
+        ConfigKey("max.request.partition.size.limit", _int, 2000,
+                  "Most partitions one DescribeTopicPartitions response lists (with the request's own limit, the "
+                  "smaller); the rest are paged with its cursor.", 1),
         ConfigKey("max.incremental.fetch.session.cache.slots", _int, 1000, "Fetch sessions (KIP-227) kept at once.", 0),
         ConfigKey("producer.id.expiration.ms", _int, 86400000, "Idempotent producer state expires after this idle time.", 1),
         ConfigKey("producer.purgatory.purge.interval.requests", _int, 1000, "Purge interval of the produce purgatory.", 1),
@@ -251,6 +254,28 @@ CONFIG_DEF: dict[str, ConfigKey] = {
         ConfigKey("group.consumer.max.size", _int, 2147483647, "Members a KIP-848 consumer group may have.", 1),
         ConfigKey("group.consumer.assignors", _assignors, ["uniform", "range"],
                   "Server-side assignors of KIP-848 groups, the first the default: uniform, range."),
+        ConfigKey("group.streams.heartbeat.interval.ms", _int, 5000,
+                  "Heartbeat interval given to KIP-1071 streams group members (group config "
+                  "streams.heartbeat.interval.ms overrides it).", 1),
+        ConfigKey("group.streams.session.timeout.ms", _int, 45000,
+                  "A streams group member without a heartbeat this long is fenced (group config "
+                  "streams.session.timeout.ms).", 1),
+        ConfigKey("group.streams.num.standby.replicas", _int, 0,
+                  "Standby replicas of each stateful task of a streams group (group config "
+                  "streams.num.standby.replicas).", 0),
+        ConfigKey("group.streams.initial.rebalance.delay.ms", _int, 3000,
+                  "A streams group that was empty computes its first assignment this long after its first "
+                  "member joined (ASSIGNMENT_DELAYED meanwhile; group config streams.initial.rebalance.delay.ms).", 0),
+        ConfigKey("group.streams.assignment.interval.ms", _int, 1000,
+                  "Least time between two target assignments of a streams group (group config "
+                  "streams.assignment.interval.ms).", 0),
+        ConfigKey("group.streams.task.offset.interval.ms", _int, 60000,
+                  "How often streams group members report their task offsets (group config "
+                  "streams.task.offset.interval.ms).", 1),
+        ConfigKey("group.streams.acceptable.recovery.lag", _int, 10000,
+                  "Lag under which a streams task counts as caught up (group config "
+                  "streams.acceptable.recovery.lag).", 0),
+        ConfigKey("group.streams.max.size", _int, 2147483647, "Members a KIP-1071 streams group may have.", 1),
         ConfigKey("offset.metadata.max.bytes", _int, 4096, "Largest metadata string of a committed offset.", 0),
         ConfigKey("offsets.retention.minutes", _int, 10080,
                   "Committed offsets of a group expire this long after it became Empty (KIP-211).", 1),
@@ -288,11 +313,18 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "or 'users/U/clients/C:producer_byte_rate=N,...;...'."),
         ConfigKey("mock.num.brokers", _int, 1, "Brokers simulated in this process (one listener each).", 1),
         ConfigKey("mock.replication.lag.ms", _int, 0, "How long followers take to catch up after an append.", 0),
+        ConfigKey("log.dirs", _list, ["/tmp/kafka-logs"],
+                  "The log directories of every broker (names only: logs stay in memory); DescribeLogDirs lists "
+                  "them and AlterReplicaLogDirs moves replicas between them (Kafka: unset, log.dir's "
+                  "/tmp/kafka-logs)."),
+        ConfigKey("mock.log.dir.total.bytes", _int, 1 << 40,
+                  "The size of the volume each log directory is on (DescribeLogDirs' total bytes; usable bytes "
+                  "are this less the logs in it).", 1),
         ConfigKey("mock.txn.marker.latency.ms", _int, 0,
                   "How long the transaction coordinator's WriteTxnMarkers takes to reach the partition leaders "
                   "(Kafka sends it over the network from its marker sender thread, so a producer that begins its "
                   "next transaction at once gets CONCURRENT_TRANSACTIONS meanwhile); 0: at once.", 0),
-        ConfigKey("mock.kafka.version", _str, "4.2", "Kafka release whose ApiVersions ranges are advertised: 1.1, 2.0, 2.8, 3.9, 4.0, 4.1, 4.2, 4.3 or 4.4.",
+        ConfigKey("mock.kafka.version", _str, "4.4", "Kafka release whose ApiVersions ranges are advertised: 1.1, 2.0, 2.8, 3.9, 4.0, 4.1, 4.2, 4.3 or 4.4.",
                   None, tuple(KAFKA_RELEASES)),
         ConfigKey("mock.transaction.version", _str, "",
                   "The transaction.version feature level finalized in ApiVersions: 0, 1 or 2 (2: KIP-890 part 2, "

@@ -22,7 +22,7 @@ topic would give the Python handle and the HTTP API several objects to route to.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from protocol.codec import decode_consumer_assignment
@@ -34,6 +34,7 @@ from .channel import MuteReason
 from .clock import ManualClock
 from .faults import FaultRule, FaultRuleError, api_key_of
 from .group.group import GroupType
+from .group.streams_group import StreamsGroup
 from .metadata import Partition, Topic
 from .quota.entities import QUOTA_KEYS, validate_quota
 from .quota.verdict import verdict
@@ -380,6 +381,8 @@ class ControlPlane:
                                  "client_id": m.client_id, "client_host": m.client_host,
                                  "assigned": decode_consumer_assignment(m.assignment) if consumer else None,
                                  "assignment": m.assignment} for m in c.members.values()])
+        elif g.group_type is GroupType.STREAMS:
+            out.update(self._streams_view(g))
         elif g.group_type is GroupType.SHARE:
             sg: Any = g  # a share group (KIP-932)
             out.update(share_group_view(sg, self.cluster.metadata,
@@ -395,6 +398,45 @@ class ControlPlane:
                                               for tid, ps in m.assigned.items()}}
                                 for m in k.members.values()])
         return out
+
+    def streams_group(self, group_id: Any) -> dict[str, Any]:
+        """A KIP-1071 streams group: the group view with its topology, status and tasks per member."""
+        gid = _str(group_id, "group_id")
+        g = self.cluster.groups.get_group(gid)
+        if g is None or g.group_type is not GroupType.STREAMS:
+            raise NotFound(f"no streams group {gid!r}", "group_id")
+        return self._group_view(gid)
+
+    @staticmethod
+    def _streams_view(group: Any) -> dict[str, Any]:
+        """StreamsGroup's part of the group view (tasks as {subtopology: [partitions]})."""
+        g: StreamsGroup = group
+        configured = g.configured_topology
+
+        def tasks(t: Mapping[str, Iterable[int]]) -> dict[str, list[int]]:
+            return {s: sorted(ps) for s, ps in sorted(t.items())}
+
+        topology = None
+        if configured is not None and configured.is_ready:
+            topology = configured.describe()
+        elif g.topology is not None:
+            topology = g.topology.describe()
+        error = configured.error if configured is not None else None
+        return {
+            "group_epoch": g.group_epoch, "assignment_epoch": g.assignment_epoch,
+            "topology": topology, "topology_ready": configured is not None and configured.is_ready,
+            "status": None if error is None else {"code": error.status.name, "detail": error.message},
+            "shutdown_requested_by": g.shutdown_request_member_id,
+            "members": [{"member_id": m.member_id, "group_instance_id": m.instance_id, "process_id": m.process_id,
+                         "client_id": m.client_id, "client_host": m.client_host, "member_epoch": m.member_epoch,
+                         "state": m.state.name, "topology_epoch": m.topology_epoch,
+                         "user_endpoint": None if m.user_endpoint is None else "%s:%d" % m.user_endpoint,
+                         "active": tasks(m.assigned.active), "standby": tasks(m.assigned.standby),
+                         "warmup": tasks(m.assigned.warmup),
+                         "target_active": tasks(g.target_of(m.member_id).active),
+                         "target_standby": tasks(g.target_of(m.member_id).standby)}
+                        for m in g.members.values()],
+        }
 
     def inject_coordinator_loading(self, group_id: Any, duration_ms: Any) -> None:
         """The group's coordinator answers COORDINATOR_LOAD_IN_PROGRESS for ``duration_ms``."""

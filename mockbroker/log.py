@@ -138,6 +138,19 @@ class PartitionLog:
     def size_bytes(self) -> int:
         return sum(s.size_bytes for s in self.segments)
 
+    def size_below(self, offset: int) -> int:
+        """The bytes of the batches that end below ``offset``: the size of a follower's copy of this
+        log whose log end offset is ``offset`` (``UnifiedLog.size`` on that replica)."""
+        total = 0
+        for seg in self.segments:
+            if seg.next_offset <= offset:
+                total += seg.size_bytes
+                continue
+            n = bisect.bisect_left(seg.last_offsets, offset)  # batches whose last offset is below it
+            total += sum(len(b) for b in seg.batches[:n])
+            break
+        return total
+
     # -- append -----------------------------------------------------------------
     def append(
         self,

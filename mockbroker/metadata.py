@@ -141,6 +141,10 @@ class Partition:
     isr_pinned_out: set[int] = field(default_factory=set)
     # when each follower was last caught up to the leader (Kafka's Replica.lastCaughtUpTimeMs)
     caught_up_ms: dict[int, int] = field(default_factory=dict)
+    # a reassignment in progress (PartitionRegistration.addingReplicas / removingReplicas): ``replicas``
+    # is the target followed by the replicas leaving
+    adding: list[int] = field(default_factory=list)
+    removing: list[int] = field(default_factory=list)
 
     @property
     def leader_epoch(self) -> int:
@@ -285,6 +289,30 @@ class ClusterMetadata:
         self.topics[name] = topic
         self.topics_by_id[topic.topic_id] = topic
         return topic
+
+    def add_partitions(self, topic: Topic, replicas: list[list[int]]) -> list[Partition]:
+        """New partitions at the end of ``topic`` (CreatePartitions), one per replica list, each led by
+        its first replica with every replica in the ISR (the ``ReplicationSimulator`` then removes the
+        replicas that are down and elects a live leader)."""
+        now = self.clock.time_ms()
+        start = len(topic.partitions)
+        added = [Partition(topic, start + i, list(r), list(r), r[0], PartitionLog(now)) for i, r in enumerate(replicas)]
+        topic.partitions.extend(added)
+        return added
+
+    def place_replicas(self, first_partition: int, partitions: int, replication_factor: int) -> list[list[int]]:
+        """Replicas for new partitions (``StripedReplicaPlacer``, without its randomness): the leaders
+        spread over the live (unfenced) brokers round robin, each partition's other replicas on the live
+        brokers after its leader, then on those that are down.  The caller checks that there is a live
+        broker and that ``replication_factor`` brokers are registered."""
+        live = sorted(b.node_id for b in self.brokers.values() if b.alive)
+        down = sorted(b.node_id for b in self.brokers.values() if not b.alive)
+        self._topic_seq += 1
+        out = []
+        for p in range(first_partition, first_partition + partitions):
+            lead = (self._topic_seq + p) % len(live)
+            out.append((live[lead:] + live[:lead] + down)[:replication_factor])
+        return out
 
     def delete_topic(self, topic: Topic) -> None:
         self.topics.pop(topic.name, None)

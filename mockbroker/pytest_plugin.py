@@ -193,6 +193,13 @@ class _TestCapture:
         self.logger.setLevel(self.saved_level)
 
 
+
+# What the fixtures' brokers start with unless configured otherwise: a group's first rebalance is not
+# held back (Kafka's default 3000 ms, kept by `mockbroker serve`, delays every consumer group and Kafka
+# Streams application by 3 s); Kafka's own test setups set these to 0 too.
+FIXTURE_DEFAULTS: dict[str, Any] = {"group.initial.rebalance.delay.ms": 0,
+                                    "group.streams.initial.rebalance.delay.ms": 0}
+
 class _State:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -203,7 +210,8 @@ class _State:
 
     @property
     def defaults(self) -> dict[str, Any]:
-        out = _parse_pairs(self.config.getini("mockbroker_config"), "ini mockbroker_config")
+        out = dict(FIXTURE_DEFAULTS)
+        out.update(_parse_pairs(self.config.getini("mockbroker_config"), "ini mockbroker_config"))
         out.update(_parse_pairs(self.config.getoption("mockbroker_config") or [], "--mockbroker-config"))
         return out
 

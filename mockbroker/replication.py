@@ -18,6 +18,11 @@ when acks=all completes and what consumers may read:
   ``lastCaughtUpTimeMs``: a fetch that reached the leader's log end as of the
   fetch's start counts from that start, and a follower already at the log end
   is caught up now.
+* A reassignment adds replicas: each starts an empty log at the leader's log
+  start offset and catches up as any follower does; the listeners of
+  ``isr_expanded`` (the controller, completing the reassignment as
+  ``PartitionChangeBuilder`` does on Kafka's AlterPartition) hear when a
+  replica joins the ISR.
 * Stopping a broker is a controlled shutdown: its replicas leave the ISR at
   once and partitions it led elect the first live ISR member in replica order
   (``PartitionLeaderElectionAlgorithms.offlinePartitionLeaderElection``),
@@ -44,6 +49,8 @@ class ReplicationSimulator:
         self.lag_by_broker: dict[int, int] = {}
         self.lag_by_topic: dict[str, int] = {}
         self.try_complete_delayed_requests = try_complete_delayed_requests
+        # told of a partition whose ISR grew (a follower caught up): Kafka's AlterPartition to the controller
+        self.isr_expanded: list[Callable[[Partition], None]] = []
 
     # -- lag knobs -------------------------------------------------------------------
     def lag_ms(self, broker_id: int, topic: str) -> int:
@@ -122,14 +129,19 @@ class ReplicationSimulator:
         # the high watermark over the current ISR first (maybeIncrementLeaderHW), so a follower that
         # just left it is measured against the HW the others allow
         new_hw = min(p.replica_leo.get(r, 0) if r != p.leader_id else log.log_end_offset for r in p.isr)
+        expanded = False
         for r in p.replicas:  # ISR expansion: a caught-up live follower rejoins (maybeExpandIsr)
             if (r not in p.isr and r not in p.isr_pinned_out and self._alive(r)
                     and p.replica_leo.get(r, -1) >= max(new_hw, hw, log.log_start_offset)):
                 p.isr.append(r)
                 p.caught_up_ms[r] = self.clock.monotonic_ms()
+                expanded = True
         if new_hw > hw:
             log.high_watermark = new_hw
             self.try_complete_delayed_requests(p)
+        if expanded:
+            for listener in self.isr_expanded:
+                listener(p)
 
     def _alive(self, broker_id: int) -> bool:
         node = self.cluster.brokers.get(broker_id)
@@ -217,6 +229,35 @@ class ReplicationSimulator:
                 self.schedule_catch_up(p, r)
         self.maybe_update_isr_and_hw(p)
         self.try_complete_delayed_requests(p)
+
+    def change_leader(self, p: Partition, new_leader: int, unclean: bool = False) -> None:
+        """The controller elected ``new_leader`` (ElectLeaders): a new epoch, the log cut to the new
+        leader's end, the followers fetching from it; an unclean election leaves the new leader
+        alone in the ISR (``PartitionChangeBuilder``'s UNCLEAN election)."""
+        if unclean:
+            p.isr[:] = [new_leader]
+            p.isr_pinned_out.discard(new_leader)
+        self._set_leader(p, new_leader)
+
+    def replicas_added(self, p: Partition, added: list[int]) -> None:
+        """Replicas a reassignment adds: each starts an empty log at the leader's log start offset (a new
+        follower's first fetch is out of range and resets to it) and fetches from the leader."""
+        for r in added:
+            p.replica_leo[r] = p.log.log_start_offset
+            p.caught_up_ms[r] = self.clock.monotonic_ms()
+            if self._alive(r) and r != p.leader_id and p.leader_id >= 0:
+                self.schedule_catch_up(p, r)
+
+    def replicas_removed(self, p: Partition, removed: list[int]) -> None:
+        """Replicas that left the partition (a reassignment completed or was cancelled): their state goes."""
+        for r in removed:
+            p.replica_leo.pop(r, None)
+            p.caught_up_ms.pop(r, None)
+            p.isr_pinned_out.discard(r)
+
+    def is_valid_leader(self, p: Partition, broker_id: int) -> bool:
+        """``PartitionChangeBuilder.isValidNewLeader``: an ISR member on a live broker."""
+        return broker_id in p.isr and self._alive(broker_id)
 
     def partitions_created(self, partitions: list[Partition]) -> None:
         """New partitions (a topic created): every live replica starts in the ISR, caught up at

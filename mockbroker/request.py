@@ -56,13 +56,17 @@ from protocol.registry import ApiRegistry, ApiSpec
 
 from .channel import Authenticator
 from .clock import Clock
+from .config_catalog import ConfigCatalog
 from .controller import Controller
 from .faults import InjectedError
+from .features import FeatureControl
 from .fetch_session import FetchManager
 from .group.service import GroupCoordinatorService
 from .journal import PartitionRecord
+from .log_dirs import LogDirs
 from .metadata import ClusterMetadata
 from .purgatory import DelayedOperation
+from .quorum import ControllerQuorum
 from .quota.entities import QuotaStore
 from .quota.manager import QuotaManagers
 from .replica_manager import ReplicaManager
@@ -181,6 +185,10 @@ class BrokerServices(Protocol):
     txn: TransactionCoordinator     # the transaction coordinator (checks itself which broker leads an id)
     quotas: QuotaManagers           # this broker's quota managers (Kafka's QuotaFactory)
     quota_store: QuotaStore         # the configured client quotas, cluster-wide (Describe/AlterClientQuotas)
+    config_catalog: ConfigCatalog   # config resources, cluster-wide: DescribeConfigs, (Incremental)AlterConfigs
+    quorum: ControllerQuorum        # the KRaft controller quorum (QuorumController's raft client)
+    features: FeatureControl        # finalized features (FeatureControlManager / MetadataCache.features)
+    log_dirs: LogDirs               # the brokers' log directories (LogManager's, per broker)
     share_groups: ShareGroupCoordinator  # share groups' membership (ShareGroupHeartbeat/Describe, KIP-932)
     share_partitions: SharePartitionManager  # this broker's share-partitions and share sessions
 

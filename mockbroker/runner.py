@@ -257,6 +257,18 @@ class MockBroker:
         g = self.group(group_id)
         return g if g is not None and g["type"] == "share" else None
 
+    def streams_group(self, group_id: str) -> dict[str, Any] | None:
+        """A KIP-1071 streams group (None when there is none of that id): the ``group`` view with its
+        topology (partition counts decided once ready), ``status`` (why it is not ready), and per
+        member its process, endpoint, epoch, state and tasks ({subtopology: [partitions]}: active,
+        standby, warmup, and the target's)."""
+        def get(c: ControlPlane) -> dict[str, Any] | None:
+            try:
+                return c.streams_group(group_id)
+            except LookupError:
+                return None
+        return self.control(get)
+
     def inject_coordinator_loading(self, group_id: str, duration_ms: int) -> None:
         """Fault: the group's coordinator answers COORDINATOR_LOAD_IN_PROGRESS for ``duration_ms``
         (Heartbeat answers NONE and SyncGroup REBALANCE_IN_PROGRESS meanwhile, as Kafka does)."""

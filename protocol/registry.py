@@ -19,11 +19,11 @@ special-casing APIs:
   Java client never backs off on that response although it carries the field
   (the broker still mutes).
 * ``KAFKA_RELEASES`` holds the ranges a real broker of each release advertises
-  in ApiVersions: up to 4.2 from franz-go ``pkg/kversion`` (cross-checked against
-  the ApiVersions a real Kafka 4.0.0 answers kafka-python, and 4.2 against the
-  one a real 4.2.2 answers), 4.3 and 4.4 as real 4.3.1 and 4.4.0 brokers answer
-  them, every key (``protocol/kafka_releases.py``, recorded by
-  ``scripts/record_kafka_releases.py``).  ``mock.kafka.version`` picks one.
+  in ApiVersions: up to 4.1 from franz-go ``pkg/kversion`` (cross-checked against
+  the ApiVersions a real Kafka 4.0.0 answers kafka-python), 4.2, 4.3 and 4.4 as
+  real 4.2.2, 4.3.1 and 4.4.0 brokers answer them, every key
+  (``protocol/kafka_releases.py``, recorded by ``scripts/record_kafka_releases.py``).
+  ``mock.kafka.version`` picks one (default 4.4).
   ``KAFKA_FEATURES`` holds each release's features (supported range, the level
   a freshly formatted cluster finalizes), recorded likewise.
 
@@ -117,6 +117,9 @@ CLIENT_THROTTLE_FROM: dict[int, int] = {
 # KIP-1099) came with 4.1.  KIP-664's admin APIs: DescribeProducers (61) v0 from 2.8
 # (KAFKA-12238), DescribeTransactions (65) and ListTransactions (66) v0 from 3.0 (KAFKA-12267,
 # KAFKA-12369); ListTransactions v1 in 3.8 (KIP-994, KAFKA-16265), v2 in 4.1 (KIP-1152, KAFKA-19073).
+# OffsetDelete (47) v0 from 2.4 (KIP-496); on KRaft brokers ListClientMetricsResources (74) v0 from 3.7
+# (KIP-1000), v1 as ListConfigResources in 4.1 (KIP-1142), DescribeTopicPartitions (75) v0 from 3.8
+# (KIP-966): franz-go's b40/b41 tables.
 KAFKA_RELEASES: dict[str, dict[int, tuple[int, int]]] = {
     "1.1": {
         0: (0, 5), 1: (0, 7), 2: (0, 2), 3: (0, 5), 8: (0, 3), 9: (0, 3),
@@ -143,7 +146,7 @@ KAFKA_RELEASES: dict[str, dict[int, tuple[int, int]]] = {
         22: (0, 4), 23: (0, 4),
         24: (0, 3), 25: (0, 3), 26: (0, 3), 28: (0, 3),
         32: (0, 4), 33: (0, 2), 36: (0, 2), 37: (0, 3),
-        42: (0, 2), 44: (0, 1), 48: (0, 1), 49: (0, 1), 60: (0, 0), 61: (0, 0),
+        42: (0, 2), 44: (0, 1), 47: (0, 0), 48: (0, 1), 49: (0, 1), 60: (0, 0), 61: (0, 0),
     },
     "3.9": {
         0: (0, 11), 1: (0, 17), 2: (0, 9), 3: (0, 12), 8: (0, 9), 9: (0, 9),
@@ -152,7 +155,7 @@ KAFKA_RELEASES: dict[str, dict[int, tuple[int, int]]] = {
         22: (0, 5), 23: (0, 4),
         24: (0, 5), 25: (0, 4), 26: (0, 4), 28: (0, 4),
         32: (0, 4), 33: (0, 2), 36: (0, 2), 37: (0, 3),
-        42: (0, 2), 44: (0, 1), 48: (0, 1), 49: (0, 1), 60: (0, 1), 61: (0, 0),
+        42: (0, 2), 44: (0, 1), 47: (0, 0), 48: (0, 1), 49: (0, 1), 60: (0, 1), 61: (0, 0),
         65: (0, 0), 66: (0, 1), 68: (0, 0),
     },
     "4.0": {
@@ -162,8 +165,8 @@ KAFKA_RELEASES: dict[str, dict[int, tuple[int, int]]] = {
         22: (0, 5), 23: (2, 4),
         24: (0, 5), 25: (0, 4), 26: (0, 5), 28: (0, 5),
         32: (1, 4), 33: (0, 2), 36: (0, 2), 37: (0, 3),
-        42: (0, 2), 44: (0, 1), 48: (0, 1), 49: (0, 1), 60: (0, 2), 61: (0, 0),
-        65: (0, 0), 66: (0, 1), 68: (0, 1), 69: (0, 0),
+        42: (0, 2), 44: (0, 1), 47: (0, 0), 48: (0, 1), 49: (0, 1), 60: (0, 2), 61: (0, 0),
+        65: (0, 0), 66: (0, 1), 68: (0, 1), 69: (0, 0), 74: (0, 0), 75: (0, 0),
     },
     "4.1": {
         0: (0, 13), 1: (4, 18), 2: (1, 10), 3: (0, 13), 8: (2, 9), 9: (1, 9),
@@ -172,26 +175,14 @@ KAFKA_RELEASES: dict[str, dict[int, tuple[int, int]]] = {
         22: (0, 5), 23: (2, 4),
         24: (0, 5), 25: (0, 4), 26: (0, 5), 28: (0, 5),
         32: (1, 4), 33: (0, 2), 36: (0, 2), 37: (0, 3),
-        42: (0, 2), 44: (0, 1), 48: (0, 1), 49: (0, 1), 60: (0, 2), 61: (0, 0),
-        65: (0, 0), 66: (0, 2), 68: (0, 1), 69: (0, 1),
+        42: (0, 2), 44: (0, 1), 47: (0, 0), 48: (0, 1), 49: (0, 1), 60: (0, 2), 61: (0, 0),
+        65: (0, 0), 66: (0, 2), 68: (0, 1), 69: (0, 1), 74: (0, 1), 75: (0, 0),
     },
-    "4.2": {
-        0: (0, 13), 1: (4, 18), 2: (1, 11), 3: (0, 13), 8: (2, 10), 9: (1, 10),
-        10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 6),
-        16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2),
-        22: (0, 5), 23: (2, 4),
-        24: (0, 5), 25: (0, 4), 26: (0, 5), 28: (0, 5),
-        32: (1, 4), 33: (0, 2), 36: (0, 2), 37: (0, 3),
-        42: (0, 2), 44: (0, 1), 48: (0, 1), 49: (0, 1), 60: (0, 2), 61: (0, 0),
-        65: (0, 0), 66: (0, 2), 68: (0, 1), 69: (0, 1),
-        # share groups (KIP-932), GA in 4.2
-        76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2), 90: (0, 1), 91: (0, 0), 92: (0, 0),
-    },
-    # Kafka 4.3.1 and 4.4.0 as they answered ApiVersions (protocol/kafka_releases.py): every API key
-    # a client can send them, not only those mockbroker implements (ApiRegistry keeps those).
-    **{release: dict(RECORDED[release]["api_keys"]) for release in ("4.3", "4.4")},
+    # Kafka 4.2.2, 4.3.1 and 4.4.0 as they answered ApiVersions (protocol/kafka_releases.py): every API
+    # key a client can send them, not only those mockbroker implements (ApiRegistry keeps those).
+    **{release: dict(RECORDED[release]["api_keys"]) for release in ("4.2", "4.3", "4.4")},
 }
-DEFAULT_KAFKA_RELEASE = "4.2"
+DEFAULT_KAFKA_RELEASE = "4.4"
 
 # Each release's features: name -> (lowest supported level, highest supported level, the level a
 # freshly formatted cluster finalizes; 0 when not finalized).  4.2-4.4 as real brokers answered

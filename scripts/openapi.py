@@ -23,6 +23,7 @@ def obj(props, required=(), extra=True):
     if required: o["required"] = list(required)
     if not extra: o["additionalProperties"] = False
     return o
+TASKS = {"type": "object", "additionalProperties": arr(I), "description": "subtopology id -> partitions (task ids)"}
 def ref(n): return {"$ref": f"#/components/schemas/{n}"}
 def js(schema): return {"content": {"application/json": {"schema": schema}}}
 ERR = {"description": "wrong input: the field is named", **js(ref("Error"))}
@@ -66,18 +67,29 @@ schemas = {
                                   "description": "topic -> partitions (a classic member's decoded when it uses "
                                                  "the consumer protocol)"},
                      "assignment": {**S, "format": "byte", "description": "classic: the bytes SyncGroup gave"},
-                     "member_epoch": I, "state": S},
+                     "member_epoch": I, "state": S,
+                     "process_id": {**S, "description": "streams: the Kafka Streams instance"},
+                     "topology_epoch": I,
+                     "user_endpoint": nul({**S, "description": "streams: host:port for interactive queries"}),
+                     **{k: TASKS for k in ("active", "standby", "warmup", "target_active", "target_standby")}},
                     ["member_id", "client_id"]),
  "CommittedOffset": obj({"topic": S, "partition": I, "offset": I, "leader_epoch": I, "metadata": S},
                         ["topic", "partition", "offset"]),
  "PendingOffset": obj({"producer_id": I, "topic": S, "partition": I, "offset": I},
                      ["producer_id", "topic", "partition", "offset"]),
- "Group": obj({"group_id": S, "type": {"type": "string", "enum": ["classic", "consumer"]}, "state": S,
+ "Group": obj({"group_id": S, "type": {"type": "string", "enum": ["classic", "consumer", "streams"]}, "state": S,
                "protocol_type": nul(S), "coordinator": I, "generation_id": I, "protocol_name": nul(S),
                "leader_id": nul(S), "group_epoch": I, "assignment_epoch": I,
                "members": arr(ref("GroupMember")), "committed_offsets": arr(ref("CommittedOffset")),
                "pending_transactional_offsets": {**arr(ref("PendingOffset")), "description":
-                                                 "TxnOffsetCommit offsets waiting for their transaction's marker"}},
+                                                 "TxnOffsetCommit offsets waiting for their transaction's marker"},
+               "topology": nul({"type": "object", "description": "streams: its epoch and subtopologies (source, "
+                                "repartition and changelog topics; partition counts as decided once ready)"}),
+               "topology_ready": {**B, "description": "streams: every source and internal topic is as needed"},
+               "status": nul({**obj({"code": S, "detail": S}), "description": "streams: why the topology is not "
+                              "ready (MISSING_SOURCE_TOPICS, MISSING_INTERNAL_TOPICS, INCORRECTLY_PARTITIONED_TOPICS)"}),
+               "shutdown_requested_by": nul({**S, "description": "streams: the member that asked the application "
+                                                                "to shut down"})},
               ["group_id", "type", "state", "coordinator", "members", "committed_offsets",
                "pending_transactional_offsets"]),
  "Transaction": obj({"transactional_id": S, "state": {**S, "description": "Kafka's name: Empty, Ongoing, "
@@ -202,6 +214,8 @@ paths = {
  "/groups": {"get": op("Consumer groups", arr(ref("Group")), op_id="listGroups")},
  "/groups/{group}": {"get": op("A group: state, generation or epochs, members, assignments, committed offsets",
                                ref("Group"), [group_p], errors=(400, 404), op_id="getGroup")},
+ "/streams-groups/{group}": {"get": op("A KIP-1071 streams group: topology, status, members with their tasks",
+                                       ref("Group"), [group_p], errors=(400, 404), op_id="getStreamsGroup")},
  "/transactions": {"get": op("Transactional ids: state, producer id and epoch, timeout, partitions, coordinator",
                               arr(ref("Transaction")), op_id="listTransactions")},
  "/groups/{group}/loading": {"post": op("Its coordinator answers COORDINATOR_LOAD_IN_PROGRESS for a while", None,

@@ -100,7 +100,7 @@ maven_resolve() {
 # Maven resolve in tests/integration/java: kafka-clients for the Java client tests.
 toolchain_maven() {
   maven_resolve "Maven resolve" tests/integration/java kafka-clients \
-    "the Java client tests (test_java_admin_quotas.py, test_java_consumer_groups.py, test_kafka_messages_java.py)" \
+    "the Java client tests (test_java_admin_quotas.py, test_java_consumer_groups.py, test_kafka_messages_java.py, test_admin_kafka44.py)" \
     java javac mvn
 }
 

@@ -65,3 +65,7 @@ _.append_txn_marker
 flatmap_body
 # protocol/errors.py: the attributes enum reads on the members it adds to kio's ErrorCode
 _.__objclass__, _._sort_order_
+
+# Kafka's enums mirrored whole: MemberState.UNKNOWN (a member read back from an unknown record state;
+# CurrentAssignmentBuilder fences it), Status.MISSING_CLIENT_TAGS (v1; rack-aware standbys not simulated)
+UNKNOWN, MISSING_CLIENT_TAGS

@@ -14,8 +14,12 @@ from ..request import Body, RequestContext
 
 ZERO_UUID = uuid.UUID(int=0)
 AUTHORIZED_OPS_NOT_REQUESTED = -(2**31)  # Integer.MIN_VALUE: authorized operations not asked for
-# What a group's authorized operations are without an authorizer: READ (3), DELETE (6), DESCRIBE (8)
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+# What AuthHelper.authorizedOperations answers without an authorizer: every operation
+# AclEntry.supportedOperations lists for the resource type, as a bit field (AclOperation codes).
+# A group: READ (3), DELETE (6), DESCRIBE (8), DESCRIBE_CONFIGS (10), ALTER_CONFIGS (11).
+GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
+# A topic: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS.
+TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 
 
 def resolve_topic(metadata: ClusterMetadata, name: str | None, topic_id: uuid.UUID | None,

@@ -3,7 +3,7 @@
 Behavior:
 * Brokers: every live simulated broker with its advertised host and port.
 * Topics: all topics for a null list (and for an empty list at v0), else the
-  named ones (v12+: or by topic id).  Partitions carry leader, leader epoch,
+  named ones (v12+: or by topic id), each once.  Partitions carry leader, leader epoch,
   replicas, ISR and offline replicas.
 * Auto-creation as Kafka's ``AutoTopicCreationManager``: an unknown topic is
   created when ``auto.create.topics.enable`` and the request allows it (always
@@ -11,34 +11,34 @@ Behavior:
   Metadata shows it, as with a real controller.  Names that are not legal
   topics get INVALID_TOPIC_EXCEPTION; unknown ids UNKNOWN_TOPIC_ID.
 * Authorized operations are not computed: -2147483648 ("not requested")
-  unless asked, then every operation (no authorizer).
+  unless asked, then every operation Kafka supports on a topic (no authorizer).
 
 Version notes:
 * v1 controller id, is_internal, null = all topics.  v2 cluster id.  v3 throttle.
 * v4 allow_auto_topic_creation.  v5 offline replicas.  v6 clients back off (KIP-219).
 * v7 leader epoch.  v8 authorized operations.  v9 flexible.  v10 topic ids.
-* v11 drops cluster authorized operations.  v12 lookup by topic id.  v13 top-level error.
+* v10 topic ids in the response; a request naming a topic by id (or without a name) before v12 is
+  answered INVALID_REQUEST for every topic, as Kafka's getErrorResponse.
+* v11 drops cluster authorized operations.  v12 lookup by topic id: when any non-zero id is given the
+  request is by id (the names are ignored; the Java client sends "" beside each id), unknown ids
+  UNKNOWN_TOPIC_ID with a null name, listed first.  v13 top-level error.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from protocol.errors import ErrorCode, InvalidRequest
+from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..metadata import validate_topic_name
 from ..request import RequestContext, Response
-from .common import AUTHORIZED_OPS_NOT_REQUESTED, ZERO_UUID, node_endpoints, partition_errors
+from .common import AUTHORIZED_OPS_NOT_REQUESTED, TOPIC_OPERATIONS, ZERO_UUID, node_endpoints, partition_errors
 
 if TYPE_CHECKING:
     from protocol.request_types import MetadataRequest
 
 API_KEY = ApiKey.METADATA
-
-# All topic operations (READ..DESCRIBE_CONFIGS..) as a bit field, as an allow-all authorizer reports.
-ALL_TOPIC_OPS = sum(1 << op for op in (3, 4, 5, 6, 8, 9, 10))
-
 
 def topic_entry(ctx: RequestContext, topic: Any, include_ops: bool) -> dict[str, Any]:
     cluster = ctx.metadata
@@ -70,7 +70,7 @@ def topic_entry(ctx: RequestContext, topic: Any, include_ops: bool) -> dict[str,
         "topic_id": topic.topic_id,
         "is_internal": topic.internal,
         "partitions": parts,
-        "topic_authorized_operations": ALL_TOPIC_OPS if include_ops else AUTHORIZED_OPS_NOT_REQUESTED,
+        "topic_authorized_operations": TOPIC_OPERATIONS if include_ops else AUTHORIZED_OPS_NOT_REQUESTED,
     }
 
 
@@ -84,21 +84,20 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> Response:
     if requested is None or (v == 0 and len(requested) == 0):
         topics_out = [topic_entry(ctx, t, include_ops) for t in cluster.topics.values()]
     else:
-        for rt in requested:
-            name = rt.name
-            topic_id = rt.topic_id
-            if name is None and v < 12:
-                # KafkaApis: topic ids are not supported before v12 (InvalidRequestException)
-                raise InvalidRequest(f"Topic name can not be null for version {v}")
-            if name is None and topic_id is not None and topic_id != ZERO_UUID:
-                t = cluster.topics_by_id.get(topic_id)
-                if t is None:
-                    topics_out.append(
-                        {"error_code": ErrorCode.unknown_topic_id, "name": None, "topic_id": topic_id, "partitions": []}
-                    )
-                else:
-                    topics_out.append(topic_entry(ctx, t, include_ops))
-                continue
+        if v < 12:
+            for rt in requested:  # KafkaApis: topic ids are not supported before v12 (InvalidRequestException)
+                if rt.name is None:
+                    return error_response(ctx, req, ErrorCode.invalid_request)
+                if rt.topic_id is not None and rt.topic_id != ZERO_UUID:
+                    return error_response(ctx, req, ErrorCode.invalid_request)
+        # KafkaApis: any topic id asked for means the request is by id (the names are not read; the Java
+        # client sends "" with each id); unknown ids first, then the topics of the known ones
+        ids = list(dict.fromkeys(rt.topic_id for rt in requested if rt.topic_id is not None and rt.topic_id != ZERO_UUID))
+        if ids:
+            topics_out = [{"error_code": ErrorCode.unknown_topic_id, "name": None, "topic_id": i, "partitions": []}
+                          for i in ids if i not in cluster.topics_by_id]
+            topics_out += [topic_entry(ctx, cluster.topics_by_id[i], include_ops) for i in ids if i in cluster.topics_by_id]
+        for name in ([] if ids else list(dict.fromkeys(rt.name for rt in requested))):
             t = cluster.topics.get(name) if name is not None else None
             if t is not None:
                 topics_out.append(topic_entry(ctx, t, include_ops))
@@ -124,6 +123,16 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> Response:
         "error_code": ErrorCode.none,
     }
     return Response(resp, partition_errors(topics_out, "partitions", topic_errors=True))
+
+
+def error_response(ctx: RequestContext, req: MetadataRequest, error: ErrorCode) -> Response:
+    """MetadataRequest.getErrorResponse: every topic asked for with the error and no partitions, no
+    brokers (a request Kafka refuses: topic ids before v12)."""
+    topics: list[dict[str, Any]] = [{"error_code": error, "name": rt.name or "", "topic_id": rt.topic_id or ZERO_UUID, "is_internal": False,
+               "partitions": []} for rt in req.topics or ()]
+    return Response({"brokers": [], "cluster_id": None, "controller_id": -1, "topics": topics,
+                     "cluster_authorized_operations": AUTHORIZED_OPS_NOT_REQUESTED, "error_code": error},
+                    partition_errors(topics, "partitions", topic_errors=True))
 
 
 # Metadata gives an injected error to the topics it applies to (every topic when it names none),

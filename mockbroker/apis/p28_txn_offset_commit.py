@@ -1,4 +1,4 @@
-"""TxnOffsetCommit (key 28): v0-5.
+"""TxnOffsetCommit (key 28): v0-6.
 
 Behavior (Kafka's KafkaApis.handleTxnOffsetCommitRequest,
 GroupCoordinatorService.commitTransactionalOffsets and
@@ -15,11 +15,16 @@ OffsetMetadataManager.commitTransactionalOffset; see ``mockbroker/group/offsets.
   COORDINATOR_NOT_AVAILABLE (NOT_ENOUGH_REPLICAS from the verification, as
   the group coordinator maps it).  v5 adds the partition instead (KIP-890
   part 2: a TV2 client sends no AddOffsetsToTxn).
+* v6 names topics by id: an id the cluster does not know (or the zero id) is
+  UNKNOWN_TOPIC_ID for its partitions, answered by the broker.
 * The member is checked as OffsetCommit checks it (unknown member,
   generation, FENCED_INSTANCE_ID), but not the group's state: no
   REBALANCE_IN_PROGRESS; generation -1 without a member id is accepted from
-  the v0-2 producers that send no group metadata (KIP-447 came with v3).
-  A consumer group's stale member epoch is ILLEGAL_GENERATION.
+  the v0-2 producers that send no group metadata (KIP-447 came with v3), also
+  by a consumer group with members.  A consumer group's stale member epoch is
+  ILLEGAL_GENERATION before v6, STALE_MEMBER_EPOCH from v6; a generation for a
+  group that does not exist ILLEGAL_GENERATION before v6, GROUP_ID_NOT_FOUND
+  from v6.
 * The offsets wait under the producer id until the transaction's marker
   reaches the ``__consumer_offsets`` partition: COMMIT commits them, ABORT
   drops them; until then OffsetFetch with require_stable answers
@@ -31,10 +36,13 @@ Version notes:
 * v4 TRANSACTION_ABORTABLE (KIP-890).  v5 adds the offsets partition (KIP-890
   part 2, by the request version as Kafka decides it: a client sends v5 only to
   a cluster at transaction.version 2).
+* v6 topic ids instead of names, GROUP_ID_NOT_FOUND, STALE_MEMBER_EPOCH and
+  UNKNOWN_TOPIC_ID (KIP-1319).
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
@@ -48,7 +56,7 @@ from ..txn.verification import (
     AddPartitionsToTxnManager,
     operation_for_txn_offset_commit_version,
 )
-from .common import partition_errors
+from .common import ZERO_UUID, partition_errors
 
 if TYPE_CHECKING:
     from protocol.request_types import TxnOffsetCommitRequest
@@ -74,21 +82,35 @@ def _verified(ctx: RequestContext, req: TxnOffsetCommitRequest) -> ErrorCode:
     return ErrorCode.coordinator_not_available if error in _COORDINATOR_ERRORS else error
 
 
+USE_TOPIC_IDS_SINCE = 6  # TxnOffsetCommitResponse.useTopicIds
+
+
 def handle(ctx: RequestContext, req: TxnOffsetCommitRequest) -> Response:
     now = ctx.broker.clock.time_ms()
+    by_id = ctx.version >= USE_TOPIC_IDS_SINCE
     offsets: dict[TopicPartition, OffsetAndMetadata | ErrorCode] = {}
-    layout: list[tuple[str, list[tuple[int, TopicPartition]]]] = []
+    layout: list[tuple[str, uuid.UUID, list[tuple[int, TopicPartition]]]] = []
     for t in req.topics:
         parts: list[tuple[int, TopicPartition]] = []
+        if by_id:
+            asked = t.topic_id or ZERO_UUID
+            topic = ctx.metadata.topics_by_id.get(asked) if asked != ZERO_UUID else None
+            name, topic_id = (topic.name, topic.topic_id) if topic is not None else ("", asked)
+        else:
+            topic = ctx.metadata.topics.get(t.name)
+            name, topic_id = t.name, topic.topic_id if topic is not None else ZERO_UUID
         for p in t.partitions:
-            key: TopicPartition = (t.name, p.partition_index)
-            if ctx.metadata.partition(t.name, p.partition_index) is None:
+            # a topic id the cluster does not know: keyed by the id, so two of them stay apart
+            key: TopicPartition = (name or str(topic_id), p.partition_index)
+            if by_id and topic is None:
+                offsets[key] = ErrorCode.unknown_topic_id
+            elif ctx.metadata.partition(name, p.partition_index) is None:
                 offsets[key] = ErrorCode.unknown_topic_or_partition
             else:
                 offsets[key] = OffsetAndMetadata(p.committed_offset, p.committed_leader_epoch,
                                                  p.committed_metadata or "", now)
             parts.append((p.partition_index, key))
-        layout.append((t.name, parts))
+        layout.append((name, topic_id, parts))
     if not any(isinstance(om, OffsetAndMetadata) for om in offsets.values()):
         errors: dict[TopicPartition, ErrorCode] = {k: om for k, om in offsets.items() if isinstance(om, ErrorCode)}
     else:
@@ -99,13 +121,14 @@ def handle(ctx: RequestContext, req: TxnOffsetCommitRequest) -> Response:
         else:
             errors = ctx.broker.groups.commit_transactional_offsets(
                 ctx.node_id, req.group_id, req.producer_id, req.member_id,
-                req.group_instance_id, req.generation_id, offsets)
-    topics = [{"name": name, "partitions": [{"partition_index": i, "error_code": errors[key]} for i, key in parts]}
-              for name, parts in layout]
+                req.group_instance_id, req.generation_id, offsets, ctx.version)
+    topics = [{"name": name, "topic_id": topic_id,
+               "partitions": [{"partition_index": i, "error_code": errors[key]} for i, key in parts]}
+              for name, topic_id, parts in layout]
     return Response({"topics": topics}, partition_errors(topics, "partitions"))
 
 
 def error_response(ctx: RequestContext, req: TxnOffsetCommitRequest, error: ErrorCode) -> Response:
-    topics = [{"name": t.name, "partitions": [
+    topics = [{"name": t.name, "topic_id": t.topic_id, "partitions": [
         {"partition_index": p.partition_index, "error_code": error} for p in t.partitions]} for t in req.topics]
     return Response({"topics": topics}, partition_errors(topics, "partitions"))

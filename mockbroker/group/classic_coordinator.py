@@ -120,12 +120,14 @@ class ClassicGroupCoordinator:
         if existing is not None and existing.group_type is GroupType.SHARE:  # classicGroupJoin: never converted
             callback(JoinGroupResult("", ErrorCode.inconsistent_group_protocol))
             return
-        if existing is not None and existing.group_type is GroupType.CONSUMER:
-            if existing.has_members():  # a KIP-848 group with members: online migration is not simulated
-                callback(JoinGroupResult(member_id, ErrorCode.inconsistent_group_protocol))
+        if existing is not None and existing.group_type in (GroupType.CONSUMER, GroupType.STREAMS):
+            if existing.has_members():  # a KIP-848 group with members: online migration is not simulated;
+                # a streams group with members: Kafka's answer too (classicGroupJoin)
+                callback(JoinGroupResult("" if existing.group_type is GroupType.STREAMS else member_id,
+                                         ErrorCode.inconsistent_group_protocol))
                 return
-            converted = GroupMetadata(group_id, self._now())  # an empty consumer group becomes a classic
-            converted.offsets = existing.offsets              # one, keeping its offsets
+            converted = GroupMetadata(group_id, self._now())  # an empty consumer or streams group becomes
+            converted.offsets = existing.offsets              # a classic one, keeping its offsets
             self.registry.put(converted)
         group = self._group(group_id)
         if group is None:

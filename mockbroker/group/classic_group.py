@@ -236,6 +236,10 @@ class GroupMetadata:
             return ErrorCode.unknown_member_id  # only members commit to a non-empty group
         return None
 
+    def commit_partition_error(self, member_id: str, generation_id_or_member_epoch: int,
+                               tp: TopicPartition) -> ErrorCode | None:
+        return None  # a generation is checked as a whole (CommitPartitionValidator.NO_OP)
+
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode | None:
         """Classic groups do not check OffsetFetch v9's member id and epoch (a Dead group is never
         asked: its coordinator answers COORDINATOR_NOT_AVAILABLE until the group is loaded again)."""
@@ -245,6 +249,23 @@ class GroupMetadata:
         if self.state in (GroupState.EMPTY, GroupState.DEAD):
             return None
         return ErrorCode.non_empty_group
+
+    def validate_offset_delete(self) -> ErrorCode | None:
+        """ClassicGroup.validateOffsetDelete: a Dead group is gone; a group with members may lose offsets
+        only when it is a ``consumer`` group (of topics none of them subscribes to)."""
+        if self.is_state(GroupState.DEAD):
+            return ErrorCode.group_id_not_found
+        if not self.is_state(GroupState.EMPTY) and self.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            return ErrorCode.non_empty_group
+        return None
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        """ClassicGroup.isSubscribedToTopic: the topics the members' subscriptions named at the last
+        generation; unknown (not a ``consumer`` group, or a subscription that did not parse): only a
+        ``consumer`` group counts as subscribed."""
+        if self.subscribed_topics is None:
+            return self.protocol_type == CONSUMER_PROTOCOL_TYPE
+        return topic in self.subscribed_topics
 
     def as_listed_group(self) -> ListedGroup:
         return ListedGroup(self.group_id, self.protocol_type or "", self.state.value, GroupType.CLASSIC)

@@ -168,6 +168,8 @@ class ConsumerGroup:
         member_epoch = generation_id_or_member_epoch
         if member_epoch < 0 and not self.members:
             return None
+        if is_transactional and member_epoch == -1 and not member_id and group_instance_id is None:
+            return None  # a producer without group metadata (TxnOffsetCommit before v3, or sendOffsetsToTransaction)
         member = self.members.get(member_id)
         if member is None:
             return ErrorCode.unknown_member_id
@@ -176,6 +178,10 @@ class ConsumerGroup:
         if member_epoch != member.member_epoch:
             return ErrorCode.stale_member_epoch
         return None
+
+    def commit_partition_error(self, member_id: str, generation_id_or_member_epoch: int,
+                               tp: TopicPartition) -> ErrorCode | None:
+        return None  # no assignment epochs per partition here (CommitPartitionValidator.NO_OP)
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode | None:
         """ConsumerGroup.validateOffsetFetch: OffsetFetch v9+ from a member carries its id and epoch."""
@@ -188,6 +194,13 @@ class ConsumerGroup:
 
     def validate_delete_group(self) -> ErrorCode | None:
         return ErrorCode.non_empty_group if self.members else None
+
+    def validate_offset_delete(self) -> ErrorCode | None:
+        return None  # ConsumerGroup.validateOffsetDelete: offsets of unsubscribed topics go at any time
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        """ModernGroup.isSubscribedToTopic: a member subscribes to it by name or by its regex."""
+        return any(topic in self.subscribed_names(m, (topic,)) for m in self.members.values())
 
     def remove_expired_offsets(self, now_ms: int, retention_ms: int,
                                keep: Callable[[TopicPartition], bool] = lambda _tp: False) -> list[TopicPartition]:

@@ -1,11 +1,12 @@
-"""What every group is to the code shared by both protocols.
+"""What every group is to the code shared by every group type.
 
 Mirrors Kafka 4.x's ``org.apache.kafka.coordinator.group.Group`` interface and
 its ``GroupType``: the offset manager, the registry and the ListGroups,
 DescribeGroups and DeleteGroups paths see a group only through ``Group``, so
 they never ask which class a group is.  ``GroupMetadata`` (the classic group,
-Kafka's ``ClassicGroup``, in ``classic_group.py``) and ``ConsumerGroup`` (KIP-848,
-in ``consumer_group.py``) implement it; code that must tell them apart compares
+Kafka's ``ClassicGroup``, in ``classic_group.py``), ``ConsumerGroup`` (KIP-848,
+in ``consumer_group.py``) and ``StreamsGroup`` (KIP-1071, in ``streams_group.py``)
+implement it; code that must tell them apart compares
 ``group_type``, as Kafka's ``group.type() == CLASSIC``.
 
 The leaf of the package: it imports nothing of mockbroker.
@@ -29,6 +30,7 @@ class GroupType(enum.StrEnum):
     CLASSIC = "classic"
     CONSUMER = "consumer"
     SHARE = "share"
+    STREAMS = "streams"
 
 
 @dataclass(slots=True)
@@ -112,12 +114,27 @@ class Group(Protocol):
         """Group.validateOffsetCommit: None when the commit may be stored, else its error."""
         ...
 
+    def commit_partition_error(self, member_id: str, generation_id_or_member_epoch: int,
+                               tp: TopicPartition) -> ErrorCode | None:
+        """CommitPartitionValidator.validate, for each partition of a commit
+        ``validate_offset_commit`` let through: None when it may be stored, else the error of the
+        whole commit (a streams member committing with an older epoch)."""
+        ...
+
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode | None:
         """Group.validateOffsetFetch: None when the offsets may be read, else the error."""
         ...
 
     def validate_delete_group(self) -> ErrorCode | None:
         """Group.validateDeleteGroup: NON_EMPTY_GROUP while it has members."""
+        ...
+
+    def validate_offset_delete(self) -> ErrorCode | None:
+        """Group.validateOffsetDelete: None when OffsetDelete may remove the group's offsets."""
+        ...
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        """Group.isSubscribedToTopic: a member subscribes to ``topic`` (OffsetDelete refuses its offsets)."""
         ...
 
     def transition_to_dead(self, now_ms: int) -> None:

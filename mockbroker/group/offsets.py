@@ -46,6 +46,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mockbroker.group")
 
+# TxnOffsetCommitRequest.supportsGroupIdNotFoundError / supportsStaleMemberEpochError: from v6 (KIP-1319)
+TXN_GROUP_ID_NOT_FOUND_SINCE = 6
+
+
+def _other(gone: TopicPartition, tp: TopicPartition) -> bool:
+    return tp != gone
+
 
 class OffsetMetadataManager:
     def __init__(self, registry: GroupRegistry, classic: ClassicGroupCoordinator, clock: Clock,
@@ -74,6 +81,9 @@ class OffsetMetadataManager:
         are answered with it and not stored."""
         group, err = self._validate_commit(node_id, group_id, member_id, group_instance_id,
                                            generation_id_or_member_epoch, api_version, False)
+        if err is None and group is not None:
+            err = self._validate_partitions(group, member_id, generation_id_or_member_epoch, offsets, api_version,
+                                            False)
         if err is not None or group is None:
             return {tp: err or ErrorCode.unknown_server_error for tp in offsets}
         if group.group_type is GroupType.CLASSIC:
@@ -89,13 +99,18 @@ class OffsetMetadataManager:
 
     def commit_transactional_offsets(self, node_id: int, group_id: str, producer_id: int, member_id: str,
                                      group_instance_id: str | None, generation_id: int,
-                                     offsets: Mapping[TopicPartition, OffsetAndMetadata | ErrorCode]
-                                     ) -> dict[TopicPartition, ErrorCode]:
+                                     offsets: Mapping[TopicPartition, OffsetAndMetadata | ErrorCode],
+                                     api_version: int) -> dict[TopicPartition, ErrorCode]:
         """TxnOffsetCommit (OffsetMetadataManager.commitTransactionalOffset): the offsets wait under
         ``producer_id`` for the transaction's marker.  No heartbeat, no REBALANCE_IN_PROGRESS (the
         group's state is not enforced for transactional commits); a consumer group's stale member
-        epoch is ILLEGAL_GENERATION.  Entries given as an ErrorCode are answered with it."""
-        _group, err = self._validate_commit(node_id, group_id, member_id, group_instance_id, generation_id, -1, True)
+        epoch is ILLEGAL_GENERATION before v6 (STALE_MEMBER_EPOCH from v6), and a generation given for
+        a group that does not exist ILLEGAL_GENERATION before v6 (GROUP_ID_NOT_FOUND from v6, KIP-1319).
+        Entries given as an ErrorCode are answered with it."""
+        group, err = self._validate_commit(node_id, group_id, member_id, group_instance_id, generation_id,
+                                           api_version, True)
+        if err is None and group is not None:
+            err = self._validate_partitions(group, member_id, generation_id, offsets, api_version, True)
         if err is not None:
             return {tp: err for tp in offsets}
 
@@ -118,14 +133,30 @@ class OffsetMetadataManager:
         group = self.registry.get(group_id)
         if group is None:
             if generation_id_or_member_epoch >= 0:
-                # from an older generation of a group that is gone: reject
-                return None, ErrorCode.illegal_generation
+                # from an older generation of a group that is gone: reject (TxnOffsetCommit v6 says so)
+                gone = transactional and api_version >= TXN_GROUP_ID_NOT_FOUND_SINCE
+                return None, ErrorCode.group_id_not_found if gone else ErrorCode.illegal_generation
             group = self.classic.get_or_create(group_id)  # a group that uses Kafka only to store offsets
         err = group.validate_offset_commit(member_id, group_instance_id, generation_id_or_member_epoch, api_version,
                                            is_transactional=transactional)
-        if transactional and err is ErrorCode.stale_member_epoch:
+        if transactional and err is ErrorCode.stale_member_epoch and api_version < TXN_GROUP_ID_NOT_FOUND_SINCE:
             err = ErrorCode.illegal_generation
         return group, err
+
+    @staticmethod
+    def _validate_partitions(group: Group, member_id: str, epoch: int,
+                             offsets: Mapping[TopicPartition, OffsetAndMetadata | ErrorCode],
+                             api_version: int, transactional: bool) -> ErrorCode | None:
+        """The group's CommitPartitionValidator over the partitions to store: the first error fails
+        the whole commit (Kafka throws it out of commitOffset)."""
+        for tp, om in offsets.items():
+            if isinstance(om, ErrorCode):
+                continue
+            err = group.commit_partition_error(member_id, epoch, tp)
+            if err is not None:
+                old = transactional and api_version < TXN_GROUP_ID_NOT_FOUND_SINCE  # as _validate_commit
+                return ErrorCode.illegal_generation if old and err is ErrorCode.stale_member_epoch else err
+        return None
 
     def _store_each(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | ErrorCode],
                     store: Callable[[TopicPartition, OffsetAndMetadata], None]) -> dict[TopicPartition, ErrorCode]:
@@ -223,6 +254,32 @@ class OffsetMetadataManager:
                 self.registry.remove(gid)
                 log.info("Group %s transitioned to Dead", gid)
         return removed
+
+    def delete_offsets(self, node_id: int, group_id: str, topics: list[tuple[str, list[int]]]
+                       ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        """OffsetDelete (OffsetMetadataManager.deleteOffsets): the group's error, else per partition
+        GROUP_SUBSCRIBED_TO_TOPIC while a member subscribes to its topic, NONE otherwise (its committed
+        and pending transactional offsets are gone: the tombstone's replay)."""
+        err = self.registry.validate_group_status(group_id, node_id)
+        if err is not None:
+            return err, {}
+        group = self.registry.get(group_id)
+        if group is None:
+            return ErrorCode.group_id_not_found, {}
+        err = group.validate_offset_delete()
+        if err is not None:
+            return err, {}
+        out: dict[TopicPartition, ErrorCode] = {}
+        for topic, partitions in topics:
+            subscribed = group.is_subscribed_to_topic(topic)
+            for index in partitions:
+                tp: TopicPartition = (topic, index)
+                out[tp] = ErrorCode.group_subscribed_to_topic if subscribed else ErrorCode.none
+                if not subscribed:
+                    group.offsets.pop(tp, None)
+                    self._commit_seq.pop((group_id, tp), None)
+                    self._drop_pending(group_id, keep=partial(_other, tp))
+        return ErrorCode.none, out
 
     def on_topic_deleted(self, topic: str) -> None:
         """OffsetMetadataManager.onPartitionsDeleted: the topic's offsets go from every group."""

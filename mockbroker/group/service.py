@@ -10,6 +10,8 @@ Kafka's service reaches through its shards:
   Heartbeat, LeaveGroup;
 * ``ConsumerGroupCoordinator`` (``consumer_coordinator.py``): KIP-848's
   ConsumerGroupHeartbeat and ConsumerGroupDescribe;
+* ``StreamsGroupCoordinator`` (``streams_coordinator.py``): KIP-1071's
+  StreamsGroupHeartbeat and StreamsGroupDescribe;
 * ``OffsetMetadataManager`` (``offsets.py``): OffsetCommit, OffsetFetch,
   expiry, a deleted topic's offsets;
 * the Heartbeat and Rebalance purgatories (each on its own timer, as Kafka
@@ -36,6 +38,7 @@ from .group import DescribedGroup, Group, ListedGroup, OffsetAndMetadata
 from .classic_group import JoinGroupResult, SyncGroupResult
 from .offsets import OffsetMetadataManager
 from .registry import GroupRegistry
+from .streams_coordinator import StreamsGroupCoordinator, StreamsGroupHeartbeatResult
 
 
 class GroupCoordinatorService:
@@ -48,6 +51,7 @@ class GroupCoordinatorService:
         self.classic = ClassicGroupCoordinator(self.registry, clock, self.heartbeat_purgatory,
                                                self.rebalance_purgatory, config)
         self.consumer = ConsumerGroupCoordinator(self.registry, cluster, clock, self.heartbeat_purgatory, config)
+        self.streams = StreamsGroupCoordinator(self.registry, cluster, clock, self.heartbeat_purgatory, config)
         self.offsets = OffsetMetadataManager(self.registry, self.classic, clock, config)
 
     # -- FindCoordinator ---------------------------------------------------------------------------
@@ -89,6 +93,15 @@ class GroupCoordinatorService:
     def consumer_group_describe(self, node_id: int, group_ids: Iterable[str]) -> list[ConsumerGroupDescription]:
         return [self.consumer.describe(node_id, gid) for gid in group_ids]
 
+    # -- KIP-1071 ---------------------------------------------------------------------------------------
+    def streams_group_heartbeat(self, node_id: int, version: int, req: Any, client_id: str,
+                                client_host: str) -> StreamsGroupHeartbeatResult:
+        return self.streams.heartbeat(node_id, version, req, client_id, client_host)
+
+    def streams_group_describe(self, node_id: int, group_ids: Iterable[str]) -> list[dict[str, Any]]:
+        """Wire-shaped StreamsGroupDescribeResponse groups."""
+        return [self.streams.describe(node_id, gid) for gid in group_ids]
+
     # -- offsets --------------------------------------------------------------------------------------------
     def commit_offsets(self, node_id: int, group_id: str, member_id: str, group_instance_id: str | None,
                        generation_id_or_member_epoch: int,
@@ -101,11 +114,11 @@ class GroupCoordinatorService:
 
     def commit_transactional_offsets(self, node_id: int, group_id: str, producer_id: int, member_id: str,
                                      group_instance_id: str | None, generation_id: int,
-                                     offsets: Mapping[TopicPartition, OffsetAndMetadata | ErrorCode]
-                                     ) -> dict[TopicPartition, ErrorCode]:
+                                     offsets: Mapping[TopicPartition, OffsetAndMetadata | ErrorCode],
+                                     api_version: int) -> dict[TopicPartition, ErrorCode]:
         """TxnOffsetCommit: per partition the error; stored offsets wait for the transaction's marker."""
         return self.offsets.commit_transactional_offsets(node_id, group_id, producer_id, member_id,
-                                                         group_instance_id, generation_id, offsets)
+                                                         group_instance_id, generation_id, offsets, api_version)
 
     def complete_transaction(self, partition: int, producer_id: int, commit: bool) -> ErrorCode:
         """A COMMIT/ABORT marker for ``__consumer_offsets`` ``partition`` (GroupCoordinatorService
@@ -130,6 +143,11 @@ class GroupCoordinatorService:
         """Every committed offset of the group, whoever coordinates it (for tests and tools)."""
         return {tp: om for tp, om in self.offsets.committed_offsets(group_id).items() if om is not None}
 
+    def delete_offsets(self, node_id: int, group_id: str, topics: list[tuple[str, list[int]]]
+                       ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        """OffsetDelete: (the group's error, per partition GROUP_SUBSCRIBED_TO_TOPIC or NONE)."""
+        return self.offsets.delete_offsets(node_id, group_id, topics)
+
     def expire_offsets(self) -> int:
         """offsets.retention.check.interval.ms: drop expired offsets, then Empty groups without offsets."""
         return self.offsets.cleanup_expired_offsets()
@@ -147,7 +165,9 @@ class GroupCoordinatorService:
         out = []
         for g in self.registry.groups_coordinated_by(node_id):
             listed = g.as_listed_group()
-            if (states and listed.state.lower() not in states) or (types and listed.group_type not in types):
+            # isInStates: the state's lower-case name (StreamsGroupState.toLowerCaseString: not_ready)
+            state = "not_ready" if listed.state == "NotReady" else listed.state.lower()
+            if (states and state not in states) or (types and listed.group_type not in types):
                 continue
             out.append(listed)
         return out

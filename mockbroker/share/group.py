@@ -78,8 +78,18 @@ class ShareGroup:
                                is_transactional: bool = False) -> ErrorCode | None:
         return ErrorCode.group_id_not_found  # ShareGroup.validateOffsetCommit: not a consumer group
 
+    def commit_partition_error(self, member_id: str, generation_id_or_member_epoch: int,
+                               tp: TopicPartition) -> ErrorCode | None:
+        return None  # never asked: validate_offset_commit refuses every commit
+
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode | None:
         return ErrorCode.group_id_not_found
+
+    def validate_offset_delete(self) -> ErrorCode | None:
+        return ErrorCode.group_id_not_found  # ShareGroup.validateOffsetDelete: not a consumer group
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        return topic in self.subscribed_topics()
 
     def validate_delete_group(self) -> ErrorCode | None:
         return ErrorCode.non_empty_group if self.members else None

@@ -289,9 +289,14 @@ def test_full_page_screenshot(driver, report_dir):
         rgb = np.asarray(img.convert("RGB"))
     height = driver.execute_script("return document.documentElement.scrollHeight")
     assert rgb.shape[1] == WIDTH and rgb.shape[0] >= height - 1, (rgb.shape, height)
-    colours = np.unique((rgb[..., 0].astype(np.uint32) << 16) | (rgb[..., 1].astype(np.uint32) << 8) | rgb[..., 2])
+    every4 = rgb[::4, ::4]  # a blank page is blank in every fourth pixel too
+    colours = np.unique((every4[..., 0].astype(np.uint32) << 16) | (every4[..., 1].astype(np.uint32) << 8) | every4[..., 2])
     assert len(colours) > 16, f"the screenshot has {len(colours)} colour(s): a blank page"
+    # int16 over bands of rows: a whole-page int64 difference of a ~16,000 px page took the test
+    # process to a 2 GB peak (and libFuzzer, started later from the same process, inherits the peak)
     for verdict in ("honours", "ignores", "partly", "not throttled"):  # the matrix's cells are drawn
         c = VERDICT_COLOURS[verdict]
-        want = np.array([int(c[i:i + 2], 16) for i in (1, 3, 5)])
-        assert (np.abs(rgb.astype(int) - want).max(axis=-1) <= 8).sum() > 1000, verdict
+        want = np.array([int(c[i:i + 2], 16) for i in (1, 3, 5)], dtype=np.int16)
+        near = sum(int((np.abs(rgb[r:r + 1024].astype(np.int16) - want).max(axis=-1) <= 8).sum())
+                   for r in range(0, rgb.shape[0], 1024))
+        assert near > 1000, verdict

@@ -26,12 +26,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 with atheris.instrument_imports(include=["mockbroker", "protocol"]):
     from mockbroker import ManualClock, MockBroker
     from mockbroker.apis import build_handlers
-    from protocol.registry import ApiRegistry
+    from protocol.registry import DEFAULT_KAFKA_RELEASE, ApiRegistry
 
 from tests.unit.test_fuzz_decode import CFG, VALIDATE_ONLY, exchange, header  # noqa: E402
 
 # the index byte of an input picks from every served API (the seed corpus uses the same order)
-SERVED = sorted(((s.key, s.min_version, s.max_version) for s in ApiRegistry("4.2", set(build_handlers()))))
+SERVED = sorted(((s.key, s.min_version, s.max_version) for s in ApiRegistry(DEFAULT_KAFKA_RELEASE, set(build_handlers()))))
 
 
 class ErrorRecorder(logging.Handler):

@@ -34,10 +34,14 @@ def test_api_versions_lists_served_ranges(raw):
     assert ranges[ApiKey.FETCH] == (4, 18)
     assert ranges[ApiKey.LIST_OFFSETS] == (1, 11)
     assert ranges[ApiKey.METADATA] == (0, 13)
-    assert ranges[ApiKey.API_VERSIONS] == (0, 4)
+    assert ranges[ApiKey.API_VERSIONS] == (0, 5)
     assert ranges[ApiKey.CREATE_TOPICS] == (2, 7) and ranges[ApiKey.DELETE_TOPICS] == (1, 6)
     assert ranges[ApiKey.INIT_PRODUCER_ID] == (0, 5) and ranges[ApiKey.DESCRIBE_CONFIGS] == (1, 4)
-    assert ranges[ApiKey.DESCRIBE_CLUSTER] == (0, 2)
+    assert ranges[ApiKey.DESCRIBE_CLUSTER] == (0, 2) and ranges[ApiKey.TXN_OFFSET_COMMIT] == (0, 6)
+    assert ranges[ApiKey.DELETE_RECORDS] == (0, 2) and ranges[ApiKey.CREATE_PARTITIONS] == (0, 3)
+    assert ranges[ApiKey.ALTER_CONFIGS] == (0, 2) and ranges[ApiKey.INCREMENTAL_ALTER_CONFIGS] == (0, 1)
+    assert ranges[ApiKey.OFFSET_DELETE] == (0, 0) and ranges[ApiKey.DESCRIBE_TOPIC_PARTITIONS] == (0, 0)
+    assert ranges[ApiKey.LIST_CONFIG_RESOURCES] == (0, 1)
     # not advertised, like a broker without a client-metrics plugin
     assert 71 not in ranges and 72 not in ranges
     assert timedelta_ms(resp.throttle_time) == 0
@@ -272,8 +276,13 @@ class TestTopicsAdmin:
         r = raw().request(60, 1, {"include_cluster_authorized_operations": False, "endpoint_type": 1})
         assert r.error_code == 0 and r.cluster_id == "mockbroker-cluster-0001"
         assert [b.broker_id for b in r.brokers] == [0] and r.controller_id == 0
+        # AuthHelper.computeDescribeClusterResponse: a broker asked for controllers, an unknown type
         r = raw().request(60, 1, {"include_cluster_authorized_operations": False, "endpoint_type": 2})
-        assert r.error_code == E.unsupported_endpoint_type
+        assert r.error_code == E.mismatched_endpoint_type and r.brokers == () and r.controller_id == -1
+        r = raw().request(60, 1, {"include_cluster_authorized_operations": False, "endpoint_type": 7})
+        assert r.error_code == E.unsupported_endpoint_type and r.error_message == "Unsupported endpoint type 7"
+        r = raw().request(60, 0, {"include_cluster_authorized_operations": False})
+        assert r.error_code == 0 and r.controller_id == 0
 
 
 class TestCoordinatorStubs:

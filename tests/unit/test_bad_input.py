@@ -94,7 +94,7 @@ def test_unsupported_api_versions_version_gets_v0_error_listing_its_range(raw):
     payload = c.recv_frame()
     corr, err, n = struct.unpack_from(">ihi", payload, 0)
     assert (corr, err, n) == (41, ErrorCode.unsupported_version, 1)
-    assert struct.unpack_from(">hhh", payload, 10) == (18, 0, 4)
+    assert struct.unpack_from(">hhh", payload, 10) == (18, 0, 5)
     assert len(payload) == 16  # v0: no throttle field, header v0
     # the connection stays usable
     assert c.request(18, 3, {"client_software_name": "x", "client_software_version": "1"}).error_code == 0

@@ -21,9 +21,10 @@ The run size (examples, and how each exchange ended) is printed at the end of th
 ``HYPOTHESIS_PROFILE=exhaustive`` runs 100x more examples.  With atheris installed, a
 coverage-guided run of the same exchange runs in a subprocess (``fuzz_atheris.py``).
 
-Two APIs change state that later examples would trip over (CreateTopics could create thousands
-of partitions per example, AlterClientQuotas could throttle every later client for ever on the
-ManualClock): they are fuzzed with ``validate_only`` set and without mutations of valid bodies.
+Some APIs change state that later examples would trip over (CreateTopics and CreatePartitions could
+create thousands of partitions per example, AlterClientQuotas could throttle every later client for
+ever on the ManualClock, AlterConfigs and IncrementalAlterConfigs could set broker configs such as
+max.connections): they are fuzzed with ``validate_only`` set and without mutations of valid bodies.
 """
 
 from __future__ import annotations
@@ -53,11 +54,12 @@ from protocol.codec import (
     request_class,
 )
 from protocol.records import build_batch
-from protocol.registry import ApiRegistry, any_spec, api_key_map, schema_versions
+from protocol.registry import DEFAULT_KAFKA_RELEASE, ApiRegistry, any_spec, api_key_map, schema_versions
 from tests.kio_strategies import register_kio_strategies
 
-SERVED = {s.key: s for s in ApiRegistry("4.2", set(build_handlers()))}
-VALIDATE_ONLY = {19, 49}     # CreateTopics, AlterClientQuotas: see the module docstring
+SERVED = {s.key: s for s in ApiRegistry(DEFAULT_KAFKA_RELEASE, set(build_handlers()))}
+VALIDATE_ONLY = {19, 33, 37, 44, 49}  # CreateTopics, AlterConfigs, CreatePartitions, IncrementalAlterConfigs,
+#                                       AlterClientQuotas: see the module docstring
 PROBE_CORR = 0x7FFF0000      # correlation id of the pipelined ApiVersions request
 WAIT_S = 0.3                 # an exchange neither answered nor closed by then is parked in a purgatory
 CFG = {"queued.max.request.bytes": 4 << 20, "socket.request.max.bytes": 1 << 20, "num.partitions": 1}

@@ -131,6 +131,8 @@ def test_ini_defaults_and_a_wrong_marker(pytester: pytest.Pytester):
     write(pytester, '''
         def test_ini_defaults(mockbroker_session):
             assert len(metadata(mockbroker_session.bootstrap_servers).brokers) == 2
+            cfg = mockbroker_session.config  # the fixtures' own defaults: no initial rebalance delay
+            assert (cfg["group.initial.rebalance.delay.ms"], cfg["group.streams.initial.rebalance.delay.ms"]) == (0, 0)
             assert len(metadata(mockbroker_session.bootstrap_servers, ["six"]).topics[0].partitions) == 6
 
         @pytest.mark.mockbroker(partitions=3)

@@ -219,21 +219,28 @@ def api_versions(c, version):
 
 
 @pytest.mark.parametrize("config, v4, v3", [
-    ({}, ({"transaction.version": (0, 2)}, {"transaction.version": (2, 2)}, 0),
-     ({}, {"transaction.version": (2, 2)}, 0)),
-    ({"mock.kafka.version": "4.0"}, ({"transaction.version": (0, 2)}, {"transaction.version": (2, 2)}, 0),
-     ({}, {"transaction.version": (2, 2)}, 0)),
-    ({"mock.transaction.version": "1"}, ({"transaction.version": (0, 2)}, {"transaction.version": (1, 1)}, 0),
-     ({}, {"transaction.version": (1, 1)}, 0)),
-    ({"mock.transaction.version": "0"}, ({"transaction.version": (0, 2)}, {}, 0), ({}, {}, 0)),
+    ({}, ({"transaction.version": (0, 2)}, {"transaction.version": (2, 2)}, 16),
+     ({}, {"transaction.version": (2, 2)}, 16)),
+    ({"mock.kafka.version": "4.0"}, ({"transaction.version": (0, 2)}, {"transaction.version": (2, 2)}, 16),
+     ({}, {"transaction.version": (2, 2)}, 16)),
+    ({"mock.transaction.version": "1"}, ({"transaction.version": (0, 2)}, {"transaction.version": (1, 1)}, 16),
+     ({}, {"transaction.version": (1, 1)}, 16)),
+    ({"mock.transaction.version": "0"}, ({"transaction.version": (0, 2)}, {}, 16), ({}, {}, 16)),
     ({"mock.kafka.version": "3.9"}, ({}, {}, -1), ({}, {}, -1)),
 ])
 def test_api_versions_features(config, v4, v3):
-    """Supported 0-2 and finalized at the cluster's level on 4.x; a minimum of 0 is hidden from
-    v0-3 (KAFKA-17492); level 0 is not finalized; 3.9 lists none."""
-    with MockBroker(config=config) as b, RawKafkaClient.connect(b.bootstrap_servers) as c:
-        assert api_versions(c, 4) == v4
-        assert api_versions(c, 3) == v3
+    """transaction.version supported 0-2 and finalized at the cluster's level on 4.x; a minimum of 0
+    is hidden from v0-3 (KAFKA-17492); level 0 is not finalized; 3.9 lists none.  The epoch is the
+    metadata log's end offset of a freshly formatted cluster (16); the other features are
+    tests/unit/test_features.py's."""
+    def tv_only(answer):
+        supported, finalized, epoch = answer
+        return ({k: v for k, v in supported.items() if k == "transaction.version"},
+                {k: v for k, v in finalized.items() if k == "transaction.version"}, epoch)
+
+    with MockBroker(config=config, clock=ManualClock()) as b, RawKafkaClient.connect(b.bootstrap_servers) as c:
+        assert tv_only(api_versions(c, 4)) == v4
+        assert tv_only(api_versions(c, 3)) == v3
 
 
 def test_transaction_version_config():

@@ -1,0 +1,103 @@
+"""StreamsGroupHeartbeat (key 88): v0-1 (KIP-1071).
+
+Behavior: see ``mockbroker/group/streams_coordinator.py`` (Kafka's
+GroupMetadataManager.streamsGroupHeartbeat): the first member registers the
+topology, the broker creates the missing repartition and changelog topics
+(with the partition count the coordinator decided, the topic configs the
+member declared, and default.replication.factor capped at the number of
+brokers when the member gives none or -1), the sticky task assignor's active and
+standby tasks, member epochs, session and rebalance timeouts, the statuses
+(MISSING_SOURCE_TOPICS, MISSING_INTERNAL_TOPICS, INCORRECTLY_PARTITIONED_TOPICS,
+STALE_TOPOLOGY, SHUTDOWN_APPLICATION, ASSIGNMENT_DELAYED), endpoints for
+interactive queries.  As KafkaApis: a topology naming an internal topic
+(``__consumer_offsets``, ``__transaction_state``) or an illegal topic name gets
+STREAMS_INVALID_TOPOLOGY.  Warm-up tasks are never assigned, and the response
+never asks for a topology description (StreamsGroupTopologyDescriptionUpdate,
+key 93, is not served).
+
+Version notes:
+* v1: MISSING_CLIENT_TAGS status and topology_description_required (never
+  set here).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from protocol.errors import ErrorCode
+from protocol.registry import ApiKey
+
+from ..group.streams_topology import ConfiguredInternalTopic
+from ..metadata import INTERNAL_TOPICS, validate_topic_name
+from ..request import RequestContext, Response
+from .common import client_host
+
+if TYPE_CHECKING:
+    from protocol.request_types import StreamsGroupHeartbeatRequest
+
+API_KEY = ApiKey.STREAMS_GROUP_HEARTBEAT
+
+log = logging.getLogger("mockbroker.group")
+
+
+def _required_topics(req: StreamsGroupHeartbeatRequest) -> list[str]:
+    out: list[str] = []
+    if req.topology is None:
+        return out
+    for s in req.topology.subtopologies:
+        names = [*s.source_topics, *s.repartition_sink_topics, *(t.name for t in s.repartition_source_topics),
+                 *(t.name for t in s.state_changelog_topics)]
+        out.extend(n for n in names if n not in out)
+    return out
+
+
+def _error(error: ErrorCode, message: str | None) -> dict[str, Any]:
+    return {"error_code": error, "error_message": message, "member_id": "", "member_epoch": -1,
+            "heartbeat_interval": 0, "task_offset_interval": 0, "acceptable_recovery_lag": -1, "status": None,
+            "active_tasks": None, "standby_tasks": None, "warmup_tasks": None, "endpoint_information_epoch": 0,
+            "partitions_by_user_endpoint": None}
+
+
+def _create(ctx: RequestContext, topics: dict[str, ConfiguredInternalTopic]) -> None:
+    """AutoTopicCreationManager.createStreamsInternalTopics: the ones that do not exist yet."""
+    metadata = ctx.broker.metadata
+    for name, t in topics.items():
+        if name in metadata.topics:
+            continue
+        rf = t.replication_factor or -1  # 0 (not given) and -1 (Streams' default): the broker's default
+        if rf < 0:
+            rf = min(metadata.config["default.replication.factor"], len(metadata.brokers))
+        # what the controller refuses stays missing: the member keeps seeing MISSING_INTERNAL_TOPICS
+        refused = metadata.validate_topic_configs(dict(t.topic_configs))
+        if rf > len(metadata.brokers):
+            refused = f"replication factor {rf} larger than the {len(metadata.brokers)} available brokers"
+        if refused is not None:
+            log.warning("Could not create the internal topic %s of a streams group: %s", name, refused)
+            continue
+        ctx.broker.controller.create_topic(name, t.partitions, rf, dict(t.topic_configs))
+        log.info("Created the internal topic %s of a streams group (%d partitions, replication factor %d).",
+                 name, t.partitions, rf)
+
+
+def handle(ctx: RequestContext, req: StreamsGroupHeartbeatRequest) -> Response:
+    required = _required_topics(req)
+    prohibited = [n for n in required if n in INTERNAL_TOPICS]
+    if prohibited:
+        return Response(_error(ErrorCode.streams_invalid_topology,
+                               f"Use of Kafka internal topics {','.join(prohibited)} in a Kafka Streams topology is "
+                               "prohibited."))
+    invalid = [n for n in required if validate_topic_name(n) is not None]
+    if invalid:
+        return Response(_error(ErrorCode.streams_invalid_topology,
+                               f"Topic names {','.join(invalid)} are not valid topic names."))
+    r = ctx.broker.groups.streams_group_heartbeat(ctx.node_id, ctx.version, req, ctx.client_id, client_host(ctx))
+    if r.error != ErrorCode.none:
+        return Response(_error(r.error, r.error_message))
+    if r.internal_topics_to_create:
+        _create(ctx, r.internal_topics_to_create)
+    return Response({"error_code": ErrorCode.none, "error_message": None, **r.response})
+
+
+def error_response(ctx: RequestContext, req: StreamsGroupHeartbeatRequest, error: ErrorCode) -> Response:
+    return Response(_error(error, None))

@@ -1,0 +1,147 @@
+"""The simulated KRaft controller quorum: Kafka's combined mode, every simulated broker also a controller.
+
+Each simulated broker is a node with ``process.roles=broker,controller``, as the side-by-side Kafka
+4.4.0 of the tests runs them (``bench/brokers.py``): the voters of ``__cluster_metadata`` are the
+brokers, the quorum is static (``controller.quorum.voters``, ``kraft.version`` 0) until an
+UpdateFeatures raises ``kraft.version`` to 1, and the raft leader is the lowest live voter (Kafka
+elects one at random; the mock picks the lowest so runs repeat) while a majority of the voters
+runs, none otherwise.  The controller listener is the
+broker's own address, named ``CONTROLLER`` (a combined node has both; here one port serves them).
+
+What DescribeQuorum reads (Kafka's ``LeaderState``/``RaftUtil.singletonDescribeQuorumResponse``):
+
+* the metadata log's end offset: the records the controller wrote (``append``: feature levels;
+  topic and partition changes are not counted) after the 16 a freshly formatted Kafka 4.4
+  bootstraps, plus the ``NoOpRecord`` it writes every ``metadata.max.idle.interval.ms`` (500 ms);
+* each voter's log end offset and fetch times: a live voter is caught up (it fetches continuously);
+  a stopped one keeps what it had when it stopped;
+* the high watermark: the end offset a majority of the voters reached;
+* the leader epoch: one more each time leadership moves;
+* observers: live brokers that are not voters (none here: every broker is formatted as a voter).
+
+With ``kraft.version`` 1 each voter shows its directory id (a random Uuid per node, as ``kafka-storage
+format`` writes to meta.properties); with 0, the static quorum, it is the zero Uuid.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from .clock import Clock
+from .metadata import ClusterMetadata
+
+METADATA_TOPIC = "__cluster_metadata"  # Topic.CLUSTER_METADATA_TOPIC_NAME, partition 0
+CONTROLLER_LISTENER = "CONTROLLER"     # controller.listener.names of a Kafka node
+BOOTSTRAP_RECORDS = 16                 # the metadata log of a freshly formatted Kafka 4.4 node
+IDLE_INTERVAL_MS = 500                 # metadata.max.idle.interval.ms: a NoOpRecord when idle
+ZERO_UUID = uuid.UUID(int=0)           # ReplicaKey.NO_DIRECTORY_ID
+
+
+@dataclass(slots=True)
+class Voter:
+    node_id: int
+    directory_id: uuid.UUID  # the node's metadata log directory id (shown from kraft.version 1)
+    endpoint: tuple[str, int]
+    stopped_offset: int | None = None  # its log end offset when it stopped
+    stopped_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaState:
+    node_id: int
+    directory_id: uuid.UUID
+    log_end_offset: int
+    last_fetch_ms: int
+    last_caught_up_ms: int
+
+
+class ControllerQuorum:
+    def __init__(self, metadata: ClusterMetadata, clock: Clock) -> None:
+        self.metadata = metadata
+        self.clock = clock
+        self.voters: dict[int, Voter] = {}
+        self.nodes: dict[int, Voter] = {}  # every node ever started (a removed voter stays an observer)
+        self.kraft_version = 0
+        self._records = BOOTSTRAP_RECORDS
+        self._start_ms = clock.monotonic_ms()
+        self._leader = -1
+        self.leader_epoch = 0
+
+    # -- membership (the Cluster tells it) -------------------------------------------------------
+    def node_started(self, node_id: int, endpoint: tuple[str, int], voter: bool) -> None:
+        """A node started: formatted as a voter (``voter``, at the cluster's first start) or restarted."""
+        node = self.nodes.get(node_id)
+        if node is None:
+            node = self.nodes[node_id] = Voter(node_id, uuid.uuid4(), endpoint)
+            if voter:
+                self.voters[node_id] = node
+        node.endpoint = endpoint
+        node.stopped_offset = None
+        self._elect()
+
+    def node_stopped(self, node_id: int) -> None:
+        node = self.nodes.get(node_id)
+        if node is not None and node.stopped_offset is None:
+            node.stopped_offset = self.end_offset()
+            node.stopped_ms = self.clock.time_ms()
+        self._elect()
+
+    def _alive(self, node_id: int) -> bool:
+        node = self.nodes.get(node_id)
+        return node is not None and node.stopped_offset is None
+
+    def _elect(self) -> None:
+        """A new raft leader when the current one is gone (the lowest live voter), with a new epoch;
+        none while fewer than a majority of the voters run (no election can be won, and a leader
+        without a majority resigns: KIP-996's check quorum)."""
+        live = sorted(v for v in self.voters if self._alive(v))
+        if 2 * len(live) <= len(self.voters):
+            self._leader = -1
+            return
+        if self._leader in live:
+            return
+        new = live[0]
+        self._leader = new
+        self.leader_epoch += 1
+
+    @property
+    def leader_id(self) -> int:
+        self._elect()
+        return self._leader
+
+    # -- the metadata log --------------------------------------------------------------------------
+    def append(self, records: int = 1) -> None:
+        """The controller wrote ``records`` records to the metadata log."""
+        self._records += records
+
+    def end_offset(self) -> int:
+        idle = max(self.clock.monotonic_ms() - self._start_ms, 0) // IDLE_INTERVAL_MS
+        return self._records + idle
+
+    def _replica(self, node: Voter, leo: int, now_ms: int) -> ReplicaState:
+        directory = node.directory_id if self.kraft_version >= 1 else ZERO_UUID
+        if node.stopped_offset is None:
+            return ReplicaState(node.node_id, directory, leo, now_ms, now_ms)
+        return ReplicaState(node.node_id, directory, node.stopped_offset, node.stopped_ms, node.stopped_ms)
+
+    def voter_states(self) -> list[ReplicaState]:
+        now, leo = self.clock.time_ms(), self.end_offset()
+        return [self._replica(v, leo, now) for _, v in sorted(self.voters.items())]
+
+    def observer_states(self) -> list[ReplicaState]:
+        now, leo = self.clock.time_ms(), self.end_offset()
+        return [self._replica(n, leo, now) for i, n in sorted(self.nodes.items())
+                if i not in self.voters and n.stopped_offset is None and i in self.metadata.brokers]
+
+    def high_watermark(self) -> int:
+        """The end offset a majority of the voters reached (``LeaderState.maybeUpdateHighWatermark``)."""
+        offsets = sorted((s.log_end_offset for s in self.voter_states()), reverse=True)
+        return offsets[len(offsets) // 2] if offsets else -1
+
+    # -- kraft.version ---------------------------------------------------------
+    def upgrade_kraft_version(self, level: int, validate_only: bool) -> None:
+        """``KafkaRaftClient.upgradeKRaftVersion``: from the static quorum to one with directory ids."""
+        if not validate_only and level != self.kraft_version:
+            self.kraft_version = level
+            self.append()

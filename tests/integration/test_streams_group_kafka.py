@@ -1,0 +1,107 @@
+"""KIP-1071 streams groups side by side with a real Kafka 4.4.0: the same heartbeats, the same answers.
+
+Two members of a word count application (tests/streams_member.py: the topology Kafka Streams
+registers, raw StreamsGroupHeartbeats) go through a membership sequence against mockbroker and
+against a single-node Kafka 4.4.0 (tests/integration/realkafka.py), on real time: the first member
+joins and is told the internal topics are missing (the broker creates them), gets every task once
+they exist, a second member joins and waits while the first revokes, both reach the next epoch,
+then the first leaves and the second takes every task.  Each step is taken when its answer is
+there (bounded retries: Kafka creates the topics asynchronously); what is compared is each step's
+answer: errors, member epochs, tasks, statuses with their details, and StreamsGroupDescribe's state
+and epochs.  Both brokers run with group.streams.initial.rebalance.delay.ms=0.  Skips without java
+or mvn, fails under CI (tests/toolchains.py).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from mockbroker import MockBroker
+from protocol.client import RawKafkaClient
+from protocol.registry import ApiKey
+from tests.streams_member import Member, describe, tasks
+
+from .realkafka import JVM_OPTS, brokers, kafka_classpath
+
+GROUP = "wc"
+
+
+@pytest.fixture(scope="module")
+def kafka() -> Iterator[Any]:
+    k = brokers.RealKafka(kafka_classpath(), nodes=1, jvm_opts=JVM_OPTS,
+                          extra_props={"group.streams.initial.rebalance.delay.ms": "0"})
+    try:
+        k.start()
+    except (RuntimeError, OSError) as e:
+        k.stop()
+        pytest.fail(f"Kafka 4.4.0 did not start: {e}", pytrace=False)
+    yield k
+    k.stop()
+
+
+def _until(m: Member, done: Callable[[Any], bool], attempts: int = 60) -> Any:
+    """Heartbeats (0.25 s apart) until ``done`` holds for an answer; the last answer."""
+    for _ in range(attempts):
+        r = m.hb()
+        if done(r):
+            return r
+        time.sleep(0.25)
+    return r
+
+
+def _statuses(r: Any) -> list[tuple[int, str]]:
+    return [(s.status_code, s.status_detail) for s in r.status or ()]
+
+
+def scenario(bootstrap: str) -> list[tuple[Any, ...]]:
+    with RawKafkaClient.connect(bootstrap) as c:
+        r = c.request(ApiKey.CREATE_TOPICS, 7, {"topics": [{"name": "input", "num_partitions": 2,
+                                                             "replication_factor": 1, "assignments": [],
+                                                             "configs": []}],
+                                                "timeout": 10_000, "validate_only": False})
+        assert r.topics[0].error_code == 0
+        for _ in range(60):  # Kafka creates __consumer_offsets on the first FindCoordinator
+            coordinator = c.request(ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [GROUP]})
+            if coordinator.coordinators[0].error_code == 0:
+                break
+            time.sleep(0.25)
+    a, b = Member(bootstrap, process="pa"), Member(bootstrap, process="pb")
+    steps: list[tuple[Any, ...]] = []
+    r = _until(a, lambda r: r.error_code == 0)
+    steps.append(("a joins", r.error_code, r.member_epoch, tasks(r.active_tasks), _statuses(r)))
+    r = _until(a, lambda r: bool(a.active))
+    steps.append(("a gets its tasks", r.member_epoch, a.active, _statuses(r)))
+    r = b.hb()
+    steps.append(("b joins", r.error_code, r.member_epoch, tasks(r.active_tasks), [s for s, _ in _statuses(r)]))
+    r = _until(a, lambda r: a.active != {"0": [0, 1], "1": [0, 1]})
+    steps.append(("a revokes", r.member_epoch, a.active))
+    r = _until(a, lambda r: r.member_epoch > steps[1][1])
+    steps.append(("a reaches the next epoch", r.member_epoch, a.active))
+    r = _until(b, lambda r: bool(b.active))
+    steps.append(("b gets its tasks", r.member_epoch, b.active))
+    d = describe(a)[0]
+    steps.append(("describe", d.group_state, d.group_epoch, d.assignment_epoch,
+                  sorted((m.process_id, m.member_epoch) for m in d.members)))
+    r = a.hb(epoch=-1)
+    steps.append(("a leaves", r.error_code, r.member_epoch))
+    r = _until(b, lambda r: b.active == {"0": [0, 1], "1": [0, 1]})
+    steps.append(("b takes every task", r.member_epoch, b.active))
+    d = describe(b)[0]
+    steps.append(("describe", d.group_state, d.group_epoch, d.assignment_epoch,
+                  sorted((m.process_id, m.member_epoch) for m in d.members)))
+    return steps
+
+
+def test_membership_sequence_matches_kafka(kafka):
+    expected = scenario(kafka.bootstrap)
+    with MockBroker(config={"group.streams.initial.rebalance.delay.ms": 0, "mock.kafka.version": "4.4"}) as b:
+        got = scenario(b.bootstrap_servers)
+    assert got == expected
+    # what both answered (Kafka's behaviour, so that a change on either side shows here)
+    assert [s[0] for s in got] == ["a joins", "a gets its tasks", "b joins", "a revokes", "a reaches the next epoch",
+                                   "b gets its tasks", "describe", "a leaves", "b takes every task", "describe"]
+    assert got[3] == ("a revokes", 3, {"0": [0], "1": [0]})
