@@ -364,3 +364,25 @@ def test_renew_extends_the_lock_from_v2_only(b):
                               "forgotten_topics_data": []})
     assert (bad.error_code, bad.error_message) == (
         E.invalid_request, "maxBytes must be set to 0, minBytes must be set to 0, if isRenewAck is true.")
+
+
+def test_group_configs_set_over_the_wire_take_effect(b):
+    """IncrementalAlterConfigs on the GROUP resource (as kafka-configs --entity-type groups does):
+    the share group reads its configs at each use."""
+    tid = topic_id(b, "t")
+    m = Member(b, "g-configs")
+    alter = m.c.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"validate_only": False, "resources": [
+        {"resource_type": 32, "resource_name": "g-configs", "configs": [
+            {"name": "share.record.lock.duration.ms", "config_operation": 0, "value": "15000"},
+            {"name": "share.heartbeat.interval.ms", "config_operation": 0, "value": "6000"},
+            {"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"}]}]})
+    assert [r.error_code for r in alter.responses] == [E.none]
+    assert m.hb().heartbeat_interval.total_seconds() == 6.0
+    m.hb()
+    produce(m.c, "t", 3)  # before the share-partition is loaded: read from the log start all the same
+    r = m.fetch(tid)
+    assert r.acquisition_lock_timeout.total_seconds() == 15.0
+    got = acquired(r)
+    assert got and got[0][0] == 0  # earliest
+    b.advance(15_000)
+    assert {x["state"] for p in b.share_group("g-configs")["share_partitions"] for x in p["records"]} == {"AVAILABLE"}
