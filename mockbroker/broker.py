@@ -79,7 +79,7 @@ class SharedState:
     journal: RequestJournal
     faults: FaultInjector
     throttle_events: deque[ThrottleEvent]
-    sasl_credentials: CredentialStore | None  # when a listener is SASL_PLAINTEXT
+    sasl_credentials: CredentialStore  # SASL users: PLAIN passwords, SCRAM credentials (ScramImage)
     config_catalog: ConfigCatalog  # config resources: DescribeConfigs, (Incremental)AlterConfigs
     quorum: ControllerQuorum       # the KRaft controller quorum (DescribeQuorum)
     features: FeatureControl       # finalized features (ApiVersions, UpdateFeatures)
@@ -95,7 +95,6 @@ class Broker:
         # Kafka's EndPoints: bound port per listener name (0 until bound; a restart reuses it)
         self.listeners = listeners
         self.ports: dict[str, int] = {lst.name: lst.port for lst in listeners}
-        self._credentials = shared.sasl_credentials
         self._config = cfg
         # BrokerServices (what handlers see)
         self.clock: Clock = shared.clock
@@ -110,6 +109,7 @@ class Broker:
         self.quorum: ControllerQuorum = shared.quorum
         self.features: FeatureControl = shared.features
         self.log_dirs: LogDirs = shared.log_dirs
+        self.credentials: CredentialStore = shared.sasl_credentials
         self.quotas = QuotaManagers(shared.quota_store, self.clock, cfg)
         self.fetch_manager = FetchManager(cfg["max.incremental.fetch.session.cache.slots"])
         self.replica_manager = ReplicaManager(
@@ -188,8 +188,8 @@ class Broker:
     # -- ConnectionOwner -------------------------------------------------------------------
     def new_authenticator(self, conn: KafkaConnection) -> Authenticator | None:
         """A SASL_PLAINTEXT listener authenticates every new connection; PLAINTEXT: None."""
-        store = self._credentials
-        if store is None or conn.security_protocol != "SASL_PLAINTEXT":
+        store = self.credentials
+        if conn.security_protocol != "SASL_PLAINTEXT":
             return None
         cfg = self._config
         return SaslAuthenticator(conn, store, store.mechanisms, cfg["sasl.server.max.receive.size"],

@@ -140,11 +140,10 @@ class Cluster:
                                     first_listener.host if host is None else host,
                                     first_listener.port if port is None else port,
                                     _overridden(first_listener, host, port, config["advertised.listeners"]))
-        # SCRAM credentials are derived once, at start-up (random salt per user and mechanism)
-        credentials = (
-            CredentialStore(parse_users(config["mock.sasl.users"]), config["sasl.enabled.mechanisms"])
-            if any(lst.protocol == "SASL_PLAINTEXT" for lst in listeners) else None
-        )
+        # SCRAM credentials are derived once, at start-up (random salt per user and mechanism); the
+        # store exists without a SASL listener too, as Kafka's ScramImage: AlterUserScramCredentials
+        # and DescribeUserScramCredentials answer on any listener
+        credentials = CredentialStore(parse_users(config["mock.sasl.users"]), config["sasl.enabled.mechanisms"])
         # KIP-890: every leader asks the coordinator before appending a transactional batch
         verifier = AddPartitionsToTxnManager(self.txn) if self.txn.config.partition_verification_enable else None
         shared = SharedState(config, self.clock, self.loop, self.metadata, self.controller, self.replication,

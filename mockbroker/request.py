@@ -70,6 +70,7 @@ from .quorum import ControllerQuorum
 from .quota.entities import QuotaStore
 from .quota.manager import QuotaManagers
 from .replica_manager import ReplicaManager
+from .sasl_mechanisms import CredentialStore
 from .share.coordinator import ShareGroupCoordinator
 from .share.manager import SharePartitionManager
 from .txn.coordinator import TransactionCoordinator
@@ -189,6 +190,7 @@ class BrokerServices(Protocol):
     quorum: ControllerQuorum        # the KRaft controller quorum (QuorumController's raft client)
     features: FeatureControl        # finalized features (FeatureControlManager / MetadataCache.features)
     log_dirs: LogDirs               # the brokers' log directories (LogManager's, per broker)
+    credentials: CredentialStore    # SASL users, cluster-wide: SCRAM credentials (ScramImage), PLAIN passwords
     share_groups: ShareGroupCoordinator  # share groups' membership (ShareGroupHeartbeat/Describe, KIP-932)
     share_partitions: SharePartitionManager  # this broker's share-partitions and share sessions
 

@@ -32,6 +32,9 @@ SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 MECHANISMS = (PLAIN, *SCRAM_HASHES)
 SCRAM_ITERATIONS = 4096  # kafka-configs' default
 SCRAM_MIN_ITERATIONS = 4096  # ScramMechanism.minIterations for both hashes
+SCRAM_MAX_ITERATIONS = 16384  # ScramControlManager.validateUpsertion: "Too many iterations" above
+# org.apache.kafka.clients.admin.ScramMechanism's wire types (0: UNKNOWN)
+SCRAM_TYPES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 
 
 class SaslFailed(Exception):
@@ -64,6 +67,13 @@ class ScramCredential:
         h = SCRAM_HASHES[mechanism]
         salt = secrets.token_bytes(32) if salt is None else salt
         salted = hashlib.pbkdf2_hmac(h, password.encode(), salt, iterations)  # Hi()
+        return cls.from_salted_password(mechanism, salt, salted, iterations)
+
+    @classmethod
+    def from_salted_password(cls, mechanism: str, salt: bytes, salted: bytes, iterations: int) -> "ScramCredential":
+        """What ``AlterUserScramCredentials`` stores: the client sends the salted password
+        (ScramControlManager.finishUpsertion, ScramFormatter's storedKey and serverKey)."""
+        h = SCRAM_HASHES[mechanism]
         client_key = hmac.digest(salted, b"Client Key", h)
         return cls(salt, hashlib.new(h, client_key).digest(), hmac.digest(salted, b"Server Key", h), iterations)
 
@@ -89,6 +99,20 @@ class CredentialStore:
 
     def set_scram_credential(self, mechanism: str, user: str, credential: ScramCredential) -> None:
         self._scram.setdefault(mechanism, {})[user] = credential
+
+    def delete_scram_credential(self, mechanism: str, user: str) -> bool:
+        """Remove one credential (RemoveUserScramCredentialRecord); False when there was none.
+        Connections already authenticated stay so, as in Kafka; new logins fail at once."""
+        return self._scram.get(mechanism, {}).pop(user, None) is not None
+
+    def scram_users(self) -> dict[str, list[tuple[str, int]]]:
+        """Every user with a SCRAM credential -> [(mechanism, iterations)], mechanisms in
+        SCRAM_HASHES order (ScramImage.describe)."""
+        out: dict[str, list[tuple[str, int]]] = {}
+        for mechanism in SCRAM_HASHES:
+            for user, cred in self._scram.get(mechanism, {}).items():
+                out.setdefault(user, []).append((mechanism, cred.iterations))
+        return out
 
 
 # -- mechanisms ---------------------------------------------------------------------------

@@ -41,7 +41,6 @@ NOT_SERVED: dict[int, str] = {
         "writes them inside the cluster",
     29: _SECURITY, 30: _SECURITY, 31: _SECURITY,
     38: _SECURITY, 39: _SECURITY, 40: _SECURITY, 41: _SECURITY,
-    50: _SECURITY, 51: _SECURITY,
     83: _SHARE_STATE, 84: _SHARE_STATE, 85: _SHARE_STATE, 86: _SHARE_STATE, 87: _SHARE_STATE,
     93: _STREAMS,
 }

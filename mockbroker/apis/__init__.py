@@ -61,6 +61,8 @@ NAMES = (
     "p47_offset_delete",
     "p48_describe_client_quotas",
     "p49_alter_client_quotas",
+    "p50_describe_user_scram_credentials",
+    "p51_alter_user_scram_credentials",
     "p55_describe_quorum",
     "p57_update_features",
     "p60_describe_cluster",

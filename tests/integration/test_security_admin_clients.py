@@ -1,0 +1,93 @@
+"""Security admin APIs with real clients: confluent-kafka's AdminClient (librdkafka) upserts and
+deletes a SCRAM credential (AlterUserScramCredentials) and describes it, and a confluent-kafka
+producer logging in with SCRAM-SHA-256 as that user is let in, then refused once the credential is
+deleted; createAcls on a broker without an authorizer surfaces SECURITY_DISABLED as Kafka's does."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from mockbroker import MockBroker
+
+ck = pytest.importorskip("confluent_kafka")
+from confluent_kafka.admin import (  # noqa: E402
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialDeletion,
+    UserScramCredentialUpsertion,
+)
+
+ADMIN = ("alice", "alice-pw")
+
+
+@pytest.fixture(scope="module")
+def broker():
+    with MockBroker(config={"listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+                            "mock.sasl.users": [":".join(ADMIN)]}) as b:
+        b.create_topic("scram-t", 1)
+        yield b
+
+
+def sasl(b, user, password, **extra):
+    return {"bootstrap.servers": b.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": user, "sasl.password": password, **extra}
+
+
+def produce_as(b, user, password):
+    """Produce one record as ``user``: None when delivered, else the first error librdkafka reports."""
+    errors: list = []
+    delivered: list = []
+    p = ck.Producer(sasl(b, user, password, acks=1, error_cb=errors.append, **{"message.timeout.ms": 10000}))
+    p.produce("scram-t", b"x", on_delivery=lambda err, msg: (errors if err else delivered).append(err or msg))
+    end = time.monotonic() + 15
+    while not delivered and not errors and time.monotonic() < end:
+        p.poll(0.2)
+    p.purge()
+    p.flush(1)
+    if delivered:
+        return None
+    assert errors, "neither delivered nor an error within 15 s"
+    return errors[0]
+
+
+def test_scram_credential_upserted_by_admin_logs_in_and_deleted_is_refused(broker):
+    admin = AdminClient(sasl(broker, *ADMIN))
+    upsert = UserScramCredentialUpsertion("carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192),
+                                          b"carol-pw")
+    for fut in admin.alter_user_scram_credentials([upsert]).values():
+        fut.result(timeout=30)
+    described = admin.describe_user_scram_credentials(["carol"])["carol"].result(timeout=30)
+    infos = described.scram_credential_infos
+    assert [(i.mechanism, i.iterations) for i in infos] == [(ScramMechanism.SCRAM_SHA_256, 8192)]
+    assert produce_as(broker, "carol", "carol-pw") is None
+    err = produce_as(broker, "carol", "not-carol-pw")
+    assert err.code() == ck.KafkaError._AUTHENTICATION, err.str()
+
+    deletion = UserScramCredentialDeletion("carol", ScramMechanism.SCRAM_SHA_256)
+    for fut in admin.alter_user_scram_credentials([deletion]).values():
+        fut.result(timeout=30)
+    err = produce_as(broker, "carol", "carol-pw")
+    assert err.code() == ck.KafkaError._AUTHENTICATION, err.str()
+    assert "invalid credentials with SASL mechanism SCRAM-SHA-256" in err.str()
+    with pytest.raises(ck.KafkaException) as exc:
+        admin.describe_user_scram_credentials(["carol"])["carol"].result(timeout=30)
+    assert exc.value.args[0].code() == ck.KafkaError.RESOURCE_NOT_FOUND
+
+
+def test_create_acls_without_an_authorizer_is_security_disabled(broker):
+    admin = AdminClient(sasl(broker, *ADMIN))
+    acl = AclBinding(ResourceType.TOPIC, "scram-t", ResourcePatternType.LITERAL, "User:carol", "*",
+                     AclOperation.READ, AclPermissionType.ALLOW)
+    for fut in admin.create_acls([acl]).values():
+        with pytest.raises(ck.KafkaException) as exc:
+            fut.result(timeout=30)
+        assert exc.value.args[0].code() == ck.KafkaError.SECURITY_DISABLED
+        assert "No Authorizer is configured." in exc.value.args[0].str()
