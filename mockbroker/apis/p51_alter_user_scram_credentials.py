@@ -4,7 +4,9 @@ Behavior (Kafka's ControllerApis.handleAlterUserScramCredentials and
 ``ScramControlManager.alterCredentials``): deletions and upsertions keyed by user; a user
 altered twice in one request (two deletions, or a deletion and an upsertion, of any
 mechanisms) gets DUPLICATE_RESOURCE ("A user credential cannot be altered twice in the same
-request") and nothing for it changes.  An empty name: UNACCEPTABLE_CREDENTIAL ("Username must
+request") and nothing for it changes (so ``kafka-configs --add-config
+'SCRAM-SHA-256=[...],SCRAM-SHA-512=[...]'`` fails with DuplicateResourceException, as against
+Kafka 4.4).  An empty name: UNACCEPTABLE_CREDENTIAL ("Username must
 not be empty"); a mechanism other than SCRAM-SHA-256 (1) or SCRAM-SHA-512 (2):
 UNSUPPORTED_SASL_MECHANISM ("Unknown SCRAM mechanism"); iterations below 4096 or above 16384:
 UNACCEPTABLE_CREDENTIAL ("Too few iterations" / "Too many iterations"); deleting a credential

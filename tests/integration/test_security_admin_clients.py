@@ -1,7 +1,9 @@
 """Security admin APIs with real clients: confluent-kafka's AdminClient (librdkafka) upserts and
 deletes a SCRAM credential (AlterUserScramCredentials) and describes it, and a confluent-kafka
 producer logging in with SCRAM-SHA-256 as that user is let in, then refused once the credential is
-deleted; createAcls on a broker without an authorizer surfaces SECURITY_DISABLED as Kafka's does."""
+deleted; Kafka 4.4.0's kafka-configs tool does the same with --add-config/--delete-config
+'SCRAM-SHA-256=[...]'; createAcls on a broker without an authorizer surfaces SECURITY_DISABLED as
+Kafka's does."""
 
 from __future__ import annotations
 
@@ -91,3 +93,30 @@ def test_create_acls_without_an_authorizer_is_security_disabled(broker):
             fut.result(timeout=30)
         assert exc.value.args[0].code() == ck.KafkaError.SECURITY_DISABLED
         assert "No Authorizer is configured." in exc.value.args[0].str()
+
+
+def test_kafka_configs_tool_sets_and_deletes_a_scram_credential(broker, tmp_path):
+    """Kafka 4.4.0's own kafka-configs (ConfigCommand, logged in with SCRAM as the admin): --add-config
+    'SCRAM-SHA-256=[iterations=...,password=...]' and --delete-config, as against Kafka."""
+    from .realkafka import kafka_tool
+
+    props = tmp_path / "admin.properties"
+    props.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+                     "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+                     f'username="{ADMIN[0]}" password="{ADMIN[1]}";\n')
+    users = ("--bootstrap-server", broker.bootstrap_servers, "--command-config", str(props),
+             "--entity-type", "users", "--entity-name", "erin")
+
+    def configs(*args):
+        r = kafka_tool("kafka-configs", *users, *args)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return r.stdout
+
+    assert configs("--alter", "--add-config", "SCRAM-SHA-256=[iterations=8192,password=erin-pw]") == \
+        "Completed updating config for user erin.\n"
+    assert configs("--describe") == "SCRAM credential configs for user-principal 'erin' are SCRAM-SHA-256=iterations=8192\n"
+    assert produce_as(broker, "erin", "erin-pw") is None
+    assert configs("--alter", "--delete-config", "SCRAM-SHA-256") == "Completed updating config for user erin.\n"
+    assert configs("--describe") == ""
+    err = produce_as(broker, "erin", "erin-pw")
+    assert err.code() == ck.KafkaError._AUTHENTICATION, err.str()
