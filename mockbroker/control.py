@@ -427,6 +427,9 @@ class ControlPlane:
             "topology": topology, "topology_ready": configured is not None and configured.is_ready,
             "status": None if error is None else {"code": error.status.name, "detail": error.message},
             "shutdown_requested_by": g.shutdown_request_member_id,
+            # what the members pushed with StreamsGroupTopologyDescriptionUpdate (KIP-1331), and its epoch
+            "topology_description": g.topology_description,
+            "topology_description_epoch": g.stored_description_topology_epoch,
             "members": [{"member_id": m.member_id, "group_instance_id": m.instance_id, "process_id": m.process_id,
                          "client_id": m.client_id, "client_host": m.client_host, "member_epoch": m.member_epoch,
                          "state": m.state.name, "topology_epoch": m.topology_epoch,

@@ -35,7 +35,6 @@ _CLUSTER = "cluster operations: issue 24 (in progress)"
 _SECURITY = "security (ACLs, SCRAM, delegation tokens): issue 27"
 _SHARE_STATE = ("broker-to-share-coordinator: the share-partitions' state; mockbroker's share-partitions reach "
                 "its share coordinator inside the cluster (mockbroker/share/persister.py)")
-_STREAMS = "streams groups (KIP-1071): issue 26"
 # Keys a Kafka 4.4.0 broker advertises to clients that mockbroker does not serve (yet), and why.
 NOT_SERVED: dict[int, str] = {
     27: "broker-to-broker: the transaction coordinator's markers to the partition leaders; mockbroker "
@@ -46,7 +45,6 @@ NOT_SERVED: dict[int, str] = {
     64: _CLUSTER,
     80: _CLUSTER, 81: _CLUSTER,
     83: _SHARE_STATE, 84: _SHARE_STATE, 85: _SHARE_STATE, 86: _SHARE_STATE, 87: _SHARE_STATE,
-    93: _STREAMS,
     94: _CLUSTER,
 }
 # Keys of broker listeners that a broker does not advertise by default.
