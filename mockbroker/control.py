@@ -407,6 +407,15 @@ class ControlPlane:
             raise NotFound(f"no streams group {gid!r}", "group_id")
         return self._group_view(gid)
 
+    def share_group(self, group_id: Any) -> dict[str, Any]:
+        """A KIP-932 share group: the group view with its members, assignments, every share-partition's
+        in-flight records (state, delivery count, owner, lock deadline) and what the share coordinator keeps."""
+        gid = _str(group_id, "group_id")
+        g = self.cluster.groups.get_group(gid)
+        if g is None or g.group_type is not GroupType.SHARE:
+            raise NotFound(f"no share group {gid!r}", "group_id")
+        return self._group_view(gid)
+
     @staticmethod
     def _streams_view(group: Any) -> dict[str, Any]:
         """StreamsGroup's part of the group view (tasks as {subtopology: [partitions]})."""
