@@ -181,6 +181,17 @@ class ClusterMetadata:
         the one writer of membership: it calls this and ``broker_down``, nothing else does."""
         self.brokers[node_id] = BrokerNode(node_id, endpoints)
 
+    def unregister_broker(self, node_id: int) -> bool:
+        """UnregisterBroker (``ReplicationControlManager.unregisterBroker``, the UnregisterBrokerRecord):
+        a stopped broker's registration goes (it registers again when it starts); a running one stays
+        registered (see apis/p64_unregister_broker.py).  False when ``node_id`` is not registered."""
+        node = self.brokers.get(node_id)
+        if node is None:
+            return False
+        if not node.alive:
+            del self.brokers[node_id]
+        return True
+
     def broker_down(self, node_id: int) -> None:
         """A broker stopped (fenced): it stays known, not alive."""
         node = self.brokers.get(node_id)

@@ -21,10 +21,18 @@ What DescribeQuorum reads (Kafka's ``LeaderState``/``RaftUtil.singletonDescribeQ
 
 With ``kraft.version`` 1 each voter shows its directory id (a random Uuid per node, as ``kafka-storage
 format`` writes to meta.properties); with 0, the static quorum, it is the zero Uuid.
+
+From ``kraft.version`` 1 the voters change (KIP-853, raft's ``AddVoterHandler``/``RemoveVoterHandler``):
+``remove_voter`` makes a voter an observer (a removed leader resigns: the lowest live voter leads, a
+new epoch), ``add_voter`` makes a running observer a voter again.  Each change is one VotersRecord,
+committed at once (the mock's voters are always caught up) when a majority of the new set runs.
+Every node that runs is also a registered controller (``ControllerRegistrationRecord``);
+``unregister_controller`` removes a stopped one's registration until it starts again.
 """
 
 from __future__ import annotations
 
+import base64
 import uuid
 from dataclasses import dataclass
 
@@ -67,6 +75,7 @@ class ControllerQuorum:
         self._start_ms = clock.monotonic_ms()
         self._leader = -1
         self.leader_epoch = 0
+        self.controllers: set[int] = set()  # registered controllers (ClusterControlManager.controllerRegistrations)
 
     # -- membership (the Cluster tells it) -------------------------------------------------------
     def node_started(self, node_id: int, endpoint: tuple[str, int], voter: bool) -> None:
@@ -78,6 +87,7 @@ class ControllerQuorum:
                 self.voters[node_id] = node
         node.endpoint = endpoint
         node.stopped_offset = None
+        self.controllers.add(node_id)  # a starting controller registers (ControllerRegistrationManager)
         self._elect()
 
     def node_stopped(self, node_id: int) -> None:
@@ -145,3 +155,51 @@ class ControllerQuorum:
         if not validate_only and level != self.kraft_version:
             self.kraft_version = level
             self.append()
+
+    # -- voter changes (KIP-853) -------------------------------------------------------------------
+    def voter_keys(self) -> str:
+        """``VoterSet.voterKeys()`` as Kafka's error messages print it (by id here)."""
+        return "[" + ", ".join(replica_key(i, v.directory_id) for i, v in sorted(self.voters.items())) + "]"
+
+    def is_caught_up(self, node_id: int, directory_id: uuid.UUID | None) -> bool:
+        """``LeaderState.isReplicaCaughtUp``: a running node of that id and directory id (it fetches
+        continuously, so it is at the log end)."""
+        node = self.nodes.get(node_id)
+        return node is not None and node.stopped_offset is None and node.directory_id == directory_id
+
+    def commits_with(self, voters: set[int]) -> bool:
+        """Whether a VotersRecord naming ``voters`` commits: a majority of them runs."""
+        return 2 * sum(1 for v in voters if self._alive(v)) > len(voters)
+
+    def add_voter(self, node_id: int, endpoint: tuple[str, int]) -> None:
+        """The VotersRecord adding the (caught-up, running) node ``node_id`` with its controller endpoint."""
+        node = self.nodes[node_id]
+        node.endpoint = endpoint
+        self.voters[node_id] = node
+        self.append()
+        self._elect()
+
+    def remove_voter(self, node_id: int) -> None:
+        """The VotersRecord without ``node_id``: it stays a node (an observer while it runs); a leader
+        no longer in the voter set resigns (``RemoveVoterHandler.highWatermarkUpdated``)."""
+        del self.voters[node_id]
+        self.append()
+        self._elect()
+
+    def unregister_controller(self, node_id: int) -> None:
+        """The UnregisterControllerRecord: a running controller registers again at once (its
+        ``ControllerRegistrationManager`` sees its registration gone), a stopped one when it starts."""
+        if not self._alive(node_id):
+            self.controllers.discard(node_id)
+        self.append()
+
+
+def replica_key(node_id: int, directory_id: uuid.UUID | None) -> str:
+    """``ReplicaKey.toString``."""
+    shown = "<undefined>" if directory_id in (None, ZERO_UUID) else kafka_uuid(directory_id)
+    return f"ReplicaKey(id={node_id}, directoryId={shown})"
+
+
+def kafka_uuid(u: uuid.UUID) -> str:
+    """``Uuid.toString``: URL-safe base64 of the 16 bytes, unpadded."""
+    return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")

@@ -31,7 +31,6 @@ from protocol.registry import DEFAULT_KAFKA_RELEASE, ApiRegistry  # noqa: E402
 
 OUT = ROOT / "docs" / "apis.md"
 
-_CLUSTER = "cluster operations: issue 24 (in progress)"
 _SECURITY = "security (ACLs, SCRAM, delegation tokens): issue 27"
 _SHARE_STATE = ("broker-to-share-coordinator: the share-partitions' state; mockbroker's share-partitions reach "
                 "its share coordinator inside the cluster (mockbroker/share/persister.py)")
@@ -42,10 +41,7 @@ NOT_SERVED: dict[int, str] = {
     29: _SECURITY, 30: _SECURITY, 31: _SECURITY,
     38: _SECURITY, 39: _SECURITY, 40: _SECURITY, 41: _SECURITY,
     50: _SECURITY, 51: _SECURITY,
-    64: _CLUSTER,
-    80: _CLUSTER, 81: _CLUSTER,
     83: _SHARE_STATE, 84: _SHARE_STATE, 85: _SHARE_STATE, 86: _SHARE_STATE, 87: _SHARE_STATE,
-    94: _CLUSTER,
 }
 # Keys of broker listeners that a broker does not advertise by default.
 UNADVERTISED: dict[int, str] = {

@@ -65,6 +65,7 @@ NAMES = (
     "p57_update_features",
     "p60_describe_cluster",
     "p61_describe_producers",
+    "p64_unregister_broker",
     "p65_describe_transactions",
     "p66_list_transactions",
     "p68_consumer_group_heartbeat",
@@ -75,12 +76,15 @@ NAMES = (
     "p77_share_group_describe",
     "p78_share_fetch",
     "p79_share_acknowledge",
+    "p80_add_raft_voter",
+    "p81_remove_raft_voter",
     "p88_streams_group_heartbeat",
     "p89_streams_group_describe",
     "p90_describe_share_group_offsets",
     "p91_alter_share_group_offsets",
     "p92_delete_share_group_offsets",
     "p93_streams_group_topology_description_update",
+    "p94_unregister_controller",
 )
 MODULES: tuple[ModuleType, ...] = tuple(import_module(f"{__name__}.{name}") for name in NAMES)
 

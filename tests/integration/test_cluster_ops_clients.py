@@ -20,6 +20,9 @@ for the module, single node, node 1; mockbroker at ``mock.kafka.version=4.4`` wi
   not registered and a cancel with none in progress with the same exceptions and messages on both;
   on a three-broker mockbroker a partition moves to two other brokers and its leader with it.
   ``kafka-reassign-partitions --execute`` then ``--verify`` moves another one.
+* Cluster membership: Java Admin (java/src/ClusterMembership.java) unregisters a stopped broker and
+  one that never was, then removes a voter and adds it back (refused at kraft.version 0, a duplicate
+  refused) on a three-broker mockbroker, as DescribeMetadataQuorum sees the voters.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ MOCK_44 = {"mock.kafka.version": "4.4", "node.id": 1, "log.dirs": f"{A},{B}"}
 
 @pytest.fixture(scope="module")
 def java_classpath() -> str:
-    return _java_classpath("ClusterFeatures", "LogDirs", "ElectLeaders", "Reassign")
+    return _java_classpath("ClusterFeatures", "LogDirs", "ElectLeaders", "Reassign", "ClusterMembership")
 
 
 @pytest.fixture(scope="module")
@@ -317,3 +320,21 @@ def test_kafka_reassign_partitions_moves_a_partition(mocks, tmp_path):
     after = three.partition_state("rt", 0)
     assert (after["replicas"], sorted(after["isr"]), after["leader"]) == (target, target, target[0])
 
+
+
+# -- cluster membership ---------------------------------------------------------------------------------
+def test_java_admin_unregisters_a_broker_and_moves_a_voter(java_classpath):
+    """Admin.unregisterBroker on a stopped broker, then removeRaftVoter/addRaftVoter (after the
+    quorum is raised to kraft.version 1) as DescribeMetadataQuorum sees them, on three brokers."""
+    with MockBroker(config={**MOCK_44, "mock.num.brokers": 3}) as three:
+        three.stop_broker(3)
+        assert lines(java_classpath, "ClusterMembership", three.bootstrap_servers, "unregister", "3") == [
+            "UNREGISTER 7: BrokerIdNotRegisteredException: Broker ID 7 is not currently registered",
+            "UNREGISTER 3: OK", "DONE"]
+        three.start_broker(3)
+        out = lines(java_classpath, "ClusterMembership", three.bootstrap_servers, "voters", "3")
+        assert out[0] == ("REMOVE 3: UnsupportedVersionException: Cluster doesn't support removing voter because the "
+                          "kraft.version feature is 0")
+        assert out[1:4] == ["KRAFT 1: OK", "REMOVE 3: OK", "QUORUM voters=[1, 2] observers=[3]"]
+        assert out[4].startswith("ADD 1: DuplicateVoterException: The voter id for ReplicaKey(id=1, directoryId="), out
+        assert out[5:] == ["ADD 3: OK", "QUORUM voters=[1, 2, 3] observers=[]", "DONE"]

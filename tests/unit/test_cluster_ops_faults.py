@@ -1,5 +1,5 @@
 """Fault rules on the cluster operations (UpdateFeatures, DescribeQuorum, Describe/AlterReplicaLogDirs,
-ElectLeaders, Alter/ListPartitionReassignments): an injected error comes back where Kafka's
+ElectLeaders, Alter/ListPartitionReassignments, UnregisterBroker/Controller, Add/RemoveRaftVoter): an injected error comes back where Kafka's
 ``getErrorResponse`` puts it, at every served version, nothing takes effect, and the journal records
 the request with it."""
 
@@ -36,6 +36,11 @@ CASES = {
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: ({"timeout": 1000, "allow_replication_factor_change": True, "topics": [
         {"name": "f", "partitions": [{"partition_index": 0, "replicas": [1]}]}]}, partition_error("responses", "partitions")),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: ({"timeout": 1000, "topics": None}, lambda r: r.error_code),
+    ApiKey.UNREGISTER_BROKER: ({"broker_id": 1}, lambda r: r.error_code),
+    ApiKey.UNREGISTER_CONTROLLER: ({"controller_id": 1}, lambda r: r.error_code),
+    ApiKey.ADD_RAFT_VOTER: ({"cluster_id": None, "timeout": 1000, "voter_id": 1, "voter_directory_id": None,
+                             "listeners": [], "ack_when_committed": True}, lambda r: r.error_code),
+    ApiKey.REMOVE_RAFT_VOTER: ({"cluster_id": None, "voter_id": 1, "voter_directory_id": None}, lambda r: r.error_code),
 }
 
 
