@@ -276,6 +276,11 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "Lag under which a streams task counts as caught up (group config "
                   "streams.acceptable.recovery.lag).", 0),
         ConfigKey("group.streams.max.size", _int, 2147483647, "Members a KIP-1071 streams group may have.", 1),
+        ConfigKey("group.streams.topology.description.plugin.class", _str, "",
+                  "Set (to any class name): streams groups keep the topology descriptions their members push "
+                  "(StreamsGroupTopologyDescriptionUpdate, KIP-1331) and StreamsGroupDescribe returns them; "
+                  "mockbroker keeps them in memory and never loads the class.  Empty: the API answers "
+                  "UNSUPPORTED_VERSION, as Kafka without a plugin."),
         ConfigKey("offset.metadata.max.bytes", _int, 4096, "Largest metadata string of a committed offset.", 0),
         ConfigKey("offsets.retention.minutes", _int, 10080,
                   "Committed offsets of a group expire this long after it became Empty (KIP-211).", 1),

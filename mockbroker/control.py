@@ -407,6 +407,15 @@ class ControlPlane:
             raise NotFound(f"no streams group {gid!r}", "group_id")
         return self._group_view(gid)
 
+    def share_group(self, group_id: Any) -> dict[str, Any]:
+        """A KIP-932 share group: the group view with its members, assignments, every share-partition's
+        in-flight records (state, delivery count, owner, lock deadline) and what the share coordinator keeps."""
+        gid = _str(group_id, "group_id")
+        g = self.cluster.groups.get_group(gid)
+        if g is None or g.group_type is not GroupType.SHARE:
+            raise NotFound(f"no share group {gid!r}", "group_id")
+        return self._group_view(gid)
+
     @staticmethod
     def _streams_view(group: Any) -> dict[str, Any]:
         """StreamsGroup's part of the group view (tasks as {subtopology: [partitions]})."""
@@ -427,6 +436,9 @@ class ControlPlane:
             "topology": topology, "topology_ready": configured is not None and configured.is_ready,
             "status": None if error is None else {"code": error.status.name, "detail": error.message},
             "shutdown_requested_by": g.shutdown_request_member_id,
+            # what the members pushed with StreamsGroupTopologyDescriptionUpdate (KIP-1331), and its epoch
+            "topology_description": g.topology_description,
+            "topology_description_epoch": g.stored_description_topology_epoch,
             "members": [{"member_id": m.member_id, "group_instance_id": m.instance_id, "process_id": m.process_id,
                          "client_id": m.client_id, "client_host": m.client_host, "member_epoch": m.member_epoch,
                          "state": m.state.name, "topology_epoch": m.topology_epoch,

@@ -77,7 +77,7 @@ schemas = {
                         ["topic", "partition", "offset"]),
  "PendingOffset": obj({"producer_id": I, "topic": S, "partition": I, "offset": I},
                      ["producer_id", "topic", "partition", "offset"]),
- "Group": obj({"group_id": S, "type": {"type": "string", "enum": ["classic", "consumer", "streams"]}, "state": S,
+ "Group": obj({"group_id": S, "type": {"type": "string", "enum": ["classic", "consumer", "streams", "share"]}, "state": S,
                "protocol_type": nul(S), "coordinator": I, "generation_id": I, "protocol_name": nul(S),
                "leader_id": nul(S), "group_epoch": I, "assignment_epoch": I,
                "members": arr(ref("GroupMember")), "committed_offsets": arr(ref("CommittedOffset")),
@@ -89,7 +89,20 @@ schemas = {
                "status": nul({**obj({"code": S, "detail": S}), "description": "streams: why the topology is not "
                               "ready (MISSING_SOURCE_TOPICS, MISSING_INTERNAL_TOPICS, INCORRECTLY_PARTITIONED_TOPICS)"}),
                "shutdown_requested_by": nul({**S, "description": "streams: the member that asked the application "
-                                                                "to shut down"})},
+                                                                "to shut down"}),
+               "topology_description": nul({"type": "object", "description": "streams: the topology description "
+                                            "the members pushed (StreamsGroupTopologyDescriptionUpdate, KIP-1331)"}),
+               "topology_description_epoch": {**I, "description": "streams: the topology epoch of the stored "
+                                                                  "description; -1: none"},
+               "share_partitions": arr({"type": "object", "description": "share: a share-partition on its leader: "
+                                        "start and end offsets (SPSO/SPEO), every in-flight record's state, "
+                                        "delivery count, owner and lock deadline"}),
+               "acknowledgements": {"type": "object", "additionalProperties": I,
+                                    "description": "share: the group's records acknowledged, by type"},
+               "persisted": arr({"type": "object", "description": "share: what the share coordinator keeps per "
+                                 "share-partition (start offset, state epoch, state batches)"}),
+               "broker_metrics": {"type": "object", "additionalProperties": I,
+                                  "description": "share: the brokers' share counters (every group's)"}},
               ["group_id", "type", "state", "coordinator", "members", "committed_offsets",
                "pending_transactional_offsets"]),
  "Transaction": obj({"transactional_id": S, "state": {**S, "description": "Kafka's name: Empty, Ongoing, "
@@ -216,6 +229,10 @@ paths = {
                                ref("Group"), [group_p], errors=(400, 404), op_id="getGroup")},
  "/streams-groups/{group}": {"get": op("A KIP-1071 streams group: topology, status, members with their tasks",
                                        ref("Group"), [group_p], errors=(400, 404), op_id="getStreamsGroup")},
+ "/share-groups/{group}": {"get": op("A KIP-932 share group: members and assignments, every share-partition's "
+                                     "in-flight records (state, delivery count, lock deadline), the share "
+                                     "coordinator's persisted state", ref("Group"), [group_p], errors=(400, 404),
+                                     op_id="getShareGroup")},
  "/transactions": {"get": op("Transactional ids: state, producer id and epoch, timeout, partitions, coordinator",
                               arr(ref("Transaction")), op_id="listTransactions")},
  "/groups/{group}/loading": {"post": op("Its coordinator answers COORDINATOR_LOAD_IN_PROGRESS for a while", None,

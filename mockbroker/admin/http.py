@@ -328,6 +328,7 @@ def build_app(cluster: Cluster, control: ControlPlane, guard: Guard | None = Non
     get("/groups", lambda q: (_query(q), c.groups())[1])
     get("/groups/{group}", lambda q: (_query(q), c.group(q.match_info["group"]))[1])
     get("/streams-groups/{group}", lambda q: (_query(q), c.streams_group(q.match_info["group"]))[1])
+    get("/share-groups/{group}", lambda q: (_query(q), c.share_group(q.match_info["group"]))[1])
     get("/transactions", lambda q: (_query(q), c.transactions())[1])
 
     async def loading(q: web.Request) -> web.Response:

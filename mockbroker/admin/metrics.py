@@ -45,6 +45,7 @@ from ..broker import Broker
 from ..channel import MuteReason
 from ..cluster import Cluster
 from ..request_stats import LATENCY_BUCKETS_MS
+from ..share.partition import ACCEPT, REJECT, RELEASE, RENEW
 
 # The text format 0.0.4, which every Prometheus reads: what generate_latest writes for names like these
 # (all legal in 0.0.4); recent prometheus-client versions make 1.0.0 their CONTENT_TYPE_LATEST
@@ -57,6 +58,9 @@ _MUTE_REASONS = [(str(r.name), r.value) for r in MuteReason if r.value]
 # quota managers of a broker: (attribute, the rate its sensor measures)
 _QUOTA_MANAGERS = (("produce", "byte-rate"), ("fetch", "byte-rate"), ("request", "request-time"),
                    ("request_rate", "request-rate"))
+
+# ShareGroupMetrics' ackType tag: AcknowledgeType capitalized (GAP is no acknowledge type)
+_ACK_TYPES = {ACCEPT: "Accept", RELEASE: "Release", REJECT: "Reject", RENEW: "Renew"}
 
 _api_names: dict[str, str] = {}
 _error_names: dict[int, str] = {}
@@ -94,6 +98,7 @@ class ClusterCollector(Collector):
         yield from self._socket_server(brokers)
         yield from self._purgatories(brokers)
         yield from self._requests(brokers)
+        yield from self._share_groups(brokers)
         yield from self._mockbroker(brokers)
 
     # -- kafka.server:type={Produce,Fetch,Request},user=U,client-id=C -------------------------------
@@ -219,6 +224,60 @@ class ClusterCollector(Collector):
                     buckets.append((le, cumulative))
                 latency.add_metric([node, kafka_api_name(api), str(version)], buckets, h.total_ms)
         yield from (requests, errors, latency)
+
+    # -- share groups (KIP-932): ShareGroupMetrics, ShareSessionCache, DelayedShareFetchMetrics, -------
+    # -- BrokerTopicMetrics, GroupCoordinatorMetrics, ShareCoordinatorMetrics ------------------------
+    def _share_groups(self, brokers: list[Broker]) -> Iterator[Metric]:
+        acks = CounterMetricFamily(
+            "kafka_server_sharegroupmetrics_recordacknowledgements",
+            "Records acknowledged by share consumers, per acknowledge type (ShareGroupMetrics "
+            "RecordAcknowledgementsPerSec's count).", labels=["broker", "ackType"])
+        sessions = GaugeMetricFamily(
+            "kafka_server_sharesessioncache_sharesessionscount",
+            "Share sessions in the broker's share-session cache (ShareSessionCache ShareSessionsCount).",
+            labels=["broker"])
+        session_partitions = GaugeMetricFamily(
+            "kafka_server_sharesessioncache_sharepartitionscount",
+            "Share-partitions of the cached share sessions (ShareSessionCache SharePartitionsCount).",
+            labels=["broker"])
+        evictions = CounterMetricFamily(
+            "kafka_server_sharesessioncache_sharesessionevictions",
+            "Share sessions evicted from the cache (ShareSessionCache ShareSessionEvictionsPerSec's count).",
+            labels=["broker"])
+        expires = CounterMetricFamily(
+            "kafka_server_delayedsharefetchmetrics_expires",
+            "ShareFetch requests that waited in the purgatory until max_wait_ms (DelayedShareFetchMetrics "
+            "ExpiresPerSec's count).", labels=["broker"])
+        failed_acks = CounterMetricFamily(
+            "kafka_server_brokertopicmetrics_failedshareacknowledgementrequests",
+            "Share-partition acknowledgements answered with an error (BrokerTopicMetrics "
+            "FailedShareAcknowledgementRequestsPerSec's count, all topics).", labels=["broker"])
+        for b in brokers:
+            node = str(b.node_id)
+            m = b.share_partitions
+            by_type: Counter[str] = Counter()
+            for (_group, ack_type), n in m.acknowledgements.items():
+                if ack_type in _ACK_TYPES:
+                    by_type[_ACK_TYPES[ack_type]] += n
+            for name in _ACK_TYPES.values():
+                acks.add_metric([node, name], by_type[name])
+            sessions.add_metric([node], len(m.sessions))
+            session_partitions.add_metric([node], m.sessions.total_partitions())
+            evictions.add_metric([node], m.sessions.evictions)
+            expires.add_metric([node], m.expired_fetches)
+            failed_acks.add_metric([node], m.failed_acknowledgements)
+        # the group coordinator and the share coordinator belong to the cluster: no broker label
+        # Kafka-metrics attributes: the exporter's default form, a gauge (as socket-server-metrics above)
+        rebalances = GaugeMetricFamily(
+            "kafka_server_group_coordinator_metrics_share_group_rebalance_count",
+            "Share group rebalances: group epoch bumps (GroupCoordinatorMetrics share-group-rebalance-count).",
+            labels=[])
+        rebalances.add_metric([], self.cluster.share_groups.rebalances)
+        writes = GaugeMetricFamily(
+            "kafka_server_share_coordinator_metrics_write_total",
+            "Share-group state writes to the share coordinator (ShareCoordinatorMetrics write-total).", labels=[])
+        writes.add_metric([], self.cluster.share_persister.writes)
+        yield from (acks, sessions, session_partitions, evictions, expires, failed_acks, rebalances, writes)
 
     # -- mockbroker's own ------------------------------------------------------------------------------
     def _mockbroker(self, brokers: list[Broker]) -> Iterator[Metric]:

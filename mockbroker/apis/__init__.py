@@ -88,6 +88,7 @@ NAMES = (
     "p90_describe_share_group_offsets",
     "p91_alter_share_group_offsets",
     "p92_delete_share_group_offsets",
+    "p93_streams_group_topology_description_update",
     "p94_unregister_controller",
 )
 MODULES: tuple[ModuleType, ...] = tuple(import_module(f"{__name__}.{name}") for name in NAMES)

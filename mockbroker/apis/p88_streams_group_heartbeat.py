@@ -11,13 +11,12 @@ standby tasks, member epochs, session and rebalance timeouts, the statuses
 STALE_TOPOLOGY, SHUTDOWN_APPLICATION, ASSIGNMENT_DELAYED), endpoints for
 interactive queries.  As KafkaApis: a topology naming an internal topic
 (``__consumer_offsets``, ``__transaction_state``) or an illegal topic name gets
-STREAMS_INVALID_TOPOLOGY.  Warm-up tasks are never assigned, and the response
-never asks for a topology description (StreamsGroupTopologyDescriptionUpdate,
-key 93, is not served).
+STREAMS_INVALID_TOPOLOGY.  Warm-up tasks are never assigned.  With
+group.streams.topology.description.plugin.class set, v1 asks once per topology
+epoch for a topology description (StreamsGroupTopologyDescriptionUpdate, key 93).
 
 Version notes:
-* v1: MISSING_CLIENT_TAGS status and topology_description_required (never
-  set here).
+* v1: MISSING_CLIENT_TAGS status and topology_description_required.
 """
 
 from __future__ import annotations

@@ -9,8 +9,9 @@ one gets GROUP_ID_NOT_FOUND with Kafka's message; NOT_COORDINATOR /
 COORDINATOR_NOT_AVAILABLE per group.
 
 Version notes:
-* v1: include_topology_description is accepted; no topology description is
-  ever stored (key 93 is not served), so none is returned.
+* v1: include_topology_description returns the description the members pushed
+  (StreamsGroupTopologyDescriptionUpdate, key 93) for the group's current
+  topology epoch, status AVAILABLE, else NOT_STORED.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ API_KEY = ApiKey.STREAMS_GROUP_DESCRIBE
 def handle(ctx: RequestContext, req: StreamsGroupDescribeRequest) -> Response:
     ops = GROUP_OPERATIONS if req.include_authorized_operations else AUTHORIZED_OPS_NOT_REQUESTED
     groups: list[dict[str, Any]] = [{**g, "authorized_operations": ops}
-                                    for g in ctx.broker.groups.streams_group_describe(ctx.node_id, req.group_ids)]
+                                    for g in ctx.broker.groups.streams_group_describe(
+                                        ctx.node_id, req.group_ids, ctx.version >= 1 and req.include_topology_description)]
     return Response({"groups": groups}, error_code=first_error(groups))
 
 

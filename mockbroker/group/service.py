@@ -39,6 +39,7 @@ from .classic_group import JoinGroupResult, SyncGroupResult
 from .offsets import OffsetMetadataManager
 from .registry import GroupRegistry
 from .streams_coordinator import StreamsGroupCoordinator, StreamsGroupHeartbeatResult
+from .streams_description import attach_description
 
 
 class GroupCoordinatorService:
@@ -98,9 +99,15 @@ class GroupCoordinatorService:
                                 client_host: str) -> StreamsGroupHeartbeatResult:
         return self.streams.heartbeat(node_id, version, req, client_id, client_host)
 
-    def streams_group_describe(self, node_id: int, group_ids: Iterable[str]) -> list[dict[str, Any]]:
-        """Wire-shaped StreamsGroupDescribeResponse groups."""
-        return [self.streams.describe(node_id, gid) for gid in group_ids]
+    def streams_group_describe(self, node_id: int, group_ids: Iterable[str],
+                               include_topology_description: bool = False) -> list[dict[str, Any]]:
+        """Wire-shaped StreamsGroupDescribeResponse groups (v1: with their topology descriptions
+        when asked)."""
+        groups = [self.streams.describe(node_id, gid) for gid in group_ids]
+        return [attach_description(self.registry, g) for g in groups] if include_topology_description else groups
+
+    def streams_group_topology_description_update(self, node_id: int, req: Any) -> tuple[ErrorCode, str | None]:
+        return self.streams.topology_description_update(node_id, req)
 
     # -- offsets --------------------------------------------------------------------------------------------
     def commit_offsets(self, node_id: int, group_id: str, member_id: str, group_instance_id: str | None,

@@ -54,6 +54,7 @@ from .streams_checks import (
     validate_request,
 )
 from .streams_assignor import STICKY, build_target_assignment
+from .streams_description import DESCRIPTION_PLUGIN_CONFIG, description_required, store_description
 from .streams_group import MemberTaskOffsets, StreamsGroup
 from .streams_tasks import (
     EMPTY_TASKS,
@@ -316,6 +317,8 @@ class StreamsGroupCoordinator:
                                     f"Streams group member {group.shutdown_request_member_id} encountered a fatal "
                                     "error and requested a shutdown for the entire application."))
         response["status"] = statuses
+        response["topology_description_required"] = self._description_required(group, version, updated.member_epoch,
+                                                                                statuses)
         return StreamsGroupHeartbeatResult(ErrorCode.none, None, response, to_create)
 
     def _metadata_hash(self, topology: StreamsTopology) -> int:
@@ -439,6 +442,25 @@ class StreamsGroupCoordinator:
             "member_id": req.member_id, "member_epoch": epoch, "heartbeat_interval": 0, "task_offset_interval": 0,
             "acceptable_recovery_lag": -1, "status": None, "active_tasks": None, "standby_tasks": None,
             "warmup_tasks": None, "endpoint_information_epoch": 0, "partitions_by_user_endpoint": None})
+
+    # -- StreamsGroupTopologyDescriptionUpdate (KIP-1331) ------------------------------------------------
+    @property
+    def description_plugin_configured(self) -> bool:
+        """StreamsGroupTopologyDescriptionManager.isPluginConfigured: Kafka loads the class named by
+        group.streams.topology.description.plugin.class; mockbroker keeps the descriptions itself
+        whenever the key is set (the class is never loaded)."""
+        return bool(self.config.get(DESCRIPTION_PLUGIN_CONFIG))
+
+    def _description_required(self, group: StreamsGroup, version: int, member_epoch: int,
+                              statuses: list[dict[str, Any]]) -> bool:
+        return (version >= 1 and self.description_plugin_configured
+                and description_required(group, member_epoch, statuses))
+
+    def topology_description_update(self, node_id: int, req: Any) -> tuple[ErrorCode, str | None]:
+        """GroupCoordinatorService.streamsGroupTopologyDescriptionUpdate (streams_description.py)."""
+        if not self.description_plugin_configured:
+            return ErrorCode.unsupported_version, "The broker has no streams group topology description plugin configured."
+        return store_description(self.registry, node_id, req)
 
     # -- StreamsGroupDescribe -------------------------------------------------------------------------
     def describe(self, node_id: int, group_id: str) -> dict[str, Any]:

@@ -75,6 +75,11 @@ class StreamsGroup:
         self.endpoint_information_epoch = 0
         self.offsets: dict[TopicPartition, OffsetAndMetadata] = {}
         self.empty_since_ms: int | None = None
+        # StreamsGroupTopologyDescriptionUpdate (KIP-1331): what the plugin would keep, kept here
+        self.stored_description_topology_epoch = -1
+        self.failed_description_topology_epoch = -1
+        self.topology_description: dict[str, Any] | None = None
+        self.description_requested_epoch = -1  # StreamsGroupTopologyDescriptionBackoff, without expiry
 
     # -- state ------------------------------------------------------------------------------------
     @property
