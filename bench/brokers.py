@@ -157,6 +157,7 @@ KAFKA_TOOLS: dict[str, tuple[str, ...]] = {
     "kafka-reassign-partitions": ("org.apache.kafka.tools.reassign.ReassignPartitionsCommand",),
     "kafka-get-offsets": ("org.apache.kafka.tools.GetOffsetShell",),
     "kafka-storage": ("kafka.tools.StorageTool",),
+    "kafka-acls": ("org.apache.kafka.tools.AclCommand",),
 }
 _CLASSES: dict[str, frozenset[str]] = {}
 

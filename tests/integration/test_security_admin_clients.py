@@ -3,7 +3,7 @@ deletes a SCRAM credential (AlterUserScramCredentials) and describes it, and a c
 producer logging in with SCRAM-SHA-256 as that user is let in, then refused once the credential is
 deleted; Kafka 4.4.0's kafka-configs tool does the same with --add-config/--delete-config
 'SCRAM-SHA-256=[...]'; createAcls on a broker without an authorizer surfaces SECURITY_DISABLED as
-Kafka's does."""
+Kafka's does, and Kafka 4.4.0's kafka-acls reports SecurityDisabledException."""
 
 from __future__ import annotations
 
@@ -41,6 +41,15 @@ def broker():
 def sasl(b, user, password, **extra):
     return {"bootstrap.servers": b.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
             "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": user, "sasl.password": password, **extra}
+
+
+def admin_properties(tmp_path):
+    """A Java tool's --command-config: SCRAM-SHA-256 as the configured admin user."""
+    props = tmp_path / "admin.properties"
+    props.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+                     "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+                     f'username="{ADMIN[0]}" password="{ADMIN[1]}";\n')
+    return props
 
 
 def produce_as(b, user, password):
@@ -100,10 +109,7 @@ def test_kafka_configs_tool_sets_and_deletes_a_scram_credential(broker, tmp_path
     'SCRAM-SHA-256=[iterations=...,password=...]' and --delete-config, as against Kafka."""
     from .realkafka import kafka_tool
 
-    props = tmp_path / "admin.properties"
-    props.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
-                     "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
-                     f'username="{ADMIN[0]}" password="{ADMIN[1]}";\n')
+    props = admin_properties(tmp_path)
     users = ("--bootstrap-server", broker.bootstrap_servers, "--command-config", str(props),
              "--entity-type", "users", "--entity-name", "erin")
 
@@ -120,3 +126,20 @@ def test_kafka_configs_tool_sets_and_deletes_a_scram_credential(broker, tmp_path
     assert configs("--describe") == ""
     err = produce_as(broker, "erin", "erin-pw")
     assert err.code() == ck.KafkaError._AUTHENTICATION, err.str()
+
+
+def test_kafka_acls_tool_reports_security_disabled(broker, tmp_path):
+    """Kafka 4.4.0's kafka-acls (AclCommand, Java Admin) against a broker without an authorizer:
+    --add (which describes first), --list and --remove fail with SecurityDisabledException and
+    Kafka's messages (DescribeAcls' "... on the broker", DeleteAcls' per-filter one)."""
+    from .realkafka import kafka_tool
+
+    props = admin_properties(tmp_path)
+    common = ("--bootstrap-server", broker.bootstrap_servers, "--command-config", str(props))
+    acl = ("--allow-principal", "User:carol", "--operation", "Read", "--topic", "scram-t")
+    for args, message in [(("--add", *acl), "No Authorizer is configured on the broker"),
+                          (("--list",), "No Authorizer is configured on the broker"),
+                          (("--remove", "--force", *acl), "No Authorizer is configured.")]:
+        r = kafka_tool("kafka-acls", *common, *args)
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert f"org.apache.kafka.common.errors.SecurityDisabledException: {message}" in r.stdout, r.stdout
