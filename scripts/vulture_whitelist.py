@@ -69,3 +69,6 @@ _.__objclass__, _._sort_order_
 # Kafka's enums mirrored whole: MemberState.UNKNOWN (a member read back from an unknown record state;
 # CurrentAssignmentBuilder fences it), Status.MISSING_CLIENT_TAGS (v1; rack-aware standbys not simulated)
 UNKNOWN, MISSING_CLIENT_TAGS
+# StreamsGroupDescribeResponse's TopologyDescriptionStatus mirrored whole (mockbroker/group/streams_description.py):
+# NOT_REQUESTED is the wire default when the client did not ask; ERROR needs a failing plugin, which is not simulated
+DESCRIPTION_NOT_REQUESTED, DESCRIPTION_ERROR
