@@ -122,7 +122,11 @@ def test_spark_source_verdict(spark, mode):
         [row] = [v for v in broker.violations(by="entity") if v["client_id"] == client]
         journal = broker.journal(client_id=client)
     print(f"\nSpark source, {mode}: {row}")
-    assert row["judged"] >= 3 and row["verdict"] in ("honours", "partly"), row
+    # How many throttles are judged depends on timing, not on the client: a ListOffsets written while
+    # the response was held (delay) or in flight is pipelined, so not judged -- on a loaded machine
+    # 22 of 24 were (CI under a CPU hog).  The quota must bite (throttles) and the verdict rest on at
+    # least one judged throttle.
+    assert row["throttles"] >= 10 and row["judged"] >= 1 and row["verdict"] in ("honours", "partly"), row
     assert all(api.startswith("FETCH ") for api in row["apis"]), row  # early only after a throttled Fetch
     by_conn: dict[tuple[int, int], list[dict]] = {}
     for j in sorted(journal, key=lambda j: (j["arrived_clock_ns"], j["seq"])):
