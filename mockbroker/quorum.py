@@ -36,6 +36,8 @@ import base64
 import uuid
 from dataclasses import dataclass
 
+from protocol.errors import ErrorCode
+
 from .clock import Clock
 from .metadata import ClusterMetadata
 
@@ -203,3 +205,17 @@ def replica_key(node_id: int, directory_id: uuid.UUID | None) -> str:
 def kafka_uuid(u: uuid.UUID) -> str:
     """``Uuid.toString``: URL-safe base64 of the 16 bytes, unpadded."""
     return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
+
+
+def voter_change_error(quorum: ControllerQuorum, cluster_id: str, request_cluster_id: str | None, voter_id: int,
+                       directory: uuid.UUID | None, verb: str) -> tuple[ErrorCode, str | None] | None:
+    """The checks AddRaftVoter and RemoveRaftVoter share, in ``KafkaRaftClient``'s order (the cluster
+    id, a raft leader, a valid voter key); ``verb`` is "Add" or "Remove".  None when they pass."""
+    if request_cluster_id is not None and request_cluster_id != cluster_id:
+        return (ErrorCode.inconsistent_cluster_id,
+                f'The given id "{request_cluster_id}" doesn\'t match the cluster id "{cluster_id}"')
+    if quorum.leader_id < 0:
+        return ErrorCode.not_leader_or_follower, None
+    if voter_id < 0 or directory in (None, ZERO_UUID):
+        return ErrorCode.invalid_request, f"{verb} voter request didn't include a valid voter"
+    return None

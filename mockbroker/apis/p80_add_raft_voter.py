@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..quorum import CONTROLLER_LISTENER, ZERO_UUID, replica_key
+from ..quorum import CONTROLLER_LISTENER, replica_key, voter_change_error
 from ..request import RequestContext, Response
 
 if TYPE_CHECKING:
@@ -36,15 +36,10 @@ API_KEY = ApiKey.ADD_RAFT_VOTER
 
 def handle(ctx: RequestContext, req: AddRaftVoterRequest) -> Response:
     quorum = ctx.broker.quorum
-    cluster_id = ctx.broker.metadata.cluster_id
-    if req.cluster_id is not None and req.cluster_id != cluster_id:
-        return _error(ErrorCode.inconsistent_cluster_id,
-                      f'The given id "{req.cluster_id}" doesn\'t match the cluster id "{cluster_id}"')
-    if quorum.leader_id < 0:
-        return _error(ErrorCode.not_leader_or_follower, None)
     directory = req.voter_directory_id
-    if req.voter_id < 0 or directory in (None, ZERO_UUID):
-        return _error(ErrorCode.invalid_request, "Add voter request didn't include a valid voter")
+    refused = voter_change_error(quorum, ctx.broker.metadata.cluster_id, req.cluster_id, req.voter_id, directory, "Add")
+    if refused is not None:
+        return _error(*refused)
     endpoints = {x.name: (x.host, x.port) for x in req.listeners}
     if CONTROLLER_LISTENER not in endpoints:
         shown = "Endpoints(endpoints={" + ", ".join(f"ListenerName({n})={h}:{p}" for n, (h, p) in endpoints.items()) + "})"

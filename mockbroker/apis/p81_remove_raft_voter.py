@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..quorum import ZERO_UUID, replica_key
+from ..quorum import replica_key, voter_change_error
 from ..request import RequestContext, Response
 
 if TYPE_CHECKING:
@@ -30,15 +30,10 @@ API_KEY = ApiKey.REMOVE_RAFT_VOTER
 
 def handle(ctx: RequestContext, req: RemoveRaftVoterRequest) -> Response:
     quorum = ctx.broker.quorum
-    cluster_id = ctx.broker.metadata.cluster_id
-    if req.cluster_id is not None and req.cluster_id != cluster_id:
-        return _error(ErrorCode.inconsistent_cluster_id,
-                      f'The given id "{req.cluster_id}" doesn\'t match the cluster id "{cluster_id}"')
-    if quorum.leader_id < 0:
-        return _error(ErrorCode.not_leader_or_follower, None)
     directory = req.voter_directory_id
-    if req.voter_id < 0 or directory in (None, ZERO_UUID):
-        return _error(ErrorCode.invalid_request, "Remove voter request didn't include a valid voter")
+    refused = voter_change_error(quorum, ctx.broker.metadata.cluster_id, req.cluster_id, req.voter_id, directory, "Remove")
+    if refused is not None:
+        return _error(*refused)
     if quorum.kraft_version < 1:
         return _error(ErrorCode.unsupported_version,
                       f"Cluster doesn't support removing voter because the kraft.version feature is {quorum.kraft_version}")
