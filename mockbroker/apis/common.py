@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from protocol.errors import ErrorCode
 
 from ..journal import PartitionRecord
 from ..metadata import BrokerNode, ClusterMetadata, Partition, Topic
-from ..request import Body, RequestContext
+from ..config_catalog import DUPLICATE_RESOURCE, AlterResult, duplicate_resources
+from ..request import Body, RequestContext, Response
 
 ZERO_UUID = uuid.UUID(int=0)
 AUTHORIZED_OPS_NOT_REQUESTED = -(2**31)  # Integer.MIN_VALUE: authorized operations not asked for
@@ -111,3 +112,27 @@ def first_error(items: Iterable[Body]) -> int | None:
     if not codes:
         return None
     return next((c for c in codes if c), 0)
+
+
+def alter_config_resources(resources: Sequence[Any], alter: Callable[[Any], AlterResult]) -> Response:
+    """AlterConfigs' and IncrementalAlterConfigs' answer: one result per resource, a resource named
+    twice INVALID_REQUEST (``ConfigAdminManager.preprocess``), the others as ``alter`` decides."""
+    duplicates = duplicate_resources((r.resource_type, r.resource_name) for r in resources)
+    out: list[dict[str, Any]] = []
+    for i, r in enumerate(resources):
+        message: str | None
+        if i in duplicates:
+            error, message = ErrorCode.invalid_request, DUPLICATE_RESOURCE
+        else:
+            a = alter(r)
+            error, message = a.error, a.message
+        out.append({"error_code": error, "error_message": message, "resource_type": r.resource_type,
+                    "resource_name": r.resource_name})
+    return Response({"responses": out}, error_code=first_error(out))
+
+
+def config_resources_error(resources: Sequence[Any], error: ErrorCode) -> Response:
+    """Their ``getErrorResponse``: the error on every resource."""
+    out: list[dict[str, Any]] = [{"error_code": error, "error_message": None, "resource_type": r.resource_type,
+                                  "resource_name": r.resource_name} for r in resources]
+    return Response({"responses": out}, error_code=first_error(out))

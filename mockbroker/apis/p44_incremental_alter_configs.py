@@ -22,14 +22,13 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..config_catalog import DUPLICATE_RESOURCE, duplicate_resources
 from ..request import RequestContext, Response
-from .common import first_error
+from .common import alter_config_resources, config_resources_error
 
 if TYPE_CHECKING:
     from protocol.request_types import IncrementalAlterConfigsRequest
@@ -39,23 +38,10 @@ API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
 
 def handle(ctx: RequestContext, req: IncrementalAlterConfigsRequest) -> Response:
     catalog = ctx.broker.config_catalog
-    duplicates = duplicate_resources((r.resource_type, r.resource_name) for r in req.resources)
-    out: list[dict[str, Any]] = []
-    for i, r in enumerate(req.resources):
-        message: str | None
-        if i in duplicates:
-            error, message = ErrorCode.invalid_request, DUPLICATE_RESOURCE
-        else:
-            a = catalog.incremental_alter(ctx.node_id, r.resource_type, r.resource_name,
-                                          [(c.config_operation, c.name, c.value) for c in r.configs],
-                                          bool(req.validate_only))
-            error, message = a.error, a.message
-        out.append({"error_code": error, "error_message": message, "resource_type": r.resource_type,
-                    "resource_name": r.resource_name})
-    return Response({"responses": out}, error_code=first_error(out))
+    return alter_config_resources(req.resources, lambda r: catalog.incremental_alter(
+        ctx.node_id, r.resource_type, r.resource_name,
+        [(c.config_operation, c.name, c.value) for c in r.configs], bool(req.validate_only)))
 
 
 def error_response(ctx: RequestContext, req: IncrementalAlterConfigsRequest, error: ErrorCode) -> Response:
-    out: list[dict[str, Any]] = [{"error_code": error, "error_message": None, "resource_type": r.resource_type,
-                                  "resource_name": r.resource_name} for r in req.resources]
-    return Response({"responses": out}, error_code=first_error(out))
+    return config_resources_error(req.resources, error)
