@@ -35,6 +35,7 @@ coordinator also uses (Kafka uses its CoordinatorTimer for them).
 from __future__ import annotations
 
 import logging
+from functools import partial
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ from protocol.codec import timedelta_ms
 from protocol.errors import ErrorCode
 
 from ..clock import Clock
-from ..purgatory import DelayedOperation, DelayedOperationPurgatory
+from ..purgatory import DelayedDeadline, DelayedOperationPurgatory
 from .assignors import ASSIGNORS, Assignment, copy_assignment
 from ..cluster_view import ClusterView
 from .consumer_group import (
@@ -87,28 +88,6 @@ def _subset(owned: Assignment, of: Assignment) -> bool:
 
 
 # -- timers ------------------------------------------------------------------------------------------
-class DelayedMemberTimeout(DelayedOperation):
-    """A consumer-group member's session or revocation deadline (cancelled by the next heartbeat)."""
-
-    __slots__ = ("coordinator", "group_id", "member_id", "kind", "epoch")
-
-    def __init__(self, coordinator: ConsumerGroupCoordinator, group_id: str, member_id: str, kind: str,
-                 epoch: int, timeout_ms: int) -> None:
-        super().__init__(timeout_ms)
-        self.coordinator = coordinator
-        self.group_id = group_id
-        self.member_id = member_id
-        self.kind = kind
-        self.epoch = epoch
-
-    def try_complete(self) -> bool:
-        return False
-
-    def on_complete(self) -> None:
-        pass
-
-    def on_expiration(self) -> None:
-        self.coordinator.on_member_timeout(self.group_id, self.member_id, self.kind, self.epoch)
 
 
 def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
@@ -407,14 +386,15 @@ class ConsumerGroupCoordinator:
         key = session_key(group.group_id, member.member_id)
         purgatory.cancel_for_key(key)
         purgatory.try_complete_else_watch(
-            DelayedMemberTimeout(self, group.group_id, member.member_id, "session", member.member_epoch,
-                                 self.session_timeout_ms), [key])
+            DelayedDeadline(self.session_timeout_ms, partial(
+                self.on_member_timeout, group.group_id, member.member_id, "session", member.member_epoch)), [key])
         rkey = revocation_key(group.group_id, member.member_id)
         if member.state is MemberState.UNREVOKED_PARTITIONS:
             if not purgatory.is_watching(rkey):  # one deadline per revocation, not one per heartbeat
                 purgatory.try_complete_else_watch(
-                    DelayedMemberTimeout(self, group.group_id, member.member_id, "revocation", member.member_epoch,
-                                         member.rebalance_timeout_ms), [rkey])
+                    DelayedDeadline(member.rebalance_timeout_ms, partial(
+                        self.on_member_timeout, group.group_id, member.member_id, "revocation", member.member_epoch)),
+                    [rkey])
         else:
             purgatory.cancel_for_key(rkey)
 
@@ -460,8 +440,8 @@ class ConsumerGroupCoordinator:
             purgatory = self.heartbeat_purgatory
             key = session_key(group.group_id, member.member_id)
             purgatory.cancel_for_key(key)
-            purgatory.try_complete_else_watch(DelayedMemberTimeout(
-                self, group.group_id, member.member_id, "session", member.member_epoch, self.session_timeout_ms), [key])
+            purgatory.try_complete_else_watch(DelayedDeadline(self.session_timeout_ms, partial(
+                self.on_member_timeout, group.group_id, member.member_id, "session", member.member_epoch)), [key])
         else:
             self._remove_member(group, member)
         return ConsumerGroupHeartbeatResult(ErrorCode.none, None, req.member_id, req.member_epoch)

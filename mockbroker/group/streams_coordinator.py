@@ -33,6 +33,7 @@ ignored; see docs/differences.md).
 from __future__ import annotations
 
 import logging
+from functools import partial
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
@@ -41,7 +42,7 @@ from protocol.errors import ErrorCode
 
 from ..clock import Clock
 from ..cluster_view import ClusterView
-from ..purgatory import DelayedOperation, DelayedOperationPurgatory
+from ..purgatory import DelayedDeadline, DelayedOperationPurgatory
 from .group import GroupType
 from .registry import GroupRegistry
 from .streams_checks import (
@@ -100,28 +101,6 @@ class StreamsGroupHeartbeatResult:
     internal_topics_to_create: dict[str, ConfiguredInternalTopic] = field(default_factory=dict)
 
 
-class DelayedStreamsTimeout(DelayedOperation):
-    """A streams member's session or rebalance deadline, or a group's initial rebalance delay."""
-
-    __slots__ = ("coordinator", "group_id", "member_id", "kind", "epoch")
-
-    def __init__(self, coordinator: StreamsGroupCoordinator, group_id: str, member_id: str, kind: str,
-                 epoch: int, timeout_ms: int) -> None:
-        super().__init__(timeout_ms)
-        self.coordinator = coordinator
-        self.group_id = group_id
-        self.member_id = member_id
-        self.kind = kind
-        self.epoch = epoch
-
-    def try_complete(self) -> bool:
-        return False
-
-    def on_complete(self) -> None:
-        pass
-
-    def on_expiration(self) -> None:
-        self.coordinator.on_timeout(self.group_id, self.member_id, self.kind, self.epoch)
 
 
 def _key(kind: str, group_id: str, member_id: str = "") -> tuple[str, str, str]:
@@ -184,7 +163,6 @@ class StreamsGroupCoordinator:
         return group
 
     def _heartbeat(self, version: int, req: Any, client_id: str, client_host: str) -> StreamsGroupHeartbeatResult:
-        now = self.clock.time_ms()
         gid, member_id = req.group_id, req.member_id
         joining = req.member_epoch == 0
         statuses: list[dict[str, Any]] = []
@@ -270,7 +248,7 @@ class StreamsGroupCoordinator:
             key = _key("initial-rebalance", gid)
             if delay > 0 and not self.purgatory.is_watching(key):
                 self.purgatory.try_complete_else_watch(
-                    DelayedStreamsTimeout(self, gid, "", "initial-rebalance", group.group_epoch, delay), [key])
+                    DelayedDeadline(delay, partial(self.on_timeout, gid, "", "initial-rebalance", group.group_epoch)), [key])
 
         target_epoch, target = self._maybe_update_target(group, statuses)
         before = group.members[member_id]
@@ -344,9 +322,9 @@ class StreamsGroupCoordinator:
                                         "Assignment delayed due to the configured assignment interval."))
             key = _key("assignment-interval", group.group_id)
             if not self.purgatory.is_watching(key):  # the next heartbeat after the interval would do it too
-                self.purgatory.try_complete_else_watch(DelayedStreamsTimeout(
-                    self, group.group_id, "", "assignment-interval", group.group_epoch,
-                    group.assignment_timestamp + interval - now), [key])
+                self.purgatory.try_complete_else_watch(DelayedDeadline(
+                    group.assignment_timestamp + interval - now,
+                    partial(self.on_timeout, group.group_id, "", "assignment-interval", group.group_epoch)), [key])
             return group.assignment_epoch, group.target
         build_target_assignment(group, now)
         log.info("[GroupId %s] Computed a new target assignment for epoch %d with '%s' assignor.",
@@ -369,15 +347,16 @@ class StreamsGroupCoordinator:
         gid, mid = group.group_id, member.member_id
         key = _key("session", gid, mid)
         self.purgatory.cancel_for_key(key)
-        self.purgatory.try_complete_else_watch(DelayedStreamsTimeout(
-            self, gid, mid, "session", member.member_epoch, self.group_config(gid, "streams.session.timeout.ms")),
+        self.purgatory.try_complete_else_watch(DelayedDeadline(
+            self.group_config(gid, "streams.session.timeout.ms"),
+            partial(self.on_timeout, gid, mid, "session", member.member_epoch)),
             [key])
         rkey = _key("rebalance", gid, mid)
         if member.state is MemberState.UNREVOKED_TASKS:
             if not self.purgatory.is_watching(rkey) or before.member_epoch != member.member_epoch:
                 self.purgatory.cancel_for_key(rkey)
-                self.purgatory.try_complete_else_watch(DelayedStreamsTimeout(
-                    self, gid, mid, "rebalance", member.member_epoch, member.rebalance_timeout_ms), [rkey])
+                self.purgatory.try_complete_else_watch(DelayedDeadline(
+                    member.rebalance_timeout_ms, partial(self.on_timeout, gid, mid, "rebalance", member.member_epoch)), [rkey])
         else:
             self.purgatory.cancel_for_key(rkey)
 

@@ -8,7 +8,7 @@ runs on the broker's single asyncio event loop, without locks.
 
 from __future__ import annotations
 
-from .delayed_operation import DelayedOperation, DelayedOperationPurgatory
+from .delayed_operation import DelayedDeadline, DelayedOperation, DelayedOperationPurgatory
 from .timer import Timer
 from .timing_wheel import (
     TaskCounter,
@@ -19,6 +19,7 @@ from .timing_wheel import (
 )
 
 __all__ = [
+    "DelayedDeadline",
     "DelayedOperation",
     "DelayedOperationPurgatory",
     "TaskCounter",

@@ -37,7 +37,7 @@ between checking a condition and calling into the purgatory.
 from __future__ import annotations
 
 import logging
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 
 from .timer import Timer
 from .timing_wheel import TimerTask
@@ -106,6 +106,28 @@ class DelayedOperation(TimerTask):
 
     def on_expiration(self) -> None:
         raise NotImplementedError
+
+
+class DelayedDeadline(DelayedOperation):
+    """A deadline, not an operation: never completes on a condition; when its time comes it calls
+    ``expire`` (a group member's session or rebalance timeout, a group's initial rebalance delay).
+    Watched under a key, it is cancelled by ``cancel_for_key`` when the member heartbeats in time
+    (Kafka's group coordinators schedule these on their ``CoordinatorTimer``)."""
+
+    __slots__ = ("expire",)
+
+    def __init__(self, delay_ms: int, expire: Callable[[], None]) -> None:
+        super().__init__(delay_ms)
+        self.expire = expire
+
+    def try_complete(self) -> bool:
+        return False
+
+    def on_complete(self) -> None:
+        pass
+
+    def on_expiration(self) -> None:
+        self.expire()
 
 
 class DelayedOperationPurgatory:

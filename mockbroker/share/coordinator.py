@@ -20,6 +20,7 @@ and ``shareGroupLeave``, with what ``GroupCoordinatorService`` does around them.
 from __future__ import annotations
 
 import logging
+from functools import partial
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +31,7 @@ from ..clock import Clock
 from ..group.assignors import Assignment
 from ..group.registry import GroupRegistry
 from ..metadata import ClusterMetadata
-from ..purgatory import DelayedOperation, DelayedOperationPurgatory
+from ..purgatory import DelayedDeadline, DelayedOperationPurgatory
 from .assignor import assign_simple
 from .config import ShareGroupConfigs
 from .group import ShareGroup, ShareGroupMember
@@ -71,25 +72,6 @@ class ShareGroupDescription:
     members: list[ShareGroupMember] = field(default_factory=list)
 
 
-class DelayedShareSessionTimeout(DelayedOperation):
-    """A share-group member's session deadline (cancelled by its next heartbeat)."""
-
-    __slots__ = ("coordinator", "group_id", "member_id")
-
-    def __init__(self, coordinator: ShareGroupCoordinator, group_id: str, member_id: str, timeout_ms: int) -> None:
-        super().__init__(timeout_ms)
-        self.coordinator = coordinator
-        self.group_id = group_id
-        self.member_id = member_id
-
-    def try_complete(self) -> bool:
-        return False
-
-    def on_complete(self) -> None:
-        pass
-
-    def on_expiration(self) -> None:
-        self.coordinator.on_session_timeout(self.group_id, self.member_id)
 
 
 def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
@@ -281,7 +263,7 @@ class ShareGroupCoordinator:
         key = session_key(group_id, member_id)
         self.heartbeat_purgatory.cancel_for_key(key)
         self.heartbeat_purgatory.try_complete_else_watch(
-            DelayedShareSessionTimeout(self, group_id, member_id, self.configs.session_timeout_ms(group_id)), [key])
+            DelayedDeadline(self.configs.session_timeout_ms(group_id), partial(self.on_session_timeout, group_id, member_id)), [key])
 
     def on_session_timeout(self, group_id: str, member_id: str) -> None:
         group = self.group(group_id)
