@@ -94,3 +94,36 @@ def test_subscribe_push_and_observe(b):
         assert json.loads(resp.read()) == b.client_metrics(client_id="wire-app")
     with urllib.request.urlopen(b.admin_url + "/client-metrics?client_id=nobody", timeout=10) as resp:
         assert json.loads(resp.read()) == []
+
+
+def test_fault_rules_match_the_telemetry_apis(b):
+    """An injected error answers in the API's top-level error code, as any request's."""
+    b.inject(api="PushTelemetry", errors=["THROTTLING_QUOTA_EXCEEDED"])
+    b.inject(api="GetTelemetrySubscriptions", errors=["INVALID_REQUEST"])
+    try:
+        with RawKafkaClient.connect(b.bootstrap_servers, client_id="faulted") as c:
+            assert c.request(71, 0, {"client_instance_id": None}).error_code == E.invalid_request
+            r = c.request(71, 0, {"client_instance_id": None})
+            assert r.error_code == E.none
+            push = {"client_instance_id": r.client_instance_id, "subscription_id": r.subscription_id,
+                    "terminating": False, "compression_type": 0, "metrics": b""}
+            assert c.request(72, 0, push).error_code == E.throttling_quota_exceeded
+            assert c.request(72, 0, push).error_code == E.none  # the first push after its Get: the rule is spent
+    finally:
+        b.clear_faults()
+
+
+def test_every_broker_keeps_its_own_clients_and_client_metrics_lists_them_all():
+    with MockBroker(config={"mock.client.telemetry.enabled": True, "mock.num.brokers": 2}) as two:
+        addrs = two.bootstrap_servers.split(",")
+        ids = []
+        for node, addr in enumerate(addrs):
+            with RawKafkaClient.connect(addr, client_id=f"node-{node}") as c:
+                assert set_subscription(c, f"s{node}", metrics="*") == E.none
+                r = c.request(71, 0, {"client_instance_id": None})
+                push = {"client_instance_id": r.client_instance_id, "subscription_id": r.subscription_id,
+                        "terminating": False, "compression_type": 0, "metrics": metrics_data(("m", 1.0, {}))}
+                assert c.request(72, 0, push).error_code == E.none
+                ids.append(kafka_uuid(r.client_instance_id))
+        assert sorted((i["broker"], i["client_id"], i["client_instance_id"]) for i in two.client_metrics()) == [
+            (0, "node-0", ids[0]), (1, "node-1", ids[1])]
