@@ -206,7 +206,9 @@ class ClientMetricsManager:
         """``clientInstance``: the cached instance, made again when the subscriptions changed."""
         self._refresh_subscriptions()
         self._expire(now)
-        inst = self.instances.get(instance_id)
+        inst = self.instances.pop(instance_id, None)  # LRUCache: an access makes it the youngest
+        if inst is not None:
+            self.instances[instance_id] = inst
         if inst is None or inst.subscription_version < self.subscription_version:
             attrs = attributes if inst is None else inst.attributes
             inst = self._create(instance_id, attrs, conn_id)
