@@ -19,7 +19,7 @@ import ssl
 from collections.abc import Callable
 
 from .connection import KafkaConnection
-from .tls_config import NoMatchingRule
+from .tls_config import NoMatchingRule, ServerContext
 
 log = logging.getLogger("mockbroker.tls")
 
@@ -111,6 +111,8 @@ class TlsHandshake(asyncio.Protocol):
 
     async def _handshake(self, transport: asyncio.Transport, peer: str) -> None:
         early = _EarlyBytes()
+        if isinstance(self._context, ServerContext):
+            self._context.alert_to = transport  # taken by wrap_bio within start_tls's first step
         try:
             tls = await self._loop.start_tls(transport, early, self._context, server_side=True,
                                              ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S)

@@ -34,6 +34,41 @@ _TLS13_SUITES = {"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA
                  "TLS_AES_128_CCM_SHA256", "TLS_AES_128_CCM_8_SHA256"}
 
 
+class _AlertingSSLObject(ssl.SSLObject):
+    """A server-side TLS session that sends the alert of a failed handshake (``ServerContext``)."""
+
+    _outgoing: ssl.MemoryBIO | None = None
+    _alert_to: Any = None  # the accepted connection's transport
+
+    def do_handshake(self) -> None:
+        try:
+            super().do_handshake()
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            raise
+        except ssl.SSLError:
+            if self._outgoing is not None and self._outgoing.pending and self._alert_to is not None:
+                self._alert_to.write(self._outgoing.read())
+            raise
+
+
+class ServerContext(ssl.SSLContext):
+    """A listener's TLS context.  Kafka's ``SslTransportLayer.handshakeFailure`` flushes the alert
+    OpenSSL/the JSSE engine wrote (unknown_ca, certificate_expired, certificate_required ...) before
+    closing, so the client reports an SSL authentication failure; asyncio closes a failed handshake's
+    connection with the alert still unsent, so ``wrap_bio`` hands each session the transport set in
+    ``alert_to`` just before (``tls.TlsHandshake``, in the same step of the event loop) to send it on."""
+
+    sslobject_class = _AlertingSSLObject
+    alert_to: Any = None
+
+    def wrap_bio(self, incoming: ssl.MemoryBIO, outgoing: ssl.MemoryBIO, server_side: bool = False,
+                 server_hostname: str | bytes | None = None, session: ssl.SSLSession | None = None) -> ssl.SSLObject:
+        obj = super().wrap_bio(incoming, outgoing, server_side, server_hostname, session)
+        if isinstance(obj, _AlertingSSLObject):
+            obj._outgoing, obj._alert_to, self.alert_to = outgoing, self.alert_to, None
+        return obj
+
+
 def listener_ssl_configs(config: Mapping[str, Any], listener: str) -> dict[str, Any]:
     """The ``ssl.*`` configs of one listener: ``listener.name.<listener>.ssl.X`` over ``ssl.X``."""
     prefix = f"listener.name.{listener.lower()}."
@@ -163,11 +198,11 @@ def _load_truststore(ctx: ssl.SSLContext, c: Mapping[str, Any], listener: str) -
     return True
 
 
-def server_context(config: Mapping[str, Any], listener: str) -> ssl.SSLContext:
+def server_context(config: Mapping[str, Any], listener: str) -> ServerContext:
     """The TLS server context of one SSL/SASL_SSL listener (``DefaultSslEngineFactory.createSslContext``
     and ``createSslEngine`` in server mode); a ``TlsConfigError`` for anything Kafka would refuse at start."""
     c = listener_ssl_configs(config, listener)
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx = ServerContext(ssl.PROTOCOL_TLS_SERVER)
     protocols = [p.strip() for p in c.get("ssl.enabled.protocols") or [] if p.strip()]
     unknown = [p for p in protocols if p not in _PROTOCOLS]
     if unknown or not protocols:
