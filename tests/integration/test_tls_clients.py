@@ -210,8 +210,8 @@ def tls_log(caplog, port):
             if r.name == "mockbroker.tls" and f"127.0.0.1:{port} " in r.getMessage()]
 
 
-def api_versions_frame() -> bytes:
-    body = struct.pack(">hhih", 18, 0, 1, 4) + b"test"
+def api_versions_frame(correlation_id: int = 1) -> bytes:
+    body = struct.pack(">hhih", 18, 0, correlation_id, 4) + b"test"
     return struct.pack(">i", len(body)) + body
 
 
@@ -280,6 +280,47 @@ def test_plaintext_client_on_a_tls_port_and_the_reverse(broker, caplog):
     lines = wait_for(lambda: [r.getMessage() for r in caplog.records if f"127.0.0.1:{port} " in r.getMessage()
                               and "closing connection" in r.getMessage()], "the TLS client's log line")
     assert len(lines) == 1 and "a TLS client hello on a PLAINTEXT listener?" in lines[0], lines
+
+
+def test_requests_sent_with_the_clients_finished_are_answered(broker, certs):
+    """TLS 1.3: a client may send its first requests in the same segment as its Finished, so the TLS
+    layer decrypts them before the connection exists (KafkaConnection.start reads them first).  Two
+    pipelined ApiVersions requests sent with the Finished are both answered, in order."""
+    ctx = client_tls(certs, "client")
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = ctx.wrap_bio(incoming, outgoing, server_hostname="localhost")
+    sock = socket.create_connection(("127.0.0.1", port_of(broker, "SSL")), timeout=10)
+    try:
+        while True:
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                sock.sendall(outgoing.read())
+                incoming.write(sock.recv(65536) or b"")
+        assert tls.version() == "TLSv1.3"
+        tls.write(api_versions_frame(correlation_id=1) + api_versions_frame(correlation_id=2))
+        sock.sendall(outgoing.read())  # the Finished and both requests in one send
+        answered = b""
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            try:
+                answered += tls.read(65536)
+            except ssl.SSLWantReadError:
+                incoming.write(sock.recv(65536) or b"")
+                continue
+            ids = []
+            rest = answered
+            while len(rest) >= 8 and len(rest) >= 4 + struct.unpack(">i", rest[:4])[0]:
+                size, cid = struct.unpack(">ii", rest[:8])
+                ids.append(cid)
+                rest = rest[4 + size:]
+            if len(ids) == 2:
+                assert ids == [1, 2]
+                return
+        pytest.fail(f"not both answered: {answered[:64]!r}")
+    finally:
+        sock.close()
 
 
 # -- the memory pool, muting and throttling over TLS -----------------------------------------------
