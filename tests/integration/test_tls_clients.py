@@ -12,7 +12,9 @@ and SASL_SSL; certificates from ``mockbroker.certs`` (the ``mockbroker certs`` c
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
 import shutil
 import socket
 import ssl
@@ -165,6 +167,54 @@ def test_confluent_sasl_ssl(broker, certs, mechanism):
     assert ck_round_trip(broker, f"ck-sasl-{mechanism.lower()}", conf, f"ck-sasl-{mechanism}") == {"alice"}
 
 
+# -- aiokafka ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", ["mtls", "sasl-ssl-scram"])
+def test_aiokafka(broker, certs, case):
+    aiokafka = pytest.importorskip("aiokafka")
+    from aiokafka.helpers import create_ssl_context
+
+    made, _ = certs
+    client = made.clients["client"]
+    if case == "mtls":
+        kw = dict(bootstrap_servers=broker.bootstrap_servers_for("SSL"), security_protocol="SSL",
+                  ssl_context=create_ssl_context(cafile=made.ca, certfile=client.cert, keyfile=client.key))
+        want = "client"
+    else:
+        kw = dict(bootstrap_servers=broker.bootstrap_servers_for("SASL_SSL"), security_protocol="SASL_SSL",
+                  ssl_context=create_ssl_context(cafile=made.ca), sasl_mechanism="SCRAM-SHA-256",
+                  sasl_plain_username="alice", sasl_plain_password=USERS["alice"])
+        want = "alice"
+    topic = f"aio-{case}"
+    broker.create_topic(topic, 1)
+
+    async def run():
+        p = aiokafka.AIOKafkaProducer(client_id=topic, acks="all", **kw)
+        await p.start()
+        try:
+            for i in range(N):
+                await p.send_and_wait(topic, b"%d" % i, partition=0)
+            principals = {c["principal"] for c in broker.connections(client_id=topic)}
+        finally:
+            await p.stop()
+        c = aiokafka.AIOKafkaConsumer(auto_offset_reset="earliest", enable_auto_commit=False, **kw)
+        await c.start()
+        try:
+            c.assign([aiokafka.TopicPartition(topic, 0)])
+            got: list[bytes] = []
+            end = time.monotonic() + 30
+            while len(got) < N and time.monotonic() < end:
+                for msgs in (await c.getmany(timeout_ms=500)).values():
+                    got += [m.value for m in msgs]
+        finally:
+            await c.stop()
+        return principals, got
+
+    principals, got = asyncio.run(run())
+    assert principals == {want} and got == [b"%d" % i for i in range(N)]
+
+
 # -- Kafka's Java clients 4.4 (one JVM for every case) ---------------------------------------------
 
 
@@ -216,8 +266,13 @@ def api_versions_frame(correlation_id: int = 1) -> bytes:
 
 
 def closed_by_broker(sock) -> bool:
+    """The broker closes: EOF (after any TLS alert it sent), a reset or a TLS error; the socket's
+    timeout (10 s) bounds the wait."""
     try:
-        return sock.recv(1) == b""
+        for _ in range(100):
+            if sock.recv(4096) == b"":
+                return True
+        return False
     except (ConnectionResetError, ssl.SSLError):
         return True
 
@@ -271,6 +326,14 @@ def test_plaintext_client_on_a_tls_port_and_the_reverse(broker, caplog):
     s.close()
     [line] = wait_for(lambda: tls_log(caplog, port), "the plaintext client's log line")
     assert "a plaintext client on a TLS listener?" in line, line
+    # garbage that starts like a TLS record: refused by the TLS layer, one line too
+    s = socket.create_connection(("127.0.0.1", port_of(broker, "SSL")), timeout=10)
+    port = s.getsockname()[1]
+    s.sendall(b"\x16\x03\x01\x00\x40" + os.urandom(64))
+    assert closed_by_broker(s)
+    s.close()
+    [line] = wait_for(lambda: tls_log(caplog, port), "the garbage's log line")
+    assert "on listener SSL failed" in line, line
     # a TLS client hello on the PLAINTEXT listener: a frame size no request has; closed, with the hint
     raw = socket.create_connection(("127.0.0.1", port_of(broker, "PLAINTEXT")), timeout=10)
     port = raw.getsockname()[1]
