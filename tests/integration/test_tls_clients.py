@@ -13,6 +13,7 @@ and SASL_SSL; certificates from ``mockbroker.certs`` (the ``mockbroker certs`` c
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import shutil
@@ -28,6 +29,7 @@ from mockbroker import MockBroker
 from mockbroker.certs import make_certs
 
 from .javatools import JAVA_TIMEOUT_S, java_classpath
+from .jstools import JS_DIR, node_with_kafkajs
 
 kafka = pytest.importorskip("kafka")
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
@@ -213,6 +215,29 @@ def test_aiokafka(broker, certs, case):
 
     principals, got = asyncio.run(run())
     assert principals == {want} and got == [b"%d" % i for i in range(N)]
+
+
+# -- kafkajs --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", ["mtls", "sasl-ssl-scram"])
+def test_kafkajs(broker, certs, case):
+    node = node_with_kafkajs()
+    made, _ = certs
+    client = made.clients["client"]
+    if case == "mtls":
+        listener, spec, want = "SSL", {"ca": made.ca, "cert": client.cert, "key": client.key}, "client"
+    else:
+        listener, want = "SASL_SSL", "alice"
+        spec = {"ca": made.ca, "sasl": {"mechanism": "scram-sha-512", "username": "alice",
+                                        "password": USERS["alice"]}}
+    topic = f"kjs-{case}"
+    broker.create_topic(topic, 1)
+    r = subprocess.run([node, str(JS_DIR / "tls.js"), broker.bootstrap_servers_for(listener), topic, topic, str(N),
+                        json.dumps(spec)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, (r.stdout, r.stderr[-2000:])
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == {"offsets": list(range(N))}
+    assert {e["principal"] for e in broker.journal(api_key="Produce", client_id=topic)} == {want}
 
 
 # -- Kafka's Java clients 4.4 (one JVM for every case) ---------------------------------------------
