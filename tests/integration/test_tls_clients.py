@@ -1,6 +1,7 @@
-"""Real clients over TLS listeners (mockbroker/tls.py): kafka-python, confluent-kafka (librdkafka) and
-Kafka's Java clients 4.4 over SSL with and without client certificates (mTLS) and over SASL_SSL with
-PLAIN and SCRAM; the principal each connection gets (ssl.principal.mapping.rules, the full subject,
+"""Real clients over TLS listeners (mockbroker/tls.py): kafka-python, confluent-kafka (librdkafka),
+aiokafka, kafkajs, franz-go and Kafka's Java clients 4.4 over SSL with client certificates (mTLS), and
+over SASL_SSL with PLAIN and SCRAM (kafka-python, confluent-kafka, Java) or SCRAM (aiokafka, kafkajs,
+franz-go); kafka-python also without a certificate; the principal each connection gets (ssl.principal.mapping.rules, the full subject,
 ANONYMOUS, the SASL user); handshake failures (a plaintext client on a TLS port and the reverse, an
 expired or untrusted certificate, none where one is required) closing only that connection with one
 log line; the memory pool, muting and a user quota's throttle working over TLS as over PLAINTEXT.
@@ -28,6 +29,7 @@ import pytest
 from mockbroker import MockBroker
 from mockbroker.certs import make_certs
 
+from .gotools import franz_go_binary
 from .javatools import JAVA_TIMEOUT_S, java_classpath
 from .jstools import JS_DIR, node_with_kafkajs
 
@@ -237,6 +239,27 @@ def test_kafkajs(broker, certs, case):
                         json.dumps(spec)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, (r.stdout, r.stderr[-2000:])
     assert json.loads(r.stdout.strip().splitlines()[-1]) == {"offsets": list(range(N))}
+    assert {e["principal"] for e in broker.journal(api_key="Produce", client_id=topic)} == {want}
+
+
+# -- franz-go -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", ["mtls", "sasl-ssl-scram"])
+def test_franz_go(broker, certs, case):
+    binary = franz_go_binary()
+    made, _ = certs
+    client = made.clients["client"]
+    if case == "mtls":
+        listener, extra, want = "SSL", [client.cert, client.key], "client"
+    else:
+        listener, extra, want = "SASL_SSL", ["scram", "alice", USERS["alice"]], "alice"
+    topic = f"kgo-{case}"
+    broker.create_topic(topic, 1)
+    r = subprocess.run([binary, "tls", broker.bootstrap_servers_for(listener), topic, topic, str(N), made.ca, *extra],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip().endswith("OFFSETS " + " ".join(map(str, range(N)))), \
+        (r.stdout, r.stderr[-2000:])
     assert {e["principal"] for e in broker.journal(api_key="Produce", client_id=topic)} == {want}
 
 
