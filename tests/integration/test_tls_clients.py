@@ -1,10 +1,11 @@
 """Real clients over TLS listeners (mockbroker/tls.py): kafka-python, confluent-kafka (librdkafka),
 aiokafka, kafkajs, franz-go and Kafka's Java clients 4.4 over SSL with client certificates (mTLS), and
-over SASL_SSL with PLAIN and SCRAM (kafka-python, confluent-kafka, Java) or SCRAM (aiokafka, kafkajs,
-franz-go); kafka-python also without a certificate; the principal each connection gets (ssl.principal.mapping.rules, the full subject,
-ANONYMOUS, the SASL user); handshake failures (a plaintext client on a TLS port and the reverse, an
-expired or untrusted certificate, none where one is required) closing only that connection with one
-log line; the memory pool, muting and a user quota's throttle working over TLS as over PLAINTEXT.
+over SASL_SSL with PLAIN and SCRAM (kafka-python, confluent-kafka) or SCRAM (Java, aiokafka, kafkajs,
+franz-go); kafka-python also without a certificate.  Checked: the principal each connection gets
+(ssl.principal.mapping.rules, the full subject, ANONYMOUS, the SASL user); handshake failures (a
+plaintext client on a TLS port and the reverse, TLS garbage, an expired or untrusted certificate, none
+where one is required) closing only that connection with one log line; the memory pool, muting and a
+user quota's throttle working over TLS as over PLAINTEXT.
 
 One broker for the module, with four listeners: PLAINTEXT, SSL (ssl.client.auth=required, a rule
 mapping ``CN=client,OU=...`` to ``client``), OPTIONAL (SSL, ssl.client.auth=requested, DEFAULT rules)
