@@ -136,3 +136,25 @@ def test_what_kafka_refuses_at_start(certs, extra, message):
               for k, v in extra.items()}
     with pytest.raises(ConfigError, match=message):
         BrokerConfig(_tls(certs, **values))
+
+
+def test_encrypted_pem_key_and_pkcs12_truststore(certs, tmp_path):
+    from cryptography.hazmat.primitives import serialization
+
+    with open(certs.broker.key, "rb") as f:
+        key = serialization.load_pem_private_key(f.read(), None)
+    encrypted = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                  serialization.BestAvailableEncryption(b"kpw"))
+    with open(certs.broker.cert, "rb") as f:
+        chain = f.read()
+    path = tmp_path / "enc-keystore.pem"
+    path.write_bytes(encrypted + chain)
+    trust = {"ssl.truststore.type": "PKCS12", "ssl.truststore.location": certs.clients["client"].p12,
+             "ssl.truststore.password": "changeit", "ssl.client.auth": "requested"}
+    cfg = BrokerConfig(_tls(certs, **{"ssl.keystore.type": "PEM", "ssl.keystore.location": str(path),
+                                      "ssl.key.password": "kpw"}, **trust))
+    assert cfg.tls_contexts["SSL"].verify_mode == ssl.CERT_OPTIONAL
+    assert cfg.tls_contexts["SSL"].cert_store_stats()["x509"] == 2  # the PKCS12 store's certificate and CA
+    with pytest.raises(ConfigError, match="cannot be used"):
+        BrokerConfig(_tls(certs, **{"ssl.keystore.type": "PEM", "ssl.keystore.location": str(path),
+                                    "ssl.key.password": "wrong"}))
