@@ -7,9 +7,9 @@ plaintext client on a TLS port and the reverse, TLS garbage, an expired or untru
 where one is required) closing only that connection with one log line; the memory pool, muting and a
 user quota's throttle working over TLS as over PLAINTEXT.
 
-One broker for the module, with four listeners: PLAINTEXT, SSL (ssl.client.auth=required, a rule
-mapping ``CN=client,OU=...`` to ``client``), OPTIONAL (SSL, ssl.client.auth=requested, DEFAULT rules)
-and SASL_SSL; certificates from ``mockbroker.certs`` (the ``mockbroker certs`` command).
+One broker for the module, with five listeners: PLAINTEXT, SSL (ssl.client.auth=required, a rule
+mapping ``CN=client,OU=...`` to ``client``), OPTIONAL (SSL, ssl.client.auth=requested, DEFAULT rules),
+SASL_SSL, and STRICT (SSL with a rule no test certificate matches); certificates from ``mockbroker.certs`` (the ``mockbroker certs`` command).
 """
 
 from __future__ import annotations
@@ -56,13 +56,16 @@ def certs(tmp_path_factory):
 def broker(certs):
     made, _ = certs
     cfg = {
-        "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,OPTIONAL://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,OPTIONAL:SSL,SASL_SSL:SASL_SSL",
+        "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,OPTIONAL://127.0.0.1:0,SASL_SSL://127.0.0.1:0,"
+                     "STRICT://127.0.0.1:0",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,OPTIONAL:SSL,SASL_SSL:SASL_SSL,STRICT:SSL",
         "ssl.keystore.type": "PEM", "ssl.keystore.location": made.broker.keystore_pem,
         "ssl.truststore.type": "PEM", "ssl.truststore.location": made.ca,
         "listener.name.ssl.ssl.client.auth": "required",
         "listener.name.ssl.ssl.principal.mapping.rules": "RULE:^CN=(.*?),OU=.*$/$1/L,DEFAULT",
         "listener.name.optional.ssl.client.auth": "requested",
+        "listener.name.strict.ssl.client.auth": "required",
+        "listener.name.strict.ssl.principal.mapping.rules": "RULE:^CN=admin,.*$/admin/",  # no DEFAULT
         "mock.sasl.users": [f"{u}:{p}" for u, p in USERS.items()],
         "quota.window.num": 2, "num.partitions": 1,
         "socket.request.max.bytes": SOCKET_MAX, "queued.max.request.bytes": POOL,
@@ -364,6 +367,20 @@ def test_refused_client_certificates_close_only_that_connection(broker, certs, c
     assert len(lines) == 1 and reason in lines[0] and "on listener SSL failed" in lines[0], lines
     assert healthy.send(topic, b"after").get(timeout=30).offset == 1  # nothing else affected
     healthy.close()
+
+
+def test_a_certificate_no_mapping_rule_applies_to_is_refused(broker, certs, caplog):
+    """SslPrincipalMapper finds no rule: Kafka's principal builder fails the authentication; the
+    connection is closed after its handshake with one log line."""
+    caplog.set_level(logging.INFO, logger="mockbroker")
+    raw = socket.create_connection(("127.0.0.1", port_of(broker, "STRICT")), timeout=10)
+    port = raw.getsockname()[1]
+    tls = client_tls(certs, "client").wrap_socket(raw, server_hostname="localhost")
+    tls.sendall(api_versions_frame())
+    assert closed_by_broker(tls)
+    raw.close()
+    [line] = wait_for(lambda: tls_log(caplog, port), "the refusal's log line")
+    assert f"No rules apply to {DN}" in line and "ssl.principal.mapping.rules" in line, line
 
 
 def test_plaintext_client_on_a_tls_port_and_the_reverse(broker, caplog):
