@@ -281,6 +281,7 @@ def test_java_clients_over_tls(broker, certs, tmp_path):
         "mtls-pem": {"security.protocol": "SSL", "ssl.keystore.type": "PEM",
                      "ssl.keystore.location": client.keystore_pem, **pem_trust, "_listener": "SSL"},
         "sasl-ssl-scram": {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", **pem_trust,
+                           "x.consume": "false",  # produce only: the consumer over TLS is mtls-pem's
                            "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
                                                'username="alice" password="alice-pw";', "_listener": "SASL_SSL"},
         "untrusted": {"security.protocol": "SSL", "ssl.keystore.type": "PEM",
@@ -291,6 +292,7 @@ def test_java_clients_over_tls(broker, certs, tmp_path):
     for name, props in cases.items():
         listener = props.pop("_listener")
         props["bootstrap.servers"] = broker.bootstrap_servers_for(listener)
+        props["client.id"] = f"java-{name}"
         path = tmp_path / f"{name}.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in props.items()).replace("\\", "\\\\"))
         files.append(str(path))
@@ -300,6 +302,8 @@ def test_java_clients_over_tls(broker, certs, tmp_path):
     lines = {line.split()[1]: line for line in r.stdout.splitlines() if line.startswith(("OK ", "FAIL "))}
     for name in ("mtls-pem", "sasl-ssl-scram"):
         assert lines.get(name, "").startswith(f"OK {name} {N}"), (lines, r.stderr[-2000:])
+    for name, principal in (("mtls-pem", "client"), ("sasl-ssl-scram", "alice")):
+        assert {e["principal"] for e in broker.journal(api_key="Produce", client_id=f"java-{name}")} == {principal}
     # an untrusted certificate: the handshake fails and Java says so (not a timeout)
     assert lines["untrusted"].startswith("FAIL untrusted SslAuthenticationException"), lines
 
