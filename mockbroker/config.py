@@ -20,6 +20,7 @@ import difflib
 import ipaddress
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -159,7 +160,7 @@ class ConfigKey:
     choices: tuple[str, ...] | None = None
 
 
-# listener.security.protocol.map's default, Kafka's (SSL and SASL_SSL are refused when a listener uses them)
+# listener.security.protocol.map's default, Kafka's
 DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
 
 # Defaults are Kafka 4.x broker defaults unless the doc says otherwise.
@@ -174,8 +175,8 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "NAME://host:port items clients are told to connect to, per listener (default: the listeners); "
                   "Metadata answers with the listener the request came on (docker-compose INTERNAL/EXTERNAL)."),
         ConfigKey("listener.security.protocol.map", _str, DEFAULT_PROTOCOL_MAP,
-                  "Security protocol of each listener name, NAME:PROTOCOL items; PLAINTEXT and SASL_PLAINTEXT "
-                  "are served."),
+                  "Security protocol of each listener name, NAME:PROTOCOL items; PLAINTEXT, SSL, "
+                  "SASL_PLAINTEXT and SASL_SSL are served."),
         ConfigKey("inter.broker.listener.name", _str, "",
                   "Checked as Kafka does (an advertised listener's name) when set; the simulated brokers "
                   "replicate in memory, not over it."),
@@ -185,6 +186,39 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "Accepted with Kafka's validation; bounds nothing here (requests are handled as they are "
                   "read: there is no request queue).", 1),
         ConfigKey("connections.max.idle.ms", _int, 600000, "Idle connections are closed after this long.", 1),
+        # TLS of SSL and SASL_SSL listeners (tls.py); listener.name.<name>.ssl.X overrides ssl.X for one listener
+        ConfigKey("ssl.keystore.type", _str, "JKS",
+                  "PEM or PKCS12 (JKS, Kafka's default, is read as PKCS12, as Java's JKS keystore reads a "
+                  "PKCS12 file; a real JKS file is refused).", None, ("JKS", "PKCS12", "PEM")),
+        ConfigKey("ssl.keystore.location", _str, None,
+                  "The broker's keystore file: PKCS12, or PEM with the private key and the certificate chain."),
+        ConfigKey("ssl.keystore.password", _str, None, "Password of a PKCS12 keystore."),
+        ConfigKey("ssl.key.password", _str, None, "Password of an encrypted PEM private key."),
+        ConfigKey("ssl.keystore.certificate.chain", _str, None,
+                  "The broker's certificate chain inline, PEM (ssl.keystore.type=PEM, with ssl.keystore.key)."),
+        ConfigKey("ssl.keystore.key", _str, None,
+                  "The broker's private key inline, PEM PKCS#8 (ssl.keystore.type=PEM)."),
+        ConfigKey("ssl.truststore.type", _str, "JKS",
+                  "PEM or PKCS12 (JKS read as PKCS12): the CAs client certificates are verified against.",
+                  None, ("JKS", "PKCS12", "PEM")),
+        ConfigKey("ssl.truststore.location", _str, None, "The truststore file (PEM certificates or PKCS12)."),
+        ConfigKey("ssl.truststore.password", _str, None, "Password of a PKCS12 truststore."),
+        ConfigKey("ssl.truststore.certificates", _str, None,
+                  "Trusted certificates inline, PEM (ssl.truststore.type=PEM)."),
+        ConfigKey("ssl.client.auth", _str, "none",
+                  "Client certificates: none, requested (verified when given) or required.",
+                  None, ("none", "requested", "required")),
+        ConfigKey("ssl.enabled.protocols", _list, ["TLSv1.2", "TLSv1.3"],
+                  "TLS versions offered: TLSv1.2 and/or TLSv1.3 (the lowest to the highest named)."),
+        ConfigKey("ssl.protocol", _str, "TLSv1.3",
+                  "Accepted with Kafka's default; ssl.enabled.protocols decides the versions offered."),
+        ConfigKey("ssl.cipher.suites", _list, [],
+                  "TLS 1.2 cipher suites, Java's names (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256) or OpenSSL's "
+                  "(empty: OpenSSL's defaults); TLS 1.3 suites are named but all stay enabled (Python's ssl "
+                  "cannot restrict them)."),
+        ConfigKey("ssl.principal.mapping.rules", _str, "DEFAULT",
+                  "RULE:pattern/replacement/[LU] and DEFAULT items mapping a client certificate's subject "
+                  "(CN=...,OU=...) to its principal name, as Kafka's SslPrincipalMapper."),
         ConfigKey("sasl.enabled.mechanisms", _list, ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"],
                   "SASL mechanisms of a SASL_PLAINTEXT listener: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 "
                   "(Kafka's default is GSSAPI, which the mock does not serve)."),
@@ -398,9 +432,14 @@ def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+# listener.name.<name>.ssl.X: one listener's ssl.X (Kafka's ListenerName.configPrefix)
+_LISTENER_PREFIXED = re.compile(r"listener\.name\.[A-Za-z0-9_-]+\.(ssl\..+)")
+
+
 def parse_value(key: str, raw: Any, where: str) -> Any:
     """``raw`` as ``key``'s value, checked as at start-up (``ConfigError`` naming ``where``)."""
-    d = CONFIG_DEF.get(key)
+    prefixed = _LISTENER_PREFIXED.fullmatch(key)
+    d = CONFIG_DEF.get(prefixed.group(1) if prefixed else key)
     if d is None:
         raise _unknown(key, where)
     try:
@@ -525,17 +564,36 @@ class BrokerConfig(Mapping[str, Any]):
             raise ConfigError(f"connection.failed.authentication.delay.ms={delay} should always be less than "
                               f"connections.max.idle.ms={idle} to prevent failed authentication responses "
                               "from timing out")
-        if not any(lst.protocol == "SASL_PLAINTEXT" for lst in listeners):
+        self._check_tls(listeners)
+        if not any(lst.protocol in SASL_PROTOCOLS for lst in listeners):
             return
         mechanisms = self["sasl.enabled.mechanisms"]
         if not mechanisms:
-            raise ConfigError("a SASL_PLAINTEXT listener needs sasl.enabled.mechanisms (no SASL mechanisms are enabled)")
+            raise ConfigError("a SASL listener needs sasl.enabled.mechanisms (no SASL mechanisms are enabled)")
         unknown = [m for m in mechanisms if m not in SASL_MECHANISMS]
         if unknown:
             raise ConfigError(f"sasl.enabled.mechanisms: {', '.join(unknown)} not served; "
                               f"the mock serves {', '.join(SASL_MECHANISMS)}")
         if not self["mock.sasl.users"]:
-            raise ConfigError("a SASL_PLAINTEXT listener needs users: set mock.sasl.users to user:password items")
+            raise ConfigError("a SASL listener needs users: set mock.sasl.users to user:password items")
+
+    def _check_tls(self, listeners: list[Listener]) -> None:
+        """Each SSL/SASL_SSL listener's TLS context and principal mapper, made once here (a ``ConfigError``
+        for what Kafka refuses at start) and shared by every broker (``tls_contexts``, ``principal_mappers``)."""
+        self.tls_contexts: dict[str, Any] = {}
+        self.principal_mappers: dict[str, Any] = {}
+        tls = [lst for lst in listeners if lst.protocol in TLS_PROTOCOLS]
+        if not tls:
+            return
+        from .tls_config import SslPrincipalMapper, TlsConfigError, listener_ssl_configs, server_context
+
+        try:
+            for lst in tls:
+                self.tls_contexts[lst.name] = server_context(self, lst.name)
+                rules = listener_ssl_configs(self, lst.name).get("ssl.principal.mapping.rules")
+                self.principal_mappers[lst.name] = SslPrincipalMapper(rules)
+        except TlsConfigError as e:
+            raise ConfigError(str(e)) from None
 
     def listeners(self) -> list[Listener]:
         """The first broker's listeners, in ``listeners`` order, each with its advertised address."""
@@ -620,7 +678,8 @@ def parse_topic_spec(item: str) -> tuple[str, int, int]:
     return name, partitions, rf
 
 
-PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT")
+SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
+TLS_PROTOCOLS = ("SSL", "SASL_SSL")
 
 
 @dataclass(frozen=True, slots=True)
@@ -674,9 +733,6 @@ def _endpoints(key: str, value: str, protocols: dict[str, str]) -> list[tuple[st
         if protocol is None:
             raise ConfigError(f"{key}: no security protocol defined for listener {name} "
                               "(add it to listener.security.protocol.map)")
-        if protocol not in PROTOCOLS:
-            raise ConfigError(f"{key}: listener {name} is {protocol}; only PLAINTEXT and SASL_PLAINTEXT "
-                              "listeners are served")
         host, colon, port = rest.rpartition(":")
         try:
             n = int(port)

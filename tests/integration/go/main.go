@@ -157,6 +157,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "share" {
 		os.Exit(shareMain(os.Args[2:])) // share.go, for test_franz_go_share.py
 	}
+	if len(os.Args) > 1 && os.Args[1] == "tls" {
+		os.Exit(tlsMain(os.Args[2:])) // tls.go, for test_tls_clients.py
+	}
 	if len(os.Args) > 1 && os.Args[1] == "throttled" {
 		os.Exit(throttledMain(os.Args[2:])) // throttled.go, for test_throttle_clients.py
 	}
