@@ -75,14 +75,16 @@ from protocol.registry import (
 )
 from tests.kio_strategies import register_kio_strategies
 
-SERVED = {s.key: s for s in ApiRegistry(DEFAULT_KAFKA_RELEASE, set(build_handlers()))}
+SERVED = {s.key: s for s in ApiRegistry(DEFAULT_KAFKA_RELEASE, set(build_handlers()), client_telemetry=True)}
 #: what an input's first two bytes pick from (the atheris harness and its seed corpus): (key, min, max)
 FUZZ_TARGETS = sorted((s.key, s.min_version, s.max_version) for s in SERVED.values())
 VALIDATE_ONLY = {19, 33, 37, 44, 49}  # CreateTopics, AlterConfigs, CreatePartitions, IncrementalAlterConfigs,
 #                                       AlterClientQuotas: see the module docstring
 PROBE_CORR = 0x7FFF0000      # correlation id of the pipelined ApiVersions request
 WAIT_S = 0.3                 # an exchange neither answered nor closed by then is parked in a purgatory
-CFG = {"queued.max.request.bytes": 4 << 20, "socket.request.max.bytes": 1 << 20, "num.partitions": 1}
+# KIP-714's APIs served too (as a broker with a telemetry reporter), so that they are fuzzed like the others
+CFG = {"queued.max.request.bytes": 4 << 20, "socket.request.max.bytes": 1 << 20, "num.partitions": 1,
+       "mock.client.telemetry.enabled": True}
 
 
 register_kio_strategies()
@@ -305,9 +307,11 @@ def test_every_unserved_key_and_version_closes(broker, caplog):
 
 
 def served_pairs() -> set[tuple[int, int]]:
-    """Every (key, version) mockbroker serves under any release it can advertise (mock.kafka.version)."""
+    """Every (key, version) mockbroker serves under any release it can advertise (mock.kafka.version),
+    with the telemetry APIs on or off (mock.client.telemetry.enabled)."""
     handlers = set(build_handlers())
-    return {(s.key, v) for release in KAFKA_RELEASES for s in ApiRegistry(release, handlers)
+    return {(s.key, v) for release in KAFKA_RELEASES for telemetry in (False, True)
+            for s in ApiRegistry(release, handlers, client_telemetry=telemetry)
             for v in range(s.min_version, s.max_version + 1)}
 
 
