@@ -29,8 +29,8 @@ max.connections): every body of theirs that parses (valid, mutated or random) is
 with the same decoder).
 
 The APIs and versions fuzzed are the registry's (every API with a handler module, at every version the
-default release serves: a superset of every other release's); ``test_the_fuzz_corpus_covers_every_served_
-key_and_version`` fails when one of them is missing from the hypothesis runs, the sweep or the atheris
+default release serves with the telemetry APIs on: a superset of every other release's);
+``test_the_fuzz_corpus_covers_every_served_key_and_version`` fails when one of them is missing from the hypothesis runs, the sweep or the atheris
 seed corpus, and the sweep sends each served version a few fixed bad bodies, so that no version is left
 to hypothesis' sampling.
 """
