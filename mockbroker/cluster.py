@@ -97,6 +97,7 @@ class Cluster:
         self.groups = GroupCoordinatorService(self.metadata, self.clock, config)
         self.controller.on_topic_deleted(self.groups.delete_topic_offsets)
         self.groups.streams.group_configs = lambda gid: self.config_catalog.groups.get(gid, {})
+        self.groups.consumer.group_configs = self.groups.streams.group_configs
         # KIP-932: the share coordinator's state (cluster-wide, as its __share_group_state log) and
         # the share groups' coordinator (its groups live in the group registry)
         first_node = config["node.id"]

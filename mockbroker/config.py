@@ -282,9 +282,11 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "An Empty group's first rebalance waits this long for more members (extended while they come).", 0),
         ConfigKey("group.max.size", _int, 2147483647, "Members a classic group may have (GROUP_MAX_SIZE_REACHED).", 1),
         ConfigKey("group.consumer.heartbeat.interval.ms", _int, 5000,
-                  "Heartbeat interval given to KIP-848 consumer group members.", 1),
+                  "Heartbeat interval given to KIP-848 consumer group members (group config "
+                  "consumer.heartbeat.interval.ms overrides it).", 1),
         ConfigKey("group.consumer.session.timeout.ms", _int, 45000,
-                  "A KIP-848 member without a heartbeat this long is fenced.", 1),
+                  "A KIP-848 member without a heartbeat this long is fenced (group config "
+                  "consumer.session.timeout.ms).", 1),
         ConfigKey("group.consumer.max.size", _int, 2147483647, "Members a KIP-848 consumer group may have.", 1),
         ConfigKey("group.consumer.assignors", _assignors, ["uniform", "range"],
                   "Server-side assignors of KIP-848 groups, the first the default: uniform, range."),
