@@ -142,7 +142,9 @@ class KafkaApis:
                  client_id: str, size_bytes: int, received_ns: int, **extra: Any) -> RequestContext:
         return RequestContext(self.broker, spec, api_key, version, correlation_id, client_id, size_bytes,
                               conn.conn_id, conn.peer, conn.listener_name, conn.principal, conn.client_software,
-                              conn.request_arrived_ns or received_ns, received_ns, **extra)
+                              conn.request_arrived_ns or received_ns, received_ns,
+                              security_protocol=conn.security_protocol,
+                              token_authenticated=conn.token_authenticated, **extra)
 
     def _after_throttle(self, conn: KafkaConnection) -> dict[str, Any] | None:
         after = self.throttle.take_after(conn.conn_id)

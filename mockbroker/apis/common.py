@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -21,6 +22,16 @@ AUTHORIZED_OPS_NOT_REQUESTED = -(2**31)  # Integer.MIN_VALUE: authorized operati
 GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
 # A topic: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS.
 TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+
+
+# kio types some Kafka timestamps (TransactionStartTimeMs, a delegation token's) as non-nullable
+# instants: Kafka's -1 ("none") is the instant 1 ms before the epoch, which kio writes as -1 again
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+def instant(ms: int) -> datetime.datetime:
+    """Epoch milliseconds as the instant kio writes back as the same number, -1 included."""
+    return _EPOCH + datetime.timedelta(milliseconds=ms)
 
 
 def resolve_topic(metadata: ClusterMetadata, name: str | None, topic_id: uuid.UUID | None,
