@@ -53,6 +53,7 @@ from .replica_manager import ActionQueue, ReplicaManager, TxnVerifier
 from .replication import ReplicationSimulator
 from .request_stats import RequestStats
 from .sasl_authenticator import SaslAuthenticator
+from .authorizer import StandardAuthorizer
 from .delegation_tokens import DelegationTokenManager
 from .sasl_mechanisms import CredentialStore
 from .throttled_channel import ThrottleDelivery
@@ -88,6 +89,7 @@ class SharedState:
     share_groups: ShareGroupCoordinator  # share groups' membership (KIP-932)
     share_persister: SharePersister      # the share coordinator's persisted share-partition state
     delegation_tokens: DelegationTokenManager  # the cluster's delegation tokens (KIP-48)
+    authorizer: StandardAuthorizer | None      # the ACLs (authorizer.class.name), None: no authorizer
 
 
 class Broker:
@@ -113,6 +115,7 @@ class Broker:
         self.log_dirs: LogDirs = shared.log_dirs
         self.credentials: CredentialStore = shared.sasl_credentials
         self.delegation_tokens: DelegationTokenManager = shared.delegation_tokens
+        self.authorizer: StandardAuthorizer | None = shared.authorizer
         self.quotas = QuotaManagers(shared.quota_store, self.clock, cfg)
         self.fetch_manager = FetchManager(cfg["max.incremental.fetch.session.cache.slots"])
         self.replica_manager = ReplicaManager(

@@ -60,6 +60,7 @@ from .quota.entities import QuotaStore
 from .quota.throttle import ThrottleEvent
 from .replica_manager import ActionQueue
 from .replication import ReplicationSimulator
+from .authorizer import StandardAuthorizer
 from .delegation_tokens import DelegationTokenManager
 from .sasl_mechanisms import CredentialStore
 from .txn.coordinator import GROUP_METADATA_TOPIC, MarkerErrors, TransactionCoordinator
@@ -150,13 +151,15 @@ class Cluster:
                                         config["delegation.token.expiry.time.ms"],
                                         config["delegation.token.expiry.check.interval.ms"])
         credentials.tokens = tokens
+        authorizer = (StandardAuthorizer(config["super.users"], config["allow.everyone.if.no.acl.found"])
+                      if config["authorizer.class.name"] else None)
         # KIP-890: every leader asks the coordinator before appending a transactional batch
         verifier = AddPartitionsToTxnManager(self.txn) if self.txn.config.partition_verification_enable else None
         shared = SharedState(config, self.clock, self.loop, self.metadata, self.controller, self.replication,
                              self.actions, self.groups, self.txn, verifier, self.quota_store, self.registry,
                              self.journal, self.faults, self.throttle_events, credentials, self.config_catalog,
                              self.quorum, self.features, self.log_dirs, self.share_groups, self.share_persister,
-                             tokens)
+                             tokens, authorizer)
         first = config["node.id"]
         self.brokers: dict[int, Broker] = {}
         for i in range(config["mock.num.brokers"]):

@@ -84,6 +84,24 @@ def _list(v: Any) -> list[str]:
     return [x.strip() for x in str(v).split(",") if x.strip()]
 
 
+def _super_users(v: Any) -> list[str]:
+    """``super.users``: principals separated by ';' (Kafka's), each TYPE:name."""
+    items = [str(x).strip() for x in v] if isinstance(v, (list, tuple)) else str(v).split(";")
+    users = [x.strip() for x in items if x.strip()]
+    for u in users:
+        if ":" not in u:
+            raise ValueError(f"super.users: {u!r} is not a principal TYPE:name (e.g. User:alice)")
+    return users
+
+
+def _authorizer(v: Any) -> str:
+    """``authorizer.class.name``: empty (no authorizer) or Kafka's StandardAuthorizer, the one served."""
+    name = str(v).strip()
+    if name not in ("", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"):
+        raise ValueError("the mock serves org.apache.kafka.metadata.authorizer.StandardAuthorizer (or empty: none)")
+    return name
+
+
 # The KIP-848 server-side assignors mockbroker serves (group.consumer.assignors).
 ASSIGNORS = ("uniform", "range")
 
@@ -192,6 +210,14 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "Largest frame accepted before SASL authentication completes; larger closes the connection."),
         ConfigKey("connection.failed.authentication.delay.ms", _int, 100,
                   "A failed authentication is answered and its connection closed after this delay.", 0),
+        ConfigKey("authorizer.class.name", _authorizer, "",
+                  "org.apache.kafka.metadata.authorizer.StandardAuthorizer: ACLs are kept and enforced as "
+                  "Kafka's StandardAuthorizer does; empty (Kafka's default): none, the ACL APIs answer "
+                  "SECURITY_DISABLED."),
+        ConfigKey("super.users", _super_users, [],
+                  "Principals the authorizer allows everything, ';'-separated (User:alice;User:bob)."),
+        ConfigKey("allow.everyone.if.no.acl.found", _bool, False,
+                  "With the authorizer, a resource with no ACL at all is open to everyone (default: closed)."),
         ConfigKey("delegation.token.secret.key", _str, "",
                   "Secret key of delegation tokens (HmacSHA512); empty: delegation tokens are disabled "
                   "(DELEGATION_TOKEN_AUTH_DISABLED), as Kafka."),

@@ -40,6 +40,8 @@ from protocol.codec import (
 from protocol.errors import ErrorCode, ProtocolError, UnsupportedVersion
 from protocol.registry import ApiKey, ApiRegistry, ApiSpec, any_spec
 
+from .apis import error_responder
+from .apis.authorization import request_denied
 from .channel import CloseReason
 from .clock import Clock
 from .connection import KafkaConnection
@@ -153,6 +155,13 @@ class KafkaApis:
     # -- the handler ----------------------------------------------------------------------------
     def run_handler(self, conn: KafkaConnection, flight: InFlight) -> None:
         t0 = self.clock.monotonic_ns()
+        if self.broker.authorizer is not None:  # KafkaApis' checks that refuse a whole request
+            error = request_denied(flight.ctx, flight.request)
+            responder = None if error is None else error_responder(flight.ctx.api_key)
+            if error is not None and responder is not None:
+                flight.handled_ns = self.clock.monotonic_ns()
+                self.finish(conn, flight, responder(flight.ctx, flight.request, error))
+                return
         outcome = self.handlers[flight.ctx.api_key](flight.ctx, flight.request)
         flight.handled_ns = self.clock.monotonic_ns()
         flight.handler_ns = flight.handled_ns - t0

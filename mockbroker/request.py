@@ -70,6 +70,7 @@ from .quorum import ControllerQuorum
 from .quota.entities import QuotaStore
 from .quota.manager import QuotaManagers
 from .replica_manager import ReplicaManager
+from .authorizer import StandardAuthorizer
 from .delegation_tokens import DelegationTokenManager
 from .sasl_mechanisms import CredentialStore
 from .share.coordinator import ShareGroupCoordinator
@@ -193,6 +194,7 @@ class BrokerServices(Protocol):
     log_dirs: LogDirs               # the brokers' log directories (LogManager's, per broker)
     credentials: CredentialStore    # SASL users, cluster-wide: SCRAM credentials (ScramImage), PLAIN passwords
     delegation_tokens: DelegationTokenManager  # the cluster's delegation tokens (DelegationTokenControlManager)
+    authorizer: StandardAuthorizer | None  # the cluster's ACLs (StandardAuthorizer); None: no authorizer
     share_groups: ShareGroupCoordinator  # share groups' membership (ShareGroupHeartbeat/Describe, KIP-932)
     share_partitions: SharePartitionManager  # this broker's share-partitions and share sessions
 

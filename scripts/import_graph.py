@@ -26,7 +26,7 @@ PACKAGES = ("protocol", "mockbroker")
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("wire", ("protocol.",)),
     ("leaves", ("mockbroker.clock", "mockbroker.config", "mockbroker.config_defs", "mockbroker.channel",
-                "mockbroker.cluster_view", "mockbroker.sasl_mechanisms",
+                "mockbroker.cluster_view", "mockbroker.sasl_mechanisms", "mockbroker.authorizer",
                 "mockbroker.quota.", "mockbroker.purgatory.", "mockbroker.memory_pool", "mockbroker.log",
                 "mockbroker.producer_state", "mockbroker.journal", "mockbroker.faults", "mockbroker.fetch_session",
                 "mockbroker.request_stats", "mockbroker.journal_writer", "mockbroker.journal_reader")),

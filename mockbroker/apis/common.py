@@ -9,6 +9,7 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
+from ..authorizer import AclOperation, ResourceType
 from ..journal import PartitionRecord
 from ..metadata import BrokerNode, ClusterMetadata, Partition, Topic
 from ..config_catalog import DUPLICATE_RESOURCE, AlterResult, duplicate_resources
@@ -85,6 +86,21 @@ def controller_quota_record(ctx: RequestContext, partitions: int) -> int:
 
 THROTTLING_QUOTA_EXCEEDED = {"error_code": ErrorCode.throttling_quota_exceeded,
                              "error_message": "The throttling quota has been exceeded."}
+
+
+def authorized(ctx: RequestContext, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+    """AuthHelper.authorize: always, without an authorizer; else the StandardAuthorizer's decision
+    for the request's principal and address."""
+    authorizer = ctx.broker.authorizer
+    return authorizer is None or authorizer.authorize(ctx.principal, client_host(ctx)[1:], operation,
+                                                      resource_type, name)
+
+
+def authorized_any(ctx: RequestContext, operation: AclOperation, resource_type: ResourceType) -> bool:
+    """AuthHelper.isAuthorizedByResourceType (Authorizer.authorizeByResourceType)."""
+    authorizer = ctx.broker.authorizer
+    return authorizer is None or authorizer.authorize_any(ctx.principal, client_host(ctx)[1:], operation,
+                                                          resource_type)
 
 
 def client_host(ctx: RequestContext) -> str:
