@@ -26,6 +26,7 @@ from typing import Any
 
 from protocol.registry import KAFKA_RELEASES, TRANSACTION_VERSION_FEATURE
 
+from .authorizer import STANDARD_AUTHORIZER
 from .faults import FaultRuleError, parse_rule
 from .quota.entities import QuotaStore, parse_quota_spec
 
@@ -97,8 +98,8 @@ def _super_users(v: Any) -> list[str]:
 def _authorizer(v: Any) -> str:
     """``authorizer.class.name``: empty (no authorizer) or Kafka's StandardAuthorizer, the one served."""
     name = str(v).strip()
-    if name not in ("", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"):
-        raise ValueError("the mock serves org.apache.kafka.metadata.authorizer.StandardAuthorizer (or empty: none)")
+    if name not in ("", STANDARD_AUTHORIZER):
+        raise ValueError(f"the mock serves {STANDARD_AUTHORIZER} (or empty: none)")
     return name
 
 
