@@ -56,6 +56,8 @@ from .replica_manager import ActionQueue, ReplicaManager, TxnVerifier
 from .replication import ReplicationSimulator
 from .request_stats import RequestStats
 from .sasl_authenticator import SaslAuthenticator
+from .authorizer import StandardAuthorizer
+from .delegation_tokens import DelegationTokenManager
 from .sasl_mechanisms import CredentialStore
 from .throttled_channel import ThrottleDelivery
 from .tls import TlsHandshake, peer_subject
@@ -90,6 +92,8 @@ class SharedState:
     log_dirs: LogDirs              # every broker's log directories (DescribeLogDirs, AlterReplicaLogDirs)
     share_groups: ShareGroupCoordinator  # share groups' membership (KIP-932)
     share_persister: SharePersister      # the share coordinator's persisted share-partition state
+    delegation_tokens: DelegationTokenManager  # the cluster's delegation tokens (KIP-48)
+    authorizer: StandardAuthorizer | None      # the ACLs (authorizer.class.name), None: no authorizer
 
 
 class Broker:
@@ -114,6 +118,8 @@ class Broker:
         self.features: FeatureControl = shared.features
         self.log_dirs: LogDirs = shared.log_dirs
         self.credentials: CredentialStore = shared.sasl_credentials
+        self.delegation_tokens: DelegationTokenManager = shared.delegation_tokens
+        self.authorizer: StandardAuthorizer | None = shared.authorizer
         self.quotas = QuotaManagers(shared.quota_store, self.clock, cfg)
         self.fetch_manager = FetchManager(cfg["max.incremental.fetch.session.cache.slots"])
         self.replica_manager = ReplicaManager(

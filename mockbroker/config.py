@@ -27,6 +27,7 @@ from typing import Any
 
 from protocol.registry import KAFKA_RELEASES, TRANSACTION_VERSION_FEATURE
 
+from .authorizer import STANDARD_AUTHORIZER
 from .faults import FaultRuleError, parse_rule
 from .quota.entities import QuotaStore, parse_quota_spec
 
@@ -83,6 +84,24 @@ def _list(v: Any) -> list[str]:
     if isinstance(v, (list, tuple)):
         return [str(x).strip() for x in v if str(x).strip()]
     return [x.strip() for x in str(v).split(",") if x.strip()]
+
+
+def _super_users(v: Any) -> list[str]:
+    """``super.users``: principals separated by ';' (Kafka's), each TYPE:name."""
+    items = [str(x).strip() for x in v] if isinstance(v, (list, tuple)) else str(v).split(";")
+    users = [x.strip() for x in items if x.strip()]
+    for u in users:
+        if ":" not in u:
+            raise ValueError(f"super.users: {u!r} is not a principal TYPE:name (e.g. User:alice)")
+    return users
+
+
+def _authorizer(v: Any) -> str:
+    """``authorizer.class.name``: empty (no authorizer) or Kafka's StandardAuthorizer, the one served."""
+    name = str(v).strip()
+    if name not in ("", STANDARD_AUTHORIZER):
+        raise ValueError(f"the mock serves {STANDARD_AUTHORIZER} (or empty: none)")
+    return name
 
 
 # The KIP-848 server-side assignors mockbroker serves (group.consumer.assignors).
@@ -226,6 +245,24 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "Largest frame accepted before SASL authentication completes; larger closes the connection."),
         ConfigKey("connection.failed.authentication.delay.ms", _int, 100,
                   "A failed authentication is answered and its connection closed after this delay.", 0),
+        ConfigKey("authorizer.class.name", _authorizer, "",
+                  "org.apache.kafka.metadata.authorizer.StandardAuthorizer: ACLs are kept and enforced as "
+                  "Kafka's StandardAuthorizer does; empty (Kafka's default): none, the ACL APIs answer "
+                  "SECURITY_DISABLED."),
+        ConfigKey("super.users", _super_users, [],
+                  "Principals the authorizer allows everything, ';'-separated (User:alice;User:bob)."),
+        ConfigKey("allow.everyone.if.no.acl.found", _bool, False,
+                  "With the authorizer, a resource with no ACL at all is open to everyone (default: closed)."),
+        ConfigKey("delegation.token.secret.key", _str, "",
+                  "Secret key of delegation tokens (HmacSHA512); empty: delegation tokens are disabled "
+                  "(DELEGATION_TOKEN_AUTH_DISABLED), as Kafka."),
+        ConfigKey("delegation.token.max.lifetime.ms", _int, 604800000,
+                  "A token can be renewed up to this long after it was issued.", 1),
+        ConfigKey("delegation.token.expiry.time.ms", _int, 86400000,
+                  "A token expires this long after it was issued or last renewed.", 1),
+        ConfigKey("delegation.token.expiry.check.interval.ms", _int, 3600000,
+                  "Expired tokens are removed at these intervals of the broker clock (the controller's sweep).",
+                  1),
         ConfigKey("auto.create.topics.enable", _bool, True, "Create unknown topics on Metadata requests that allow it."),
         ConfigKey("num.partitions", _int, 1, "Partitions of an auto-created topic.", 1),
         ConfigKey("default.replication.factor", _int, 1, "Replication factor of an auto-created topic.", 1),

@@ -133,6 +133,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.client_id = ""
         self.client_software: tuple[str, str] | None = None
         self.principal = "ANONYMOUS"  # the SASL username once authenticated
+        self.token_authenticated = False  # logged in with a delegation token
         # SASL_PLAINTEXT: the authenticator until authentication completes; else None
         self.authenticator: Authenticator | None = owner.new_authenticator(self)
         self.last_active_ms = owner.clock.monotonic_ms()
@@ -463,9 +464,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
             observer(now_ms)
 
     # -- authentication ------------------------------------------------------------------------
-    def authenticated(self, principal: str) -> None:
-        """SASL completed: every later request takes the ordinary path, as ``principal``."""
+    def authenticated(self, principal: str, token_authenticated: bool = False) -> None:
+        """SASL completed: every later request takes the ordinary path, as ``principal`` (its
+        delegation token's owner when ``token_authenticated``, KafkaPrincipal.tokenAuthenticated)."""
         self.principal = principal
+        self.token_authenticated = token_authenticated
         self.authenticator = None
 
     # -- closing -------------------------------------------------------------------------------

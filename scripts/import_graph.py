@@ -26,7 +26,7 @@ PACKAGES = ("protocol", "mockbroker")
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("wire", ("protocol.",)),
     ("leaves", ("mockbroker.clock", "mockbroker.config", "mockbroker.config_defs", "mockbroker.channel",
-                "mockbroker.cluster_view", "mockbroker.sasl_mechanisms",
+                "mockbroker.cluster_view", "mockbroker.sasl_mechanisms", "mockbroker.authorizer",
                 "mockbroker.quota.", "mockbroker.purgatory.", "mockbroker.memory_pool", "mockbroker.log",
                 "mockbroker.producer_state", "mockbroker.journal", "mockbroker.faults", "mockbroker.fetch_session",
                 "mockbroker.request_stats", "mockbroker.journal_writer", "mockbroker.journal_reader",
@@ -36,7 +36,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                       "mockbroker.config_catalog", "mockbroker.delayed_produce",
                       "mockbroker.delayed_fetch", "mockbroker.group.", "mockbroker.txn.", "mockbroker.share.",
                       "mockbroker.quorum", "mockbroker.features", "mockbroker.log_dirs",
-                      "mockbroker.client_metrics_manager")),
+                      "mockbroker.client_metrics_manager", "mockbroker.delegation_tokens")),
     ("contract", ("mockbroker.request",)),
     ("handlers", ("mockbroker.apis.",)),
     ("network", ("mockbroker.connection", "mockbroker.throttled_channel", "mockbroker.sasl_authenticator", "mockbroker.tls",
