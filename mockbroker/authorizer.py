@@ -239,3 +239,70 @@ def _in_range(host: str, pattern: str) -> bool:
         return ipaddress.ip_address(host) in ipaddress.ip_network(pattern, strict=False)
     except ValueError:
         return False
+
+
+# -- ACLs as tables (mock.acls, MockBroker.add_acl, POST /acls) ---------------------------------------
+
+SPEC_FIELDS = ("resource_type", "name", "pattern_type", "principal", "host", "operation", "permission")
+
+
+def _enum(enum: type[IntEnum], value: object, field: str, default: IntEnum | None = None) -> IntEnum:
+    """A member by its Kafka name (any case, "transactional_id" or "TRANSACTIONAL_ID")."""
+    if value is None and default is not None:
+        return default
+    if isinstance(value, str) and value.upper() in enum.__members__ and value.upper() not in ("UNKNOWN",):
+        return enum[value.upper()]
+    names = ", ".join(n for n in enum.__members__ if n != "UNKNOWN")
+    raise ValueError(f"{field}: one of {names}, not {value!r}")
+
+
+def _text(spec: dict[str, object], field: str, default: str | None = None) -> str | None:
+    value = spec.get(field, default)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"{field} must be a string")
+    return value
+
+
+def acl_from_spec(spec: dict[str, object]) -> AclBinding:
+    """An ACL from a table: ``resource_type`` (TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID,
+    DELEGATION_TOKEN, USER), ``name``, ``principal`` (User:bob), ``operation`` (READ, WRITE, ...),
+    and optionally ``pattern_type`` (LITERAL, PREFIXED), ``host`` (*), ``permission`` (ALLOW, DENY).
+    ValueError with Kafka's message for what CreateAcls would refuse."""
+    unknown = sorted(set(spec) - set(SPEC_FIELDS))
+    if unknown:
+        raise ValueError(f"unknown ACL field {unknown[0]!r} (fields: {', '.join(SPEC_FIELDS)})")
+    for field in ("resource_type", "name", "principal", "operation"):
+        if field not in spec:
+            raise ValueError(f"{field} is required")
+    acl = AclBinding(ResourceType(_enum(ResourceType, spec["resource_type"], "resource_type")),
+                     _text(spec, "name") or "",
+                     PatternType(_enum(PatternType, spec.get("pattern_type"), "pattern_type", PatternType.LITERAL)),
+                     _text(spec, "principal") or "", _text(spec, "host", WILDCARD) or "",
+                     AclOperation(_enum(AclOperation, spec["operation"], "operation")),
+                     AclPermissionType(_enum(AclPermissionType, spec.get("permission"), "permission",
+                                             AclPermissionType.ALLOW)))
+    message = validate_new_acl(acl)
+    if message is not None:
+        raise ValueError(message)
+    return acl
+
+
+def acl_filter_from_spec(spec: dict[str, object]) -> AclFilter:
+    """A filter from a table with the ACL fields, each optional (absent: any)."""
+    unknown = sorted(set(spec) - set(SPEC_FIELDS))
+    if unknown:
+        raise ValueError(f"unknown ACL field {unknown[0]!r} (fields: {', '.join(SPEC_FIELDS)})")
+    return AclFilter(ResourceType(_enum(ResourceType, spec.get("resource_type"), "resource_type", ResourceType.ANY)),
+                     _text(spec, "name"),
+                     PatternType(_enum(PatternType, spec.get("pattern_type"), "pattern_type", PatternType.ANY)),
+                     _text(spec, "principal"), _text(spec, "host"),
+                     AclOperation(_enum(AclOperation, spec.get("operation"), "operation", AclOperation.ANY)),
+                     AclPermissionType(_enum(AclPermissionType, spec.get("permission"), "permission",
+                                             AclPermissionType.ANY)))
+
+
+def acl_view(acl: AclBinding) -> dict[str, str]:
+    """An ACL as a table (the fields acl_from_spec takes, by Kafka's names)."""
+    return {"resource_type": acl.resource_type.name, "name": acl.name, "pattern_type": acl.pattern_type.name,
+            "principal": acl.principal, "host": acl.host, "operation": acl.operation.name,
+            "permission": acl.permission.name}

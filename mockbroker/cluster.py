@@ -60,7 +60,7 @@ from .quota.entities import QuotaStore
 from .quota.throttle import ThrottleEvent
 from .replica_manager import ActionQueue
 from .replication import ReplicationSimulator
-from .authorizer import StandardAuthorizer
+from .authorizer import StandardAuthorizer, acl_from_spec
 from .delegation_tokens import DelegationTokenManager
 from .sasl_mechanisms import CredentialStore
 from .txn.coordinator import GROUP_METADATA_TOPIC, MarkerErrors, TransactionCoordinator
@@ -155,6 +155,9 @@ class Cluster:
         credentials.tokens = tokens
         authorizer = (StandardAuthorizer(config["super.users"], config["allow.everyone.if.no.acl.found"])
                       if config["authorizer.class.name"] else None)
+        for spec in config["mock.acls"] if authorizer is not None else ():
+            authorizer.add(acl_from_spec(spec))
+        self.authorizer = authorizer  # the cluster's ACLs (StandardAuthorizer), None without one
         # KIP-890: every leader asks the coordinator before appending a transactional batch
         verifier = AddPartitionsToTxnManager(self.txn) if self.txn.config.partition_verification_enable else None
         shared = SharedState(config, self.clock, self.loop, self.metadata, self.controller, self.replication,

@@ -27,7 +27,7 @@ from typing import Any
 
 from protocol.registry import KAFKA_RELEASES, TRANSACTION_VERSION_FEATURE
 
-from .authorizer import STANDARD_AUTHORIZER
+from .authorizer import STANDARD_AUTHORIZER, acl_from_spec
 from .faults import FaultRuleError, parse_rule
 from .quota.entities import QuotaStore, parse_quota_spec
 
@@ -94,6 +94,24 @@ def _super_users(v: Any) -> list[str]:
         if ":" not in u:
             raise ValueError(f"super.users: {u!r} is not a principal TYPE:name (e.g. User:alice)")
     return users
+
+
+def _acls(v: Any) -> list[dict[str, Any]]:
+    """``mock.acls``: ACL tables as POST /acls takes them (or a JSON array of them)."""
+    if isinstance(v, str):
+        try:
+            v = json.loads(v) if v.strip() else []
+        except json.JSONDecodeError as e:
+            raise ValueError(f"not a JSON array of ACLs: {e}") from None
+    if not (isinstance(v, (list, tuple)) and all(isinstance(x, Mapping) for x in v)):
+        raise ValueError("a list of tables (TOML [[mock.acls]])")
+    items = [dict(x) for x in v]
+    for i, item in enumerate(items):
+        try:
+            acl_from_spec(item)
+        except ValueError as e:
+            raise ValueError(f"ACL {i + 1}: {e}") from None
+    return items
 
 
 def _authorizer(v: Any) -> str:
@@ -251,6 +269,9 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "SECURITY_DISABLED."),
         ConfigKey("super.users", _super_users, [],
                   "Principals the authorizer allows everything, ';'-separated (User:alice;User:bob)."),
+        ConfigKey("mock.acls", _acls, [],
+                  "ACLs at start (needs authorizer.class.name): [[mock.acls]] tables as POST /acls takes them: "
+                  "resource_type, name, principal, operation, and pattern_type, host, permission."),
         ConfigKey("allow.everyone.if.no.acl.found", _bool, False,
                   "With the authorizer, a resource with no ACL at all is open to everyone (default: closed)."),
         ConfigKey("delegation.token.secret.key", _str, "",
@@ -604,6 +625,9 @@ class BrokerConfig(Mapping[str, Any]):
                               f"connections.max.idle.ms={idle} to prevent failed authentication responses "
                               "from timing out")
         self._check_tls(listeners)
+        if self["mock.acls"] and not self["authorizer.class.name"]:
+            raise ConfigError("mock.acls needs an authorizer: set authorizer.class.name to "
+                              f"{STANDARD_AUTHORIZER}")
         if not any(lst.protocol in SASL_PROTOCOLS for lst in listeners):
             return
         mechanisms = self["sasl.enabled.mechanisms"]

@@ -357,6 +357,18 @@ def build_app(cluster: Cluster, control: ControlPlane, guard: Guard | None = Non
 
     r.add_post("/clock/advance", advance)
 
+    # -- ACLs (authorizer.class.name) -------------------------------------------------------------
+    get("/acls", lambda q: (_query(q), c.acls())[1])
+
+    async def add_acl(q: web.Request) -> web.Response:
+        return _json(c.add_acl(await _body(q, any_fields=True)), 201)
+
+    async def remove_acls(q: web.Request) -> web.Response:
+        return _json(c.remove_acls(await _body(q, any_fields=True, optional=True)))
+
+    r.add_post("/acls", add_acl)
+    r.add_delete("/acls", remove_acls)
+
     # -- faults --------------------------------------------------------------------------------
     get("/faults", lambda q: (_query(q), c.faults())[1])
     get("/faults/held", lambda q: (_query(q), c.held())[1])

@@ -171,3 +171,44 @@ def test_acl_apis_and_enforcement(login):
     assert len(d.filter_results[0].matching_acls) == 2
     meta = bob.request(3, 12, {"topics": None, "allow_auto_topic_creation": False})
     assert [t.name for t in meta.topics] == []
+
+
+# -- ACLs set at start, from Python and over the admin API ------------------------------------------
+
+
+def test_acls_from_config_python_and_the_admin_api():
+    from mockbroker.config import BrokerConfig, ConfigError
+
+    from .test_admin_api import http
+
+    start = [{"resource_type": "TOPIC", "name": "open", "principal": "User:bob", "operation": "WRITE"}]
+    with pytest.raises(ConfigError, match="mock.acls needs an authorizer"):
+        BrokerConfig({"mock.acls": start})
+    with pytest.raises(ConfigError, match="ACL 1: Invalid operation ANY"):
+        BrokerConfig({"mock.acls": [{**start[0], "operation": "any"}]})
+    with MockBroker(config={**CONFIG, "mock.acls": start, "mock.admin.listener": "127.0.0.1:0"}) as b:
+        b.create_topic("open", 1)
+        assert [a["operation"] for a in b.acls()] == ["WRITE"]
+        c = RawKafkaClient.connect(b.bootstrap_servers)
+        try:
+            login_plain(c, "bob", "bob-secret")
+            names = lambda: [t.name for t in c.request(3, 12, {"topics": None, "allow_auto_topic_creation": False}).topics]  # noqa: E731
+            assert names() == ["open"]  # WRITE implies DESCRIBE
+            b.remove_acls(principal="User:bob")
+            assert names() == []
+            status, body = http(b.admin_url + "/acls", "POST", {"resource_type": "topic", "name": "o",
+                                                                "pattern_type": "prefixed", "principal": "User:bob",
+                                                                "operation": "describe"})
+            assert status == 201 and body["pattern_type"] == "PREFIXED"
+            assert names() == ["open"]
+            status, body = http(b.admin_url + "/acls", "POST", {"resource_type": "TOPIC", "name": "o",
+                                                                "principal": "bob", "operation": "READ"})
+            assert status == 400 and body["error"].startswith("Could not parse principal from `bob`")
+            assert http(b.admin_url + "/acls")[1] == b.acls() and len(b.acls()) == 1
+            status, body = http(b.admin_url + "/acls", "DELETE", {"operation": "DESCRIBE"})
+            assert status == 200 and len(body) == 1 and names() == []
+        finally:
+            c.close()
+    with MockBroker(config={"mock.admin.listener": "127.0.0.1:0"}) as b:
+        status, body = http(b.admin_url + "/acls")
+        assert status == 404 and body["field"] == "authorizer"

@@ -293,7 +293,7 @@ def test_the_docs_examples_run(pytester: pytest.Pytester):
     blocks = _doc_blocks()
     assert {name for name, _ in blocks} >= {"test_kafka_python.py", "test_confluent_kafka.py",
                                             "test_readme_kafka_python.py", "test_readme_confluent_kafka.py",
-                                            "test_mtls.py"}
+                                            "test_mtls.py", "test_acls.py"}
     assert len({name for name, _ in blocks}) == len(blocks)
     for name, code in blocks:
         pytester.path.joinpath(name).write_text(code)
