@@ -251,3 +251,21 @@ def test_the_java_admin_on_three_brokers(java_mock_seen):
     with MockBroker(config={"mock.num.brokers": 3}) as b:
         seen = _java_admin_topics(b.bootstrap_servers)
     assert seen == [line if not line.startswith("CLUSTER") else "CLUSTER nodes=3" for line in java_mock_seen]
+
+
+def test_the_admin_tour_on_a_real_kafka(realkafka):  # noqa: F811 - the fixture
+    """test_admin_tour.py's tour of Kafka's Java Admin against this module's Kafka: every method the
+    tour does not skip succeeds with the answers mockbroker gives (so its list is honest).  Last in
+    the module: the tour ends by unregistering the broker, after which Kafka's controlled shutdown
+    waits out the fixture's whole stop timeout (30 s), so the broker is killed here instead."""
+    from .test_admin_tour import SKIPPED, expected, tour
+
+    try:
+        seen = tour(realkafka.bootstrap)
+    finally:
+        for node in realkafka.nodes:
+            if node.proc is not None and node.proc.poll() is None:
+                node.proc.kill()
+                node.proc.wait(10)
+    assert {m: v for m, v in seen.items() if v[0] != "SKIP"} == expected(1)
+    assert {m for m, (status, _) in seen.items() if status == "SKIP"} == SKIPPED
