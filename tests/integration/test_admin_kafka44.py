@@ -253,6 +253,13 @@ def test_the_java_admin_on_three_brokers(java_mock_seen):
     assert seen == [line if not line.startswith("CLUSTER") else "CLUSTER nodes=3" for line in java_mock_seen]
 
 
+def test_kadm_on_a_real_kafka(realkafka):  # noqa: F811 - the fixture
+    """test_admin_tour.py's franz-go kadm program against this module's Kafka: what mockbroker answers."""
+    from .test_admin_tour import KADM, kadm
+
+    assert kadm(realkafka.bootstrap) == KADM
+
+
 def test_the_admin_tour_on_a_real_kafka(realkafka):  # noqa: F811 - the fixture
     """test_admin_tour.py's tour of Kafka's Java Admin against this module's Kafka: every method the
     tour does not skip succeeds with the answers mockbroker gives (so its list is honest).  Last in

@@ -6,7 +6,8 @@ authorizer, SASL or a plugin must succeed on all three (so the list is honest: w
 Kafka), and what each answered must be the same where a correct broker answers the same; the methods
 Kafka itself refuses in that setup (or that send no request) are SKIP, listed here with the reason.
 Before this tour mockbroker failed one: ``abortTransaction`` ("The node does not support
-WRITE_TXN_MARKERS")."""
+WRITE_TXN_MARKERS").  franz-go's kadm (tests/integration/go/kadm.go) then drives the admin APIs it
+has the same way: what it sees on mockbroker is what it sees on Kafka (test_admin_kafka44.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 
 from mockbroker import MockBroker
 
+from .gotools import franz_go_binary
 from .javatools import JAVA_TIMEOUT_S, java_classpath, tail
 
 # Kafka refuses these without an authorizer (SECURITY_DISABLED), SASL (delegation tokens need a
@@ -154,3 +156,47 @@ def test_every_method_succeeds_on_three_brokers():
         seen = tour(b.bootstrap_servers)
     assert _ok(seen) == expected(3)
     assert {m for m, (status, _) in seen.items() if status == "SKIP"} == SKIPPED
+
+
+# franz-go's kadm (tests/integration/go/kadm.go): its lines on one broker, the same on Kafka
+KADM = [
+    "ListBrokers: 1",
+    "CreatePartitions +2: OK",
+    "UpdatePartitions 2: INVALID_PARTITIONS",
+    "DeleteRecords: OK low=3",
+    "ListStartOffsets: 3",
+    "AlterTopicConfigs: OK",
+    "DescribeTopicConfigs retention.ms: 86400000 DYNAMIC_TOPIC_CONFIG",
+    "AlterTopicConfigs bad value: INVALID_CONFIG",
+    "AlterTopicConfigsState: OK",  # AlterConfigs: every other dynamic config of the topic goes
+    "DescribeTopicConfigs after: retention.ms 604800000 DEFAULT_CONFIG, max.message.bytes 500000 DYNAMIC_TOPIC_CONFIG",
+    "AlterBrokerConfigs: OK",
+    "DescribeBrokerConfigs log.cleaner.backoff.ms: 20000 DYNAMIC_BROKER_CONFIG",
+    "ElectLeaders preferred: ELECTION_NOT_NEEDED",
+    "DeleteOffsets: OK",
+    "FetchOffsets after: [2=0]",
+    "DeleteOffsets no group: GROUP_ID_NOT_FOUND",
+    "DescribeAllLogDirs: dirs holding kadm-0: 1",
+    "UpdateFeatures validate: OK",
+    "AlterPartitionAssignments: OK",
+    "ListPartitionReassignments: 0",
+    "DescribeProducers: 1 open from offset 0",
+    "WriteTxnMarkers abort: OK",
+    "DescribeProducers after: 0 open",
+    "DONE",
+]
+
+
+def kadm(bootstrap: str) -> list[str]:
+    """kadm.go against ``bootstrap``: its output lines."""
+    try:
+        r = subprocess.run([franz_go_binary(), "kadm", bootstrap], capture_output=True, text=True, timeout=90)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"kadm timed out\nstdout:\n{e.stdout}\nstderr:\n{e.stderr}")
+    assert r.returncode == 0, f"exit {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{tail(r.stderr, 20)}"
+    return r.stdout.strip().splitlines()
+
+
+def test_kadm_on_mockbroker():
+    with MockBroker() as b:
+        assert kadm(b.bootstrap_servers) == KADM
