@@ -18,6 +18,7 @@ import subprocess
 import pytest
 
 from mockbroker import MockBroker
+from tests.toolchains import which
 
 from .gotools import franz_go_binary
 from .javatools import JAVA_TIMEOUT_S, java_classpath, tail
@@ -134,9 +135,7 @@ def mock_tour() -> dict[str, tuple[str, str]]:
 def test_the_tour_calls_every_method_of_the_admin_interface(mock_tour):
     """The methods the tour prints are the Admin interface's (read from the kafka-clients jar), less
     the static factory ``create``; those it skips are SKIPPED."""
-    javap = shutil.which("javap")
-    if javap is None:
-        pytest.skip("javap is not on PATH")
+    (javap,) = which("javap", needed_by="the Admin tour")
     r = subprocess.run([javap, "-cp", java_classpath("AdminTour"), "org.apache.kafka.clients.admin.Admin"],
                        capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
     assert r.returncode == 0, r.stderr

@@ -164,7 +164,19 @@ func kadmMain(args []string) int {
 		return fail("AlterTopicConfigs", err)
 	}
 	fmt.Printf("AlterTopicConfigs: %s\n", errName(altered[0].Err))
-	rcs, err := adm.DescribeTopicConfigs(ctx, kadmTopic)
+	// Kafka: a broker answers DescribeConfigs from its metadata, which the change reaches a moment later
+	topicConfigs := func(done func(kadm.ResourceConfigs) bool) (kadm.ResourceConfigs, error) {
+		for {
+			rcs, err := adm.DescribeTopicConfigs(ctx, kadmTopic)
+			if err != nil || done(rcs) || ctx.Err() != nil {
+				return rcs, err
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	rcs, err := topicConfigs(func(rcs kadm.ResourceConfigs) bool {
+		return strings.HasPrefix(configOf(rcs, "retention.ms"), "86400000 ")
+	})
 	if err != nil {
 		return fail("DescribeTopicConfigs", err)
 	}
@@ -181,7 +193,9 @@ func kadmMain(args []string) int {
 		return fail("AlterTopicConfigsState", err)
 	}
 	fmt.Printf("AlterTopicConfigsState: %s\n", errName(replaced[0].Err))
-	if rcs, err = adm.DescribeTopicConfigs(ctx, kadmTopic); err != nil {
+	if rcs, err = topicConfigs(func(rcs kadm.ResourceConfigs) bool {
+		return strings.HasPrefix(configOf(rcs, "max.message.bytes"), "500000 ")
+	}); err != nil {
 		return fail("DescribeTopicConfigs", err)
 	}
 	fmt.Printf("DescribeTopicConfigs after: retention.ms %s, max.message.bytes %s\n",

@@ -235,7 +235,10 @@ public class AdminTour {
             return "retention.ms streams.initial.rebalance.delay.ms";
         });
         step("describeConfigs", () -> {
-            var all = get(admin.describeConfigs(List.of(topicRes, streamsRes)).all());
+            var all = await(() -> get(admin.describeConfigs(List.of(topicRes, streamsRes)).all()),  // Kafka: the
+                a -> "86400000".equals(a.get(topicRes).get("retention.ms").value())  // metadata reaches the broker
+                    && a.get(streamsRes).get("streams.initial.rebalance.delay.ms").source()
+                       == ConfigEntry.ConfigSource.DYNAMIC_GROUP_CONFIG);
             ConfigEntry e = all.get(topicRes).get("retention.ms");
             ConfigEntry g = all.get(streamsRes).get("streams.initial.rebalance.delay.ms");
             return e.value() + " " + e.source() + " " + g.value() + " " + g.source();
