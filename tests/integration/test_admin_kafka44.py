@@ -77,6 +77,18 @@ def _first_offset(c: Consumer) -> int:
     raise AssertionError("no record within the deadline")
 
 
+def _max_message_bytes(admin: AdminClient, expected: str) -> Any:
+    """The topic's max.message.bytes entry once it shows ``expected`` (a Kafka broker answers
+    DescribeConfigs from its metadata, which an alteration reaches a moment later), or at the deadline."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:
+        described = admin.describe_configs([ConfigResource("TOPIC", TOPIC)])
+        entry = next(iter(described.values())).result(timeout=TIMEOUT_S)["max.message.bytes"]
+        if entry.value == expected or time.monotonic() > deadline:
+            return entry
+        time.sleep(0.1)
+
+
 def scenario(bootstrap: str) -> dict[str, Any]:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     seen: dict[str, Any] = {}
@@ -99,15 +111,13 @@ def scenario(bootstrap: str) -> dict[str, Any]:
     resource = ConfigResource("TOPIC", TOPIC, incremental_configs=[
         ConfigEntry("max.message.bytes", "1000", incremental_operation=AlterConfigOpType.SET)])
     seen["alter"] = _error(admin.incremental_alter_configs([resource])[resource])
-    described = admin.describe_configs([ConfigResource("TOPIC", TOPIC)])
-    entry = next(iter(described.values())).result(timeout=TIMEOUT_S)["max.message.bytes"]
+    entry = _max_message_bytes(admin, "1000")
     seen["described"] = (entry.value, entry.source)
     seen["too_large"] = _produce(bootstrap, 1, [b"x" * 2000, b"small"])
     resource = ConfigResource("TOPIC", TOPIC, incremental_configs=[
         ConfigEntry("max.message.bytes", None, incremental_operation=AlterConfigOpType.DELETE)])
     seen["restore"] = _error(admin.incremental_alter_configs([resource])[resource])
-    described = admin.describe_configs([ConfigResource("TOPIC", TOPIC)])
-    entry = next(iter(described.values())).result(timeout=TIMEOUT_S)["max.message.bytes"]
+    entry = _max_message_bytes(admin, "1048588")
     seen["restored"] = (entry.value, entry.source)
 
     # DeleteRecords and ListOffsets
