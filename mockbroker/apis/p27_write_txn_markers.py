@@ -66,6 +66,8 @@ def handle(ctx: RequestContext, req: WriteTxnMarkersRequest) -> Response | Defer
         for t in m.topics:
             for index in t.partition_indexes:
                 key = (n, t.name, index)
+                if key in errors or key in waiting:
+                    continue  # a partition named twice: one marker (Kafka's entries are a map by partition)
                 p = ctx.metadata.partition(t.name, index)
                 if p is None or ctx.node_id not in p.replicas:
                     errors[key] = ErrorCode.unknown_topic_or_partition

@@ -86,4 +86,5 @@ def test_each_partition_answers_for_itself(cluster):
     b, clients = cluster
     leader, _, _ = _roles(b, 0)
     pid, epoch = _begin(b, clients, "wtm-mixed", 1)
-    assert write_markers(clients[leader], pid, epoch, [0, 7]) == {0: E.none, 7: E.unknown_topic_or_partition}
+    assert write_markers(clients[leader], pid, epoch, [0, 7, 0]) == {0: E.none, 7: E.unknown_topic_or_partition}
+    assert partition_state(b, TOPIC, 0) == (2, 2, [pid])  # the record and one marker, though 0 was named twice
