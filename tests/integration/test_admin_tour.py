@@ -78,7 +78,8 @@ EXPECTED = {
     'listConfigResources': '[tour]',
     'listClientMetricsResources': '0',
     'describeCluster': 'nodes=1 controller=true clusterId=true',
-    'describeFeatures': '[eligible.leader.replicas.version, group.version, metadata.version, share.version, streams.version, transaction.version]',
+    'describeFeatures': '[eligible.leader.replicas.version, group.version, metadata.version, share.version, '
+                        'streams.version, transaction.version]',
     'updateFeatures': 'transaction.version=2 validateOnly',
     'describeMetadataQuorum': 'voters=1',
     'describeLogDirs': 'dirs=1 tour-0=true',

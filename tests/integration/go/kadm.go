@@ -137,7 +137,8 @@ func kadmMain(args []string) int {
 	if err := txn.BeginTransaction(); err != nil {
 		return fail("BeginTransaction", err)
 	}
-	if err := txn.ProduceSync(ctx, &kgo.Record{Topic: kadmTopic, Partition: 1, Value: []byte("open")}).FirstErr(); err != nil {
+	opened := &kgo.Record{Topic: kadmTopic, Partition: 1, Value: []byte("open")}
+	if err := txn.ProduceSync(ctx, opened).FirstErr(); err != nil {
 		return fail("txn produce", err)
 	}
 

@@ -12,7 +12,6 @@
 
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -35,7 +34,6 @@ import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.DescribeReplicaLogDirsResult;
 import org.apache.kafka.clients.admin.FeatureMetadata;
 import org.apache.kafka.clients.admin.FeatureUpdate;
-import org.apache.kafka.clients.admin.GroupListing;
 import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsSpec;
 import org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec;
 import org.apache.kafka.clients.admin.ListStreamsGroupOffsetsSpec;
@@ -75,7 +73,6 @@ import org.apache.kafka.common.quota.ClientQuotaFilter;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.common.serialization.Serdes;
-import org.apache.kafka.common.GroupState;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
@@ -167,7 +164,8 @@ public class AdminTour {
             return "by id";
         });
 
-        // ---- records: a transactional producer leaves one transaction open on partition 0
+        // ---- records: a transactional producer commits 4 records to each partition, then leaves a
+        // transaction open on partition 1
         Properties pp = new Properties();
         pp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
@@ -194,7 +192,8 @@ public class AdminTour {
 
         // ---- transactions
         step("listTransactions", () -> get(admin.listTransactions().all()).stream()
-             .filter(t -> t.transactionalId().startsWith("tour")).map(t -> t.transactionalId() + ":" + t.state()).sorted().collect(Collectors.toList()));
+             .filter(t -> t.transactionalId().startsWith("tour")).map(t -> t.transactionalId() + ":" + t.state())
+             .sorted().collect(Collectors.toList()));
         step("describeTransactions", () -> {
             TransactionDescription d = get(admin.describeTransactions(List.of(TXN)).description(TXN));
             return d.state() + " " + d.topicPartitions();
@@ -285,13 +284,15 @@ public class AdminTour {
             Map<String, LogDirDescription> dirs = get(admin.describeLogDirs(List.of(leader)).allDescriptions())
                 .get(leader);
             dir[0] = dirs.keySet().iterator().next();
-            return "dirs=" + dirs.size() + " " + TP0 + "=" + dirs.values().iterator().next().replicaInfos().containsKey(TP0);
+            boolean holds = dirs.values().iterator().next().replicaInfos().containsKey(TP0);
+            return "dirs=" + dirs.size() + " " + TP0 + "=" + holds;
         });
         TopicPartitionReplica replica = new TopicPartitionReplica(TOPIC, 0, leader);
         step("describeReplicaLogDirs", () -> {
             DescribeReplicaLogDirsResult.ReplicaLogDirInfo info =
                 get(admin.describeReplicaLogDirs(List.of(replica)).all()).get(replica);
-            return "current=" + dir[0].equals(info.getCurrentReplicaLogDir()) + " future=" + info.getFutureReplicaLogDir();
+            return "current=" + dir[0].equals(info.getCurrentReplicaLogDir())
+                + " future=" + info.getFutureReplicaLogDir();
         });
         step("alterReplicaLogDirs", () -> {
             get(admin.alterReplicaLogDirs(Map.of(replica, dir[0])).all());
@@ -371,7 +372,8 @@ public class AdminTour {
         });
         step("listShareGroupOffsets", () -> new TreeMap<>(get(admin.listShareGroupOffsets(Map.of(SHARE,
                 new ListShareGroupOffsetsSpec())).partitionsToOffsetInfo(SHARE)).entrySet().stream()
-            .collect(Collectors.toMap(e -> e.getKey().toString(), e -> e.getValue() == null ? -1L : e.getValue().startOffset()))));
+            .collect(Collectors.toMap(e -> e.getKey().toString(),
+                                      e -> e.getValue() == null ? -1L : e.getValue().startOffset()))));
         step("deleteShareGroupOffsets", () -> {
             get(admin.deleteShareGroupOffsets(SHARE, Set.of(TOPIC)).all());
             return TOPIC;
