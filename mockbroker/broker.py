@@ -25,6 +25,7 @@ from protocol.registry import ApiRegistry
 
 from .apis import build_handlers
 from .channel import Authenticator, CloseReason
+from .client_metrics_manager import ClientMetricsManager
 from .clock import Clock
 from .config import BrokerConfig, Listener
 from .config_catalog import ConfigCatalog
@@ -122,6 +123,9 @@ class Broker:
             node_id, shared.metadata, self.replica_manager, shared.share_persister,
             share_group_configs(shared.config_catalog, node_id), self.clock,
             int(shared.config_catalog.broker_value(node_id, "group.share.max.share.sessions") or 2000))
+        # KIP-714: this broker's client telemetry (BrokerServer's ClientMetricsManager)
+        self.client_metrics = ClientMetricsManager(node_id, shared.config_catalog.client_metrics, self.clock,
+                                                   cfg["telemetry.max.bytes"])
         self.request_stats = RequestStats()
         self.apis = KafkaApis(
             self, shared.registry, build_handlers(),
@@ -206,6 +210,7 @@ class Broker:
         self.connections.discard(conn)
         self.apis.connection_closed(conn)
         self.share_partitions.connection_closed(conn.conn_id)
+        self.client_metrics.connection_closed(conn.conn_id)
 
     # -- housekeeping (called by the cluster's timers) ----------------------------------------
     def close_idle(self, now_ms: int, idle_ms: int) -> None:

@@ -114,7 +114,8 @@ class Cluster:
                                     TransactionConfig.from_config(config, config.transaction_version)),
             self.controller, _LeaderMarkerWriter(self, config["mock.txn.marker.latency.ms"]),
             self.groups.registry.partition_for)
-        self.registry = ApiRegistry(config["mock.kafka.version"], set(build_handlers()))
+        self.registry = ApiRegistry(config["mock.kafka.version"], set(build_handlers()),
+                                    client_telemetry=config["mock.client.telemetry.enabled"])
         # the KRaft controller quorum (every broker a voter) and the finalized features it holds
         self.quorum = ControllerQuorum(self.metadata, self.clock)
         self.features = FeatureControl(config["mock.kafka.version"], self.quorum, config.transaction_version)

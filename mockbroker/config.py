@@ -281,6 +281,14 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "(StreamsGroupTopologyDescriptionUpdate, KIP-1331) and StreamsGroupDescribe returns them; "
                   "mockbroker keeps them in memory and never loads the class.  Empty: the API answers "
                   "UNSUPPORTED_VERSION, as Kafka without a plugin."),
+        ConfigKey("telemetry.max.bytes", _int, 1048576,
+                  "Largest PushTelemetry metrics payload (as sent, compressed or not: TELEMETRY_TOO_LARGE above it), "
+                  "and of its decompressed metrics; told to clients in GetTelemetrySubscriptions (KIP-714).", 1),
+        ConfigKey("mock.client.telemetry.enabled", _bool, False,
+                  "Serve and advertise KIP-714 client telemetry (GetTelemetrySubscriptions, PushTelemetry) as a "
+                  "Kafka broker with a ClientTelemetry metrics reporter does; pushed metrics are kept per client "
+                  "instance (MockBroker.client_metrics(), GET /client-metrics).  Default off: ApiVersions then "
+                  "equals a default Kafka broker's, which has no such reporter and does not list them."),
         ConfigKey("offset.metadata.max.bytes", _int, 4096, "Largest metadata string of a committed offset.", 0),
         ConfigKey("offsets.retention.minutes", _int, 10080,
                   "Committed offsets of a group expire this long after it became Empty (KIP-211).", 1),

@@ -399,6 +399,14 @@ class ControlPlane:
                                 for m in k.members.values()])
         return out
 
+    def client_metrics(self, client_id: Any = None) -> list[dict[str, Any]]:
+        """KIP-714: every client instance that pushed telemetry (mock.client.telemetry.enabled), per
+        broker it pushed to, oldest push first: its attributes, subscription, pushes and the latest value
+        of each metric (by name, one entry per attribute set); ``client_id`` keeps that client's."""
+        cid = None if client_id is None else _str(client_id, "client_id")
+        return [inst for b in self.cluster.brokers.values() for inst in b.client_metrics.snapshot()
+                if cid is None or inst["client_id"] == cid]
+
     def streams_group(self, group_id: Any) -> dict[str, Any]:
         """A KIP-1071 streams group: the group view with its topology, status and tasks per member."""
         gid = _str(group_id, "group_id")

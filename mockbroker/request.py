@@ -14,7 +14,8 @@ It returns one ``Outcome``:
   from the body: ``partitions`` (the error code and bytes of every partition it
   answers, for the journal and the request metrics), ``error_code`` (the
   journal's top-level error when the body's own ``error_code`` field is not it:
-  the first failed item of a batched API), ``controller_throttle_ms`` (KIP-599,
+  the first failed item of a batched API), ``details`` (the journal record's per-API details),
+  ``controller_throttle_ms`` (KIP-599,
   CreateTopics/DeleteTopics), ``client_software`` (ApiVersions v3+), and for
   Fetch what a throttle changes (``if_throttled``, ``finish``);
 * ``NoResponse(partitions)``: nothing is sent (Produce with acks=0);
@@ -47,7 +48,7 @@ process or across to the connection.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, TypeAlias
 
@@ -55,6 +56,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiRegistry, ApiSpec
 
 from .channel import Authenticator
+from .client_metrics_manager import ClientMetricsManager
 from .clock import Clock
 from .config_catalog import ConfigCatalog
 from .controller import Controller
@@ -91,6 +93,7 @@ class Response(NamedTuple):
     error_code: int | None = None
     controller_throttle_ms: int = 0  # KIP-599: CreateTopics/DeleteTopics' controller mutation throttle
     client_software: tuple[str, str] | None = None  # ApiVersions v3+: what the connection's client is
+    details: Mapping[str, Any] | None = None  # the journal record's per-API details (PushTelemetry: metrics kept)
     # Fetch (FetchContext): the body answered instead when a quota throttles this one
     # (getThrottledResponse), and, when none does, what sending it does (updateAndGenerateResponseData:
     # the fetch session created or updated) returning the body to send (``body`` itself if unchanged)
@@ -193,6 +196,7 @@ class BrokerServices(Protocol):
     credentials: CredentialStore    # SASL users, cluster-wide: SCRAM credentials (ScramImage), PLAIN passwords
     share_groups: ShareGroupCoordinator  # share groups' membership (ShareGroupHeartbeat/Describe, KIP-932)
     share_partitions: SharePartitionManager  # this broker's share-partitions and share sessions
+    client_metrics: ClientMetricsManager  # this broker's KIP-714 client telemetry (ClientMetricsManager)
 
 
 class RequestContext(NamedTuple):

@@ -233,6 +233,17 @@ class MockBroker:
         [(topic, partition)], ``coordinator`` (node id, -1: none alive)."""
         return self.control(lambda c: c.transactions())
 
+    # client telemetry (KIP-714)
+    def client_metrics(self, client_id: str | None = None) -> list[dict[str, Any]]:
+        """Every client instance that pushed KIP-714 telemetry (needs mock.client.telemetry.enabled):
+        ``client_instance_id`` (as the client's ``clientInstanceId()`` prints it), ``broker``,
+        ``client_id``, ``client_software_name``/``_version``, ``client_source_address``/``_port``,
+        ``subscription_id``, ``push_interval_ms``, ``requested_metrics``, ``pushes``, ``last_push_ms``
+        (broker clock), ``terminated``, ``resource`` (OTLP resource attributes) and ``metrics``:
+        {name: [{type, attributes, value, time_unix_nano}]}, the latest value per attribute set
+        (a histogram's or summary's value: {count, sum}).  ``client_id`` keeps that client's."""
+        return self.control(lambda c: c.client_metrics(client_id))
+
     # groups
     def groups(self) -> list[dict[str, Any]]:
         return self.control(lambda c: c.groups())

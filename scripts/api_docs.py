@@ -45,10 +45,10 @@ _NO_AUTHORIZER = ("SECURITY_DISABLED, as Kafka without `authorizer.class.name`; 
 SERVED_PARTLY: dict[int, str] = {29: _NO_AUTHORIZER, 30: _NO_AUTHORIZER, 31: _NO_AUTHORIZER}
 # Keys of broker listeners that a broker does not advertise by default.
 UNADVERTISED: dict[int, str] = {
-    71: "client telemetry (KIP-714): a Kafka broker advertises it only with a client-metrics plugin; "
-        "issue 24 (in progress)",
-    72: "client telemetry (KIP-714): a Kafka broker advertises it only with a client-metrics plugin; "
-        "issue 24 (in progress)",
+    71: "client telemetry (KIP-714): a Kafka broker advertises it only with a ClientTelemetry metrics "
+        "reporter; mockbroker with `mock.client.telemetry.enabled=true` (metrics kept per client)",
+    72: "client telemetry (KIP-714): a Kafka broker advertises it only with a ClientTelemetry metrics "
+        "reporter; mockbroker with `mock.client.telemetry.enabled=true` (metrics kept per client)",
 }
 
 HEADER = """\
@@ -60,7 +60,8 @@ HEADER = """\
 Every API key of Kafka {kafka}'s message schemas.  *Kafka {kafka}* is the range a real Kafka {kafka}
 broker advertises in ApiVersions (recorded in protocol/kafka_releases.py; blank: a broker does not
 advertise it to clients), *mockbroker* the range mockbroker serves and advertises at its default
-`mock.kafka.version` ({release}); `mock.kafka.version` picks another release's ranges.  Each served API
+`mock.kafka.version` ({release}) (71 and 72 only with `mock.client.telemetry.enabled`);
+`mock.kafka.version` picks another release's ranges.  Each served API
 is one module of mockbroker/apis, whose docstring says how it behaves and where it differs from Kafka
 (the differences are gathered in docs/differences.md).
 
@@ -82,7 +83,7 @@ def render() -> str:
         schemas[int(d["apiKey"])] = (_camel_to_title(d["name"]), list(d.get("listeners", [])))
     advertised = dict(RECORDED["4.4"]["api_keys"])
     modules = {m.API_KEY: m.__name__.rsplit(".", 1)[1] for m in MODULES}
-    registry = ApiRegistry(DEFAULT_KAFKA_RELEASE, set(modules))
+    registry = ApiRegistry(DEFAULT_KAFKA_RELEASE, set(modules), client_telemetry=True)
     rows = []
     for key in sorted(schemas):
         name, listeners = schemas[key]
@@ -93,6 +94,8 @@ def render() -> str:
             why = f"`mockbroker/apis/{modules[key]}.py`"
             if key in SERVED_PARTLY:
                 why += f": {SERVED_PARTLY[key]}"
+            elif key in UNADVERTISED:
+                why += f": {UNADVERTISED[key]}"
         elif kafka is not None:
             if key not in NOT_SERVED:
                 raise SystemExit(f"api key {key} ({name}) is advertised by Kafka but neither served nor in NOT_SERVED")

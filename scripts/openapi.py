@@ -112,6 +112,19 @@ schemas = {
                      "start_timestamp": {**I, "description": "ms since the epoch; -1: no transaction started"},
                      "partitions": arr(arr({"oneOf": [S, I]})), "coordinator": I},
                     ["transactional_id", "state", "producer_id", "producer_epoch", "partitions", "coordinator"]),
+ "ClientMetrics": obj({"client_instance_id": {**S, "description": "as the client's clientInstanceId() prints it"},
+                       "broker": I, "client_id": S, "client_software_name": nul(S),
+                       "client_software_version": nul(S), "client_source_address": nul(S),
+                       "client_source_port": nul(S), "subscription_id": nul(I), "push_interval_ms": nul(I),
+                       "requested_metrics": nul(arr(S)), "pushes": I,
+                       "last_push_ms": {**I, "description": "broker clock, ms since the epoch"},
+                       "terminated": B,
+                       "resource": {"type": "object", "description": "the OTLP resource attributes"},
+                       "metrics": {"type": "object", "description": "metric name -> the latest data point of each "
+                                   "attribute set: type, attributes, value ({count, sum} for a histogram or "
+                                   "summary), time_unix_nano",
+                                   "additionalProperties": arr({"type": "object"})}},
+                      ["client_instance_id", "broker", "client_id", "pushes", "last_push_ms", "metrics"]),
  "LoadingSet": obj({"duration_ms": {**I, "minimum": 0}}, ["duration_ms"], extra=False),
  "InFlight": obj({"api": S, "api_key": I, "api_version": I, "correlation_id": I, "waiting_ms": I}),
  "Connection": obj({"id": I, "broker": I, "listener": S, "peer": S, "client_id": S, "client_software_name": nul(S),
@@ -235,6 +248,10 @@ paths = {
                                      op_id="getShareGroup")},
  "/transactions": {"get": op("Transactional ids: state, producer id and epoch, timeout, partitions, coordinator",
                               arr(ref("Transaction")), op_id="listTransactions")},
+ "/client-metrics": {"get": op("KIP-714 client telemetry (mock.client.telemetry.enabled): every client instance "
+                                "that pushed metrics, with its subscription and the latest value of each metric",
+                                arr(ref("ClientMetrics")), [p("client_id", "only this client id")],
+                                op_id="listClientMetrics")},
  "/groups/{group}/loading": {"post": op("Its coordinator answers COORDINATOR_LOAD_IN_PROGRESS for a while", None,
                                         [group_p], ref("LoadingSet"), status="204", op_id="injectLoading")},
  "/connections": {"get": op("Client connections: peer, client id and software, principal, mute reasons, "

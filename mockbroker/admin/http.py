@@ -330,6 +330,7 @@ def build_app(cluster: Cluster, control: ControlPlane, guard: Guard | None = Non
     get("/streams-groups/{group}", lambda q: (_query(q), c.streams_group(q.match_info["group"]))[1])
     get("/share-groups/{group}", lambda q: (_query(q), c.share_group(q.match_info["group"]))[1])
     get("/transactions", lambda q: (_query(q), c.transactions())[1])
+    get("/client-metrics", lambda q: c.client_metrics(_query(q, "client_id")["client_id"]))
 
     async def loading(q: web.Request) -> web.Response:
         b = await _body(q, "duration_ms", required=("duration_ms",))

@@ -76,6 +76,8 @@ NAMES = (
     "p66_list_transactions",
     "p68_consumer_group_heartbeat",
     "p69_consumer_group_describe",
+    "p71_get_telemetry_subscriptions",
+    "p72_push_telemetry",
     "p74_list_config_resources",
     "p75_describe_topic_partitions",
     "p76_share_group_heartbeat",

@@ -31,7 +31,7 @@ with atheris.instrument_imports(include=["mockbroker", "protocol"]):
 from tests.unit.test_fuzz_decode import CFG, VALIDATE_ONLY, exchange, header  # noqa: E402
 
 # the index byte of an input picks from every served API (the seed corpus uses the same order)
-SERVED = sorted(((s.key, s.min_version, s.max_version) for s in ApiRegistry(DEFAULT_KAFKA_RELEASE, set(build_handlers()))))
+SERVED = sorted(((s.key, s.min_version, s.max_version) for s in ApiRegistry(DEFAULT_KAFKA_RELEASE, set(build_handlers()), client_telemetry=True)))
 
 
 class ErrorRecorder(logging.Handler):

@@ -57,12 +57,14 @@ from protocol.records import build_batch
 from protocol.registry import DEFAULT_KAFKA_RELEASE, ApiRegistry, any_spec, api_key_map, schema_versions
 from tests.kio_strategies import register_kio_strategies
 
-SERVED = {s.key: s for s in ApiRegistry(DEFAULT_KAFKA_RELEASE, set(build_handlers()))}
+SERVED = {s.key: s for s in ApiRegistry(DEFAULT_KAFKA_RELEASE, set(build_handlers()), client_telemetry=True)}
 VALIDATE_ONLY = {19, 33, 37, 44, 49}  # CreateTopics, AlterConfigs, CreatePartitions, IncrementalAlterConfigs,
 #                                       AlterClientQuotas: see the module docstring
 PROBE_CORR = 0x7FFF0000      # correlation id of the pipelined ApiVersions request
 WAIT_S = 0.3                 # an exchange neither answered nor closed by then is parked in a purgatory
-CFG = {"queued.max.request.bytes": 4 << 20, "socket.request.max.bytes": 1 << 20, "num.partitions": 1}
+# KIP-714's APIs served too (as a broker with a telemetry reporter), so that they are fuzzed like the others
+CFG = {"queued.max.request.bytes": 4 << 20, "socket.request.max.bytes": 1 << 20, "num.partitions": 1,
+       "mock.client.telemetry.enabled": True}
 
 
 register_kio_strategies()
