@@ -24,13 +24,13 @@ from .gotools import franz_go_binary
 from .javatools import JAVA_TIMEOUT_S, java_classpath, tail
 
 # Kafka refuses these without an authorizer (SECURITY_DISABLED), SASL (delegation tokens need a
-# SASL-authenticated, non-token connection), a telemetry plugin (clientInstanceId), a dynamic quorum
+# SASL-authenticated, non-token connection), a dynamic quorum
 # (kraft.version 1: the realkafka fixture's quorum is static, controller.quorum.voters) or a second
 # controller (the active one cannot unregister itself); the rest send no request.
 SKIPPED = {
     "describeAcls", "createAcls", "deleteAcls",
     "createDelegationToken", "renewDelegationToken", "expireDelegationToken", "describeDelegationToken",
-    "clientInstanceId", "addRaftVoter", "removeRaftVoter", "unregisterController",
+    "addRaftVoter", "removeRaftVoter", "unregisterController",
     "registerMetricForSubscription", "unregisterMetricFromSubscription", "metrics", "close",
 }
 LINE = re.compile(r"^(\w+)(?:\(\w+\))?: (OK|FAIL|SKIP) ?(.*)$")
@@ -111,6 +111,7 @@ EXPECTED = {
     'describeClientQuotas': '{producer_byte_rate=1048576.0}',
     'alterUserScramCredentials': 'tour-user',
     'describeUserScramCredentials': '[ScramCredentialInfo{mechanism=SCRAM_SHA_256, iterations=8192}]',
+    'clientInstanceId': 'null',  # no telemetry reporter: GetTelemetrySubscriptions not advertised
     'unregisterBroker': 'the highest id',
 }
 

@@ -110,6 +110,7 @@ public class AdminTour {
         p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "20000");
         p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "25000");
+        p.put(AdminClientConfig.ENABLE_METRICS_PUSH_CONFIG, "true");  // Admin's default is false
         return p;
     }
 
@@ -433,6 +434,10 @@ public class AdminTour {
         step("describeUserScramCredentials", () -> get(admin.describeUserScramCredentials(List.of(USER))
              .description(USER)).credentialInfos());
 
+        // ---- client telemetry: without a metrics reporter a broker does not advertise
+        // GetTelemetrySubscriptions, so the id is null (KIP-714) once the wait is over (the whole wait)
+        step("clientInstanceId", () -> String.valueOf(admin.clientInstanceId(Duration.ofMillis(200))));
+
         // ---- refused by Kafka without an authorizer, SASL or plugin, or no request at all
         skip("describeAcls", "SecurityDisabledException without an authorizer");
         skip("createAcls", "SecurityDisabledException without an authorizer");
@@ -441,7 +446,6 @@ public class AdminTour {
         skip("renewDelegationToken", "needs a SASL (non-token) authenticated connection");
         skip("expireDelegationToken", "needs a SASL (non-token) authenticated connection");
         skip("describeDelegationToken", "needs a SASL (non-token) authenticated connection");
-        skip("clientInstanceId", "needs a client telemetry plugin on the broker");
         skip("registerMetricForSubscription", "no request: client telemetry only");
         skip("unregisterMetricFromSubscription", "no request: client telemetry only");
         skip("metrics", "no request: the client's own metrics");
