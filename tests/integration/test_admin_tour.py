@@ -198,6 +198,10 @@ def kadm(bootstrap: str) -> list[str]:
     return r.stdout.strip().splitlines()
 
 
-def test_kadm_on_mockbroker():
-    with MockBroker() as b:
-        assert kadm(b.bootstrap_servers) == KADM
+@pytest.mark.parametrize("brokers", [1, 3])
+def test_kadm_on_mockbroker(brokers):
+    """kadm sends each request where Kafka's brokers want it: DeleteRecords, DescribeProducers and
+    WriteTxnMarkers to the partition's leader, OffsetDelete to the group's coordinator, the
+    alterations to the controller (any broker forwards)."""
+    with MockBroker(config={"mock.num.brokers": brokers}) as b:
+        assert kadm(b.bootstrap_servers) == [f"ListBrokers: {brokers}", *KADM[1:]]
