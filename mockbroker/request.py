@@ -72,6 +72,8 @@ from .quorum import ControllerQuorum
 from .quota.entities import QuotaStore
 from .quota.manager import QuotaManagers
 from .replica_manager import ReplicaManager
+from .authorizer import StandardAuthorizer
+from .delegation_tokens import DelegationTokenManager
 from .sasl_mechanisms import CredentialStore
 from .share.coordinator import ShareGroupCoordinator
 from .share.manager import SharePartitionManager
@@ -194,6 +196,8 @@ class BrokerServices(Protocol):
     features: FeatureControl        # finalized features (FeatureControlManager / MetadataCache.features)
     log_dirs: LogDirs               # the brokers' log directories (LogManager's, per broker)
     credentials: CredentialStore    # SASL users, cluster-wide: SCRAM credentials (ScramImage), PLAIN passwords
+    delegation_tokens: DelegationTokenManager  # the cluster's delegation tokens (DelegationTokenControlManager)
+    authorizer: StandardAuthorizer | None  # the cluster's ACLs (StandardAuthorizer); None: no authorizer
     share_groups: ShareGroupCoordinator  # share groups' membership (ShareGroupHeartbeat/Describe, KIP-932)
     share_partitions: SharePartitionManager  # this broker's share-partitions and share sessions
     client_metrics: ClientMetricsManager  # this broker's KIP-714 client telemetry (ClientMetricsManager)
@@ -226,6 +230,8 @@ class RequestContext(NamedTuple):
     # Fetch, Metadata) give it to the partitions it ``applies`` to, the others answer via ``error_response``
     injected: InjectedError | None = None
     sasl: Authenticator | None = None  # the authenticator when the request came before authentication
+    security_protocol: str = "PLAINTEXT"  # its listener's (RequestContext.securityProtocol)
+    token_authenticated: bool = False     # the principal logged in with a delegation token
 
     @property
     def node_id(self) -> int:

@@ -31,18 +31,14 @@ from protocol.registry import DEFAULT_KAFKA_RELEASE, ApiRegistry  # noqa: E402
 
 OUT = ROOT / "docs" / "apis.md"
 
-_SECURITY = "security (ACLs, SCRAM, delegation tokens): issue 27"
 _SHARE_STATE = ("broker-to-share-coordinator: the share-partitions' state; mockbroker's share-partitions reach "
                 "its share coordinator inside the cluster (mockbroker/share/persister.py)")
 # Keys a Kafka 4.4.0 broker advertises to clients that mockbroker does not serve (yet), and why.
 NOT_SERVED: dict[int, str] = {
-    38: _SECURITY, 39: _SECURITY, 40: _SECURITY, 41: _SECURITY,
     83: _SHARE_STATE, 84: _SHARE_STATE, 85: _SHARE_STATE, 86: _SHARE_STATE, 87: _SHARE_STATE,
 }
 # Served keys whose handler answers less than Kafka can, and what is missing.
-_NO_AUTHORIZER = ("SECURITY_DISABLED, as Kafka without `authorizer.class.name`; the authorizer (ACLs stored "
-                  "and enforced) is a later session of issue 27")
-SERVED_PARTLY: dict[int, str] = {29: _NO_AUTHORIZER, 30: _NO_AUTHORIZER, 31: _NO_AUTHORIZER}
+SERVED_PARTLY: dict[int, str] = {}
 # Keys of broker listeners that a broker does not advertise by default.
 UNADVERTISED: dict[int, str] = {
     71: "client telemetry (KIP-714): a Kafka broker advertises it only with a ClientTelemetry metrics "

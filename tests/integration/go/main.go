@@ -161,6 +161,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "kadm" {
 		os.Exit(kadmMain(os.Args[2:])) // kadm.go, for test_admin_tour.py and test_admin_kafka44.py
 	}
+	if len(os.Args) > 1 && os.Args[1] == "tls" {
+		os.Exit(tlsMain(os.Args[2:])) // tls.go, for test_tls_clients.py
+	}
 	if len(os.Args) > 1 && os.Args[1] == "throttled" {
 		os.Exit(throttledMain(os.Args[2:])) // throttled.go, for test_throttle_clients.py
 	}
