@@ -35,8 +35,6 @@ _SHARE_STATE = ("broker-to-share-coordinator: the share-partitions' state; mockb
                 "its share coordinator inside the cluster (mockbroker/share/persister.py)")
 # Keys a Kafka 4.4.0 broker advertises to clients that mockbroker does not serve (yet), and why.
 NOT_SERVED: dict[int, str] = {
-    27: "broker-to-broker: the transaction coordinator's markers to the partition leaders; mockbroker "
-        "writes them inside the cluster",
     83: _SHARE_STATE, 84: _SHARE_STATE, 85: _SHARE_STATE, 86: _SHARE_STATE, 87: _SHARE_STATE,
 }
 # Served keys whose handler answers less than Kafka can, and what is missing.

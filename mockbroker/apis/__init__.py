@@ -46,6 +46,7 @@ NAMES = (
     "p24_add_partitions_to_txn",
     "p25_add_offsets_to_txn",
     "p26_end_txn",
+    "p27_write_txn_markers",
     "p28_txn_offset_commit",
     "p29_describe_acls",
     "p30_create_acls",
