@@ -1,9 +1,10 @@
 """ACLs enforced, side by side: a Kafka 4.4.0 with StandardAuthorizer and mockbroker with
-``authorizer.class.name`` set to it, both with SASL/PLAIN users admin (a super user) and bob.  The
-admin creates the same topics and ACLs through confluent-kafka's AdminClient on both; then bob,
-through librdkafka, lists topics, produces, consumes in groups, creates and deletes topics and
-starts a transaction, and every outcome (values and error codes) must be the same on both.  Kafka
-4.4.0's own kafka-acls lists the ACLs on mockbroker as on Kafka."""
+``authorizer.class.name`` set to it, both with SASL/PLAIN users admin (a super user) and bob, and an
+SSL listener requiring client certificates whose subjects ``ssl.principal.mapping.rules`` maps to
+their CN.  The admin creates the same topics and ACLs through confluent-kafka's AdminClient on both;
+then bob, through librdkafka, lists topics, produces, consumes in groups, creates and deletes topics
+and starts a transaction; then clients with certificates (one allowed, one not, one from an unknown
+CA) produce over mTLS.  Every outcome (values and error codes) must be the same on both."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from mockbroker import MockBroker
+from mockbroker.certs import CertSet, make_certs
 
 from .realkafka import brokers, start
 
@@ -31,14 +33,30 @@ from confluent_kafka.admin import (  # noqa: E402
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 USERS = {"admin": "admin-pw", "bob": "bob-pw"}
 WAIT_S = 15  # a client outcome neither broker gives within this is reported as "none"
+MAPPING = "RULE:^CN=([^,]*),.*$/$1/,DEFAULT"  # ssl.principal.mapping.rules: the CN is the user
 
 
 @pytest.fixture(scope="module")
-def kafka() -> Iterator[str]:
-    """Kafka 4.4.0 with a SASL_PLAINTEXT listener (PLAIN) beside its PLAINTEXT one, and
+def certs(tmp_path_factory) -> tuple[CertSet, CertSet]:
+    """Clients "client" and "other" of the brokers' CA, and "stranger" of a CA they do not trust."""
+    return (make_certs(str(tmp_path_factory.mktemp("acl-certs")), clients=("client", "other")),
+            make_certs(str(tmp_path_factory.mktemp("stranger-certs")), clients=("stranger",)))
+
+
+def tls_props(cs: CertSet) -> dict[str, str]:
+    """The same SSL settings for both brokers: PEM keystore and truststore, client certificates
+    required, the CN as the principal."""
+    return {"ssl.keystore.type": "PEM", "ssl.keystore.location": cs.broker.keystore_pem,
+            "ssl.truststore.type": "PEM", "ssl.truststore.location": cs.ca, "ssl.client.auth": "required",
+            "ssl.principal.mapping.rules": MAPPING}
+
+
+@pytest.fixture(scope="module")
+def kafka(certs) -> Iterator[tuple[str, str]]:
+    """Kafka 4.4.0 with SASL_PLAINTEXT (PLAIN) and SSL listeners beside its PLAINTEXT one, and
     StandardAuthorizer (the nodes' own PLAINTEXT connections are ANONYMOUS super users): the SASL
-    listener's bootstrap address."""
-    port = brokers.free_port()
+    and the SSL listener's bootstrap addresses."""
+    port, ssl_port = brokers.free_port(), brokers.free_port()
     jaas = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
             + " ".join(f'user_{u}="{p}"' for u, p in USERS.items()) + ";")
 
@@ -46,16 +64,19 @@ def kafka() -> Iterator[str]:
         node = real.nodes[0]
         real.extra_props.update({
             "listeners": f"PLAINTEXT://127.0.0.1:{node.port},SASL_PLAINTEXT://127.0.0.1:{port},"
-                         f"CONTROLLER://127.0.0.1:{node.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port},SASL_PLAINTEXT://127.0.0.1:{port}",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+                         f"SSL://127.0.0.1:{ssl_port},CONTROLLER://127.0.0.1:{node.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port},SASL_PLAINTEXT://127.0.0.1:{port},"
+                                    f"SSL://127.0.0.1:{ssl_port}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,"
+                                              "CONTROLLER:PLAINTEXT",
+            **tls_props(certs[0]),
             "sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
             "authorizer.class.name": AUTHORIZER, "super.users": "User:admin;User:ANONYMOUS"})
 
     running = start(1, configure=configure)
     next(running)
     try:
-        yield f"127.0.0.1:{port}"
+        yield f"127.0.0.1:{port}", f"127.0.0.1:{ssl_port}"
     finally:
         running.close()  # stops the nodes
 
@@ -131,16 +152,45 @@ def scenario(bootstrap: str) -> list[str]:
     return out
 
 
+def mtls_scenario(sasl_bootstrap: str, ssl_bootstrap: str, certs: tuple[CertSet, CertSet]) -> list[str]:
+    """Client certificates on the SSL listener: "client" may WRITE "allowed" (an ACL on User:client,
+    the CN the mapping rule gives), "other" may not, "stranger"'s CA is not trusted."""
+    admin = AdminClient(sasl(sasl_bootstrap, "admin"))
+    for f in admin.create_acls([AclBinding(ResourceType.TOPIC, "allowed", ResourcePatternType.LITERAL,
+                                           "User:client", "*", AclOperation.WRITE,
+                                           AclPermissionType.ALLOW)]).values():
+        f.result(timeout=30)
+    time.sleep(1)  # Kafka's brokers apply the ACL once they replay it
+    out = []
+    ours, theirs = certs
+    for name, pair, ca in [("client", ours.clients["client"], ours.ca), ("other", ours.clients["other"], ours.ca),
+                           ("stranger", theirs.clients["stranger"], ours.ca)]:
+        errors: list = []
+        delivered: list = []
+        p = ck.Producer({"bootstrap.servers": ssl_bootstrap, "security.protocol": "SSL", "ssl.ca.location": ca,
+                         "ssl.certificate.location": pair.cert, "ssl.key.location": pair.key,
+                         "message.timeout.ms": 3000, "error_cb": errors.append})
+        p.produce("allowed", b"v", on_delivery=lambda err, msg: delivered.append(err))
+        p.flush(12)
+        first = code(delivered[0]) if delivered else "none"
+        out.append(f"mtls {name}: {first}, connection errors {sorted({code(e) for e in errors})}")
+    return out
+
+
 @pytest.fixture(scope="module")
-def mock() -> Iterator[MockBroker]:
-    with MockBroker(config={"listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+def mock(certs) -> Iterator[MockBroker]:
+    with MockBroker(config={"listeners": "SASL_PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+                            "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL",
+                            **tls_props(certs[0]),
                             "mock.sasl.users": [f"{u}:{p}" for u, p in USERS.items()],
                             "authorizer.class.name": AUTHORIZER, "super.users": "User:admin"}) as b:
         yield b
 
 
-def test_acl_outcomes_side_by_side(kafka, mock):
-    on_kafka = scenario(kafka)
-    on_mock = scenario(mock.bootstrap_servers)
+def test_acl_outcomes_side_by_side(kafka, mock, certs):
+    sasl_port, ssl_port = (mock.call(lambda cl: cl.brokers[0].ports[name]) for name in ("SASL_PLAINTEXT", "SSL"))
+    on_kafka = scenario(kafka[0]) + mtls_scenario(*kafka, certs)
+    on_mock = scenario(f"127.0.0.1:{sasl_port}") + mtls_scenario(f"127.0.0.1:{sasl_port}", f"127.0.0.1:{ssl_port}",
+                                                                 certs)
     assert on_mock == on_kafka, "\n".join(f"{k!r:70} {m!r}" for k, m in zip(on_kafka, on_mock))
     assert "produce denied: TOPIC_AUTHORIZATION_FAILED" in on_mock  # the scenario bites
