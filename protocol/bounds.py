@@ -16,12 +16,18 @@ The walk also refuses a null array in a field that is not nullable, as Kafka's g
 readers do ("non-nullable field X was serialized as null"): kio decodes it to None, which a
 handler iterating the field would trip over.  (kio already refuses null non-nullable strings.)
 
+It notes too the i64 durations (kio's ``timedelta_i64``) beyond what kio's reader holds
+(2^63 / 1000 ms, its microseconds in an i64): it refuses them ("timedelta milliseconds overflow") where Kafka
+reads any long, e.g. a CreateDelegationToken max_lifetime_ms of Long.MAX_VALUE / 2; the decoder cuts
+them to that maximum first (``clamp_durations``).
+
 Raises ``ValueError`` (or kio's own buffer errors) on a body that cannot be valid;
 ``protocol.codec.decode_request`` turns any of them into ``InvalidRequest``.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from dataclasses import Field, fields
 from functools import cache
@@ -45,14 +51,32 @@ from kio.serial._introspect import (
     is_optional,
 )
 
-# (buffer, position, end of the enclosing value) -> position after the value
-Step = Callable[[Any, int, int], int]
+# (buffer, position, end of the enclosing value, positions of i64 durations out of range) -> position after the value
+Step = Callable[[Any, int, int, list[int]], int]
+_I64 = struct.Struct(">q")
+# the most milliseconds kio's reader of an i64 duration (max_lifetime_ms, retention_time_ms, ...) takes,
+# as it counts microseconds in an i64; Kafka takes any long (Long.MAX_VALUE: "for ever")
+TIMEDELTA_MAX_MS = ((1 << 63) - 1) // 1000
 
 
-def check_request_bounds(cls: type, buf: Any, offset: int) -> None:
+def check_request_bounds(cls: type, buf: Any, offset: int) -> list[int]:
     """Walk a request body of kio class ``cls`` at ``offset``; raise on an impossible array size
-    or a null array in a field that is not nullable."""
-    _entity_step(cls, False)(buf, offset, len(buf))
+    or a null array in a field that is not nullable.  The positions of the i64 durations kio
+    cannot hold (``clamp_durations`` rewrites them)."""
+    out_of_range: list[int] = []
+    _entity_step(cls, False)(buf, offset, len(buf), out_of_range)
+    return out_of_range
+
+
+def clamp_durations(buf: Any, positions: list[int]) -> bytes:
+    """A copy of ``buf`` with the i64 durations at ``positions`` cut to what kio holds
+    (+-``TIMEDELTA_MAX_MS``, some 292,000 years: every handler's min/saturating sum gives
+    the same answer as for Kafka's larger value)."""
+    copy = bytearray(buf)
+    for pos in positions:
+        value = _I64.unpack_from(copy, pos)[0]
+        _I64.pack_into(copy, pos, TIMEDELTA_MAX_MS if value > 0 else -TIMEDELTA_MAX_MS)
+    return bytes(copy)  # kio reads read-only buffers only
 
 
 def _too_long(count: int, pos: int, end: int) -> None:
@@ -75,14 +99,14 @@ def _entity_step(cls: type, nullable: bool) -> Step:
         else:
             tagged[int(tag)] = step
 
-    def read(buf: Any, pos: int, end: int) -> int:
+    def read(buf: Any, pos: int, end: int, clamp: list[int]) -> int:
         if nullable:  # KIP-893 nullable struct: an int8 marker
             marker, n = read_int8(buf, pos)
             pos += n
             if marker < 0:
                 return pos
         for step in steps:
-            pos = step(buf, pos, end)
+            pos = step(buf, pos, end, clamp)
         if flexible:
             count, n = read_unsigned_varint(buf, pos)
             pos += n
@@ -95,7 +119,7 @@ def _entity_step(cls: type, nullable: bool) -> Step:
                 _too_long(size, pos, end)
                 known = tagged.get(tag)
                 if known is not None:
-                    known(buf, pos, pos + size)
+                    known(buf, pos, pos + size, clamp)
                 pos += size
         return pos
 
@@ -108,6 +132,8 @@ def _field_step(f: Field[Any], flexible: bool, is_header: bool, is_tag: bool) ->
     optional = False if is_tag else is_optional(f)
     match classify_field(f):
         case PrimitiveField():
+            if get_schema_field_type(f) == "timedelta_i64":
+                return _duration
             return _primitive(get_reader(get_schema_field_type(f), flexible, optional))
         case PrimitiveTupleField():
             return _array(_primitive(get_reader(get_schema_field_type(f), flexible, False)), flexible,
@@ -119,8 +145,15 @@ def _field_step(f: Field[Any], flexible: bool, is_header: bool, is_tag: bool) ->
     raise TypeError(f"unclassified field {f.name}")  # pragma: no cover
 
 
+def _duration(buf: Any, pos: int, end: int, clamp: list[int]) -> int:
+    """An i64 duration (kio: timedelta_i64), noted when kio's reader would refuse it."""
+    if abs(_I64.unpack_from(buf, pos)[0]) > TIMEDELTA_MAX_MS:
+        clamp.append(pos)
+    return pos + 8
+
+
 def _primitive(reader: Any) -> Step:
-    def read(buf: Any, pos: int, end: int) -> int:
+    def read(buf: Any, pos: int, end: int, clamp: list[int]) -> int:
         size: int = reader(buf, pos)[1]
         return pos + size
 
@@ -128,7 +161,7 @@ def _primitive(reader: Any) -> Step:
 
 
 def _array(item: Step, flexible: bool, name: str, nullable: bool) -> Step:
-    def read(buf: Any, pos: int, end: int) -> int:
+    def read(buf: Any, pos: int, end: int, clamp: list[int]) -> int:
         count: int
         n: int
         if flexible:
@@ -143,7 +176,7 @@ def _array(item: Step, flexible: bool, name: str, nullable: bool) -> Step:
             return pos
         _too_long(count, pos, end)
         for _ in range(count):
-            pos = item(buf, pos, end)
+            pos = item(buf, pos, end, clamp)
         return pos
 
     return read

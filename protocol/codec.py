@@ -56,7 +56,7 @@ from kio.serial._introspect import (
 from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32
 
-from .bounds import check_request_bounds
+from .bounds import check_request_bounds, clamp_durations
 from .errors import InvalidRequest
 from .generated.index import module_name as generated_module
 from .registry import ApiSpec, schema_versions
@@ -189,7 +189,9 @@ def decode_request(api_key: int, version: int, payload: bytes | memoryview, offs
     """Decode the request body that starts at ``offset``; wire faults raise InvalidRequest."""
     cls = request_class(api_key, version)
     try:
-        check_request_bounds(cls, payload, offset)  # kio's native reader trusts array lengths
+        out_of_range = check_request_bounds(cls, payload, offset)  # kio's native reader trusts array lengths
+        if out_of_range:  # durations beyond a timedelta (Long.MAX_VALUE ms): kio would refuse them
+            payload = clamp_durations(payload, out_of_range)
         body, _end = _reader(cls)(payload, offset)
     except Exception as e:  # noqa: BLE001 - kio raises several types; all mean "does not parse"
         raise InvalidRequest(

@@ -6,7 +6,8 @@ DELEGATION_TOKEN_REQUEST_NOT_ALLOWED over PLAINTEXT, from a connection that logg
 or over SSL without a client certificate; a renewer whose principal type is not ``User``:
 INVALID_PRINCIPAL_TYPE; without ``delegation.token.secret.key``: DELEGATION_TOKEN_AUTH_DISABLED.
 The owner is the request's owner principal (v3) when named, else the requester; a token for
-another owner needs CREATE_TOKENS on that user, which with no authorizer is always allowed.  The
+another owner needs CREATE_TOKENS on that user (DELEGATION_TOKEN_AUTHORIZATION_FAILED, checked
+before the renewers), which with no authorizer is always allowed.  The
 token's max lifetime is ``delegation.token.max.lifetime.ms`` or the request's max_lifetime_ms when
 that is positive and smaller; it expires ``delegation.token.expiry.time.ms`` after issue (never
 past its max).  Timestamps are the broker clock's.
@@ -23,9 +24,10 @@ from protocol.codec import timedelta_ms
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
+from ..authorizer import AclOperation, ResourceType
 from ..delegation_tokens import Principal
 from ..request import RequestContext, Response
-from .common import instant
+from .common import authorized, instant
 from .token_requests import allow_token_requests, requester
 
 if TYPE_CHECKING:
@@ -53,6 +55,8 @@ def handle(ctx: RequestContext, req: CreateDelegationTokenRequest) -> Response:
     renewers = [(r.principal_type, r.principal_name) for r in req.renewers]
     if not allow_token_requests(ctx):
         return _answer(ErrorCode.delegation_token_request_not_allowed, owner, by)
+    if owner != by and not authorized(ctx, AclOperation.CREATE_TOKENS, ResourceType.USER, f"{owner[0]}:{owner[1]}"):
+        return _answer(ErrorCode.delegation_token_authorization_failed, owner, by)
     if any(ptype != "User" for ptype, _ in renewers):
         return _answer(ErrorCode.invalid_principal_type, owner, by)
     error, token = ctx.broker.delegation_tokens.create(owner, by, renewers, timedelta_ms(req.max_lifetime))

@@ -2,10 +2,12 @@
 
 Behavior (KafkaApis.handleDescribeTokensRequest): DELEGATION_TOKEN_REQUEST_NOT_ALLOWED as for
 CreateDelegationToken, then DELEGATION_TOKEN_AUTH_DISABLED; an empty owners list: no tokens; a null
-list: every token; otherwise the tokens whose owner or a renewer is one of the owners named.  With
-no authorizer every token passes the DESCRIBE check, so a principal sees tokens it neither owns nor
-renews, as Kafka without an authorizer shows them.  Tokens already swept away after their expiry
-are gone; expired ones not yet swept are listed.
+list: every token; otherwise the tokens whose owner or a renewer is one of the owners named.  Of
+those, a principal sees the tokens it owns or renews, and the others only with DESCRIBE on the
+token (resource DELEGATION_TOKEN, its id) or DESCRIBE_TOKENS on its owner (resource USER,
+"User:name"), as ``DelegationTokenManager.filterToken``; with no authorizer every check passes, so
+a principal sees tokens it neither owns nor renews, as Kafka without an authorizer shows them.
+Tokens already swept away after their expiry are gone; expired ones not yet swept are listed.
 
 Version notes:
 * v2+ flexible; v3 the token requester in each token.
@@ -18,8 +20,10 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
+from ..authorizer import AclOperation, ResourceType
 from ..request import RequestContext, Response
-from .token_requests import allow_token_requests
+from .common import authorized
+from .token_requests import allow_token_requests, requester
 
 if TYPE_CHECKING:
     from protocol.request_types import DescribeDelegationTokenRequest
@@ -35,9 +39,14 @@ def handle(ctx: RequestContext, req: DescribeDelegationTokenRequest) -> Response
         return error_response(ctx, req, ErrorCode.delegation_token_auth_disabled)
     owners = None if req.owners is None else [(o.principal_type, o.principal_name) for o in req.owners]
     tokens: list[dict[str, Any]] = []
+    principal = requester(ctx)
     if owners != []:
         for t in manager.tokens():
             if owners is not None and not any(t.owner_or_renewer(o) for o in owners):
+                continue
+            if not t.owner_or_renewer(principal) and \
+                    not authorized(ctx, AclOperation.DESCRIBE, ResourceType.DELEGATION_TOKEN, t.token_id) and \
+                    not authorized(ctx, AclOperation.DESCRIBE_TOKENS, ResourceType.USER, f"{t.owner[0]}:{t.owner[1]}"):
                 continue
             tokens.append({"principal_type": t.owner[0], "principal_name": t.owner[1],
                            "token_requester_principal_type": t.requester[0],

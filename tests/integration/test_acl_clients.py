@@ -1,13 +1,15 @@
 """ACLs enforced, side by side: a Kafka 4.4.0 with StandardAuthorizer and mockbroker with
 ``authorizer.class.name`` set to it, both with SASL/PLAIN users admin (a super user) and bob, and an
 SSL listener requiring client certificates whose subjects ``ssl.principal.mapping.rules`` maps to
-their CN.  The admin creates the same topics and ACLs through confluent-kafka's AdminClient on both;
+their CN; SCRAM-SHA-256 for delegation-token logins and ``delegation.token.secret.key``.  The admin creates the same topics and ACLs through confluent-kafka's AdminClient on both;
 then bob, through librdkafka, lists topics, produces, consumes in groups, creates and deletes topics
 and starts a transaction; then clients with certificates (one allowed, one not, one from an unknown
-CA) produce over mTLS.  Every outcome (values and error codes) must be the same on both."""
+CA) produce over mTLS; then Kafka's Java Admin creates, describes, renews and expires delegation
+tokens and logs in with one.  Every outcome (values and error codes) must be the same on both."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Iterator
 
@@ -31,7 +33,8 @@ from confluent_kafka.admin import (  # noqa: E402
 )
 
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-USERS = {"admin": "admin-pw", "bob": "bob-pw"}
+USERS = {"admin": "admin-pw", "bob": "bob-pw", "carol": "carol-pw", "dave": "dave-pw"}
+TOKEN_KEY = "acl-clients-token-key"  # delegation.token.secret.key
 WAIT_S = 15  # a client outcome neither broker gives within this is reported as "none"
 MAPPING = "RULE:^CN=([^,]*),.*$/$1/,DEFAULT"  # ssl.principal.mapping.rules: the CN is the user
 
@@ -70,7 +73,12 @@ def kafka(certs) -> Iterator[tuple[str, str]]:
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,"
                                               "CONTROLLER:PLAINTEXT",
             **tls_props(certs[0]),
-            "sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+            "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+            # SCRAM for delegation tokens only (tokenauth=true): no SCRAM user has a credential
+            "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config":
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+            "delegation.token.secret.key": TOKEN_KEY,
             "authorizer.class.name": AUTHORIZER, "super.users": "User:admin;User:ANONYMOUS"})
 
     running = start(1, configure=configure)
@@ -183,7 +191,8 @@ def mock(certs) -> Iterator[MockBroker]:
                             "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL",
                             **tls_props(certs[0]),
                             "mock.sasl.users": [f"{u}:{p}" for u, p in USERS.items()],
-                            "authorizer.class.name": AUTHORIZER, "super.users": "User:admin"}) as b:
+                            "authorizer.class.name": AUTHORIZER, "super.users": "User:admin",
+                            "delegation.token.secret.key": TOKEN_KEY}) as b:
         yield b
 
 
@@ -194,3 +203,27 @@ def test_acl_outcomes_side_by_side(kafka, mock, certs):
                                                                  certs)
     assert on_mock == on_kafka, "\n".join(f"{k!r:70} {m!r}" for k, m in zip(on_kafka, on_mock))
     assert "produce denied: TOPIC_AUTHORIZATION_FAILED" in on_mock  # the scenario bites
+
+
+def test_delegation_token_outcomes_side_by_side(kafka, mock):
+    """Kafka's Java Admin with delegation tokens (tests/integration/java/src/DelegationTokens.java),
+    one JVM per broker: creating (for oneself, for another owner as a super user and without
+    CREATE_TOKENS, a group renewer, a life above the maximum), describing as owner, renewer, other
+    and super user with owner filters, renewing and expiring as owner, renewer and others, logging
+    in with the token over SCRAM (tokenauth) and creating a token from that connection, then again
+    once it is expired.  The owners, renewers, lifetimes and errors must be the same on both."""
+    from .javatools import JAVA_TIMEOUT_S, java_classpath
+
+    cp = java_classpath("DelegationTokens")
+    sasl_port = mock.call(lambda cl: cl.brokers[0].ports["SASL_PLAINTEXT"])
+
+    def run(bootstrap: str) -> list[str]:
+        cmd = ["java", "-Xmx256m", "-cp", cp, "DelegationTokens", bootstrap, *(f"{u}:{p}" for u, p in USERS.items())]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
+        lines = r.stdout.splitlines()
+        assert r.returncode == 0 and lines[-1:] == ["DONE"], r.stdout + r.stderr[-3000:]
+        return lines
+
+    on_kafka, on_mock = run(kafka[0]), run(f"127.0.0.1:{sasl_port}")
+    assert on_mock == on_kafka, "\n".join(f"{k!r:70} {m!r}" for k, m in zip(on_kafka, on_mock))
+    assert "renew other: DelegationTokenOwnerMismatchException" in on_mock  # the scenario bites

@@ -266,3 +266,68 @@ def test_tokens_disabled_without_a_secret_key():
             assert describe(c) == (E.delegation_token_auth_disabled, [])
         finally:
             c.close()
+
+
+def test_a_max_lifetime_beyond_a_timedelta_is_the_configured_maximum(b, connect):
+    """Java's Admin sends any long as max_lifetime_ms (Long.MAX_VALUE / 2 here), more than a
+    Python timedelta holds: Kafka takes the smaller configured maximum, and so do we (kio's
+    reader refused it and the connection was closed)."""
+    from protocol.codec import build_request, encode_request
+    from protocol.registry import any_spec
+
+    c = connect("alice")
+    t0 = now(b)
+    body = {"renewers": [], "max_lifetime": 4000, "owner_principal_type": None, "owner_principal_name": None}
+    c._corr += 1
+    frame = encode_request(38, 3, c._corr, c.client_id, build_request(38, 3, body), any_spec(38))
+    marker = struct.pack(">q", 4000)
+    assert frame.count(marker) == 1
+    c.send_raw(frame.replace(marker, struct.pack(">q", (1 << 62) - 1)))
+    r = c.response(38, 3, c._corr)
+    assert (r.error_code, ms(r.max_timestamp), ms(r.expiry_timestamp)) == (E.none, t0 + MAX_LIFE, t0 + EXPIRY)
+    # a renewal for Long.MAX_VALUE ms: the configured expiry time
+    huge = struct.pack(">q", (1 << 63) - 1)
+    c._corr += 1
+    renew_frame = encode_request(39, 2, c._corr, c.client_id, build_request(39, 2, {"hmac": r.hmac,
+                                                                                     "renew_period": 7}),
+                                 any_spec(39))
+    c.send_raw(renew_frame.replace(struct.pack(">q", 7), huge))
+    renewed = c.response(39, 2, c._corr)
+    assert (renewed.error_code, ms(renewed.expiry_timestamp)) == (E.none, t0 + EXPIRY)
+
+
+AUTHORIZED = CONFIG | {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                       "super.users": "User:alice"}
+
+
+def test_with_an_authorizer_create_for_another_owner_needs_create_tokens_and_describe_is_filtered():
+    """KafkaApis.handleCreateTokenRequest: CREATE_TOKENS on the owner (User resource), else
+    DELEGATION_TOKEN_AUTHORIZATION_FAILED; handleDescribeTokensRequest: a token neither owned nor
+    renewed is described only with DESCRIBE on it or DESCRIBE_TOKENS on its owner."""
+    with MockBroker(config=AUTHORIZED) as b:
+        clients = []
+
+        def as_(user):
+            c = RawKafkaClient.connect(b.bootstrap_servers)
+            login_plain(c, user, f"{user}-secret")
+            clients.append(c)
+            return c
+
+        try:
+            alice, bob, carol = as_("alice"), as_("bob"), as_("carol")
+            other = {"renewers": [], "max_lifetime": -1, "owner_principal_type": "User",
+                     "owner_principal_name": "carol"}
+            assert error_only(bob, 38, 3, other) == E.delegation_token_authorization_failed
+            assert create(bob, owner="bob").error_code == E.none  # oneself: no ACL needed
+            token = create(alice, owner="carol", renewers=[("User", "bob")])  # a super user
+            assert (token.error_code, token.principal_name) == (E.none, "carol")
+            alices = create(alice)
+            assert describe(carol) == (E.none, [token.token_id])  # the owner
+            assert set(describe(bob)[1]) >= {token.token_id} and alices.token_id not in describe(bob)[1]
+            b.add_acl("USER", "User:alice", "User:carol", "DESCRIBE_TOKENS")
+            assert alices.token_id in describe(carol)[1]
+            b.add_acl("USER", "User:carol", "User:bob", "CREATE_TOKENS")
+            assert create(bob, owner="carol").error_code == E.none
+        finally:
+            for c in clients:
+                c.close()
