@@ -1,14 +1,18 @@
 """ACLs enforced, side by side: a Kafka 4.4.0 with StandardAuthorizer and mockbroker with
-``authorizer.class.name`` set to it, both with SASL/PLAIN users admin (a super user) and bob, and an
-SSL listener requiring client certificates whose subjects ``ssl.principal.mapping.rules`` maps to
-their CN; SCRAM-SHA-256 for delegation-token logins and ``delegation.token.secret.key``.  The admin creates the same topics and ACLs through confluent-kafka's AdminClient on both;
-then bob, through librdkafka, lists topics, produces, consumes in groups, creates and deletes topics
-and starts a transaction; then clients with certificates (one allowed, one not, one from an unknown
-CA) produce over mTLS; then Kafka's Java Admin creates, describes, renews and expires delegation
-tokens and logs in with one.  Every outcome (values and error codes) must be the same on both."""
+``authorizer.class.name`` set to it, both with SASL/PLAIN users admin (a super user), bob, carol
+and dave, SCRAM-SHA-256 on the same listener for delegation-token logins, a
+``delegation.token.secret.key``, and an SSL listener requiring client certificates whose subjects
+``ssl.principal.mapping.rules`` maps to their CN.  The admin creates the same topics and ACLs
+through confluent-kafka's AdminClient on both; then bob, through librdkafka, lists topics,
+produces, consumes in groups, creates and deletes topics and starts a transaction; then clients
+with certificates (one allowed, one not, one from an unknown CA) produce over mTLS; then Kafka's
+Java Admin creates, describes, renews and expires delegation tokens and logs in with one; then
+Kafka's kafka-acls tool adds, lists and removes ACLs.  Every outcome (values, error codes, the
+tool's lines) must be the same on both."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -227,3 +231,79 @@ def test_delegation_token_outcomes_side_by_side(kafka, mock):
     on_kafka, on_mock = run(kafka[0]), run(f"127.0.0.1:{sasl_port}")
     assert on_mock == on_kafka, "\n".join(f"{k!r:70} {m!r}" for k, m in zip(on_kafka, on_mock))
     assert "renew other: DelegationTokenOwnerMismatchException" in on_mock  # the scenario bites
+
+
+def acl_tool_runs(bootstrap: str, props: str, base: int) -> list[tuple[str, int, list[str]]]:
+    """Kafka's kafka-acls on one broker, every run in one JVM (ToolBatch): adds (a literal topic,
+    a PREFIXED one with an allow and a deny, --producer with a transactional id, --consumer with a
+    group, one again: "already exists"), lists (all, MATCH on a topic, by principal), removes with
+    --force (one ACL, then every ACL of the prefixed resource) and lists again.  ``base``: the ACLs
+    the broker holds before.  Each run: its arguments, exit code and output lines, normalised (the
+    tool prints HashMap and HashSet contents: blocks and the ACLs in a block sorted)."""
+    from .javatools import OUT_DIR, java_classpath
+    from .realkafka import kafka_classpath
+
+    java_classpath("ToolBatch")  # compiled against kafka-clients
+    cp = kafka_classpath() + os.pathsep + str(OUT_DIR)
+    common = ["--bootstrap-server", bootstrap, "--command-config", props]
+    bob_reads = ["--allow-principal", "User:bob", "--operation", "Read", "--operation", "Describe",
+                 "--topic", "tool-t"]
+    runs = [
+        ["--add", *bob_reads],
+        ["--add", "--allow-principal", "User:bob", "--deny-principal", "User:dave", "--operation", "Write",
+         "--topic", "tool-", "--resource-pattern-type", "prefixed"],
+        ["--add", "--producer", "--topic", "tool-p", "--transactional-id", "tool-tx",
+         "--allow-principal", "User:carol"],
+        ["--add", "--consumer", "--topic", "tool-c", "--group", "tool-g", "--allow-principal", "User:carol"],
+        ["@wait-acls", str(base + 12), bootstrap, props],
+        ["--add", *bob_reads],
+        ["--list"],
+        ["--list", "--topic", "tool-t", "--resource-pattern-type", "match"],
+        ["--list", "--principal", "User:carol"],
+        ["--remove", "--force", "--allow-principal", "User:bob", "--operation", "Read", "--topic", "tool-t"],
+        ["--remove", "--force", "--topic", "tool-", "--resource-pattern-type", "prefixed"],
+        ["@wait-acls", str(base + 9), bootstrap, props],
+        ["--list", "--topic", "tool-t", "--resource-pattern-type", "match"],
+    ]
+    args: list[str] = [brokers.tool_main(cp, "kafka-acls")]
+    for i, run in enumerate(runs):
+        args += (["--"] if i else []) + (run if run[0].startswith("@") else [*common, *run])
+    r = subprocess.run(["java", *brokers.TOOL_JVM_OPTS, "-cp", cp, "ToolBatch", *args], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    outputs = r.stdout.split("=== run ")[1:]
+    assert len(outputs) == len(runs), r.stdout
+    result = []
+    for run, out in zip(runs, outputs):
+        head, _, text = out.partition("\n")
+        blocks: list[list[str]] = []
+        for line in filter(None, (line.strip() for line in text.splitlines())):
+            if line.startswith("(") and blocks:  # an ACL of the resource above
+                blocks[-1].append(line)
+            else:  # "Current ACLs for resource ...", "Adding ACLs ...", "ACLs for principal ...", ...
+                blocks.append([line])
+        result.append((" ".join(run[:2] if run[0].startswith("@") else run), int(head.split()[-1]),
+                       sorted("\n".join([b[0], *sorted(b[1:])]) for b in blocks)))
+    return result
+
+
+def test_kafka_acls_tool_side_by_side(kafka, mock, tmp_path):
+    """Kafka 4.4.0's kafka-acls (AclCommand) logged in as the admin: the same exit codes and output
+    lines from mockbroker as from the Kafka 4.4.0 (whose authorizer has the same ACLs)."""
+    props = tmp_path / "admin.properties"
+    props.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                     "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+                     f'username="admin" password="{USERS["admin"]}";\n')
+    sasl_port = mock.call(lambda cl: cl.brokers[0].ports["SASL_PLAINTEXT"])
+    everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                                  AclPermissionType.ANY)
+    results = []
+    for bootstrap in (kafka[0], f"127.0.0.1:{sasl_port}"):
+        admin = AdminClient(sasl(bootstrap, "admin"))  # (kept: a collected client fails its futures)
+        base = len(admin.describe_acls(everything).result(timeout=30))
+        results.append(acl_tool_runs(bootstrap, str(props), base))
+    on_kafka, on_mock = results
+    assert on_mock == on_kafka, "\n".join(f"{k!r}\n{m!r}\n" for k, m in zip(on_kafka, on_mock) if k != m)
+    listed = next(blocks for run, _code, blocks in on_mock if run == "--list --principal User:carol")
+    assert "ACLs for principal `User:carol`" in listed and \
+        any("name=tool-tx" in b and "operation=WRITE" in b for b in listed), listed  # the tool's lines
