@@ -18,10 +18,12 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,11 +31,13 @@ from mockbroker import MockBroker
 
 from .javatools import JAVA_TIMEOUT_S, OUT_DIR, tail
 from .javatools import java_classpath as _java_classpath
-from .realkafka import brokers, kafka_classpath, realkafka  # noqa: F401 - a fixture
+from .realkafka import brokers, kafka_classpath
+from .realkafka import start as realkafka_start
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
-MOCK_44 = {"mock.kafka.version": "4.4", "node.id": 1}
+# node 1 as Kafka's; no initial rebalance delay, as bench/brokers.py's Kafka (group.initial.rebalance.delay.ms=0)
+MOCK_44 = {"mock.kafka.version": "4.4", "node.id": 1, "group.initial.rebalance.delay.ms": 0}
 BASE_TS = 1_767_225_600_000  # 2026-01-01T00:00:00Z: the records' timestamps count up from it by seconds
 DATETIME = "2026-01-01T00:00:04.000"  # the fifth record's
 
@@ -99,6 +103,7 @@ def setup(boot: str) -> tuple[object, object]:
 def script(boot: str, tmp: Path) -> list[tuple[str, str, list[str]]]:
     """(label, tool, arguments) of every tool run, in order."""
     bs = ["--bootstrap-server", boot]
+    tmp.mkdir(exist_ok=True)
     offsets = tmp / "delete-records.json"
     offsets.write_text(json.dumps({"partitions": [{"topic": "cg", "partition": 1, "offset": 3}], "version": 1}))
     topics = "kafka-topics"
@@ -207,6 +212,7 @@ def script(boot: str, tmp: Path) -> list[tuple[str, str, list[str]]]:
 def run_tools(runs: list[tuple[str, str, list[str]]], tmp: Path) -> list[Run]:
     """Every run of ``runs`` in one JVM (java/src/CliTools.java): its exit code, stdout and stderr."""
     _java_classpath("CliTools")  # compiled against kafka-clients; run with Kafka's broker and tools jars
+    tmp.mkdir(exist_ok=True)
     file = tmp / "script.txt"
     file.write_text("".join(f"@@ {main_of(tool)}\n" + "".join(f"{a}\n" for a in args) for _, tool, args in runs))
     cmd = [shutil.which("java") or "java", *brokers.TOOL_JVM_OPTS, "-cp", kafka_classpath() + os.pathsep + str(OUT_DIR),
@@ -223,19 +229,46 @@ def run_tools(runs: list[tuple[str, str, list[str]]], tmp: Path) -> list[Run]:
 
 
 @pytest.fixture(scope="module")
-def transcripts(realkafka, tmp_path_factory) -> Iterator[dict[str, list[Run]]]:  # noqa: F811
-    out: dict[str, list[Run]] = {}
-    with MockBroker(config=MOCK_44) as mock:
-        for name, boot in (("mockbroker", mock.bootstrap_servers), ("kafka", realkafka.bootstrap)):
-            tmp = tmp_path_factory.mktemp(name)
-            live, txn = setup(boot)
-            try:
-                out[name] = run_tools(script(boot, tmp), tmp)
-            finally:
-                live.close()
-                txn.abort_transaction(10)
-        yield out
+def transcripts(tmp_path_factory) -> Iterator[dict[str, list[Run]]]:
+    """The scenario's runs by broker: mockbroker's set up and run while the real Kafka starts (in a
+    thread: its start is mostly waiting on its own JVM), then Kafka's."""
+    tmp = tmp_path_factory.mktemp("cli")
+    kafka_classpath()  # resolved here (or the module skipped), not in the thread
+    started: dict[str, Any] = {}
+    failed: list[BaseException] = []
+    kafka_nodes = realkafka_start(1)
 
+    def start_kafka() -> None:
+        try:
+            started["kafka"] = next(kafka_nodes)
+        except BaseException as e:  # pytest.fail's Failed too: raised again below, in the test
+            failed.append(e)
+
+    thread = threading.Thread(target=start_kafka, name="realkafka-start", daemon=True)
+    thread.start()
+    out: dict[str, list[Run]] = {}
+    try:
+        with MockBroker(config=MOCK_44) as mock:
+            out["mockbroker"] = session(mock.bootstrap_servers, tmp / "mockbroker")
+        thread.join(brokers.KAFKA_READY_TIMEOUT_S + 30)
+        assert not thread.is_alive(), "Kafka 4.4.0 did not start"
+        if failed:
+            raise failed[0]
+        out["kafka"] = session(started["kafka"].bootstrap, tmp / "kafka")
+        yield out
+    finally:
+        thread.join(brokers.KAFKA_READY_TIMEOUT_S + 30)
+        kafka_nodes.close()  # realkafka.start's finally: Kafka stopped
+
+
+def session(boot: str, tmp: Path) -> list[Run]:
+    """The scenario set up on the broker at ``boot`` and every tool run of it, in one JVM."""
+    live, txn = setup(boot)
+    try:
+        return run_tools(script(boot, tmp), tmp)
+    finally:
+        live.close()
+        txn.abort_transaction(10)
 
 
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
