@@ -92,7 +92,8 @@ def setup(boot: str) -> tuple[object, object]:
             break
     assert len(live.assignment()) == 2, live.assignment()
     live.commit(offsets=[TopicPartition("cg", 1, 1)], asynchronous=False)
-    t = Producer({"bootstrap.servers": boot, "transactional.id": "cli-txn", "linger.ms": 0})
+    t = Producer({"bootstrap.servers": boot, "transactional.id": "cli-txn", "linger.ms": 0,
+                  "transaction.timeout.ms": 300_000})  # open while the tools run, however slow the machine
     t.init_transactions(30)
     t.begin_transaction()
     t.produce("txn", value=b"open", partition=0, timestamp=BASE_TS)
@@ -106,6 +107,8 @@ def script(boot: str, tmp: Path) -> list[tuple[str, str, list[str]]]:
     tmp.mkdir(exist_ok=True)
     offsets = tmp / "delete-records.json"
     offsets.write_text(json.dumps({"partitions": [{"topic": "cg", "partition": 1, "offset": 3}], "version": 1}))
+    beyond = tmp / "delete-records-beyond.json"
+    beyond.write_text(json.dumps({"partitions": [{"topic": "cg", "partition": 0, "offset": 99}], "version": 1}))
     topics = "kafka-topics"
     configs = "kafka-configs"
     groups = "kafka-consumer-groups"
@@ -125,6 +128,15 @@ def script(boot: str, tmp: Path) -> list[tuple[str, str, list[str]]]:
         ("topics alter fewer", topics, [*bs, "--alter", "--topic", "t-conf", "--partitions", "2"]),
         ("topics alter same", topics, [*bs, "--alter", "--topic", "t-conf", "--partitions", "5"]),
         ("topics describe altered", topics, [*bs, "--describe", "--topic", "t-conf"]),
+        ("topics create replication", topics, [*bs, "--create", "--topic", "t-rf", "--replication-factor", "3"]),
+        ("topics create partitions 0", topics, [*bs, "--create", "--topic", "t-p0", "--partitions", "0"]),
+        ("topics create bad name", topics, [*bs, "--create", "--topic", "bad name"]),
+        ("topics create bad assignment", topics, [*bs, "--create", "--topic", "t-ba", "--replica-assignment", "1,7"]),
+        ("topics alter assignment", topics, [*bs, "--alter", "--topic", "t-assign", "--partitions", "3",
+                                            "--replica-assignment", "1,1,1"]),
+        ("topics describe under-replicated", topics, [*bs, "--describe", "--under-replicated-partitions"]),
+        ("topics describe unavailable", topics, [*bs, "--describe", "--unavailable-partitions"]),
+        ("topics describe missing", topics, [*bs, "--describe", "--topic", "t-none"]),
         ("topics describe overrides", topics, [*bs, "--describe", "--topics-with-overrides", "--exclude-internal"]),
         ("topics delete", topics, [*bs, "--delete", "--topic", "t-assign"]),
         ("topics delete missing", topics, [*bs, "--delete", "--topic", "t-none"]),
@@ -139,6 +151,11 @@ def script(boot: str, tmp: Path) -> list[tuple[str, str, list[str]]]:
                                         "--add-config", "retention.ms=soon"]),
         ("configs topic unknown", configs, [*bs, "--alter", "--entity-type", "topics", "--entity-name", "t-conf",
                                             "--add-config", "no.such.config=1"]),
+        ("configs topic all configs", configs, [*bs, "--describe", "--all", "--entity-type", "topics",
+                                                "--entity-name", "cg"]),
+        ("configs topic missing", configs, [*bs, "--describe", "--entity-type", "topics", "--entity-name", "t-none"]),
+        ("configs broker read-only", configs, [*bs, "--alter", "--entity-type", "brokers", "--entity-name", "1",
+                                               "--add-config", "log.dirs=/x"]),
         ("configs broker default alter", configs, [*bs, "--alter", "--entity-type", "brokers", "--entity-default",
                                                    "--add-config", "log.retention.ms=7200000"]),
         ("configs broker default describe", configs, [*bs, "--describe", "--entity-type", "brokers",
@@ -165,6 +182,8 @@ def script(boot: str, tmp: Path) -> list[tuple[str, str, list[str]]]:
                                                       "--entity-name", "cm"]),
         ("configs client-metrics delete", configs, [*bs, "--alter", "--entity-type", "client-metrics",
                                                     "--entity-name", "cm", "--delete-config", "interval.ms"]),
+        ("configs groups all", configs, [*bs, "--describe", "--entity-type", "groups"]),
+        ("configs brokers all", configs, [*bs, "--describe", "--entity-type", "brokers"]),
         ("configs client-metrics described", configs, [*bs, "--describe", "--entity-type", "client-metrics"]),
         # kafka-consumer-groups
         ("groups list", groups, [*bs, "--list"]),
@@ -182,6 +201,15 @@ def script(boot: str, tmp: Path) -> list[tuple[str, str, list[str]]]:
                                         "--shift-by", "-2", "--execute"]),
         ("groups reset datetime", groups, [*bs, "--reset-offsets", "--group", "cg-a", "--topic", "cg",
                                            "--to-datetime", DATETIME, "--execute"]),
+        ("groups reset latest export", groups, [*bs, "--reset-offsets", "--group", "cg-a", "--all-topics",
+                                                "--to-latest", "--export", "--dry-run"]),
+        ("groups reset current", groups, [*bs, "--reset-offsets", "--group", "cg-a", "--topic", "cg",
+                                          "--to-current", "--dry-run"]),
+        ("groups reset duration", groups, [*bs, "--reset-offsets", "--group", "cg-a", "--topic", "cg",
+                                           "--by-duration", "PT0S", "--dry-run"]),
+        ("groups reset missing topic", groups, [*bs, "--reset-offsets", "--group", "cg-a", "--topic", "t-none",
+                                                "--to-earliest", "--dry-run"]),
+        ("groups describe all", groups, [*bs, "--describe", "--all-groups", "--offsets", "--verbose"]),
         ("groups reset live", groups, [*bs, "--reset-offsets", "--group", "cg-live", "--topic", "cg",
                                        "--to-earliest", "--execute"]),
         ("groups described", groups, [*bs, "--describe", "--group", "cg-a"]),
@@ -195,6 +223,8 @@ def script(boot: str, tmp: Path) -> list[tuple[str, str, list[str]]]:
         ("txn describe", txns, [*bs, "describe", "--transactional-id", "cli-txn"]),
         ("txn describe missing", txns, [*bs, "describe", "--transactional-id", "none"]),
         ("txn describe-producers", txns, [*bs, "describe-producers", "--topic", "txn", "--partition", "0"]),
+        ("txn list ongoing", txns, [*bs, "list", "--state", "Ongoing"]),
+        ("txn list duration", txns, [*bs, "list", "--duration-filter", "3600000"]),
         ("txn find-hanging", txns, [*bs, "find-hanging", "--broker-id", "1"]),
         ("txn find-hanging topic", txns, [*bs, "find-hanging", "--topic", "txn"]),
         # kafka-get-offsets, kafka-delete-records
@@ -203,7 +233,11 @@ def script(boot: str, tmp: Path) -> list[tuple[str, str, list[str]]]:
         ("offsets max timestamp", "kafka-get-offsets", [*bs, "--topic", "cg", "--time", "-3"]),
         ("offsets timestamp", "kafka-get-offsets", [*bs, "--topic", "cg", "--time", str(BASE_TS + 4500)]),
         ("offsets future", "kafka-get-offsets", [*bs, "--topic-partitions", "cg:0", "--time", str(BASE_TS + 10 ** 8)]),
+        ("offsets earliest local", "kafka-get-offsets", [*bs, "--topic", "cg", "--time", "-4"]),
+        ("offsets tiered", "kafka-get-offsets", [*bs, "--topic", "cg", "--time", "-5"]),
+        ("offsets missing", "kafka-get-offsets", [*bs, "--topic", "t-none", "--time", "-1"]),
         ("delete records", "kafka-delete-records", [*bs, "--offset-json-file", str(offsets)]),
+        ("delete records beyond", "kafka-delete-records", [*bs, "--offset-json-file", str(beyond)]),
         ("offsets after delete", "kafka-get-offsets", [*bs, "--topic", "cg", "--time", "-2"]),
     ]
     return runs
