@@ -62,8 +62,12 @@ def kafka_tool(tool: str, *args: str, version: str = KAFKA_VERSION,
     return brokers.kafka_tool(kafka_classpath(version), tool, *args, timeout=timeout)
 
 
-def start(nodes: int, version: str = KAFKA_VERSION) -> Iterator[brokers.RealKafka]:
-    kafka = brokers.RealKafka(kafka_classpath(version), nodes=nodes, version=version, jvm_opts=JVM_OPTS)
+def start(nodes: int, version: str = KAFKA_VERSION,
+          extra_props: dict[str, str] | None = None) -> Iterator[brokers.RealKafka]:
+    """Kafka ``version`` on ``nodes`` nodes (``extra_props`` added to each server.properties), stopped
+    when the generator is closed."""
+    kafka = brokers.RealKafka(kafka_classpath(version), nodes=nodes, version=version, jvm_opts=JVM_OPTS,
+                              extra_props=extra_props)
     try:
         kafka.start()
     except (RuntimeError, OSError, subprocess.SubprocessError) as e:

@@ -1,14 +1,18 @@
 """Kafka 4.4.0's own command-line tools against mockbroker and a real Kafka 4.4.0, side by side (issue 24).
 
-One scenario per broker -- the same topics, records (fixed timestamps), consumer groups and an open
-transaction, set up with confluent-kafka -- then every tool run of it in one JVM
-(java/src/CliTools.java calls each tool's main class in turn, Exit's procedures throwing, stdout and
-stderr captured per run): kafka-topics (create with configs and a replica assignment, alter, describe,
-delete, the errors), kafka-configs (topics, brokers, groups, client-metrics), kafka-consumer-groups
-(list, describe, reset-offsets in its five ways, delete-offsets, delete), kafka-transactions (list,
-describe, describe-producers, find-hanging), kafka-delete-records and kafka-get-offsets.  Each run's
-exit code, stdout and the first line of stderr are the same from both once ``normalise`` has replaced
-what must differ (topic and cluster ids, producer ids, ports, member ids, times).
+One scenario per broker -- the same topics, records (fixed timestamps), consumer groups (one with
+committed offsets and no members, one with a live confluent-kafka member) and an open transaction,
+set up with confluent-kafka -- then all its tool runs in one JVM (java/src/CliTools.java calls each
+tool's main class in turn, Exit's procedures throwing, stdout and stderr captured per run); the
+mockbroker side runs while the real Kafka starts.  The runs: kafka-topics (create with configs and a
+replica assignment, alter, describe, delete, and their errors), kafka-configs (topics, brokers per
+broker and by default, groups, client-metrics; a broker's --all), kafka-consumer-groups (list,
+describe offsets/members/state, reset-offsets by each of its specs with --dry-run and --execute,
+delete-offsets, delete), kafka-transactions (list, describe, describe-producers, find-hanging),
+kafka-get-offsets (-1, -2, -3, -4, -5, a timestamp) and kafka-delete-records.  Each run's exit code,
+stdout and the first lines of stderr (stack frames left out) are the same from both once
+``normalise`` has replaced what must differ (topic ids, ports, member ids, producer ids,
+transaction times); docs/differences.md says what is left out and why.
 """
 
 from __future__ import annotations
@@ -36,8 +40,11 @@ from .realkafka import start as realkafka_start
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
-# node 1 as Kafka's; no initial rebalance delay, as bench/brokers.py's Kafka (group.initial.rebalance.delay.ms=0)
-MOCK_44 = {"mock.kafka.version": "4.4", "node.id": 1, "group.initial.rebalance.delay.ms": 0}
+# both: one partition for each internal log (Kafka creates __consumer_offsets and __transaction_state on
+# first use: 100 partitions less to create); mockbroker: node 1 as Kafka's, no initial rebalance delay as
+# bench/brokers.py's Kafka (group.initial.rebalance.delay.ms=0)
+INTERNAL = {"offsets.topic.num.partitions": "1", "transaction.state.log.num.partitions": "1"}
+MOCK_44 = {"mock.kafka.version": "4.4", "node.id": 1, "group.initial.rebalance.delay.ms": 0, **INTERNAL}
 BASE_TS = 1_767_225_600_000  # 2026-01-01T00:00:00Z: the records' timestamps count up from it by seconds
 DATETIME = "2026-01-01T00:00:04.000"  # the fifth record's
 
@@ -270,7 +277,7 @@ def transcripts(tmp_path_factory) -> Iterator[dict[str, list[Run]]]:
     kafka_classpath()  # resolved here (or the module skipped), not in the thread
     started: dict[str, Any] = {}
     failed: list[BaseException] = []
-    kafka_nodes = realkafka_start(1)
+    kafka_nodes = realkafka_start(1, extra_props=INTERNAL)
 
     def start_kafka() -> None:
         try:
@@ -317,7 +324,7 @@ STATIC_CONFIGS = {
     "offsets.topic.replication.factor", "quota.window.num", "quota.window.size.seconds", "sasl.enabled.mechanisms",
     "share.coordinator.state.topic.min.isr", "share.coordinator.state.topic.replication.factor",
     "transaction.state.log.min.isr", "transaction.state.log.replication.factor", "broker.id", "node.id",
-    "process.roles",
+    "process.roles", *INTERNAL,
 }
 
 
