@@ -65,10 +65,11 @@ RETRIABLE = {confluent_kafka.KafkaError.NOT_COORDINATOR, confluent_kafka.KafkaEr
              confluent_kafka.KafkaError.COORDINATOR_LOAD_IN_PROGRESS}
 
 
-def setup(boot: str) -> tuple[object, object]:
+def setup(boot: str) -> tuple[list[Any], Any]:
     """Topics ``cg`` (2 partitions, 10 records each) and ``txn``; group ``cg-a`` with committed offsets
-    and no members, group ``cg-live`` with one member; an open transaction of ``cli-txn`` on txn-0.
-    Returns the live consumer and the transactional producer (to close after the tools ran)."""
+    and no members, classic group ``cg-live`` and KIP-848 group ``cg-848`` with one member each; an
+    open transaction of ``cli-txn`` on txn-0.  Returns the live consumers and the transactional
+    producer (to close after the tools ran)."""
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -99,13 +100,21 @@ def setup(boot: str) -> tuple[object, object]:
             break
     assert len(live.assignment()) == 2, live.assignment()
     live.commit(offsets=[TopicPartition("cg", 1, 1)], asynchronous=False)
+    member = Consumer({"bootstrap.servers": boot, "group.id": "cg-848", "client.id": "member-client",
+                       "group.protocol": "consumer", "enable.auto.commit": False})
+    member.subscribe(["txn"])
+    for _ in range(150):  # KIP-848: assigned by the broker's heartbeats (bounded: 30 s)
+        member.poll(0.2)
+        if member.assignment():
+            break
+    assert member.assignment(), "cg-848 got no assignment"
     t = Producer({"bootstrap.servers": boot, "transactional.id": "cli-txn", "linger.ms": 0,
                   "transaction.timeout.ms": 300_000})  # open while the tools run, however slow the machine
     t.init_transactions(30)
     t.begin_transaction()
     t.produce("txn", value=b"open", partition=0, timestamp=BASE_TS)
     assert t.flush(30) == 0
-    return live, t
+    return [live, member], t
 
 
 def script(boot: str, tmp: Path) -> list[tuple[str, str, list[str]]]:
@@ -199,6 +208,8 @@ def script(boot: str, tmp: Path) -> list[tuple[str, str, list[str]]]:
         ("groups describe live", groups, [*bs, "--describe", "--group", "cg-live"]),
         ("groups describe members", groups, [*bs, "--describe", "--group", "cg-live", "--members", "--verbose"]),
         ("groups describe state", groups, [*bs, "--describe", "--group", "cg-live", "--state", "--verbose"]),
+        ("groups list type", groups, [*bs, "--list", "--type"]),
+        ("groups describe 848", groups, [*bs, "--describe", "--group", "cg-848"]),
         ("groups describe missing", groups, [*bs, "--describe", "--group", "cg-none"]),
         ("groups reset earliest dry", groups, [*bs, "--reset-offsets", "--group", "cg-a", "--topic", "cg",
                                                "--to-earliest", "--dry-run"]),
@@ -304,11 +315,12 @@ def transcripts(tmp_path_factory) -> Iterator[dict[str, list[Run]]]:
 
 def session(boot: str, tmp: Path) -> list[Run]:
     """The scenario set up on the broker at ``boot`` and every tool run of it, in one JVM."""
-    live, txn = setup(boot)
+    consumers, txn = setup(boot)
     try:
         return run_tools(script(boot, tmp), tmp)
     finally:
-        live.close()
+        for consumer in consumers:
+            consumer.close()
         txn.abort_transaction(10)
 
 
@@ -348,7 +360,8 @@ def normalise(run: Run) -> tuple[str, int, str, list[str]]:
     def sub(text: str) -> str:
         text = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", text)
         text = re.sub(r"TopicId: \S+", "TopicId: ID", text)
-        return re.sub(UUID, "UUID", text)  # the members' ids
+        text = re.sub(r"(cg-848 .*?)\b[A-Za-z0-9+/]{22}\b", r"\1MEMBER", text)  # a KIP-848 member's id
+        return re.sub(UUID, "UUID", text)  # the classic members' ids
 
     err = [line for line in sub(run.err).splitlines() if line.strip() and not line.startswith(("\tat ", "\t..."))]
     return run.label, run.code, tables(sub(run.out)), err[:3]
@@ -404,7 +417,10 @@ def test_what_the_tools_did_on_mockbroker(transcripts):
     assert out("configs broker described") == "Dynamic configs for broker 1 are:\n"
     assert "consumer.session.timeout.ms=50000" in out("configs group describe")
     assert "interval.ms" not in out("configs client-metrics described")
-    assert out("groups list state").split() == ["GROUP", "STATE", "cg-a", "Empty", "cg-live", "Stable"]
+    assert out("groups list state").split() == ["GROUP", "STATE", "cg-848", "Stable", "cg-a", "Empty", "cg-live",
+                                                "Stable"]
+    assert out("groups list type").split() == ["GROUP", "TYPE", "cg-848", "Consumer", "cg-a", "Classic", "cg-live",
+                                               "Classic"]
 
     def offsets(label: str) -> list[list[str]]:
         return sorted(line.split()[1:4] for line in out(label).splitlines() if line.startswith("cg-a "))
