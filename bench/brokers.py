@@ -146,6 +146,7 @@ def java_tool(cp: str, main: str, *args: str) -> str:
 KAFKA_TOOLS: dict[str, tuple[str, ...]] = {
     "kafka-topics": ("org.apache.kafka.tools.TopicCommand",),
     "kafka-configs": ("org.apache.kafka.tools.ConfigCommand", "kafka.admin.ConfigCommand"),
+    "kafka-delegation-tokens": ("org.apache.kafka.tools.DelegationTokenCommand",),
     "kafka-consumer-groups": ("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",),
     "kafka-share-groups": ("org.apache.kafka.tools.consumer.group.ShareGroupCommand",),
     "kafka-transactions": ("org.apache.kafka.tools.TransactionsCommand",),

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
+from collections.abc import Callable
 from collections import deque
 from dataclasses import dataclass
 
@@ -25,8 +27,9 @@ from protocol.registry import ApiRegistry
 
 from .apis import build_handlers
 from .channel import Authenticator, CloseReason
+from .client_metrics_manager import ClientMetricsManager
 from .clock import Clock
-from .config import BrokerConfig, Listener
+from .config import SASL_PROTOCOLS, BrokerConfig, Listener
 from .config_catalog import ConfigCatalog
 from .share.config import share_group_configs
 from .share.coordinator import ShareGroupCoordinator
@@ -53,8 +56,11 @@ from .replica_manager import ActionQueue, ReplicaManager, TxnVerifier
 from .replication import ReplicationSimulator
 from .request_stats import RequestStats
 from .sasl_authenticator import SaslAuthenticator
+from .authorizer import StandardAuthorizer
+from .delegation_tokens import DelegationTokenManager
 from .sasl_mechanisms import CredentialStore
 from .throttled_channel import ThrottleDelivery
+from .tls import TlsHandshake, peer_subject
 from .txn.coordinator import TransactionCoordinator
 
 log = logging.getLogger("mockbroker.broker")
@@ -86,6 +92,8 @@ class SharedState:
     log_dirs: LogDirs              # every broker's log directories (DescribeLogDirs, AlterReplicaLogDirs)
     share_groups: ShareGroupCoordinator  # share groups' membership (KIP-932)
     share_persister: SharePersister      # the share coordinator's persisted share-partition state
+    delegation_tokens: DelegationTokenManager  # the cluster's delegation tokens (KIP-48)
+    authorizer: StandardAuthorizer | None      # the ACLs (authorizer.class.name), None: no authorizer
 
 
 class Broker:
@@ -110,6 +118,8 @@ class Broker:
         self.features: FeatureControl = shared.features
         self.log_dirs: LogDirs = shared.log_dirs
         self.credentials: CredentialStore = shared.sasl_credentials
+        self.delegation_tokens: DelegationTokenManager = shared.delegation_tokens
+        self.authorizer: StandardAuthorizer | None = shared.authorizer
         self.quotas = QuotaManagers(shared.quota_store, self.clock, cfg)
         self.fetch_manager = FetchManager(cfg["max.incremental.fetch.session.cache.slots"])
         self.replica_manager = ReplicaManager(
@@ -122,6 +132,9 @@ class Broker:
             node_id, shared.metadata, self.replica_manager, shared.share_persister,
             share_group_configs(shared.config_catalog, node_id), self.clock,
             int(shared.config_catalog.broker_value(node_id, "group.share.max.share.sessions") or 2000))
+        # KIP-714: this broker's client telemetry (BrokerServer's ClientMetricsManager)
+        self.client_metrics = ClientMetricsManager(node_id, shared.config_catalog.client_metrics, self.clock,
+                                                   cfg["telemetry.max.bytes"])
         self.request_stats = RequestStats()
         self.apis = KafkaApis(
             self, shared.registry, build_handlers(),
@@ -136,6 +149,7 @@ class Broker:
         self.memory_mutes = MemoryMutedChannels(self.memory_pool, self.loop)
         self.connections: set[KafkaConnection] = set()
         self._servers: list[asyncio.AbstractServer] = []
+        self._handshakes: set[asyncio.Task[None]] = set()  # TLS handshakes under way (tls.TlsHandshake)
 
     def __repr__(self) -> str:
         bound = ",".join(f"{lst.name}://{lst.host}:{self.ports[lst.name]}" for lst in self.listeners)
@@ -154,7 +168,8 @@ class Broker:
         try:
             for lst in self.listeners:
                 server = await self.loop.create_server(
-                    lambda lst=lst: KafkaConnection(self, lst.name, lst.protocol),
+                    self._accept_tls(lst) if lst.name in self._config.tls_contexts
+                    else lambda lst=lst: KafkaConnection(self, lst.name, lst.protocol),
                     lst.host or None, self.ports[lst.name], reuse_address=True)
                 self._servers.append(server)
                 port = server.sockets[0].getsockname()[1]
@@ -169,10 +184,27 @@ class Broker:
             raise
         return endpoints
 
+    def _accept_tls(self, lst: Listener) -> Callable[[], TlsHandshake]:
+        """An SSL/SASL_SSL listener's protocol factory: each connection's TLS handshake first, then its
+        ``KafkaConnection`` (an SSL listener's principal from the client certificate; SASL_SSL's from SASL)."""
+        context = self._config.tls_contexts[lst.name]
+        mapper = self._config.principal_mappers[lst.name]
+
+        def principal(sslobj: ssl.SSLObject) -> str | None:
+            if lst.protocol != "SSL":
+                return None
+            subject = peer_subject(sslobj)
+            return None if subject is None else mapper.name(subject)
+
+        return lambda: TlsHandshake(self.loop, context, lst.name,
+                                    lambda: KafkaConnection(self, lst.name, lst.protocol), principal, self._handshakes)
+
     def _close_servers(self) -> None:
         for server in self._servers:
             server.close()
         self._servers = []
+        for task in list(self._handshakes):
+            task.cancel()
 
     async def stop(self) -> None:
         """Close the listeners and every connection (the cluster marks it down)."""
@@ -187,9 +219,9 @@ class Broker:
 
     # -- ConnectionOwner -------------------------------------------------------------------
     def new_authenticator(self, conn: KafkaConnection) -> Authenticator | None:
-        """A SASL_PLAINTEXT listener authenticates every new connection; PLAINTEXT: None."""
+        """A SASL_PLAINTEXT or SASL_SSL listener authenticates every new connection; PLAINTEXT, SSL: None."""
         store = self.credentials
-        if conn.security_protocol != "SASL_PLAINTEXT":
+        if conn.security_protocol not in SASL_PROTOCOLS:
             return None
         cfg = self._config
         return SaslAuthenticator(conn, store, store.mechanisms, cfg["sasl.server.max.receive.size"],
@@ -206,6 +238,7 @@ class Broker:
         self.connections.discard(conn)
         self.apis.connection_closed(conn)
         self.share_partitions.connection_closed(conn.conn_id)
+        self.client_metrics.connection_closed(conn.conn_id)
 
     # -- housekeeping (called by the cluster's timers) ----------------------------------------
     def close_idle(self, now_ms: int, idle_ms: int) -> None:

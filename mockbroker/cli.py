@@ -1,7 +1,9 @@
 """``mockbroker serve [--host H] [--port P] [--config FILE] [-c key=value ...]`` and
 ``mockbroker admin --url URL ...`` (``admin_client.py``) and ``mockbroker report JOURNAL_PATH... --out DIR
 [--master URL]`` (``report/``, docs/report.md; PySpark is imported only by that subcommand) and
-``mockbroker probe [--bootstrap HOST:PORT] [--timeout S]`` (``probe.py``: the container's health check).
+``mockbroker probe [--bootstrap HOST:PORT] [--timeout S]`` (``probe.py``: the container's health check) and
+``mockbroker certs DIR [--client NAME ...] [--password P] [--days N]`` (``certs.py``: a throwaway CA with
+broker and client certificates for TLS listeners; prints the broker config that uses them).
 
 Only ``serve`` loads the broker (imported in ``main``), so ``probe``, ``admin`` and ``--version``
 start in a few tens of milliseconds.
@@ -62,6 +64,12 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--log-level", default="INFO", help="log level on stderr (default INFO)")
     admin_client.build_parser(sub)
     probe.build_parser(sub)
+    c = sub.add_parser("certs", help="make a throwaway CA, broker and client certificates (PEM and PKCS12)")
+    c.add_argument("dir", help="directory to write them to (created if missing)")
+    c.add_argument("--client", action="append", default=[], metavar="NAME",
+                   help="a client certificate CN=NAME (repeatable; default: client)")
+    c.add_argument("--password", default="changeit", help="password of the PKCS12 files (default changeit)")
+    c.add_argument("--days", type=int, default=30, help="validity in days (default 30)")
     r = sub.add_parser("report", help="throttle-conformance report over request journals (docs/report.md)")
     _report_arguments(r)
     return p
@@ -85,6 +93,19 @@ async def _serve(cfg: BrokerConfig, host: str | None, port: int | None) -> int:
     return 0
 
 
+def _certs(args: argparse.Namespace) -> int:
+    from .certs import make_certs
+
+    made = make_certs(args.dir, clients=args.client or ["client"], password=args.password, days=args.days)
+    print(f"CA: {made.ca}")
+    for pair in [made.broker, *made.clients.values()]:
+        print(f"{pair.name}: {pair.subject}: {pair.cert} {pair.key} {pair.keystore_pem} {pair.p12}")
+    print("broker config (mTLS):")
+    for key, value in made.broker_config().items():
+        print(f"  -c {key}={value}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "report":  # imported here only: the broker never imports pyspark
@@ -94,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         return admin_client.run(args)
     if args.command == "probe":
         return probe.run(args)
+    if args.command == "certs":
+        return _certs(args)
     import asyncio  # serve only, with the broker's modules
 
     from .config import BrokerConfig, ConfigError

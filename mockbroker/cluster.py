@@ -60,6 +60,8 @@ from .quota.entities import QuotaStore
 from .quota.throttle import ThrottleEvent
 from .replica_manager import ActionQueue
 from .replication import ReplicationSimulator
+from .authorizer import StandardAuthorizer, acl_from_spec
+from .delegation_tokens import DelegationTokenManager
 from .sasl_mechanisms import CredentialStore
 from .txn.coordinator import GROUP_METADATA_TOPIC, MarkerErrors, TransactionCoordinator
 from .txn.state_manager import TransactionConfig, TransactionStateManager
@@ -97,6 +99,7 @@ class Cluster:
         self.groups = GroupCoordinatorService(self.metadata, self.clock, config)
         self.controller.on_topic_deleted(self.groups.delete_topic_offsets)
         self.groups.streams.group_configs = lambda gid: self.config_catalog.groups.get(gid, {})
+        self.groups.consumer.group_configs = self.groups.streams.group_configs
         # KIP-932: the share coordinator's state (cluster-wide, as its __share_group_state log) and
         # the share groups' coordinator (its groups live in the group registry)
         first_node = config["node.id"]
@@ -114,7 +117,8 @@ class Cluster:
                                     TransactionConfig.from_config(config, config.transaction_version)),
             self.controller, _LeaderMarkerWriter(self, config["mock.txn.marker.latency.ms"]),
             self.groups.registry.partition_for)
-        self.registry = ApiRegistry(config["mock.kafka.version"], set(build_handlers()))
+        self.registry = ApiRegistry(config["mock.kafka.version"], set(build_handlers()),
+                                    client_telemetry=config["mock.client.telemetry.enabled"])
         # the KRaft controller quorum (every broker a voter) and the finalized features it holds
         self.quorum = ControllerQuorum(self.metadata, self.clock)
         self.features = FeatureControl(config["mock.kafka.version"], self.quorum, config.transaction_version)
@@ -144,12 +148,23 @@ class Cluster:
         # store exists without a SASL listener too, as Kafka's ScramImage: AlterUserScramCredentials
         # and DescribeUserScramCredentials answer on any listener
         credentials = CredentialStore(parse_users(config["mock.sasl.users"]), config["sasl.enabled.mechanisms"])
+        tokens = DelegationTokenManager(self.clock, config["delegation.token.secret.key"],
+                                        config["delegation.token.max.lifetime.ms"],
+                                        config["delegation.token.expiry.time.ms"],
+                                        config["delegation.token.expiry.check.interval.ms"])
+        credentials.tokens = tokens
+        authorizer = (StandardAuthorizer(config["super.users"], config["allow.everyone.if.no.acl.found"])
+                      if config["authorizer.class.name"] else None)
+        for spec in config["mock.acls"] if authorizer is not None else ():
+            authorizer.add(acl_from_spec(spec))
+        self.authorizer = authorizer  # the cluster's ACLs (StandardAuthorizer), None without one
         # KIP-890: every leader asks the coordinator before appending a transactional batch
         verifier = AddPartitionsToTxnManager(self.txn) if self.txn.config.partition_verification_enable else None
         shared = SharedState(config, self.clock, self.loop, self.metadata, self.controller, self.replication,
                              self.actions, self.groups, self.txn, verifier, self.quota_store, self.registry,
                              self.journal, self.faults, self.throttle_events, credentials, self.config_catalog,
-                             self.quorum, self.features, self.log_dirs, self.share_groups, self.share_persister)
+                             self.quorum, self.features, self.log_dirs, self.share_groups, self.share_persister,
+                             tokens, authorizer)
         first = config["node.id"]
         self.brokers: dict[int, Broker] = {}
         for i in range(config["mock.num.brokers"]):

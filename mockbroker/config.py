@@ -20,12 +20,14 @@ import difflib
 import ipaddress
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from protocol.registry import KAFKA_RELEASES, TRANSACTION_VERSION_FEATURE
 
+from .authorizer import STANDARD_AUTHORIZER, acl_from_spec
 from .faults import FaultRuleError, parse_rule
 from .quota.entities import QuotaStore, parse_quota_spec
 
@@ -82,6 +84,42 @@ def _list(v: Any) -> list[str]:
     if isinstance(v, (list, tuple)):
         return [str(x).strip() for x in v if str(x).strip()]
     return [x.strip() for x in str(v).split(",") if x.strip()]
+
+
+def _super_users(v: Any) -> list[str]:
+    """``super.users``: principals separated by ';' (Kafka's), each TYPE:name."""
+    items = [str(x).strip() for x in v] if isinstance(v, (list, tuple)) else str(v).split(";")
+    users = [x.strip() for x in items if x.strip()]
+    for u in users:
+        if ":" not in u:
+            raise ValueError(f"super.users: {u!r} is not a principal TYPE:name (e.g. User:alice)")
+    return users
+
+
+def _acls(v: Any) -> list[dict[str, Any]]:
+    """``mock.acls``: ACL tables as POST /acls takes them (or a JSON array of them)."""
+    if isinstance(v, str):
+        try:
+            v = json.loads(v) if v.strip() else []
+        except json.JSONDecodeError as e:
+            raise ValueError(f"not a JSON array of ACLs: {e}") from None
+    if not (isinstance(v, (list, tuple)) and all(isinstance(x, Mapping) for x in v)):
+        raise ValueError("a list of tables (TOML [[mock.acls]])")
+    items = [dict(x) for x in v]
+    for i, item in enumerate(items):
+        try:
+            acl_from_spec(item)
+        except ValueError as e:
+            raise ValueError(f"ACL {i + 1}: {e}") from None
+    return items
+
+
+def _authorizer(v: Any) -> str:
+    """``authorizer.class.name``: empty (no authorizer) or Kafka's StandardAuthorizer, the one served."""
+    name = str(v).strip()
+    if name not in ("", STANDARD_AUTHORIZER):
+        raise ValueError(f"the mock serves {STANDARD_AUTHORIZER} (or empty: none)")
+    return name
 
 
 # The KIP-848 server-side assignors mockbroker serves (group.consumer.assignors).
@@ -159,7 +197,7 @@ class ConfigKey:
     choices: tuple[str, ...] | None = None
 
 
-# listener.security.protocol.map's default, Kafka's (SSL and SASL_SSL are refused when a listener uses them)
+# listener.security.protocol.map's default, Kafka's
 DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
 
 # Defaults are Kafka 4.x broker defaults unless the doc says otherwise.
@@ -174,8 +212,8 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "NAME://host:port items clients are told to connect to, per listener (default: the listeners); "
                   "Metadata answers with the listener the request came on (docker-compose INTERNAL/EXTERNAL)."),
         ConfigKey("listener.security.protocol.map", _str, DEFAULT_PROTOCOL_MAP,
-                  "Security protocol of each listener name, NAME:PROTOCOL items; PLAINTEXT and SASL_PLAINTEXT "
-                  "are served."),
+                  "Security protocol of each listener name, NAME:PROTOCOL items; PLAINTEXT, SSL, "
+                  "SASL_PLAINTEXT and SASL_SSL are served."),
         ConfigKey("inter.broker.listener.name", _str, "",
                   "Checked as Kafka does (an advertised listener's name) when set; the simulated brokers "
                   "replicate in memory, not over it."),
@@ -185,6 +223,39 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "Accepted with Kafka's validation; bounds nothing here (requests are handled as they are "
                   "read: there is no request queue).", 1),
         ConfigKey("connections.max.idle.ms", _int, 600000, "Idle connections are closed after this long.", 1),
+        # TLS of SSL and SASL_SSL listeners (tls.py); listener.name.<name>.ssl.X overrides ssl.X for one listener
+        ConfigKey("ssl.keystore.type", _str, "JKS",
+                  "PEM or PKCS12 (JKS, Kafka's default, is read as PKCS12, as Java's JKS keystore reads a "
+                  "PKCS12 file; a real JKS file is refused).", None, ("JKS", "PKCS12", "PEM")),
+        ConfigKey("ssl.keystore.location", _str, None,
+                  "The broker's keystore file: PKCS12, or PEM with the private key and the certificate chain."),
+        ConfigKey("ssl.keystore.password", _str, None, "Password of a PKCS12 keystore."),
+        ConfigKey("ssl.key.password", _str, None, "Password of an encrypted PEM private key."),
+        ConfigKey("ssl.keystore.certificate.chain", _str, None,
+                  "The broker's certificate chain inline, PEM (ssl.keystore.type=PEM, with ssl.keystore.key)."),
+        ConfigKey("ssl.keystore.key", _str, None,
+                  "The broker's private key inline, PEM PKCS#8 (ssl.keystore.type=PEM)."),
+        ConfigKey("ssl.truststore.type", _str, "JKS",
+                  "PEM or PKCS12 (JKS read as PKCS12): the CAs client certificates are verified against.",
+                  None, ("JKS", "PKCS12", "PEM")),
+        ConfigKey("ssl.truststore.location", _str, None, "The truststore file (PEM certificates or PKCS12)."),
+        ConfigKey("ssl.truststore.password", _str, None, "Password of a PKCS12 truststore."),
+        ConfigKey("ssl.truststore.certificates", _str, None,
+                  "Trusted certificates inline, PEM (ssl.truststore.type=PEM)."),
+        ConfigKey("ssl.client.auth", _str, "none",
+                  "Client certificates: none, requested (verified when given) or required.",
+                  None, ("none", "requested", "required")),
+        ConfigKey("ssl.enabled.protocols", _list, ["TLSv1.2", "TLSv1.3"],
+                  "TLS versions offered: TLSv1.2 and/or TLSv1.3 (the lowest to the highest named)."),
+        ConfigKey("ssl.protocol", _str, "TLSv1.3",
+                  "Accepted with Kafka's default; ssl.enabled.protocols decides the versions offered."),
+        ConfigKey("ssl.cipher.suites", _list, [],
+                  "TLS 1.2 cipher suites, Java's names (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256) or OpenSSL's "
+                  "(empty: OpenSSL's defaults); TLS 1.3 suites are named but all stay enabled (Python's ssl "
+                  "cannot restrict them)."),
+        ConfigKey("ssl.principal.mapping.rules", _str, "DEFAULT",
+                  "RULE:pattern/replacement/[LU] and DEFAULT items mapping a client certificate's subject "
+                  "(CN=...,OU=...) to its principal name, as Kafka's SslPrincipalMapper."),
         ConfigKey("sasl.enabled.mechanisms", _list, ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"],
                   "SASL mechanisms of a SASL_PLAINTEXT listener: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 "
                   "(Kafka's default is GSSAPI, which the mock does not serve)."),
@@ -192,6 +263,27 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "Largest frame accepted before SASL authentication completes; larger closes the connection."),
         ConfigKey("connection.failed.authentication.delay.ms", _int, 100,
                   "A failed authentication is answered and its connection closed after this delay.", 0),
+        ConfigKey("authorizer.class.name", _authorizer, "",
+                  "org.apache.kafka.metadata.authorizer.StandardAuthorizer: ACLs are kept and enforced as "
+                  "Kafka's StandardAuthorizer does; empty (Kafka's default): none, the ACL APIs answer "
+                  "SECURITY_DISABLED."),
+        ConfigKey("super.users", _super_users, [],
+                  "Principals the authorizer allows everything, ';'-separated (User:alice;User:bob)."),
+        ConfigKey("mock.acls", _acls, [],
+                  "ACLs at start (needs authorizer.class.name): [[mock.acls]] tables as POST /acls takes them: "
+                  "resource_type, name, principal, operation, and pattern_type, host, permission."),
+        ConfigKey("allow.everyone.if.no.acl.found", _bool, False,
+                  "With the authorizer, a resource with no ACL at all is open to everyone (default: closed)."),
+        ConfigKey("delegation.token.secret.key", _str, "",
+                  "Secret key of delegation tokens (HmacSHA512); empty: delegation tokens are disabled "
+                  "(DELEGATION_TOKEN_AUTH_DISABLED), as Kafka."),
+        ConfigKey("delegation.token.max.lifetime.ms", _int, 604800000,
+                  "A token can be renewed up to this long after it was issued.", 1),
+        ConfigKey("delegation.token.expiry.time.ms", _int, 86400000,
+                  "A token expires this long after it was issued or last renewed.", 1),
+        ConfigKey("delegation.token.expiry.check.interval.ms", _int, 3600000,
+                  "Expired tokens are removed at these intervals of the broker clock (the controller's sweep).",
+                  1),
         ConfigKey("auto.create.topics.enable", _bool, True, "Create unknown topics on Metadata requests that allow it."),
         ConfigKey("num.partitions", _int, 1, "Partitions of an auto-created topic.", 1),
         ConfigKey("default.replication.factor", _int, 1, "Replication factor of an auto-created topic.", 1),
@@ -248,9 +340,11 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "An Empty group's first rebalance waits this long for more members (extended while they come).", 0),
         ConfigKey("group.max.size", _int, 2147483647, "Members a classic group may have (GROUP_MAX_SIZE_REACHED).", 1),
         ConfigKey("group.consumer.heartbeat.interval.ms", _int, 5000,
-                  "Heartbeat interval given to KIP-848 consumer group members.", 1),
+                  "Heartbeat interval given to KIP-848 consumer group members (group config "
+                  "consumer.heartbeat.interval.ms overrides it).", 1),
         ConfigKey("group.consumer.session.timeout.ms", _int, 45000,
-                  "A KIP-848 member without a heartbeat this long is fenced.", 1),
+                  "A KIP-848 member without a heartbeat this long is fenced (group config "
+                  "consumer.session.timeout.ms).", 1),
         ConfigKey("group.consumer.max.size", _int, 2147483647, "Members a KIP-848 consumer group may have.", 1),
         ConfigKey("group.consumer.assignors", _assignors, ["uniform", "range"],
                   "Server-side assignors of KIP-848 groups, the first the default: uniform, range."),
@@ -281,6 +375,14 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "(StreamsGroupTopologyDescriptionUpdate, KIP-1331) and StreamsGroupDescribe returns them; "
                   "mockbroker keeps them in memory and never loads the class.  Empty: the API answers "
                   "UNSUPPORTED_VERSION, as Kafka without a plugin."),
+        ConfigKey("telemetry.max.bytes", _int, 1048576,
+                  "Largest PushTelemetry metrics payload (as sent, compressed or not: TELEMETRY_TOO_LARGE above it), "
+                  "and of its decompressed metrics; told to clients in GetTelemetrySubscriptions (KIP-714).", 1),
+        ConfigKey("mock.client.telemetry.enabled", _bool, False,
+                  "Serve and advertise KIP-714 client telemetry (GetTelemetrySubscriptions, PushTelemetry) as a "
+                  "Kafka broker with a ClientTelemetry metrics reporter does; pushed metrics are kept per client "
+                  "instance (MockBroker.client_metrics(), GET /client-metrics).  Default off: ApiVersions then "
+                  "equals a default Kafka broker's, which has no such reporter and does not list them."),
         ConfigKey("offset.metadata.max.bytes", _int, 4096, "Largest metadata string of a committed offset.", 0),
         ConfigKey("offsets.retention.minutes", _int, 10080,
                   "Committed offsets of a group expire this long after it became Empty (KIP-211).", 1),
@@ -390,9 +492,14 @@ def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+# listener.name.<name>.ssl.X: one listener's ssl.X (Kafka's ListenerName.configPrefix)
+_LISTENER_PREFIXED = re.compile(r"listener\.name\.[A-Za-z0-9_-]+\.(ssl\..+)")
+
+
 def parse_value(key: str, raw: Any, where: str) -> Any:
     """``raw`` as ``key``'s value, checked as at start-up (``ConfigError`` naming ``where``)."""
-    d = CONFIG_DEF.get(key)
+    prefixed = _LISTENER_PREFIXED.fullmatch(key)
+    d = CONFIG_DEF.get(prefixed.group(1) if prefixed else key)
     if d is None:
         raise _unknown(key, where)
     try:
@@ -517,17 +624,39 @@ class BrokerConfig(Mapping[str, Any]):
             raise ConfigError(f"connection.failed.authentication.delay.ms={delay} should always be less than "
                               f"connections.max.idle.ms={idle} to prevent failed authentication responses "
                               "from timing out")
-        if not any(lst.protocol == "SASL_PLAINTEXT" for lst in listeners):
+        self._check_tls(listeners)
+        if self["mock.acls"] and not self["authorizer.class.name"]:
+            raise ConfigError("mock.acls needs an authorizer: set authorizer.class.name to "
+                              f"{STANDARD_AUTHORIZER}")
+        if not any(lst.protocol in SASL_PROTOCOLS for lst in listeners):
             return
         mechanisms = self["sasl.enabled.mechanisms"]
         if not mechanisms:
-            raise ConfigError("a SASL_PLAINTEXT listener needs sasl.enabled.mechanisms (no SASL mechanisms are enabled)")
+            raise ConfigError("a SASL listener needs sasl.enabled.mechanisms (no SASL mechanisms are enabled)")
         unknown = [m for m in mechanisms if m not in SASL_MECHANISMS]
         if unknown:
             raise ConfigError(f"sasl.enabled.mechanisms: {', '.join(unknown)} not served; "
                               f"the mock serves {', '.join(SASL_MECHANISMS)}")
         if not self["mock.sasl.users"]:
-            raise ConfigError("a SASL_PLAINTEXT listener needs users: set mock.sasl.users to user:password items")
+            raise ConfigError("a SASL listener needs users: set mock.sasl.users to user:password items")
+
+    def _check_tls(self, listeners: list[Listener]) -> None:
+        """Each SSL/SASL_SSL listener's TLS context and principal mapper, made once here (a ``ConfigError``
+        for what Kafka refuses at start) and shared by every broker (``tls_contexts``, ``principal_mappers``)."""
+        self.tls_contexts: dict[str, Any] = {}
+        self.principal_mappers: dict[str, Any] = {}
+        tls = [lst for lst in listeners if lst.protocol in TLS_PROTOCOLS]
+        if not tls:
+            return
+        from .tls_config import SslPrincipalMapper, TlsConfigError, listener_ssl_configs, server_context
+
+        try:
+            for lst in tls:
+                self.tls_contexts[lst.name] = server_context(self, lst.name)
+                rules = listener_ssl_configs(self, lst.name).get("ssl.principal.mapping.rules")
+                self.principal_mappers[lst.name] = SslPrincipalMapper(rules)
+        except TlsConfigError as e:
+            raise ConfigError(str(e)) from None
 
     def listeners(self) -> list[Listener]:
         """The first broker's listeners, in ``listeners`` order, each with its advertised address."""
@@ -612,7 +741,8 @@ def parse_topic_spec(item: str) -> tuple[str, int, int]:
     return name, partitions, rf
 
 
-PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT")
+SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
+TLS_PROTOCOLS = ("SSL", "SASL_SSL")
 
 
 @dataclass(frozen=True, slots=True)
@@ -666,9 +796,6 @@ def _endpoints(key: str, value: str, protocols: dict[str, str]) -> list[tuple[st
         if protocol is None:
             raise ConfigError(f"{key}: no security protocol defined for listener {name} "
                               "(add it to listener.security.protocol.map)")
-        if protocol not in PROTOCOLS:
-            raise ConfigError(f"{key}: listener {name} is {protocol}; only PLAINTEXT and SASL_PLAINTEXT "
-                              "listeners are served")
         host, colon, port = rest.rpartition(":")
         try:
             n = int(port)

@@ -133,6 +133,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.client_id = ""
         self.client_software: tuple[str, str] | None = None
         self.principal = "ANONYMOUS"  # the SASL username once authenticated
+        self.token_authenticated = False  # logged in with a delegation token
         # SASL_PLAINTEXT: the authenticator until authentication completes; else None
         self.authenticator: Authenticator | None = owner.new_authenticator(self)
         self.last_active_ms = owner.clock.monotonic_ms()
@@ -143,6 +144,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.hold_deadline_ms: int | None = None  # observe mode: requests before this wait for it
         self._arrived_ns = 0             # broker clock: the frame being taken was complete (before any hold)
         self.request_arrived_ns = 0      # ... for the request being handled
+        self._backlog: memoryview | None = None  # TLS: bytes decrypted before start(), read first
 
     def __repr__(self) -> str:
         frame = "" if self._frame is None else f" reading={self._frame_pos}/{len(self._frame)}"
@@ -171,6 +173,24 @@ class KafkaConnection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.owner.connection_opened(self)
+
+    def start(self, transport: asyncio.Transport, early: bytes) -> None:
+        """TLS handshake done (tls.py); ``early``, decrypted before this start, is read first as if from the socket."""
+        self.connection_made(transport)
+        transport.pause_reading()  # until the backlog is read
+        self._backlog = memoryview(early)
+        self._read_backlog()
+
+    def _read_backlog(self) -> None:
+        while (view := self._backlog) is not None and not self.closed and not self._reading_paused:
+            buf = self.get_buffer(view.nbytes)
+            if not (n := min(len(buf), view.nbytes)):
+                if not view.nbytes and self.transport is not None:  # all read: the socket's turn
+                    self._backlog = None
+                    self.transport.resume_reading()
+                return
+            buf[:n], self._backlog = view[:n], view[n:]
+            self.buffer_updated(n)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         frame = self._frame
@@ -251,8 +271,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self.transport.pause_reading()
                 self._reading_paused = True
         elif self._reading_paused and not self.mute & MuteReason.RESPONSE_PENDING:
-            self.transport.resume_reading()
             self._reading_paused = False
+            if self._backlog is not None:  # TLS bytes read before the start come first
+                self.owner.loop.call_soon(self._read_backlog)
+            else:
+                self.transport.resume_reading()
 
     # -- frames ------------------------------------------------------------------------
     def _process(self) -> None:
@@ -441,9 +464,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
             observer(now_ms)
 
     # -- authentication ------------------------------------------------------------------------
-    def authenticated(self, principal: str) -> None:
-        """SASL completed: every later request takes the ordinary path, as ``principal``."""
+    def authenticated(self, principal: str, token_authenticated: bool = False) -> None:
+        """SASL completed: every later request takes the ordinary path, as ``principal`` (its
+        delegation token's owner when ``token_authenticated``, KafkaPrincipal.tokenAuthenticated)."""
         self.principal = principal
+        self.token_authenticated = token_authenticated
         self.authenticator = None
 
     # -- closing -------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from .apis import supports_error_injection
+from .authorizer import STANDARD_AUTHORIZER, StandardAuthorizer, acl_filter_from_spec, acl_from_spec, acl_view
 from .channel import MuteReason
 from .clock import ManualClock
 from .faults import FaultRule, FaultRuleError, api_key_of
@@ -398,6 +399,48 @@ class ControlPlane:
                                               for tid, ps in m.assigned.items()}}
                                 for m in k.members.values()])
         return out
+
+    def client_metrics(self, client_id: Any = None) -> list[dict[str, Any]]:
+        """KIP-714: every client instance that pushed telemetry (mock.client.telemetry.enabled), per
+        broker it pushed to, oldest push first: its attributes, subscription, pushes and the latest value
+        of each metric (by name, one entry per attribute set); ``client_id`` keeps that client's."""
+        cid = None if client_id is None else _str(client_id, "client_id")
+        return [inst for b in self.cluster.brokers.values() for inst in b.client_metrics.snapshot()
+                if cid is None or inst["client_id"] == cid]
+
+    # -- ACLs ----------------------------------------------------------------------------------
+    def _authorizer(self) -> StandardAuthorizer:
+        authorizer = self.cluster.authorizer
+        if authorizer is None:
+            raise NotFound(f"no authorizer: set authorizer.class.name to {STANDARD_AUTHORIZER}", "authorizer")
+        return authorizer
+
+    def acls(self) -> list[dict[str, str]]:
+        """Every ACL, in creation order (as DescribeAcls with a match-all filter gives them)."""
+        return [acl_view(a) for a in self._authorizer().acls()]
+
+    def add_acl(self, spec: Any) -> dict[str, str]:
+        """Add one ACL (authorizer.acl_from_spec's fields), at once on every broker, as CreateAcls."""
+        authorizer = self._authorizer()
+        if not isinstance(spec, dict):
+            raise InvalidArgument("an ACL is a JSON object", "body")
+        try:
+            acl = acl_from_spec(spec)
+        except ValueError as e:
+            raise InvalidArgument(str(e), "body") from None
+        authorizer.add(acl)
+        return acl_view(acl)
+
+    def remove_acls(self, spec: Any) -> list[dict[str, str]]:
+        """Remove the ACLs a filter matches (the ACL fields, each optional), as DeleteAcls: those removed."""
+        authorizer = self._authorizer()
+        if not isinstance(spec, dict):
+            raise InvalidArgument("a filter is a JSON object", "body")
+        try:
+            f = acl_filter_from_spec(spec)
+        except ValueError as e:
+            raise InvalidArgument(str(e), "body") from None
+        return [acl_view(a) for a in authorizer.remove_matching(f)]
 
     def streams_group(self, group_id: Any) -> dict[str, Any]:
         """A KIP-1071 streams group: the group view with its topology, status and tasks per member."""

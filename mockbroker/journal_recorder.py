@@ -130,6 +130,8 @@ class RequestRecorder:
                 rec.details[name] = int(value.total_seconds() * 1000)
         if isinstance(answer, Response):
             rec.error_code = answer.top_error
+            if answer.details:
+                rec.details.update(answer.details)
             rec.partitions = list(answer.partitions)
         elif isinstance(answer, NoResponse):
             rec.partitions = list(answer.partitions)

@@ -40,6 +40,8 @@ from protocol.codec import (
 from protocol.errors import ErrorCode, ProtocolError, UnsupportedVersion
 from protocol.registry import ApiKey, ApiRegistry, ApiSpec, any_spec
 
+from .apis import error_responder
+from .apis.authorization import request_denied
 from .channel import CloseReason
 from .clock import Clock
 from .connection import KafkaConnection
@@ -142,7 +144,9 @@ class KafkaApis:
                  client_id: str, size_bytes: int, received_ns: int, **extra: Any) -> RequestContext:
         return RequestContext(self.broker, spec, api_key, version, correlation_id, client_id, size_bytes,
                               conn.conn_id, conn.peer, conn.listener_name, conn.principal, conn.client_software,
-                              conn.request_arrived_ns or received_ns, received_ns, **extra)
+                              conn.request_arrived_ns or received_ns, received_ns,
+                              security_protocol=conn.security_protocol,
+                              token_authenticated=conn.token_authenticated, **extra)
 
     def _after_throttle(self, conn: KafkaConnection) -> dict[str, Any] | None:
         after = self.throttle.take_after(conn.conn_id)
@@ -151,6 +155,13 @@ class KafkaApis:
     # -- the handler ----------------------------------------------------------------------------
     def run_handler(self, conn: KafkaConnection, flight: InFlight) -> None:
         t0 = self.clock.monotonic_ns()
+        if self.broker.authorizer is not None:  # KafkaApis' checks that refuse a whole request
+            error = request_denied(flight.ctx, flight.request)
+            responder = None if error is None else error_responder(flight.ctx.api_key)
+            if error is not None and responder is not None:
+                flight.handled_ns = self.clock.monotonic_ns()
+                self.finish(conn, flight, responder(flight.ctx, flight.request, error))
+                return
         outcome = self.handlers[flight.ctx.api_key](flight.ctx, flight.request)
         flight.handled_ns = self.clock.monotonic_ns()
         flight.handler_ns = flight.handled_ns - t0

@@ -6,7 +6,11 @@ Fixtures (docs/pytest.md):
 * ``mockbroker_manual``: the same with a ``ManualClock``: time moves only with ``advance(ms)``;
 * ``mockbroker_factory``: ``factory(config=None, *, brokers=None, manual_clock=False, **kw)`` starts
   any number of brokers, all stopped after the test;
-* ``mockbroker_session``: one broker for the whole session (per xdist worker).
+* ``mockbroker_session``: one broker for the whole session (per xdist worker);
+* ``mockbroker_certs``: a throwaway CA with broker and client certificates (``certs.CertSet``: paths of
+  ``ca``, ``broker`` and ``clients["client"]`` in PEM and PKCS#12), made once per session;
+* ``mockbroker_tls``: a fresh broker whose listener is SSL with those certificates and
+  ``ssl.client.auth=required`` (mTLS; the marker's config can change it).
 
 Each yields a started ``MockBroker`` (all of its methods: ``set_quota``, ``inject``, ``release``,
 ``throttle_events``, ``journal``, ``advance`` ...) with the few helpers of ``BrokerHelpers``.
@@ -31,6 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 if TYPE_CHECKING:
+    from .certs import CertSet
     from .runner import MockBroker
 
 T = TypeVar("T")
@@ -38,7 +43,8 @@ T = TypeVar("T")
 MARKER = "mockbroker"
 _MARKER_KEYS = ("config", "brokers")
 _LOGGER = "mockbroker"
-FIXTURES = frozenset({"mockbroker", "mockbroker_manual", "mockbroker_factory", "mockbroker_session"})
+FIXTURES = frozenset({"mockbroker", "mockbroker_manual", "mockbroker_factory", "mockbroker_session",
+                      "mockbroker_tls"})
 
 
 # -- what the fixtures yield -----------------------------------------------------------------------
@@ -415,3 +421,20 @@ def mockbroker_session(request: pytest.FixtureRequest) -> Iterator[MockBroker]:
     broker = state.start(state.defaults, "mockbroker_session")
     yield broker
     state.stop(broker)
+
+
+@pytest.fixture(scope="session")
+def mockbroker_certs(tmp_path_factory: pytest.TempPathFactory) -> CertSet:
+    """A throwaway CA, a broker certificate (SANs localhost, 127.0.0.1, ::1) and a client certificate
+    ``clients["client"]`` (subject ``CN=client,OU=mockbroker,O=mockbroker test``), made once per session."""
+    from .certs import make_certs
+
+    return make_certs(str(tmp_path_factory.mktemp("mockbroker-certs")), clients=("client",))
+
+
+@pytest.fixture
+def mockbroker_tls(request: pytest.FixtureRequest, mockbroker_certs: CertSet) -> Iterator[MockBroker]:
+    """A fresh broker on one SSL listener with ``mockbroker_certs`` (``ssl.client.auth=required``: clients
+    present ``mockbroker_certs.clients["client"]``); the marker's config goes over it."""
+    for factory in _factory(request, "mockbroker_tls"):
+        yield factory({**mockbroker_certs.broker_config("required"), **_marker_config(request.node)})

@@ -14,7 +14,8 @@ It returns one ``Outcome``:
   from the body: ``partitions`` (the error code and bytes of every partition it
   answers, for the journal and the request metrics), ``error_code`` (the
   journal's top-level error when the body's own ``error_code`` field is not it:
-  the first failed item of a batched API), ``controller_throttle_ms`` (KIP-599,
+  the first failed item of a batched API), ``details`` (the journal record's per-API details),
+  ``controller_throttle_ms`` (KIP-599,
   CreateTopics/DeleteTopics), ``client_software`` (ApiVersions v3+), and for
   Fetch what a throttle changes (``if_throttled``, ``finish``);
 * ``NoResponse(partitions)``: nothing is sent (Produce with acks=0);
@@ -47,7 +48,7 @@ process or across to the connection.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, TypeAlias
 
@@ -55,6 +56,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiRegistry, ApiSpec
 
 from .channel import Authenticator
+from .client_metrics_manager import ClientMetricsManager
 from .clock import Clock
 from .config_catalog import ConfigCatalog
 from .controller import Controller
@@ -70,6 +72,8 @@ from .quorum import ControllerQuorum
 from .quota.entities import QuotaStore
 from .quota.manager import QuotaManagers
 from .replica_manager import ReplicaManager
+from .authorizer import StandardAuthorizer
+from .delegation_tokens import DelegationTokenManager
 from .sasl_mechanisms import CredentialStore
 from .share.coordinator import ShareGroupCoordinator
 from .share.manager import SharePartitionManager
@@ -91,6 +95,7 @@ class Response(NamedTuple):
     error_code: int | None = None
     controller_throttle_ms: int = 0  # KIP-599: CreateTopics/DeleteTopics' controller mutation throttle
     client_software: tuple[str, str] | None = None  # ApiVersions v3+: what the connection's client is
+    details: Mapping[str, Any] | None = None  # the journal record's per-API details (PushTelemetry: metrics kept)
     # Fetch (FetchContext): the body answered instead when a quota throttles this one
     # (getThrottledResponse), and, when none does, what sending it does (updateAndGenerateResponseData:
     # the fetch session created or updated) returning the body to send (``body`` itself if unchanged)
@@ -191,8 +196,11 @@ class BrokerServices(Protocol):
     features: FeatureControl        # finalized features (FeatureControlManager / MetadataCache.features)
     log_dirs: LogDirs               # the brokers' log directories (LogManager's, per broker)
     credentials: CredentialStore    # SASL users, cluster-wide: SCRAM credentials (ScramImage), PLAIN passwords
+    delegation_tokens: DelegationTokenManager  # the cluster's delegation tokens (DelegationTokenControlManager)
+    authorizer: StandardAuthorizer | None  # the cluster's ACLs (StandardAuthorizer); None: no authorizer
     share_groups: ShareGroupCoordinator  # share groups' membership (ShareGroupHeartbeat/Describe, KIP-932)
     share_partitions: SharePartitionManager  # this broker's share-partitions and share sessions
+    client_metrics: ClientMetricsManager  # this broker's KIP-714 client telemetry (ClientMetricsManager)
 
 
 class RequestContext(NamedTuple):
@@ -222,6 +230,8 @@ class RequestContext(NamedTuple):
     # Fetch, Metadata) give it to the partitions it ``applies`` to, the others answer via ``error_response``
     injected: InjectedError | None = None
     sasl: Authenticator | None = None  # the authenticator when the request came before authentication
+    security_protocol: str = "PLAINTEXT"  # its listener's (RequestContext.securityProtocol)
+    token_authenticated: bool = False     # the principal logged in with a delegation token
 
     @property
     def node_id(self) -> int:

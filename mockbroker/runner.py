@@ -233,6 +233,36 @@ class MockBroker:
         [(topic, partition)], ``coordinator`` (node id, -1: none alive)."""
         return self.control(lambda c: c.transactions())
 
+    # client telemetry (KIP-714)
+    # ACLs (authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer)
+    def acls(self) -> list[dict[str, str]]:
+        """Every ACL, in creation order, as tables with Kafka's names (``add_acl``'s fields)."""
+        return self.control(lambda c: c.acls())
+
+    def add_acl(self, resource_type: str, name: str, principal: str, operation: str, *,
+                pattern_type: str = "LITERAL", host: str = "*", permission: str = "ALLOW") -> dict[str, str]:
+        """Add an ACL, at once on every broker, as CreateAcls would: e.g.
+        ``add_acl("TOPIC", "orders", "User:bob", "READ")``, ``permission="DENY"``,
+        ``pattern_type="PREFIXED"``.  ValueError (Kafka's message) for what CreateAcls refuses."""
+        spec = {"resource_type": resource_type, "name": name, "principal": principal, "operation": operation,
+                "pattern_type": pattern_type, "host": host, "permission": permission}
+        return self.control(lambda c: c.add_acl(spec))
+
+    def remove_acls(self, **filter_: str) -> list[dict[str, str]]:
+        """Remove the ACLs a filter matches (``add_acl``'s fields, each optional; none: every ACL),
+        as DeleteAcls: the ACLs removed."""
+        return self.control(lambda c: c.remove_acls(dict(filter_)))
+
+    def client_metrics(self, client_id: str | None = None) -> list[dict[str, Any]]:
+        """Every client instance that pushed KIP-714 telemetry (needs mock.client.telemetry.enabled):
+        ``client_instance_id`` (as the client's ``clientInstanceId()`` prints it), ``broker``,
+        ``client_id``, ``client_software_name``/``_version``, ``client_source_address``/``_port``,
+        ``subscription_id``, ``push_interval_ms``, ``requested_metrics``, ``pushes``, ``last_push_ms``
+        (broker clock), ``terminated``, ``resource`` (OTLP resource attributes) and ``metrics``:
+        {name: [{type, attributes, value, time_unix_nano}]}, the latest value per attribute set
+        (a histogram's or summary's value: {count, sum}).  ``client_id`` keeps that client's."""
+        return self.control(lambda c: c.client_metrics(client_id))
+
     # groups
     def groups(self) -> list[dict[str, Any]]:
         return self.control(lambda c: c.groups())

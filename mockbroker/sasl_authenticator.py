@@ -186,6 +186,7 @@ class SaslAuthenticator:
         assert self.server is not None and self.server.authorization_id is not None
         self.state = SaslState.COMPLETE
         conn = self.conn
-        conn.authenticated(self.server.authorization_id)  # every later request takes the ordinary path
+        # every later request takes the ordinary path
+        conn.authenticated(self.server.authorization_id, self.server.token_authenticated)
         log.debug("connection %s from %s authenticated as %s with %s", conn.conn_id, conn.peer,
                   conn.principal, self.mechanism)

@@ -24,6 +24,7 @@ import re
 import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from protocol.errors import ProtocolError
 
@@ -78,8 +79,17 @@ class ScramCredential:
         return cls(salt, hashlib.new(h, client_key).digest(), hmac.digest(salted, b"Server Key", h), iterations)
 
 
+class TokenLogins(Protocol):
+    """What SCRAM asks of the delegation tokens (``DelegationTokenCache``) for ``tokenauth=true``."""
+
+    def scram_login(self, mechanism: str, token_id: str) -> tuple[ScramCredential, str] | None: ...
+
+
 class CredentialStore:
-    """The configured users: passwords for PLAIN, derived credentials per SCRAM mechanism."""
+    """The configured users: passwords for PLAIN, derived credentials per SCRAM mechanism; and the
+    delegation tokens SCRAM logs in with (``tokens``, set by the cluster)."""
+
+    tokens: TokenLogins | None = None
 
     def __init__(self, users: Mapping[str, str], mechanisms: Iterable[str],
                  iterations: int = SCRAM_ITERATIONS) -> None:
@@ -122,6 +132,7 @@ class PlainServer:
     """RFC 4616: ``[authzid] NUL authcid NUL passwd`` in one token; the answer is empty."""
 
     mechanism = PLAIN
+    token_authenticated = False
 
     def __init__(self, store: CredentialStore) -> None:
         self.store = store
@@ -154,13 +165,19 @@ _B64 = r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{2}==)?"
 _EXTS = rf"(?:,[A-Za-z]+={_VALUE})*"
 _CLIENT_FIRST = re.compile(
     rf"(?P<gs2>n,(?:a=(?P<authzid>{_SASLNAME}))?,)(?P<bare>(?:m={_VALUE},)?n=(?P<name>{_SASLNAME}),"
-    rf"r=(?P<nonce>{_PRINTABLE}){_EXTS})"
+    rf"r=(?P<nonce>{_PRINTABLE})(?P<exts>{_EXTS}))"
 )
 _CLIENT_FINAL = re.compile(rf"(?P<without_proof>c=(?P<cbind>{_B64}),r=(?P<nonce>{_PRINTABLE}){_EXTS}),p=(?P<proof>{_B64})")
 
 
 def _saslname(s: str) -> str:
     return s.replace("=2C", ",").replace("=3D", "=")
+
+
+def _token_auth(extensions: str) -> bool:
+    """ScramExtensions.tokenAuthenticated: ``tokenauth`` parsed as Java's Boolean.parseBoolean."""
+    pairs = dict(item.split("=", 1) for item in extensions.split(",") if item)
+    return pairs.get("tokenauth", "").lower() == "true"
 
 
 class ScramServer:
@@ -173,6 +190,7 @@ class ScramServer:
         self._server_nonce = server_nonce
         self.complete = False
         self.authorization_id: str | None = None
+        self.token_authenticated = False
         self._step = 0
         self._credential: ScramCredential | None = None
         self._nonce = ""
@@ -196,9 +214,18 @@ class ScramServer:
         if m is None:
             raise SaslFailed(f"Invalid SCRAM client first message format: {text}")
         user = _saslname(m["name"])
-        cred = self.store.scram_credential(self.mechanism, user)
-        if cred is None:
-            raise SaslFailed("Authentication failed: Invalid user credentials")
+        if _token_auth(m["exts"]):  # a delegation token: the user name is its id, the owner logs in
+            tokens = self.store.tokens
+            login = None if tokens is None else tokens.scram_login(self.mechanism, user)
+            if login is None:
+                raise SaslFailed(f"Token Authentication failed: Invalid tokenId : {user}")
+            cred, authorization_id = login
+            self.token_authenticated = True
+        else:
+            found = self.store.scram_credential(self.mechanism, user)
+            if found is None:
+                raise SaslFailed("Authentication failed: Invalid user credentials")
+            cred, authorization_id = found, user
         authzid = _saslname(m["authzid"]) if m["authzid"] else ""
         if authzid and authzid != user:
             raise SaslAuthenticationFailed(
@@ -207,7 +234,7 @@ class ScramServer:
             raise SaslFailed(f"Iterations {cred.iterations} is less than the minimum {SCRAM_MIN_ITERATIONS}")
         server_nonce = self._server_nonce or secrets.token_urlsafe(24)
         self._credential = cred
-        self.authorization_id = user
+        self.authorization_id = authorization_id
         self._nonce = m["nonce"] + server_nonce
         self._client_first_bare = m["bare"]
         self._server_first = f"r={self._nonce},s={base64.b64encode(cred.salt).decode()},i={cred.iterations}"

@@ -29,7 +29,9 @@ def read_frame_size(buf: bytes | bytearray | memoryview, max_bytes: int) -> int 
     if size < 0:
         raise InvalidFrameSize(f"Invalid receive (size = {size})")
     if size > max_bytes:
-        raise InvalidFrameSize(f"Invalid receive (size = {size} larger than {max_bytes})")
+        # a TLS record (handshake 0x16, version 0x03xx) read as a size: the log line says what it likely is
+        hint = ": a TLS client hello on a PLAINTEXT listener?" if buf[0] == 0x16 and buf[1] == 0x03 else ""
+        raise InvalidFrameSize(f"Invalid receive (size = {size} larger than {max_bytes}){hint}")
     return size
 
 

@@ -206,6 +206,13 @@ TRANSACTION_VERSION_FEATURE: dict[str, tuple[int, int]] = {
     release: (features["transaction.version"][1], features["transaction.version"][2])
     for release, features in KAFKA_FEATURES.items() if "transaction.version" in features}
 
+# KIP-714's client telemetry APIs (GetTelemetrySubscriptions, PushTelemetry): brokers from 3.7 have them
+# (v0 in every release up to 4.4) but advertise them only when a metrics reporter implementing
+# ClientTelemetry is configured (``ApiVersionsResponse.filterApis``' clientTelemetryEnabled), so the
+# recorded default brokers lack them.  ``ApiRegistry(..., client_telemetry=True)`` serves them.
+CLIENT_TELEMETRY_APIS: dict[int, tuple[int, int]] = {71: (0, 0), 72: (0, 0)}
+CLIENT_TELEMETRY_RELEASE = (3, 7)
+
 # Versions a 4.x broker advertises but refuses (KAFKA-18659 / KIP-896): the
 # key's first enabled version.  Applies to releases >= KIP896_RELEASE only.
 ENABLED_MIN: dict[int, int] = {0: 3}
@@ -324,7 +331,8 @@ class ApiRegistry:
     Built per broker instance (no module-level mutable state).
     """
 
-    def __init__(self, release: str, implemented: set[int] | frozenset[int]) -> None:
+    def __init__(self, release: str, implemented: set[int] | frozenset[int], *,
+                 client_telemetry: bool = False) -> None:
         if release not in KAFKA_RELEASES:
             raise ValueError(
                 f"unknown Kafka release {release!r}; known: {', '.join(sorted(KAFKA_RELEASES))}"
@@ -333,7 +341,12 @@ class ApiRegistry:
         refuses = release_tuple(release) >= KIP896_RELEASE
         self._refuses = refuses
         self.specs: dict[int, ApiSpec] = {}
-        for key, (lo, hi) in sorted(KAFKA_RELEASES[release].items()):
+        ranges = dict(KAFKA_RELEASES[release])
+        for key in CLIENT_TELEMETRY_APIS:  # only with a telemetry reporter (filterApis)
+            ranges.pop(key, None)
+        if client_telemetry and release_tuple(release) >= CLIENT_TELEMETRY_RELEASE:
+            ranges.update(CLIENT_TELEMETRY_APIS)
+        for key, (lo, hi) in sorted(ranges.items()):
             # No intersection with kio's schemas: neither advertised nor served.
             if key in implemented and served_range(key, lo, hi, refuses=refuses) is not None:
                 self.specs[key] = build_spec(key, lo, hi, refuses=refuses)

@@ -31,26 +31,20 @@ from protocol.registry import DEFAULT_KAFKA_RELEASE, ApiRegistry  # noqa: E402
 
 OUT = ROOT / "docs" / "apis.md"
 
-_SECURITY = "security (ACLs, SCRAM, delegation tokens): issue 27"
 _SHARE_STATE = ("broker-to-share-coordinator: the share-partitions' state; mockbroker's share-partitions reach "
                 "its share coordinator inside the cluster (mockbroker/share/persister.py)")
 # Keys a Kafka 4.4.0 broker advertises to clients that mockbroker does not serve (yet), and why.
 NOT_SERVED: dict[int, str] = {
-    27: "broker-to-broker: the transaction coordinator's markers to the partition leaders; mockbroker "
-        "writes them inside the cluster",
-    38: _SECURITY, 39: _SECURITY, 40: _SECURITY, 41: _SECURITY,
     83: _SHARE_STATE, 84: _SHARE_STATE, 85: _SHARE_STATE, 86: _SHARE_STATE, 87: _SHARE_STATE,
 }
 # Served keys whose handler answers less than Kafka can, and what is missing.
-_NO_AUTHORIZER = ("SECURITY_DISABLED, as Kafka without `authorizer.class.name`; the authorizer (ACLs stored "
-                  "and enforced) is a later session of issue 27")
-SERVED_PARTLY: dict[int, str] = {29: _NO_AUTHORIZER, 30: _NO_AUTHORIZER, 31: _NO_AUTHORIZER}
+SERVED_PARTLY: dict[int, str] = {}
 # Keys of broker listeners that a broker does not advertise by default.
 UNADVERTISED: dict[int, str] = {
-    71: "client telemetry (KIP-714): a Kafka broker advertises it only with a client-metrics plugin; "
-        "issue 24 (in progress)",
-    72: "client telemetry (KIP-714): a Kafka broker advertises it only with a client-metrics plugin; "
-        "issue 24 (in progress)",
+    71: "client telemetry (KIP-714): a Kafka broker advertises it only with a ClientTelemetry metrics "
+        "reporter; mockbroker with `mock.client.telemetry.enabled=true` (metrics kept per client)",
+    72: "client telemetry (KIP-714): a Kafka broker advertises it only with a ClientTelemetry metrics "
+        "reporter; mockbroker with `mock.client.telemetry.enabled=true` (metrics kept per client)",
 }
 
 HEADER = """\
@@ -62,7 +56,8 @@ HEADER = """\
 Every API key of Kafka {kafka}'s message schemas.  *Kafka {kafka}* is the range a real Kafka {kafka}
 broker advertises in ApiVersions (recorded in protocol/kafka_releases.py; blank: a broker does not
 advertise it to clients), *mockbroker* the range mockbroker serves and advertises at its default
-`mock.kafka.version` ({release}); `mock.kafka.version` picks another release's ranges.  Each served API
+`mock.kafka.version` ({release}) (71 and 72 only with `mock.client.telemetry.enabled`);
+`mock.kafka.version` picks another release's ranges.  Each served API
 is one module of mockbroker/apis, whose docstring says how it behaves and where it differs from Kafka
 (the differences are gathered in docs/differences.md).
 
@@ -84,7 +79,7 @@ def render() -> str:
         schemas[int(d["apiKey"])] = (_camel_to_title(d["name"]), list(d.get("listeners", [])))
     advertised = dict(RECORDED["4.4"]["api_keys"])
     modules = {m.API_KEY: m.__name__.rsplit(".", 1)[1] for m in MODULES}
-    registry = ApiRegistry(DEFAULT_KAFKA_RELEASE, set(modules))
+    registry = ApiRegistry(DEFAULT_KAFKA_RELEASE, set(modules), client_telemetry=True)
     rows = []
     for key in sorted(schemas):
         name, listeners = schemas[key]
@@ -95,6 +90,8 @@ def render() -> str:
             why = f"`mockbroker/apis/{modules[key]}.py`"
             if key in SERVED_PARTLY:
                 why += f": {SERVED_PARTLY[key]}"
+            elif key in UNADVERTISED:
+                why += f": {UNADVERTISED[key]}"
         elif kafka is not None:
             if key not in NOT_SERVED:
                 raise SystemExit(f"api key {key} ({name}) is advertised by Kafka but neither served nor in NOT_SERVED")

@@ -36,6 +36,10 @@ TYPES: dict[Any, tuple[str, str]] = {
     config._admin_listener: ("HOST:PORT", "`HOST:PORT` (port 0: a free one), or empty: off"),
     config._float: ("number", "any number"),
     config._cleanup_policy: ("list", "`delete`, `compact`, both, or empty"),
+    config._authorizer: ("string", "`org.apache.kafka.metadata.authorizer.StandardAuthorizer`, or empty: none"),
+    config._acls: ("list of tables", "`[[mock.acls]]` tables (resource_type, name, principal, operation; "
+                   "pattern_type, host, permission), or a JSON array of them"),
+    config._super_users: ("list", "`TYPE:name` principals separated by `;` (a TOML array in a file)"),
 }
 
 # Valid values in words for string and list keys whose items have a format the parse function does

@@ -56,7 +56,7 @@ _.__dir__
 # helpers of the brokers they yield (used by generated test files in tests/unit/test_pytest_plugin.py
 # and docs/pytest.md, which vulture does not read)
 pytest_addoption, pytest_configure, pytest_runtest_protocol, pytest_runtest_makereport, pytest_collection_modifyitems
-mockbroker, mockbroker_manual, mockbroker_session
+mockbroker, mockbroker_manual, mockbroker_session, mockbroker_tls
 _.wait_for_throttle_events, _.journal_of_test
 # mockbroker/replica_manager.py: the log side of WriteTxnMarkers, called by the transaction coordinator
 # (mockbroker/txn/, written separately) and by tests/unit/test_txn_log.py, which vulture does not read
@@ -72,3 +72,6 @@ UNKNOWN, MISSING_CLIENT_TAGS
 # StreamsGroupDescribeResponse's TopologyDescriptionStatus mirrored whole (mockbroker/group/streams_description.py):
 # NOT_REQUESTED is the wire default when the client did not ask; ERROR needs a failing plugin, which is not simulated
 DESCRIPTION_NOT_REQUESTED, DESCRIPTION_ERROR
+# Kafka's ACL enums mirrored whole (mockbroker/authorizer.py): members a request names by number,
+# decoded through the enum, that no check of mockbroker names itself
+DELEGATION_TOKEN, CLUSTER_ACTION, CREATE_TOKENS, DESCRIBE_TOKENS, TWO_PHASE_COMMIT

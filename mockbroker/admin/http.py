@@ -330,6 +330,7 @@ def build_app(cluster: Cluster, control: ControlPlane, guard: Guard | None = Non
     get("/streams-groups/{group}", lambda q: (_query(q), c.streams_group(q.match_info["group"]))[1])
     get("/share-groups/{group}", lambda q: (_query(q), c.share_group(q.match_info["group"]))[1])
     get("/transactions", lambda q: (_query(q), c.transactions())[1])
+    get("/client-metrics", lambda q: c.client_metrics(_query(q, "client_id")["client_id"]))
 
     async def loading(q: web.Request) -> web.Response:
         b = await _body(q, "duration_ms", required=("duration_ms",))
@@ -355,6 +356,18 @@ def build_app(cluster: Cluster, control: ControlPlane, guard: Guard | None = Non
         return _json(c.advance_clock(b["ms"]))
 
     r.add_post("/clock/advance", advance)
+
+    # -- ACLs (authorizer.class.name) -------------------------------------------------------------
+    get("/acls", lambda q: (_query(q), c.acls())[1])
+
+    async def add_acl(q: web.Request) -> web.Response:
+        return _json(c.add_acl(await _body(q, any_fields=True)), 201)
+
+    async def remove_acls(q: web.Request) -> web.Response:
+        return _json(c.remove_acls(await _body(q, any_fields=True, optional=True)))
+
+    r.add_post("/acls", add_acl)
+    r.add_delete("/acls", remove_acls)
 
     # -- faults --------------------------------------------------------------------------------
     get("/faults", lambda q: (_query(q), c.faults())[1])

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import datetime
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from protocol.errors import ErrorCode
 
+from ..authorizer import AclOperation, ResourceType
 from ..journal import PartitionRecord
 from ..metadata import BrokerNode, ClusterMetadata, Partition, Topic
 from ..config_catalog import DUPLICATE_RESOURCE, AlterResult, duplicate_resources
@@ -21,6 +23,16 @@ AUTHORIZED_OPS_NOT_REQUESTED = -(2**31)  # Integer.MIN_VALUE: authorized operati
 GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
 # A topic: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS.
 TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+
+
+# kio types some Kafka timestamps (TransactionStartTimeMs, a delegation token's) as non-nullable
+# instants: Kafka's -1 ("none") is the instant 1 ms before the epoch, which kio writes as -1 again
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+def instant(ms: int) -> datetime.datetime:
+    """Epoch milliseconds as the instant kio writes back as the same number, -1 included."""
+    return _EPOCH + datetime.timedelta(milliseconds=ms)
 
 
 def resolve_topic(metadata: ClusterMetadata, name: str | None, topic_id: uuid.UUID | None,
@@ -74,6 +86,21 @@ def controller_quota_record(ctx: RequestContext, partitions: int) -> int:
 
 THROTTLING_QUOTA_EXCEEDED = {"error_code": ErrorCode.throttling_quota_exceeded,
                              "error_message": "The throttling quota has been exceeded."}
+
+
+def authorized(ctx: RequestContext, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+    """AuthHelper.authorize: always, without an authorizer; else the StandardAuthorizer's decision
+    for the request's principal and address."""
+    authorizer = ctx.broker.authorizer
+    return authorizer is None or authorizer.authorize(ctx.principal, client_host(ctx)[1:], operation,
+                                                      resource_type, name)
+
+
+def authorized_any(ctx: RequestContext, operation: AclOperation, resource_type: ResourceType) -> bool:
+    """AuthHelper.isAuthorizedByResourceType (Authorizer.authorizeByResourceType)."""
+    authorizer = ctx.broker.authorizer
+    return authorizer is None or authorizer.authorize_any(ctx.principal, client_host(ctx)[1:], operation,
+                                                          resource_type)
 
 
 def client_host(ctx: RequestContext) -> str:

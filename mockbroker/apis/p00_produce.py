@@ -57,7 +57,8 @@ from ..metadata import Partition
 from ..replica_manager import ProduceEntry
 from ..journal import PartitionRecord
 from ..request import Answer, CloseConnection, Deferred, NoResponse, Outcome, RequestContext, Response
-from .common import leader_info, node_endpoints, partition_errors, resolve_topic
+from ..authorizer import AclOperation, ResourceType
+from .common import authorized, leader_info, node_endpoints, partition_errors, resolve_topic
 
 if TYPE_CHECKING:
     from protocol.request_types import ProduceRequest
@@ -83,7 +84,9 @@ def handle(ctx: RequestContext, req: ProduceRequest) -> Outcome:
     v = ctx.version
     metadata = ctx.metadata
     injected = ctx.injected
-    if req.transactional_id is None and _has_transactional_records(req):
+    tid = req.transactional_id
+    if (tid is None and _has_transactional_records(req)) or (
+            tid is not None and not authorized(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, tid)):
         # KafkaApis.handleProduceRequest: transactional records need a transactional id the client
         # may write; the whole request gets the error (ProduceRequest.getErrorResponse)
         if req.acks == 0:
@@ -102,6 +105,9 @@ def handle(ctx: RequestContext, req: ProduceRequest) -> Outcome:
         name = td.name if v < 13 else None
         topic_id = td.topic_id
         topic, terr = resolve_topic(metadata, name, topic_id, v >= 13)
+        shown = name if topic is None else topic.name
+        if shown is not None and not authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, shown):
+            topic, terr = None, ErrorCode.topic_authorization_failed  # before existence, as KafkaApis
         parts: list[tuple[int, Partition | None, ProduceEntry | ErrorCode]] = []
         for pd in td.partition_data:
             if topic is None:

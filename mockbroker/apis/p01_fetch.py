@@ -53,7 +53,8 @@ from ..journal import PartitionRecord
 from ..metadata import ClusterMetadata
 from ..replica_manager import FetchParams, LogReadResult
 from ..request import Body, Deferred, Outcome, RequestContext, Response
-from .common import ZERO_UUID, leader_info, node_endpoints, partition_errors
+from ..authorizer import AclOperation, ResourceType
+from .common import ZERO_UUID, authorized, leader_info, node_endpoints, partition_errors
 
 if TYPE_CHECKING:
     from protocol.request_types import FetchRequest
@@ -200,10 +201,22 @@ def handle(ctx: RequestContext, req: FetchRequest) -> Outcome:
             if injected.applies(cp.topic, cp.partition):
                 results[i] = LogReadResult(injected.error, partition=ctx.metadata.partition(cp.topic, cp.partition))
         return _respond(ctx, fctx, by_id, read_committed, results)
+    # KafkaApis.handleFetchRequest: a topic the client may not READ is answered
+    # TOPIC_AUTHORIZATION_FAILED and not read; the others are read
+    denied = {i for i, cp in enumerate(fctx.partitions)
+              if cp.topic and not authorized(ctx, AclOperation.READ, ResourceType.TOPIC, cp.topic)}
+    wanted = [cp for i, cp in enumerate(fctx.partitions) if i not in denied] if denied else fctx.partitions
+
+    def respond(results: list[LogReadResult]) -> Response:
+        if denied:
+            read = iter(results)
+            results = [LogReadResult(ErrorCode.topic_authorization_failed) if i in denied else next(read)
+                       for i in range(len(fctx.partitions))]
+        return _respond(ctx, fctx, by_id, read_committed, results)
+
     deferred = Deferred()
     deferred.delayed = broker.replica_manager.fetch_messages(
-        params, fctx.partitions,
-        lambda results: deferred.complete_with(lambda: _respond(ctx, fctx, by_id, read_committed, results)))
+        params, wanted, lambda results: deferred.complete_with(lambda: respond(results)))
     return deferred
 
 

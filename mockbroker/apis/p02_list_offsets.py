@@ -38,7 +38,8 @@ from protocol.errors import CorruptRecordBatch, ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import RequestContext, Response
-from .common import partition_errors
+from ..authorizer import AclOperation, ResourceType
+from .common import authorized, partition_errors
 
 if TYPE_CHECKING:
     from protocol.request_types import ListOffsetsRequest
@@ -73,7 +74,9 @@ def handle(ctx: RequestContext, req: ListOffsetsRequest) -> Response:
         for rp in t.partitions:
             out = {"partition_index": rp.partition_index, "error_code": ErrorCode.none,
                    "timestamp": -1, "offset": -1, "leader_epoch": -1}
-            if topic is None or not 0 <= rp.partition_index < len(topic.partitions):
+            if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name):
+                out["error_code"] = ErrorCode.topic_authorization_failed
+            elif topic is None or not 0 <= rp.partition_index < len(topic.partitions):
                 out["error_code"] = ErrorCode.unknown_topic_or_partition
             else:
                 p = topic.partitions[rp.partition_index]

@@ -31,9 +31,17 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..metadata import validate_topic_name
+from ..authorizer import CLUSTER_NAME, AclOperation, ResourceType
+from ..metadata import INTERNAL_TOPICS, validate_topic_name
 from ..request import RequestContext, Response
-from .common import AUTHORIZED_OPS_NOT_REQUESTED, TOPIC_OPERATIONS, ZERO_UUID, node_endpoints, partition_errors
+from .common import (
+    AUTHORIZED_OPS_NOT_REQUESTED,
+    TOPIC_OPERATIONS,
+    ZERO_UUID,
+    authorized,
+    node_endpoints,
+    partition_errors,
+)
 
 if TYPE_CHECKING:
     from protocol.request_types import MetadataRequest
@@ -74,6 +82,12 @@ def topic_entry(ctx: RequestContext, topic: Any, include_ops: bool) -> dict[str,
     }
 
 
+def _unauthorized(name: str) -> dict[str, Any]:
+    """A topic the client may not describe (or auto-create): TOPIC_AUTHORIZATION_FAILED, no id."""
+    return {"error_code": ErrorCode.topic_authorization_failed, "name": name, "topic_id": ZERO_UUID,
+            "is_internal": name in INTERNAL_TOPICS, "partitions": []}
+
+
 def handle(ctx: RequestContext, req: MetadataRequest) -> Response:
     cluster = ctx.metadata
     v = ctx.version
@@ -82,7 +96,9 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> Response:
     topics_out: list[dict[str, Any]] = []
     requested = req.topics
     if requested is None or (v == 0 and len(requested) == 0):
-        topics_out = [topic_entry(ctx, t, include_ops) for t in cluster.topics.values()]
+        # KafkaApis: all topics means the ones the client may DESCRIBE
+        topics_out = [topic_entry(ctx, t, include_ops) for t in cluster.topics.values()
+                      if authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)]
     else:
         if v < 12:
             for rt in requested:  # KafkaApis: topic ids are not supported before v12 (InvalidRequestException)
@@ -96,8 +112,17 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> Response:
         if ids:
             topics_out = [{"error_code": ErrorCode.unknown_topic_id, "name": None, "topic_id": i, "partitions": []}
                           for i in ids if i not in cluster.topics_by_id]
-            topics_out += [topic_entry(ctx, cluster.topics_by_id[i], include_ops) for i in ids if i in cluster.topics_by_id]
+            for i in ids:
+                t = cluster.topics_by_id.get(i)
+                if t is not None and authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name):
+                    topics_out.append(topic_entry(ctx, t, include_ops))
+                elif t is not None:
+                    topics_out.append({"error_code": ErrorCode.topic_authorization_failed, "name": None,
+                                       "topic_id": i, "partitions": []})
         for name in ([] if ids else list(dict.fromkeys(rt.name for rt in requested))):
+            if name is not None and not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+                topics_out.append(_unauthorized(name))
+                continue
             t = cluster.topics.get(name) if name is not None else None
             if t is not None:
                 topics_out.append(topic_entry(ctx, t, include_ops))
@@ -106,6 +131,10 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> Response:
             if name is None or validate_topic_name(name) is not None:
                 err = ErrorCode.invalid_topic_exception
             elif allow_auto and cluster.config["auto.create.topics.enable"]:
+                if not (authorized(ctx, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
+                        or authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, name)):
+                    topics_out.append(_unauthorized(name))  # KafkaApis' unauthorizedForCreateTopics
+                    continue
                 ctx.broker.controller.auto_create_topic(name)
                 err = ErrorCode.leader_not_available
             topics_out.append({"error_code": err, "name": name, "topic_id": ZERO_UUID, "partitions": []})

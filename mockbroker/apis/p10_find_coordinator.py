@@ -24,7 +24,8 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import Body, RequestContext, Response
-from .common import first_error
+from ..authorizer import AclOperation, ResourceType
+from .common import authorized, first_error
 
 if TYPE_CHECKING:
     from protocol.request_types import FindCoordinatorRequest
@@ -43,6 +44,11 @@ def _lookup(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
     if key_type not in (GROUP, TRANSACTION, SHARE):
         return {"key": key, "error_code": ErrorCode.invalid_request, "error_message": f"Invalid key type {key_type}",
                 "node_id": -1, "host": "", "port": -1}
+    # KafkaApis.getCoordinator: DESCRIBE on the group or the transactional id
+    resource, denied = ((ResourceType.GROUP, ErrorCode.group_authorization_failed) if key_type == GROUP else
+                        (ResourceType.TRANSACTIONAL_ID, ErrorCode.transactional_id_authorization_failed))
+    if key_type != SHARE and not authorized(ctx, AclOperation.DESCRIBE, resource, key):
+        return {"key": key, "error_code": denied, "error_message": None, "node_id": -1, "host": "", "port": -1}
     if key_type == GROUP:
         node = coordinator_for(ctx, key)
     elif key_type == TRANSACTION:

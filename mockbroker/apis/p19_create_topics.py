@@ -27,10 +27,12 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
+from ..authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from ..metadata import TOPIC_CONFIGS
 from ..request import RequestContext, Response
 from .common import (
     THROTTLING_QUOTA_EXCEEDED,
+    authorized,
     controller_quota_record,
     controller_quota_refused,
 )
@@ -86,6 +88,11 @@ def handle(ctx: RequestContext, req: CreateTopicsRequest) -> Response:
         if counts[t.name] > 1:
             res.update(error_code=ErrorCode.invalid_request,
                        error_message="Found multiple entries for this topic.")
+            continue
+        if not (authorized(ctx, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
+                or authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, t.name)):
+            res.update(error_code=ErrorCode.topic_authorization_failed,
+                       error_message="Authorization failed.")  # KafkaApis' unauthorized topics
             continue
         assignments: dict[int, list[int]] = {a.partition_index: list(a.broker_ids) for a in t.assignments}
         nparts, rf = int(t.num_partitions), int(t.replication_factor)

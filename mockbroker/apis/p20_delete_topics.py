@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
+from ..authorizer import AclOperation, ResourceType
 from ..request import RequestContext, Response
 from .common import (
     THROTTLING_QUOTA_EXCEEDED,
+    authorized,
     controller_quota_record,
     controller_quota_refused,
 )
@@ -51,7 +53,15 @@ def handle(ctx: RequestContext, req: DeleteTopicsRequest) -> Response:
             res.update(error_code=ErrorCode.invalid_request,
                        error_message="Neither topic name nor id can be set at the same time.")
             continue
+        # ControllerApis.deleteTopics: DESCRIBE, then DELETE, on the topic (a name first, whether it exists)
+        if not by_id and not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name or ""):
+            res["error_code"] = ErrorCode.topic_authorization_failed
+            continue
         topic = cluster.topics_by_id.get(topic_id) if by_id and topic_id is not None else cluster.topics.get(name or "")
+        if topic is not None and not (authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name)
+                                      and authorized(ctx, AclOperation.DELETE, ResourceType.TOPIC, topic.name)):
+            res["error_code"] = ErrorCode.topic_authorization_failed
+            continue
         if topic is None:
             res["error_code"] = ErrorCode.unknown_topic_id if by_id else ErrorCode.unknown_topic_or_partition
             continue

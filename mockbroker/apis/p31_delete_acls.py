@@ -1,11 +1,13 @@
 """DeleteAcls (key 31): v1-3.
 
-Behavior: there is no authorizer yet (``authorizer.class.name`` unset, Kafka's default), so every
-filter is answered as Kafka's AclApis answers it then (DeleteAclsRequest.getErrorResponse with a
-SecurityDisabledException): SECURITY_DISABLED with "No Authorizer is configured." and no matching
-ACLs for each filter.  A filter with an UNKNOWN (0) resource type, pattern type, operation or
-permission type fails DeleteAclsRequest's validation: the connection is closed, as Kafka closes a
-request it cannot parse.  The authorizer is a later session of issue 27.
+Behavior (Kafka's AclApis.handleDeleteAcls, AclControlManager.deleteAcls): ALTER on the cluster is
+checked first (CLUSTER_AUTHORIZATION_FAILED for every filter).  Without an authorizer
+(``authorizer.class.name`` unset, Kafka's default) every filter gets SECURITY_DISABLED with "No
+Authorizer is configured." and no matching ACLs.  With StandardAuthorizer each filter lists the
+ACLs it matches (an ACL two filters match is listed by both, as Kafka matches every filter against
+the ACLs before removing any), and all of them are removed together.  A filter with an UNKNOWN (0)
+resource type, pattern type, operation or permission type fails DeleteAclsRequest's validation:
+the connection is closed, as Kafka closes a request it cannot parse.
 
 Version notes:
 * v1 pattern types.  v2 flexible.  v3 the USER resource type.
@@ -19,8 +21,9 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import RequestContext, Response
-from .acls import ALTER_DISABLED, refuse_unknown
-from .common import first_error
+from ..authorizer import CLUSTER_NAME, AclOperation, ResourceType
+from .acls import ALTER_DISABLED, acl_filter, binding_fields, needs_permission, refuse_unknown
+from .common import authorized, first_error
 
 if TYPE_CHECKING:
     from protocol.request_types import DeleteAclsRequest
@@ -37,7 +40,21 @@ def _answer(req: DeleteAclsRequest, error: ErrorCode, message: str | None) -> Re
 def handle(ctx: RequestContext, req: DeleteAclsRequest) -> Response:
     refuse_unknown("DeleteAclsRequest", req.filters,
                    [(f.resource_type_filter, f.pattern_type_filter) for f in req.filters])
-    return _answer(req, ErrorCode.security_disabled, ALTER_DISABLED)
+    if not authorized(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+        return _answer(req, ErrorCode.cluster_authorization_failed, needs_permission(ctx, AclOperation.ALTER))
+    authorizer = ctx.broker.authorizer
+    if authorizer is None:
+        return _answer(req, ErrorCode.security_disabled, ALTER_DISABLED)
+    filters = [acl_filter(f) for f in req.filters]
+    acls = authorizer.acls()
+    matched = [[a for a in acls if f.matches(a)] for f in filters]
+    for f in filters:
+        authorizer.remove_matching(f)
+    results: list[dict[str, Any]] = [
+        {"error_code": ErrorCode.none, "error_message": None,
+         "matching_acls": [{"error_code": ErrorCode.none, "error_message": None, **binding_fields(a)} for a in m]}
+        for m in matched]
+    return Response({"filter_results": results})
 
 
 def error_response(ctx: RequestContext, req: DeleteAclsRequest, error: ErrorCode) -> Response:

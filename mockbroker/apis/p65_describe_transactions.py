@@ -21,32 +21,22 @@ Version notes:
 
 from __future__ import annotations
 
-import datetime
 from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import RequestContext, Response
-from .common import first_error
+from .common import first_error, instant
 
 if TYPE_CHECKING:
     from protocol.request_types import DescribeTransactionsRequest
 
 API_KEY = ApiKey.DESCRIBE_TRANSACTIONS
 
-# kio types TransactionStartTimeMs as a non-nullable timestamp: -1 ("none") is the instant 1 ms
-# before the epoch, which it writes as -1 again
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
-
-
-def _start_time(ms: int) -> datetime.datetime:
-    return _EPOCH + datetime.timedelta(milliseconds=ms)
-
-
 def _state(tid: str, error: ErrorCode) -> dict[str, Any]:
     return {"error_code": error, "transactional_id": tid, "transaction_state": "", "transaction_timeout": 0,
-            "transaction_start_time": _start_time(-1), "producer_id": -1, "producer_epoch": -1, "topics": []}
+            "transaction_start_time": instant(-1), "producer_id": -1, "producer_epoch": -1, "topics": []}
 
 
 def handle(ctx: RequestContext, req: DescribeTransactionsRequest) -> Response:
@@ -60,7 +50,7 @@ def handle(ctx: RequestContext, req: DescribeTransactionsRequest) -> Response:
             for topic, partition in sorted(md.topic_partitions):
                 by_topic.setdefault(topic, []).append(partition)
             out.update(transaction_state=md.state.state_name, transaction_timeout=md.txn_timeout_ms,
-                       transaction_start_time=_start_time(md.txn_start_timestamp), producer_id=md.producer_id,
+                       transaction_start_time=instant(md.txn_start_timestamp), producer_id=md.producer_id,
                        producer_epoch=md.producer_epoch,
                        topics=[{"topic": t, "partitions": ps} for t, ps in by_topic.items()])
         states.append(out)

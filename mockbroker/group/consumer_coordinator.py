@@ -14,8 +14,10 @@ protocol (``consumerGroupHeartbeat``, ``consumerGroupDescribe``) and its
   member keeps its epoch until it stops reporting them), partitions still
   owned by another member are held back (UNRELEASED_PARTITIONS), and the
   member moves to the target epoch when nothing is left to revoke;
-* a member is fenced after group.consumer.session.timeout.ms without a
-  heartbeat, or after its rebalance timeout when it does not revoke; a
+* a member is fenced after consumer.session.timeout.ms without a
+  heartbeat (the group's config, else group.consumer.session.timeout.ms; read
+  at each heartbeat, so an alteration holds from the member's next one, as in
+  Kafka), and each heartbeat answers consumer.heartbeat.interval.ms (likewise), or after its rebalance timeout when it does not revoke; a
   static member (instance id) that leaves with epoch -2 keeps its assignment
   until the session timeout and a new member with the same instance id takes
   it over without a rebalance; an active instance id gives
@@ -37,7 +39,7 @@ from __future__ import annotations
 import logging
 from functools import partial
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -98,6 +100,13 @@ def revocation_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     return ("consumer-revocation", group_id, member_id)
 
 
+# the group configs the coordinator reads, and the broker config each falls back to
+GROUP_CONFIG_FALLBACK = {
+    "consumer.session.timeout.ms": "group.consumer.session.timeout.ms",
+    "consumer.heartbeat.interval.ms": "group.consumer.heartbeat.interval.ms",
+}
+
+
 class ConsumerGroupCoordinator:
     """The KIP-848 half of GroupMetadataManager; its groups live in the registry with the classic ones."""
 
@@ -107,10 +116,17 @@ class ConsumerGroupCoordinator:
         self.cluster = cluster
         self.clock = clock
         self.heartbeat_purgatory = heartbeat_purgatory
-        self.heartbeat_interval_ms: int = config["group.consumer.heartbeat.interval.ms"]
-        self.session_timeout_ms: int = config["group.consumer.session.timeout.ms"]
+        self.config = config
         self.max_size: int = config["group.consumer.max.size"]
         self.assignors: list[str] = config["group.consumer.assignors"]
+        # the group's own configs (IncrementalAlterConfigs on the group); set by the cluster
+        self.group_configs: Callable[[str], Mapping[str, str]] = lambda _gid: {}
+
+    def group_config(self, group_id: str, name: str) -> int:
+        """GroupMetadataManager.consumerGroupSessionTimeoutMs / consumerGroupHeartbeatIntervalMs: the
+        group's value of ``name`` (GroupConfigManager), else the broker's."""
+        value = self.group_configs(group_id).get(name)
+        return int(value) if value is not None else int(self.config[GROUP_CONFIG_FALLBACK[name]])
 
     def _group(self, group_id: str) -> ConsumerGroup | None:
         """The consumer group of that id (None: no group, or a classic one)."""
@@ -239,7 +255,7 @@ class ConsumerGroupCoordinator:
         full = (rebalance_timeout_ms(req) != -1 and (req.subscribed_topic_names is not None or regex is not None)
                 and req.topic_partitions is not None)
         result = ConsumerGroupHeartbeatResult(ErrorCode.none, None, member.member_id, member.member_epoch,
-                                              self.heartbeat_interval_ms)
+                                              self.group_config(group.group_id, "consumer.heartbeat.interval.ms"))
         if req.member_epoch == 0 or full or before != copy_assignment(member.assigned, drop_empty=True):
             result.assignment = {tid: set(ps) for tid, ps in member.assigned.items()}
         if not group.members:
@@ -386,7 +402,7 @@ class ConsumerGroupCoordinator:
         key = session_key(group.group_id, member.member_id)
         purgatory.cancel_for_key(key)
         purgatory.try_complete_else_watch(
-            DelayedDeadline(self.session_timeout_ms, partial(
+            DelayedDeadline(self.group_config(group.group_id, "consumer.session.timeout.ms"), partial(
                 self.on_member_timeout, group.group_id, member.member_id, "session", member.member_epoch)), [key])
         rkey = revocation_key(group.group_id, member.member_id)
         if member.state is MemberState.UNREVOKED_PARTITIONS:
@@ -440,7 +456,8 @@ class ConsumerGroupCoordinator:
             purgatory = self.heartbeat_purgatory
             key = session_key(group.group_id, member.member_id)
             purgatory.cancel_for_key(key)
-            purgatory.try_complete_else_watch(DelayedDeadline(self.session_timeout_ms, partial(
+            session_ms = self.group_config(group.group_id, "consumer.session.timeout.ms")
+            purgatory.try_complete_else_watch(DelayedDeadline(session_ms, partial(
                 self.on_member_timeout, group.group_id, member.member_id, "session", member.member_epoch)), [key])
         else:
             self._remove_member(group, member)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -63,11 +63,12 @@ def kafka_tool(tool: str, *args: str, version: str = KAFKA_VERSION,
 
 
 def start(nodes: int, version: str = KAFKA_VERSION,
-          extra_props: dict[str, str] | None = None) -> Iterator[brokers.RealKafka]:
-    """Kafka ``version`` on ``nodes`` nodes (``extra_props`` added to each server.properties), stopped
-    when the generator is closed."""
-    kafka = brokers.RealKafka(kafka_classpath(version), nodes=nodes, version=version, jvm_opts=JVM_OPTS,
-                              extra_props=extra_props)
+          configure: Callable[[brokers.RealKafka], None] | None = None) -> Iterator[brokers.RealKafka]:
+    """Kafka ``version`` on ``nodes`` nodes; ``configure`` may set ``extra_props`` (over the
+    server.properties written) once the nodes' ports are chosen, before they start."""
+    kafka = brokers.RealKafka(kafka_classpath(version), nodes=nodes, version=version, jvm_opts=JVM_OPTS)
+    if configure is not None:
+        configure(kafka)
     try:
         kafka.start()
     except (RuntimeError, OSError, subprocess.SubprocessError) as e:

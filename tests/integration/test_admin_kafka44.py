@@ -77,6 +77,18 @@ def _first_offset(c: Consumer) -> int:
     raise AssertionError("no record within the deadline")
 
 
+def _max_message_bytes(admin: AdminClient, expected: str) -> Any:
+    """The topic's max.message.bytes entry once it shows ``expected`` (a Kafka broker answers
+    DescribeConfigs from its metadata, which an alteration reaches a moment later), or at the deadline."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:
+        described = admin.describe_configs([ConfigResource("TOPIC", TOPIC)])
+        entry = next(iter(described.values())).result(timeout=TIMEOUT_S)["max.message.bytes"]
+        if entry.value == expected or time.monotonic() > deadline:
+            return entry
+        time.sleep(0.1)
+
+
 def scenario(bootstrap: str) -> dict[str, Any]:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     seen: dict[str, Any] = {}
@@ -99,15 +111,13 @@ def scenario(bootstrap: str) -> dict[str, Any]:
     resource = ConfigResource("TOPIC", TOPIC, incremental_configs=[
         ConfigEntry("max.message.bytes", "1000", incremental_operation=AlterConfigOpType.SET)])
     seen["alter"] = _error(admin.incremental_alter_configs([resource])[resource])
-    described = admin.describe_configs([ConfigResource("TOPIC", TOPIC)])
-    entry = next(iter(described.values())).result(timeout=TIMEOUT_S)["max.message.bytes"]
+    entry = _max_message_bytes(admin, "1000")
     seen["described"] = (entry.value, entry.source)
     seen["too_large"] = _produce(bootstrap, 1, [b"x" * 2000, b"small"])
     resource = ConfigResource("TOPIC", TOPIC, incremental_configs=[
         ConfigEntry("max.message.bytes", None, incremental_operation=AlterConfigOpType.DELETE)])
     seen["restore"] = _error(admin.incremental_alter_configs([resource])[resource])
-    described = admin.describe_configs([ConfigResource("TOPIC", TOPIC)])
-    entry = next(iter(described.values())).result(timeout=TIMEOUT_S)["max.message.bytes"]
+    entry = _max_message_bytes(admin, "1048588")
     seen["restored"] = (entry.value, entry.source)
 
     # DeleteRecords and ListOffsets
@@ -251,3 +261,28 @@ def test_the_java_admin_on_three_brokers(java_mock_seen):
     with MockBroker(config={"mock.num.brokers": 3}) as b:
         seen = _java_admin_topics(b.bootstrap_servers)
     assert seen == [line if not line.startswith("CLUSTER") else "CLUSTER nodes=3" for line in java_mock_seen]
+
+
+def test_kadm_on_a_real_kafka(realkafka):  # noqa: F811 - the fixture
+    """test_admin_tour.py's franz-go kadm program against this module's Kafka: what mockbroker answers."""
+    from .test_admin_tour import KADM, kadm
+
+    assert kadm(realkafka.bootstrap) == KADM
+
+
+def test_the_admin_tour_on_a_real_kafka(realkafka):  # noqa: F811 - the fixture
+    """test_admin_tour.py's tour of Kafka's Java Admin against this module's Kafka: every method the
+    tour does not skip succeeds with the answers mockbroker gives (so its list is honest).  Last in
+    the module: the tour ends by unregistering the broker, after which Kafka's controlled shutdown
+    waits out the fixture's whole stop timeout (30 s), so the broker is killed here instead."""
+    from .test_admin_tour import SKIPPED, expected, tour
+
+    try:
+        seen = tour(realkafka.bootstrap)
+    finally:
+        for node in realkafka.nodes:
+            if node.proc is not None and node.proc.poll() is None:
+                node.proc.kill()
+                node.proc.wait(10)
+    assert {m: v for m, v in seen.items() if v[0] != "SKIP"} == expected(1)
+    assert {m for m, (status, _) in seen.items() if status == "SKIP"} == SKIPPED

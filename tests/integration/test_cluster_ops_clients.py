@@ -20,6 +20,10 @@ for the module, single node, node 1; mockbroker at ``mock.kafka.version=4.4`` wi
   not registered and a cancel with none in progress with the same exceptions and messages on both;
   on a three-broker mockbroker a partition moves to two other brokers and its leader with it.
   ``kafka-reassign-partitions --execute`` then ``--verify`` moves another one.
+* Client telemetry (KIP-714) without a telemetry reporter, Kafka's default: Java's Admin and producer
+  (java/src/ClientTelemetry.java) set a client-metrics subscription and ask for their client instance
+  id: null on both (neither broker advertises GetTelemetrySubscriptions); mockbroker with
+  ``mock.client.telemetry.enabled`` is test_client_telemetry_clients.py's.
 * Cluster membership: Java Admin (java/src/ClusterMembership.java) unregisters a stopped broker and
   one that never was, then removes a voter and adds it back (refused at kraft.version 0, a duplicate
   refused) on a three-broker mockbroker, as DescribeMetadataQuorum sees the voters.
@@ -48,7 +52,8 @@ MOCK_44 = {"mock.kafka.version": "4.4", "node.id": 1, "log.dirs": f"{A},{B}"}
 
 @pytest.fixture(scope="module")
 def java_classpath() -> str:
-    return _java_classpath("ClusterFeatures", "LogDirs", "ElectLeaders", "Reassign", "ClusterMembership")
+    return _java_classpath("ClusterFeatures", "LogDirs", "ElectLeaders", "Reassign", "ClusterMembership",
+                           "ClientTelemetry")
 
 
 @pytest.fixture(scope="module")
@@ -338,3 +343,16 @@ def test_java_admin_unregisters_a_broker_and_moves_a_voter(java_classpath):
         assert out[1:4] == ["KRAFT 1: OK", "REMOVE 3: OK", "QUORUM voters=[1, 2] observers=[3]"]
         assert out[4].startswith("ADD 1: DuplicateVoterException: The voter id for ReplicaKey(id=1, directoryId="), out
         assert out[5:] == ["ADD 3: OK", "QUORUM voters=[1, 2, 3] observers=[]", "DONE"]
+
+
+# -- client telemetry -------------------------------------------------------------------------------
+def test_java_client_instance_id_without_a_telemetry_reporter_as_kafka_4_4(realkafka, mocks, java_classpath):  # noqa: F811
+    one, _ = mocks
+    cmd = [shutil.which("java") or "java", "-cp", java_classpath, "ClientTelemetry",
+           f"{one.bootstrap_servers}:1000", f"{realkafka.bootstrap}:1000"]
+    r = subprocess.run(cmd, input="close\nclose\n", capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
+    assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{tail(r.stderr, 40)}"
+    out = sections(r.stdout)
+    mock, kafka = out[one.bootstrap_servers], out[realkafka.bootstrap]
+    assert [x for x in kafka if not x.startswith("CLOSED")] == ["SUBSCRIBE OK", "ADMIN null", "PRODUCER null", "WAITING"]
+    assert [x for x in mock if not x.startswith("CLOSED")] == [x for x in kafka if not x.startswith("CLOSED")]

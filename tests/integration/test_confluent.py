@@ -79,3 +79,45 @@ def test_produce_consume_roundtrip(broker, acks, codec):
     produce(broker.bootstrap_servers, topic, acks, codec)
     assert_stored_codec(broker, topic, codec)
     assert_consumed(consume(broker.bootstrap_servers, topic))
+
+
+def test_a_group_whose_committed_offset_was_deleted_resets_by_auto_offset_reset(broker):
+    """DeleteRecords past a group's committed offset: the next Fetch from it gets OFFSET_OUT_OF_RANGE;
+    auto.offset.reset=earliest resumes at the new log start (every record left, once), and
+    auto.offset.reset=error surfaces librdkafka's _AUTO_OFFSET_RESET error."""
+    b = broker.bootstrap_servers
+    topic, n, cut = "dr-reset", 60, 25
+    admin = AdminClient({"bootstrap.servers": b})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=30)
+    p = Producer({"bootstrap.servers": b, "linger.ms": 5})
+    for i in range(n):
+        p.produce(topic, value=b"%d" % i, partition=0)
+    assert p.flush(30) == 0
+    for group in ("dr-earliest", "dr-error"):
+        c = Consumer({"bootstrap.servers": b, "group.id": group})
+        c.commit(offsets=[TopicPartition(topic, 0, 10)], asynchronous=False)
+        c.close()
+    tp = TopicPartition(topic, 0, cut)
+    assert admin.delete_records([tp])[tp].result(timeout=30).low_watermark == cut
+
+    def consume(group: str, reset: str) -> tuple[list[int], list[str]]:
+        c = Consumer({"bootstrap.servers": b, "group.id": group, "auto.offset.reset": reset,
+                      "enable.auto.commit": False})
+        c.assign([TopicPartition(topic, 0)])  # from the committed offset 10: below the log start
+        got, errors = [], []
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and len(got) < n - cut and not errors:
+            m = c.poll(0.1)
+            if m is None:
+                continue
+            if m.error() is None:
+                got.append(int(m.value()))
+            elif m.error().code() != confluent_kafka.KafkaError._PARTITION_EOF:
+                errors.append(m.error().name())
+        c.close()
+        return got, errors
+
+    assert consume("dr-earliest", "earliest") == (list(range(cut, n)), [])
+    got, errors = consume("dr-error", "error")
+    assert (got, errors) == ([], ["_AUTO_OFFSET_RESET"])
+    assert any(q["error_code"] == 1 for j in broker.journal("FETCH") for q in j["partitions"])  # OFFSET_OUT_OF_RANGE

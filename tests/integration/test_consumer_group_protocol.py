@@ -3,7 +3,9 @@
 librdkafka sends ConsumerGroupHeartbeat v1 and follows the server-side assignment: revocation first,
 then the new partitions.  Three members over six partitions split them two each; a member that
 closes leaves with epoch -1 and the others take its partitions; a member killed with SIGKILL is
-fenced by the session timeout, measured against group.consumer.session.timeout.ms.
+fenced by the session timeout, measured against group.consumer.session.timeout.ms.  Group configs set
+with confluent-kafka's AdminClient (IncrementalAlterConfigs on the GROUP resource) pace that group's
+heartbeats only, a live group's from its next heartbeat, as the request journal shows.
 """
 
 from __future__ import annotations
@@ -21,6 +23,14 @@ import pytest
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka import Consumer, Producer  # noqa: E402
+from confluent_kafka.admin import (  # noqa: E402
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    ResourceType,
+)
 
 from mockbroker import MockBroker  # noqa: E402
 from mockbroker.group.consumer_group import ConsumerGroupDescription  # noqa: E402
@@ -158,3 +168,56 @@ def test_killed_member_is_fenced_after_the_session_timeout(broker):
         proc.kill()
         proc.wait(10)
         survivor.close()
+
+
+def _set_group_configs(admin: AdminClient, group: str, interval_ms: int, session_ms: int) -> None:
+    res = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry("consumer.heartbeat.interval.ms", str(interval_ms), incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("consumer.session.timeout.ms", str(session_ms), incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([res])[res].result(10)
+
+
+def _heartbeats_in(broker: MockBroker, cs: dict[str, Consumer], seconds: float) -> dict[str, int]:
+    """ConsumerGroupHeartbeats each client sent (the journal) while all of them polled for ``seconds``."""
+    start = time.time_ns()
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        for c in cs.values():
+            c.poll(0.02)
+    stop = time.time_ns()
+    return {name: sum(1 for r in broker.journal(68, client_id=name) if start <= r["received_wall_ns"] <= stop)
+            for name in cs}
+
+
+def test_group_configs_from_the_admin_client_pace_that_groups_heartbeats(broker):
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    slow_interval = 6000
+    _set_group_configs(admin, "g848slow", slow_interval, 45000)
+    described = admin.describe_configs([ConfigResource(ResourceType.GROUP, "g848slow")])
+    entries = next(iter(described.values())).result(10)
+    assert (entries["consumer.heartbeat.interval.ms"].value, entries["consumer.heartbeat.interval.ms"].source) == (
+        str(slow_interval), ConfigSource.GROUP_CONFIG.value)
+    broker.create_topic("kip848cfg", 2)
+    cs = {"slow": consumer(broker, "g848slow", "slow"), "fast": consumer(broker, "g848fast", "fast")}
+    for c in cs.values():
+        c.subscribe(["kip848cfg"])
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not all(
+            len(c.assignment()) == 2 and describe(broker, g).state == "Stable"
+            for c, g in ((cs["slow"], "g848slow"), (cs["fast"], "g848fast"))):
+        for c in cs.values():
+            c.poll(0.02)
+    assert all(len(c.assignment()) == 2 for c in cs.values())
+    window = 2.0
+    # librdkafka heartbeats once per interval the broker answers: at most one in the window for the
+    # group's 6 s; about window / 300 ms for the broker's
+    n = _heartbeats_in(broker, cs, window)
+    assert n["slow"] <= 1 and n["fast"] >= window * 1000 / INTERVAL_MS / 2, n
+    # altered while live: the fast group's member learns the new interval at its next heartbeat
+    _set_group_configs(admin, "g848fast", slow_interval, 45000)
+    _heartbeats_in(broker, {"fast": cs["fast"]}, 2 * INTERVAL_MS / 1000)
+    n = _heartbeats_in(broker, cs, window)
+    assert n["slow"] <= 1 and n["fast"] <= 1, n
+    assert {len(describe(broker, g).members) for g in ("g848slow", "g848fast")} == {1}
+    for c in cs.values():
+        c.close()

@@ -288,7 +288,7 @@ def transcripts(tmp_path_factory) -> Iterator[dict[str, list[Run]]]:
     kafka_classpath()  # resolved here (or the module skipped), not in the thread
     started: dict[str, Any] = {}
     failed: list[BaseException] = []
-    kafka_nodes = realkafka_start(1, extra_props=INTERNAL)
+    kafka_nodes = realkafka_start(1, configure=lambda kafka: kafka.extra_props.update(INTERNAL))
 
     def start_kafka() -> None:
         try:

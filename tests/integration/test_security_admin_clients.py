@@ -2,7 +2,8 @@
 deletes a SCRAM credential (AlterUserScramCredentials) and describes it, and a confluent-kafka
 producer logging in with SCRAM-SHA-256 as that user is let in, then refused once the credential is
 deleted; Kafka 4.4.0's kafka-configs tool does the same with --add-config/--delete-config
-'SCRAM-SHA-256=[...]'; createAcls on a broker without an authorizer surfaces SECURITY_DISABLED as
+'SCRAM-SHA-256=[...]'; Kafka 4.4.0's kafka-delegation-tokens creates, describes, renews and expires a
+token, which a Java client logs in with (SCRAM, tokenauth=true) until it is expired; createAcls on a broker without an authorizer surfaces SECURITY_DISABLED as
 Kafka's does, and Kafka 4.4.0's kafka-acls reports SecurityDisabledException."""
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ ADMIN = ("alice", "alice-pw")
 @pytest.fixture(scope="module")
 def broker():
     with MockBroker(config={"listeners": "SASL_PLAINTEXT://127.0.0.1:0",
-                            "mock.sasl.users": [":".join(ADMIN)]}) as b:
+                            "mock.sasl.users": [":".join(ADMIN)],
+                            "delegation.token.secret.key": "it-secret"}) as b:
         b.create_topic("scram-t", 1)
         yield b
 
@@ -143,3 +145,50 @@ def test_kafka_acls_tool_reports_security_disabled(broker, tmp_path):
         r = kafka_tool("kafka-acls", *common, *args)
         assert r.returncode == 1, r.stdout + r.stderr
         assert f"org.apache.kafka.common.errors.SecurityDisabledException: {message}" in r.stdout, r.stdout
+
+
+def token_properties(tmp_path, token_id, hmac_b64):
+    """A Java client logging in with a delegation token (ScramLoginModule with tokenauth)."""
+    props = tmp_path / "token.properties"
+    props.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+                     "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+                     f'username="{token_id}" password="{hmac_b64}" tokenauth="true";\n')
+    return props
+
+
+def test_kafka_delegation_tokens_tool_and_a_token_login(broker, tmp_path):
+    """Kafka 4.4.0's kafka-delegation-tokens (DelegationTokenCommand, logged in with SCRAM as alice):
+    --create prints the token, --describe lists it, --renew answers its new expiry; Kafka's
+    kafka-topics logs in with the token (its owner's principal) and lists topics, but may not
+    create tokens itself (UnsupportedByAuthenticationException); after --expire with a negative
+    period the token logs in no more."""
+    from .realkafka import kafka_tool
+
+    common = ("--bootstrap-server", broker.bootstrap_servers, "--command-config", str(admin_properties(tmp_path)))
+
+    def tokens(*args, props=None, ok=True):
+        cfg = common if props is None else (*common[:2], "--command-config", str(props))
+        r = kafka_tool("kafka-delegation-tokens", *cfg, *args)
+        assert (r.returncode == 0) == ok, r.stdout + r.stderr
+        return r.stdout if ok else r.stdout + r.stderr
+
+    out = tokens("--create", "--max-life-time-period", "-1", "--renewer-principal", "User:bob")
+    assert "Created delegation token with tokenId : " in out, out
+    token_id = out.split("Created delegation token with tokenId : ", 1)[1].split()[0]
+    row = next(line.split() for line in out.splitlines() if line.startswith(token_id))
+    hmac_b64, owner, requester, renewers = row[1:5]
+    assert (owner, requester, renewers) == ("User:alice", "User:alice", "[User:bob]"), out
+    # (without --owner-principal the tool sends an empty owners list, which Kafka answers with no tokens)
+    assert token_id in tokens("--describe", "--owner-principal", "User:bob")
+    assert "Completed renew operation. New expiry date : " in tokens("--renew", "--hmac", hmac_b64,
+                                                                     "--renew-time-period", "-1")
+    props = token_properties(tmp_path, token_id, hmac_b64)
+    listed = kafka_tool("kafka-topics", "--bootstrap-server", broker.bootstrap_servers, "--command-config",
+                        str(props), "--list")
+    assert listed.returncode == 0 and "scram-t" in listed.stdout.split(), listed.stdout + listed.stderr
+    refused = tokens("--create", "--max-life-time-period", "-1", props=props, ok=False)
+    assert "UnsupportedByAuthenticationException" in refused, refused
+    assert "Completed expire operation." in tokens("--expire", "--hmac", hmac_b64, "--expiry-time-period", "-1")
+    gone = kafka_tool("kafka-topics", "--bootstrap-server", broker.bootstrap_servers, "--command-config",
+                      str(props), "--list", timeout=120)
+    assert gone.returncode != 0 and "SaslAuthenticationException" in gone.stdout + gone.stderr, gone.stdout

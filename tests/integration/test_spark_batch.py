@@ -7,6 +7,7 @@ reads through Spark's Admin-based offset reader (ListOffsets, Metadata) and its 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 
 import pytest
@@ -182,3 +183,34 @@ def test_read_committed_skips_aborted_transactions_and_markers(spark, broker):
     assert keys("read_committed") == Counter(committed)
     assert keys("read_uncommitted") == Counter(committed + aborted + ["open-0"])
     p.abort_transaction(30)
+
+
+def test_a_read_from_before_the_log_start_after_delete_records(spark, broker):
+    """DeleteRecords (confluent-kafka's Admin) moves the log start of both partitions; a batch read asked
+    to start at offset 0: with failOnDataLoss=false Spark's consumer gets OFFSET_OUT_OF_RANGE, finds the
+    new log start and reads from there (every record left, once); with failOnDataLoss=true the job fails
+    with Spark's data-loss message.  After the module's no-error check: these Fetches answer an error."""
+    ck = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import AdminClient
+
+    b = broker.bootstrap_servers
+    broker.create_topic("bdr-in", 2)
+    keys = [f"bdr-{i}" for i in range(200)]
+    produce(b, "bdr-in", keys, partition_of=lambda n: n % 2)
+    cut = {0: 40, 1: 65}
+    admin = AdminClient({"bootstrap.servers": b})
+    done = admin.delete_records([ck.TopicPartition("bdr-in", p, o) for p, o in cut.items()])
+    assert sorted((tp.partition, f.result(10).low_watermark) for tp, f in done.items()) == sorted(cut.items())
+    from_zero = {"startingOffsets": json.dumps({"bdr-in": {"0": 0, "1": 0}}), "endingOffsets": "latest"}
+    rows = kafka_batch(spark, b, subscribe="bdr-in", failOnDataLoss="false", **from_zero) \
+        .selectExpr("CAST(key AS STRING) AS key", "partition", "offset").collect()
+    left = Counter(k for n, k in enumerate(keys) if n // 2 >= cut[n % 2])
+    assert Counter(r.key for r in rows) == left and len(left) == 200 - 40 - 65
+    assert {p: min(r.offset for r in rows if r.partition == p) for p in cut} == cut
+    lost = [j for j in broker.journal("FETCH") if any(p["error_code"] == 1 for p in j["partitions"])]
+    assert lost, "Spark's consumer never fetched below the log start"  # OFFSET_OUT_OF_RANGE
+    with pytest.raises(Exception, match="Some data may have been lost because they are not available in Kafka") as e:
+        kafka_batch(spark, b, subscribe="bdr-in", failOnDataLoss="true", **from_zero).count()
+    reason = re.search(r"Reason: Could not read records in offset \[0, 100\) for topic partition bdr-in-[01]", str(e.value))
+    assert reason, str(e.value)[:2000]
+    print(f"\nfailOnDataLoss=true: {reason.group(0)}")

@@ -8,9 +8,10 @@ broker serves and a version from its first two bytes; the rest is the request bo
 after a valid header and sent on a fresh connection with an ApiVersions request pipelined
 behind it.  Like the hypothesis fuzz in ``test_fuzz_decode.py``, an exchange must end answered,
 closed or parked in a purgatory, and no error or traceback may be logged by the broker or by
-asyncio; a violation raises, which atheris reports as a crash with its input.  CreateTopics and
-AlterClientQuotas are left out (the hypothesis fuzz sends them with ``validate_only`` set; here
-a mutated body could create thousands of partitions or throttle every later client).  libFuzzer prints the run size ("Done N runs").
+asyncio; a violation raises, which atheris reports as a crash with its input.  CreateTopics,
+CreatePartitions, (Incremental)AlterConfigs and AlterClientQuotas bodies that parse are sent with
+``validate_only`` set (``harmless``, as in the hypothesis fuzz): a mutated body could otherwise create
+thousands of partitions or throttle every later client.  libFuzzer prints the run size ("Done N runs").
 """
 
 from __future__ import annotations
@@ -25,13 +26,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 with atheris.instrument_imports(include=["mockbroker", "protocol"]):
     from mockbroker import ManualClock, MockBroker
-    from mockbroker.apis import build_handlers
-    from protocol.registry import DEFAULT_KAFKA_RELEASE, ApiRegistry
 
-from tests.unit.test_fuzz_decode import CFG, VALIDATE_ONLY, exchange, header  # noqa: E402
-
-# the index byte of an input picks from every served API (the seed corpus uses the same order)
-SERVED = sorted(((s.key, s.min_version, s.max_version) for s in ApiRegistry(DEFAULT_KAFKA_RELEASE, set(build_handlers()))))
+# the index byte of an input picks from every served API (target_of; the seed corpus uses the same order)
+from tests.unit.test_fuzz_decode import CFG, exchange, harmless, header, target_of  # noqa: E402
 
 
 class ErrorRecorder(logging.Handler):
@@ -75,14 +72,11 @@ def test_one_input(data: bytes) -> None:
     _inputs += 1
     if _inputs % CHECK_EVERY == 0 and (rss := current_rss_mb()) > RSS_LIMIT_MB:
         raise MemoryError(f"broker process RSS {rss:.0f} MB > {RSS_LIMIT_MB} MB after {_inputs} inputs")
-    if len(data) < 2:
+    picked = target_of(data)
+    if picked is None:
         return
-    key, lo, hi = SERVED[data[0] % len(SERVED)]
-    version = lo + data[1] % (hi - lo + 1)
-    body = data[2:]
-    if key in VALIDATE_ONLY:
-        return
-    frame = header(key, version) + body
+    key, version, body = picked
+    frame = header(key, version) + harmless(key, version, body)
     start = len(recorder.errors)
     exchange(ADDR, len(frame).to_bytes(4, "big") + frame)
     if len(recorder.errors) > start:

@@ -34,7 +34,7 @@ def test_every_key_has_a_row_and_the_served_ones_their_ranges():
     schemas = {int(p.read_text().split('"apiKey":')[1].split(",")[0])
                for p in api_docs.SCHEMA_DIR.glob("*Request.json")}
     assert set(rows) == schemas and len(rows) > 77  # also the controller-only keys
-    registry = ApiRegistry(DEFAULT_KAFKA_RELEASE, set(build_handlers()))
+    registry = ApiRegistry(DEFAULT_KAFKA_RELEASE, set(build_handlers()), client_telemetry=True)
     for key, (_name, kafka, ours, why) in rows.items():
         spec = registry.get(key)
         advertised = RECORDED["4.4"]["api_keys"].get(key)

@@ -63,3 +63,24 @@ def test_config_file_and_env(tmp_path):
     finally:
         p.terminate()
         p.wait(timeout=5)
+
+
+def test_certs_writes_a_ca_broker_and_client_certificates_a_broker_starts_with(tmp_path, capsys):
+    import ssl
+
+    from mockbroker.cli import main
+    from mockbroker.config import BrokerConfig
+
+    assert main(["certs", str(tmp_path), "--client", "alice", "--password", "pw"]) == 0
+    out = capsys.readouterr().out
+    assert "alice: CN=alice,OU=mockbroker,O=mockbroker test" in out
+    names = {p.name for p in tmp_path.iterdir()}
+    assert {"ca.pem", "broker.pem", "broker-key.pem", "broker-keystore.pem", "broker.p12",
+            "alice.pem", "alice-key.pem", "alice-keystore.pem", "alice.p12"} <= names
+    # the printed -c options make a broker requiring client certificates
+    options = dict(line.strip()[3:].split("=", 1) for line in out.splitlines() if line.strip().startswith("-c "))
+    cfg = BrokerConfig(options)
+    assert cfg.tls_contexts["SSL"].verify_mode == ssl.CERT_REQUIRED
+    # the PKCS12 files open with the password given
+    BrokerConfig({**options, "ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(tmp_path / "broker.p12"),
+                  "ssl.keystore.password": "pw"})

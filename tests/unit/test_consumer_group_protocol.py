@@ -246,3 +246,54 @@ class TestRegexSubscription:
     def test_pattern_re2_cannot_compile_is_an_invalid_request(self, b):
         r = self._hb(b, "rx3", "(?<=a)b")  # lookbehind: not in RE2 (nor in Kafka's RE2/J)
         assert r.error_code == E.invalid_request and "not a valid regular expression" in r.error_message
+
+
+class TestGroupConfigs:
+    """consumer.session.timeout.ms / consumer.heartbeat.interval.ms set on the group (IncrementalAlterConfigs
+    on the GROUP resource) override the broker's group.consumer.* for that group only, from the member's next
+    heartbeat (GroupMetadataManager reads GroupConfigManager at each one)."""
+
+    def _alter(self, b, group: str, **configs: str | None) -> None:
+        c = RawKafkaClient.connect(b.bootstrap_servers, client_id="admin")
+        r = c.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [{
+            "resource_type": 32, "resource_name": group, "configs": [
+                {"name": k.replace("_", "."), "config_operation": 0 if v is not None else 1, "value": v}
+                for k, v in configs.items()]}], "validate_only": False})
+        c.close()
+        assert r.responses[0].error_code == E.none, r.responses[0].error_message
+
+    def test_a_member_expires_at_its_groups_session_timeout_not_the_brokers(self, b):
+        self._alter(b, "gc1", consumer_session_timeout_ms="50000", consumer_heartbeat_interval_ms="7000")
+        a, other = Member(b, "gc1"), Member(b, "gc-other")
+        assert a.hb().heartbeat_interval.total_seconds() == 7
+        assert other.hb().heartbeat_interval.total_seconds() == INTERVAL / 1000  # the broker's
+        b.advance(SESSION)
+        assert describe(b, "gc-other").members == []  # the broker's session timeout
+        b.advance(50_000 - SESSION - 1)
+        assert len(describe(b, "gc1").members) == 1
+        b.advance(1)
+        assert describe(b, "gc1").members == []
+
+    def test_an_alteration_holds_for_a_live_group_from_its_next_heartbeat(self, b):
+        a = Member(b, "gc2")
+        assert a.hb().heartbeat_interval.total_seconds() == INTERVAL / 1000
+        self._alter(b, "gc2", consumer_session_timeout_ms="45000", consumer_heartbeat_interval_ms="6000")
+        b.advance(SESSION - 1)  # the deadline set before the alteration still stands until the next heartbeat
+        assert a.hb().heartbeat_interval.total_seconds() == 6
+        b.advance(45_000 - 1)
+        assert len(describe(b, "gc2").members) == 1
+        assert a.hb().member_epoch == 1
+        self._alter(b, "gc2", consumer_session_timeout_ms=None, consumer_heartbeat_interval_ms=None)
+        assert a.hb().heartbeat_interval.total_seconds() == INTERVAL / 1000  # deleted: the broker's again
+        b.advance(SESSION)
+        assert describe(b, "gc2").members == []
+
+    def test_a_static_member_that_leaves_keeps_its_place_for_the_groups_session_timeout(self, b):
+        self._alter(b, "gc3", consumer_session_timeout_ms="46000")
+        s = Member(b, "gc3", instance_id="host-1")
+        s.hb()
+        assert s.hb(epoch=-2).error_code == E.none
+        b.advance(46_000 - 1)
+        assert len(describe(b, "gc3").members) == 1
+        b.advance(1)
+        assert describe(b, "gc3").members == []

@@ -292,7 +292,7 @@ def test_refused_rules_take_no_id(mb):
     with pytest.raises(NotFound):
         mb.inject(action="delay", delay_ms=5, broker=7)
     with pytest.raises(InvalidArgument):
-        mb.inject(api="WriteTxnMarkers", errors=["UNKNOWN_SERVER_ERROR"])  # not served
+        mb.inject(api="InitializeShareGroupState", errors=["UNKNOWN_SERVER_ERROR"])  # not served
     assert mb.inject(api="Metadata", action="delay", delay_ms=5)["id"] == 1
     with pytest.raises(NotFound):
         mb.inject(action="delay", delay_ms=5, broker=7)

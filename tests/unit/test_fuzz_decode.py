@@ -24,13 +24,22 @@ coverage-guided run of the same exchange runs in a subprocess (``fuzz_atheris.py
 Some APIs change state that later examples would trip over (CreateTopics and CreatePartitions could
 create thousands of partitions per example, AlterClientQuotas could throttle every later client for
 ever on the ManualClock, AlterConfigs and IncrementalAlterConfigs could set broker configs such as
-max.connections): they are fuzzed with ``validate_only`` set and without mutations of valid bodies.
+max.connections): every body of theirs that parses (valid, mutated or random) is sent with
+``validate_only`` set (``harmless``); one that does not parse is sent as it is (the broker refuses it
+with the same decoder).
+
+The APIs and versions fuzzed are the registry's (every API with a handler module, at every version the
+default release serves with the telemetry APIs on: a superset of every other release's);
+``test_the_fuzz_corpus_covers_every_served_key_and_version`` fails when one of them is missing from the hypothesis runs, the sweep or the atheris
+seed corpus, and the sweep sends each served version a few fixed bad bodies, so that no version is left
+to hypothesis' sampling.
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import logging
 import os
 import socket
@@ -48,21 +57,34 @@ from hypothesis import strategies as st
 from mockbroker import ManualClock, MockBroker
 from mockbroker.apis import build_handlers
 from protocol.codec import (
+    InvalidRequest,
     _writer,
     build_request,
+    decode_request,
     encode_request,
     request_class,
 )
 from protocol.records import build_batch
-from protocol.registry import DEFAULT_KAFKA_RELEASE, ApiRegistry, any_spec, api_key_map, schema_versions
+from protocol.registry import (
+    DEFAULT_KAFKA_RELEASE,
+    KAFKA_RELEASES,
+    ApiRegistry,
+    any_spec,
+    api_key_map,
+    schema_versions,
+)
 from tests.kio_strategies import register_kio_strategies
 
-SERVED = {s.key: s for s in ApiRegistry(DEFAULT_KAFKA_RELEASE, set(build_handlers()))}
+SERVED = {s.key: s for s in ApiRegistry(DEFAULT_KAFKA_RELEASE, set(build_handlers()), client_telemetry=True)}
+#: what an input's first two bytes pick from (the atheris harness and its seed corpus): (key, min, max)
+FUZZ_TARGETS = sorted((s.key, s.min_version, s.max_version) for s in SERVED.values())
 VALIDATE_ONLY = {19, 33, 37, 44, 49}  # CreateTopics, AlterConfigs, CreatePartitions, IncrementalAlterConfigs,
 #                                       AlterClientQuotas: see the module docstring
 PROBE_CORR = 0x7FFF0000      # correlation id of the pipelined ApiVersions request
 WAIT_S = 0.3                 # an exchange neither answered nor closed by then is parked in a purgatory
-CFG = {"queued.max.request.bytes": 4 << 20, "socket.request.max.bytes": 1 << 20, "num.partitions": 1}
+# KIP-714's APIs served too (as a broker with a telemetry reporter), so that they are fuzzed like the others
+CFG = {"queued.max.request.bytes": 4 << 20, "socket.request.max.bytes": 1 << 20, "num.partitions": 1,
+       "mock.client.telemetry.enabled": True}
 
 
 register_kio_strategies()
@@ -121,16 +143,31 @@ def mutated(draw, base: bytes) -> bytes:  # noqa: ANN001
     return bytes(b)
 
 
+def harmless(key: int, version: int, body: bytes) -> bytes:
+    """``body`` as sent: for the VALIDATE_ONLY APIs, a body that parses is re-encoded with validate_only
+    set; one that does not parse goes as it is (the broker's decoder is this one: it refuses it too)."""
+    if key not in VALIDATE_ONLY or "validate_only" not in request_class(key, version).__dataclass_fields__:
+        return body
+    try:
+        entity = decode_request(key, version, body, 0)
+    except InvalidRequest:
+        return body
+    return encode_body(key, version, dataclasses.replace(entity, validate_only=True))
+
+
+def target_of(data: bytes) -> tuple[int, int, bytes] | None:
+    """An atheris input as (key, version, body): its first byte picks the API, its second the version."""
+    if len(data) < 2:
+        return None
+    key, lo, hi = FUZZ_TARGETS[data[0] % len(FUZZ_TARGETS)]
+    return key, lo + data[1] % (hi - lo + 1), data[2:]
+
+
 def bodies(key: int, version: int) -> st.SearchStrategy[tuple[str, bytes]]:
-    cls = request_class(key, version)
-    entities = st.from_type(cls)
-    if key in VALIDATE_ONLY and "validate_only" in cls.__dataclass_fields__:
-        entities = entities.map(lambda e: dataclasses.replace(e, validate_only=True))
-    valid = entities.map(lambda e: encode_body(key, version, e))
-    kinds = [valid.map(lambda b: ("valid", b)), st.binary(max_size=200).map(lambda b: ("random", b))]
-    if key not in VALIDATE_ONLY:
-        kinds.append(valid.flatmap(mutated).map(lambda b: ("mutated", b)))
-    return st.one_of(kinds)
+    valid = st.from_type(request_class(key, version)).map(lambda e: encode_body(key, version, e))
+    kinds = [valid.map(lambda b: ("valid", b)), st.binary(max_size=200).map(lambda b: ("random", b)),
+             valid.flatmap(mutated).map(lambda b: ("mutated", b))]
+    return st.one_of(kinds).map(lambda kb: (kb[0], harmless(key, version, kb[1])))
 
 
 def exchange(addr: tuple[str, int], frame: bytes, wait_s: float = WAIT_S) -> str:
@@ -180,10 +217,13 @@ def broker(request):
     with MockBroker(config=CFG, clock=ManualClock()) as b:
         b.create_topic("fuzz", 1)
         yield b
-        # nothing held once every fuzz connection is gone
+        # nothing held once every fuzz connection is gone and every request parked on the ManualClock
+        # (a JoinGroup in its rebalance, a long-poll Fetch) has timed out: mockbroker holds a request's
+        # pool buffer until it is answered (docs/differences.md, "Memory pool")
         deadline = time.monotonic() + 5
         while b.memory_pool_metrics()["MemoryPoolUsed"] and time.monotonic() < deadline:
-            time.sleep(0.01)
+            b.advance(0x7FFFFFFF)  # the longest timeout an int32 field can ask for
+            time.sleep(0.05)
         m = b.memory_pool_metrics()
         assert (m["MemoryPoolUsed"], m["memory_muted"]) == (0, 0), m
     report_run_size(request.config)
@@ -266,17 +306,75 @@ def test_every_unserved_key_and_version_closes(broker, caplog):
     assert not broker_errors(caplog)
 
 
+def served_pairs() -> set[tuple[int, int]]:
+    """Every (key, version) mockbroker serves under any release it can advertise (mock.kafka.version),
+    with the telemetry APIs on or off (mock.client.telemetry.enabled)."""
+    handlers = set(build_handlers())
+    return {(s.key, v) for release in KAFKA_RELEASES for telemetry in (False, True)
+            for s in ApiRegistry(release, handlers, client_telemetry=telemetry)
+            for v in range(s.min_version, s.max_version + 1)}
+
+
 def write_seed_corpus(directory: Path) -> int:
     """One input per served API and version: its index byte, version byte, default body."""
     directory.mkdir(parents=True, exist_ok=True)
     n = 0
-    for i, key in enumerate(sorted(SERVED)):
-        spec = SERVED[key]
-        for v in range(spec.min_version, spec.max_version + 1):
+    for i, (key, lo, hi) in enumerate(FUZZ_TARGETS):
+        for v in range(lo, hi + 1):
             body = encode_body(key, v, build_request(key, v, {}))
-            (directory / f"{key}-{v}").write_bytes(bytes([i, v - spec.min_version]) + body)
+            (directory / f"{key}-{v}").write_bytes(bytes([i, v - lo]) + body)
             n += 1
     return n
+
+
+def test_the_fuzz_corpus_covers_every_served_key_and_version(tmp_path):
+    """Fails when an API or version mockbroker serves (under any release) is left out: of the hypothesis
+    runs (one per SERVED key, drawing from its whole range), of the sweep, or of the atheris seeds."""
+    served = served_pairs()
+    assert {k for k, _ in served} == set(SERVED) == {k for k, _, _ in FUZZ_TARGETS}
+    drawn = {(k, v) for k, s in SERVED.items() for v in range(s.min_version, s.max_version + 1)}
+    assert served <= drawn, sorted(served - drawn)
+    swept = set(sweep_cases())
+    assert served <= swept, sorted(served - swept)
+    write_seed_corpus(tmp_path)
+    seeded = set()
+    for f in tmp_path.iterdir():
+        picked = target_of(f.read_bytes())
+        assert picked is not None and f.name == f"{picked[0]}-{picked[1]}"
+        seeded.add(picked[:2])
+    assert served <= seeded, sorted(served - seeded)
+
+
+@functools.cache
+def sweep_cases() -> dict[tuple[int, int], list[tuple[str, bytes]]]:
+    """Fixed bad bodies for each served (key, version): the default body cut in half, every byte of it
+    0xff (null strings, -1 lengths and counts), every byte 0x7f (huge lengths), and nothing at all."""
+    cases = {}
+    for key, lo, hi in FUZZ_TARGETS:
+        for v in range(lo, hi + 1):
+            body = encode_body(key, v, build_request(key, v, {}))
+            cases[(key, v)] = [(kind, harmless(key, v, b)) for kind, b in (
+                ("half", body[:len(body) // 2]), ("ff", b"\xff" * len(body)), ("7f", b"\x7f" * max(len(body), 8)),
+                ("empty", b""))]
+    return cases
+
+
+def test_every_served_version_answers_or_closes_on_fixed_bad_bodies(broker, caplog):
+    caplog.set_level(logging.INFO)
+    addr = addr_of(broker)
+    outcomes: collections.Counter[str] = collections.Counter()
+    for (key, v), cases in sweep_cases().items():
+        for kind, body in cases:
+            start = len(caplog.records)
+            frame = header(key, v) + body
+            outcome = exchange(addr, struct.pack(">i", len(frame)) + frame)
+            outcomes[outcome] += 1
+            errors = broker_errors(caplog, start)
+            assert not errors, (key, v, kind, errors)
+    RUNS.update({f"sweep/{k}": n for k, n in outcomes.items()})
+    with socket.create_connection(addr, timeout=5) as s:  # still serving
+        s.sendall(PROBE)
+        assert s.recv(4)
 
 
 @pytest.mark.skipif(not __import__("importlib").util.find_spec("atheris"), reason="atheris not installed")
@@ -298,3 +396,4 @@ def test_atheris_coverage_guided_run(tmp_path):
     RUNS["atheris"] += n
     PER_API["atheris (libFuzzer)"]["runs"] += n
     PER_API["atheris (libFuzzer)"]["seeds"] += seeds
+

@@ -36,7 +36,7 @@ from .test_delayed_ops import fetch_body, parked
 MAX = 1 << 20          # socket.request.max.bytes
 POOL = 4 << 20         # queued.max.request.bytes
 CFG = {"queued.max.request.bytes": POOL, "socket.request.max.bytes": MAX, "num.partitions": 2,
-       "mock.quotas": "clients/slow:producer_byte_rate=1000"}
+       "mock.quotas": "clients/slow:producer_byte_rate=1000", "mock.client.telemetry.enabled": True}
 
 
 @pytest.fixture(scope="module")
@@ -346,3 +346,23 @@ def test_create_topics_over_ten_thousand_partitions_is_a_policy_violation(broker
                               "timeout": 30_000, "validate_only": False})
     assert r.topics[0].error_code == ErrorCode.policy_violation
     assert r.topics[0].error_message == "Excessively large number of partitions per request."
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4], ids=["gzip", "snappy", "lz4", "zstd"])
+def test_push_telemetry_decompression_bomb_and_garbage_are_invalid_record(broker, witness, codec):
+    """KIP-714: 16 MiB of zeros compressed into a push under telemetry.max.bytes is cut off at that
+    limit (ClientTelemetryUtils.decompress), and random bytes in every codec do not decode: both
+    INVALID_RECORD, with the witness served meanwhile."""
+    from protocol.compression import compress
+
+    with RawKafkaClient.connect(broker.bootstrap_servers, client_id="telemetry-bomb") as c:
+        bomb = compress(codec, bytes(16 << 20))
+        rng = random.Random(codec)
+        for payload in (bomb, rng.randbytes(2000), compress(codec, rng.randbytes(2000))):
+            # a new client instance each time: its first push is on time without moving the clock
+            r = c.request(71, 0, {"client_instance_id": None})
+            assert r.error_code == ErrorCode.none and len(bomb) <= r.telemetry_max_bytes
+            push = c.request(72, 0, {"client_instance_id": r.client_instance_id, "subscription_id": r.subscription_id,
+                                     "terminating": False, "compression_type": codec, "metrics": payload})
+            assert push.error_code == ErrorCode.invalid_record
+    witness.served_more(5, "after the pushes")

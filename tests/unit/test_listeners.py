@@ -58,7 +58,7 @@ def test_unadvertised_listeners_advertise_their_bound_address():
      "subset of the ones defined in listeners. Found B"),
     ({"listeners": "PLAINTEXT://0.0.0.0:1", "advertised.listeners": "PLAINTEXT://0.0.0.0:1"},
      "nonroutable meta-address 0.0.0.0"),
-    ({"listeners": "A://h:1", "listener.security.protocol.map": "A:SSL"}, "only PLAINTEXT and SASL_PLAINTEXT"),
+    ({"listeners": "A://h:1", "listener.security.protocol.map": "A:SSL"}, "listener A is TLS: set ssl.keystore.location"),
     ({"listeners": "A://h:1", "listener.security.protocol.map": "A:TLS"}, "unknown security protocol"),
     ({"listeners": "A://h:1", "listener.security.protocol.map": "A"}, "is not NAME:PROTOCOL"),
     ({"listeners": "A://h:x", "listener.security.protocol.map": "A:PLAINTEXT"}, "no valid port"),

@@ -282,9 +282,9 @@ def test_xdist_gives_each_worker_its_own_session_broker(pytester: pytest.Pyteste
 
 
 def _doc_blocks() -> list[tuple[str, str]]:
-    """The example test files of docs/pytest.md and README.md: python blocks whose first line is
-    ``# test_*.py``."""
-    text = (ROOT / "docs" / "pytest.md").read_text() + (ROOT / "README.md").read_text()
+    """The example test files of docs/pytest.md, docs/security.md and README.md: python blocks whose
+    first line is ``# test_*.py``."""
+    text = "".join((ROOT / doc).read_text() for doc in ("docs/pytest.md", "docs/security.md", "README.md"))
     blocks = re.findall(r"```python\n(# (test_\w+\.py)\n.*?)```", text, re.S)
     return [(name, code) for code, name in blocks]
 
@@ -292,7 +292,8 @@ def _doc_blocks() -> list[tuple[str, str]]:
 def test_the_docs_examples_run(pytester: pytest.Pytester):
     blocks = _doc_blocks()
     assert {name for name, _ in blocks} >= {"test_kafka_python.py", "test_confluent_kafka.py",
-                                            "test_readme_kafka_python.py", "test_readme_confluent_kafka.py"}
+                                            "test_readme_kafka_python.py", "test_readme_confluent_kafka.py",
+                                            "test_mtls.py", "test_acls.py"}
     assert len({name for name, _ in blocks}) == len(blocks)
     for name, code in blocks:
         pytester.path.joinpath(name).write_text(code)

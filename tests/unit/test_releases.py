@@ -15,6 +15,7 @@ from protocol.registry import (
     KAFKA_RELEASES,
     ApiKey,
     ApiRegistry,
+    release_tuple,
     schema_versions,
     served_range,
 )
@@ -213,3 +214,18 @@ def test_throttle_mode_by_release():
     assert MockBroker(config={"mock.kafka.version": "1.1"}).config.throttle_mode == "delay"
     for rel in ("2.0", "2.8", "3.9", "4.0", "4.1", "4.2"):
         assert MockBroker(config={"mock.kafka.version": rel}).config.throttle_mode == "mute"
+
+
+@pytest.mark.parametrize("release", [*RELEASES, "4.3", "4.4"])
+def test_telemetry_apis_only_with_a_telemetry_reporter(release):
+    """KIP-714's keys are in no recorded default broker's answer (no ClientTelemetry reporter):
+    served at v0 only with ``client_telemetry``, from 3.7 on."""
+    assert 71 not in ApiRegistry(release, ALL) and 72 not in ApiRegistry(release, ALL)
+    reg = ApiRegistry(release, ALL, client_telemetry=True)
+    has = release_tuple(release) >= (3, 7)
+    for key in (71, 72):
+        spec = reg.get(key)
+        assert (spec is not None) == has, (release, key)
+        if spec is not None:
+            assert (spec.advertised_min, spec.min_version, spec.max_version) == (0, 0, 0)
+            assert spec.is_flexible(0)

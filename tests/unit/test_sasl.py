@@ -208,7 +208,7 @@ def test_listener_protocols():
     assert first("SASL_PLAINTEXT://127.0.0.1:9093") == ("SASL_PLAINTEXT", "127.0.0.1", 9093)
     assert first("PLAINTEXT://[::1]:9092") == ("PLAINTEXT", "::1", 9092)
     assert first("h:1") == ("PLAINTEXT", "h", 1)
-    with pytest.raises(ConfigError, match="SASL_SSL"):
+    with pytest.raises(ConfigError, match="listener SASL_SSL is TLS: set ssl.keystore.location"):
         BrokerConfig({"listeners": "SASL_SSL://h:1"})
 
 

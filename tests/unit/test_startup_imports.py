@@ -3,7 +3,7 @@
 In a fresh interpreter, ``import mockbroker.cli`` and a started ``MockBroker`` that answered one
 Metadata v12 request have not imported hypothesis (kio would import it for its phantom types:
 protocol/__init__.py hides it), PySpark (the report subcommand only), aiohttp or prometheus_client
-(the admin listener only), re2 (the first KIP-848 regex only), and no kio message module but the
+(the admin listener only), re2 (the first KIP-848 regex only), cryptography (TLS listeners only), and no kio message module but the
 Metadata v12 request and response, and no generated message module (protocol/codec.py loads a
 message's module on first use; protocol/schema_table.py and protocol/generated/index.py spare the
 registry the rest).
@@ -20,7 +20,7 @@ from pathlib import Path
 from protocol.client import metadata_all_topics_request
 
 ROOT = Path(__file__).resolve().parents[2]
-UNWANTED = ("hypothesis", "pyspark", "aiohttp", "prometheus_client", "re2")
+UNWANTED = ("hypothesis", "pyspark", "aiohttp", "prometheus_client", "re2", "cryptography")
 METADATA_V12 = metadata_all_topics_request(12, "imports")
 
 REPORT = """

@@ -4,6 +4,7 @@
 //	groupconsumers control SCENARIO BOOTSTRAP ADMIN   (control.go, for test_control_franz_go.py)
 //	groupconsumers txn SCENARIO BOOTSTRAP TOPIC PARTITIONS   (txn.go, for test_transactions_franz_go.py)
 //	groupconsumers throttled BOOTSTRAP TOPIC CLIENT_ID RECORDS VALUE_BYTES   (throttled.go, test_throttle_clients.py)
+//	groupconsumers kadm BOOTSTRAP   (kadm.go, for test_admin_tour.py and test_admin_kafka44.py)
 //
 // Starts MEMBERS kgo clients in the group (franz-go's default balancer: cooperative-sticky, an
 // incremental rebalance over the classic protocol), waits until the partitions are split evenly
@@ -156,6 +157,12 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "share" {
 		os.Exit(shareMain(os.Args[2:])) // share.go, for test_franz_go_share.py
+	}
+	if len(os.Args) > 1 && os.Args[1] == "kadm" {
+		os.Exit(kadmMain(os.Args[2:])) // kadm.go, for test_admin_tour.py and test_admin_kafka44.py
+	}
+	if len(os.Args) > 1 && os.Args[1] == "tls" {
+		os.Exit(tlsMain(os.Args[2:])) // tls.go, for test_tls_clients.py
 	}
 	if len(os.Args) > 1 && os.Args[1] == "throttled" {
 		os.Exit(throttledMain(os.Args[2:])) // throttled.go, for test_throttle_clients.py

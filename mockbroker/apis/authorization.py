@@ -1,0 +1,67 @@
+"""The authorization checks that refuse a whole request, before its handler runs, as Kafka's
+KafkaApis makes them at the top of a handler (``authHelper.authorize`` then the request's
+``getErrorResponse``): the actions each API needs, and the error a denied one gets.  Checks of
+single topics or partitions inside a request (Produce, Fetch, Metadata, ListOffsets, CreateTopics,
+FindCoordinator's keys) are in the handlers.  Only with an authorizer (``authorizer.class.name``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from protocol.errors import ErrorCode
+from protocol.registry import ApiKey
+
+from ..authorizer import CLUSTER_NAME, AclOperation, ResourceType
+from ..request import RequestContext
+from .common import authorized, authorized_any
+
+Action = tuple[AclOperation, ResourceType, str, ErrorCode]
+_GROUP, _TXN = ErrorCode.group_authorization_failed, ErrorCode.transactional_id_authorization_failed
+
+
+def _read_group(req: Any) -> list[Action]:
+    return [(AclOperation.READ, ResourceType.GROUP, req.group_id, _GROUP)]
+
+
+def _write_txn(req: Any) -> list[Action]:
+    return [(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id, _TXN)]
+
+
+# API key -> the actions the whole request needs, in Kafka's order (the first denied one answers)
+WHOLE_REQUEST: dict[int, Callable[[Any], list[Action]]] = {
+    ApiKey.JOIN_GROUP: _read_group,
+    ApiKey.SYNC_GROUP: _read_group,
+    ApiKey.HEARTBEAT: _read_group,
+    ApiKey.LEAVE_GROUP: _read_group,
+    ApiKey.OFFSET_COMMIT: _read_group,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: _read_group,
+    ApiKey.ADD_OFFSETS_TO_TXN: lambda req: _write_txn(req) + _read_group(req),
+    ApiKey.TXN_OFFSET_COMMIT: lambda req: _write_txn(req) + _read_group(req),
+    ApiKey.END_TXN: _write_txn,
+}
+
+
+def request_denied(ctx: RequestContext, req: Any) -> ErrorCode | None:
+    """The error a request the principal may not make gets as a whole, or None."""
+    api_key = ctx.api_key
+    if api_key == ApiKey.INIT_PRODUCER_ID:
+        if req.transactional_id is not None:
+            return None if authorized(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                      req.transactional_id) else _TXN
+        # idempotent producers: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic
+        if authorized(ctx, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME) or \
+                authorized_any(ctx, AclOperation.WRITE, ResourceType.TOPIC):
+            return None
+        return ErrorCode.cluster_authorization_failed
+    if api_key == ApiKey.ADD_PARTITIONS_TO_TXN and ctx.version < 4:
+        return None if authorized(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                  req.v3_and_below_transactional_id) else _TXN
+    if api_key == ApiKey.OFFSET_FETCH and ctx.version < 8:
+        return None if authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, req.group_id) else _GROUP
+    actions = WHOLE_REQUEST.get(api_key)
+    for operation, resource_type, name, error in actions(req) if actions is not None else ():
+        if not authorized(ctx, operation, resource_type, name):
+            return error
+    return None

@@ -1,0 +1,214 @@
+"""StandardAuthorizer's decisions (StandardAuthorizerData.authorize) and ACL filters
+(AclBindingFilter.matches), then the ACL APIs and the checks KafkaApis makes, over the wire, with
+SASL/PLAIN principals: a super user creates ACLs, another user is refused what they do not allow
+with Kafka's error codes, and what was never given an ACL is closed unless
+allow.everyone.if.no.acl.found."""
+
+from __future__ import annotations
+
+import pytest
+
+from mockbroker import MockBroker
+from mockbroker.authorizer import (
+    AclBinding,
+    AclFilter,
+    AclPermissionType,
+    PatternType,
+    StandardAuthorizer,
+    validate_new_acl,
+)
+from mockbroker.authorizer import AclOperation as Op
+from mockbroker.authorizer import ResourceType as R
+from protocol.client import RawKafkaClient
+from protocol.errors import ErrorCode
+
+from .test_sasl import login_plain
+
+E = ErrorCode
+ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
+LIT, PRE = PatternType.LITERAL, PatternType.PREFIXED
+
+
+def acl(name, op, perm=ALLOW, principal="User:bob", rtype=R.TOPIC, pattern=LIT, host="*"):
+    return AclBinding(rtype, name, pattern, principal, host, op, perm)
+
+
+def test_allow_implies_describe_and_deny_wins():
+    a = StandardAuthorizer(["User:admin"])
+    a.add(acl("orders", Op.READ))
+    assert a.authorize("bob", "127.0.0.1", Op.READ, R.TOPIC, "orders")
+    assert a.authorize("bob", "127.0.0.1", Op.DESCRIBE, R.TOPIC, "orders")  # READ implies DESCRIBE
+    assert not a.authorize("bob", "127.0.0.1", Op.WRITE, R.TOPIC, "orders")
+    assert not a.authorize("carol", "127.0.0.1", Op.READ, R.TOPIC, "orders")
+    assert a.authorize("admin", "127.0.0.1", Op.ALTER, R.CLUSTER, "kafka-cluster")  # super.users
+    a.add(acl("ord", Op.READ, DENY, principal="User:*", pattern=PRE))
+    assert not a.authorize("bob", "127.0.0.1", Op.READ, R.TOPIC, "orders")  # a DENY wins
+    assert a.authorize("bob", "127.0.0.1", Op.DESCRIBE, R.TOPIC, "orders")  # DENY READ is not DENY DESCRIBE
+
+
+def test_no_acl_found_and_hosts_and_all():
+    a = StandardAuthorizer(allow_if_no_acl=True)
+    assert a.authorize("bob", "10.0.0.1", Op.WRITE, R.TOPIC, "free")  # no ACL on the topic: open
+    a.add(acl("*", Op.ALL, host="10.0.0.0/8"))
+    assert a.authorize("bob", "10.1.2.3", Op.WRITE, R.TOPIC, "free")  # LITERAL * covers it, CIDR host
+    assert not a.authorize("bob", "127.0.0.1", Op.WRITE, R.TOPIC, "free")  # has ACLs, none for this host
+    assert not StandardAuthorizer().authorize("bob", "10.0.0.1", Op.WRITE, R.TOPIC, "free")  # closed by default
+
+
+def test_authorize_by_resource_type():
+    a = StandardAuthorizer()
+    assert not a.authorize_any("bob", "h", Op.WRITE, R.TOPIC)
+    a.add(acl("logs-", Op.WRITE, pattern=PRE))
+    assert a.authorize_any("bob", "h", Op.WRITE, R.TOPIC)
+    a.add(acl("*", Op.WRITE, DENY))
+    assert not a.authorize_any("bob", "h", Op.WRITE, R.TOPIC)
+
+
+def test_filters_match_as_kafka():
+    lit, pre, star = acl("orders", Op.READ), acl("ord", Op.READ, pattern=PRE), acl("*", Op.READ)
+    match = AclFilter(R.TOPIC, "orders", PatternType.MATCH, None, None, Op.ANY, AclPermissionType.ANY)
+    assert [x for x in (lit, pre, star) if match.matches(x)] == [lit, pre, star]
+    exact = AclFilter(R.ANY, "ord", PatternType.ANY, None, None, Op.ANY, AclPermissionType.ANY)
+    assert [x for x in (lit, pre, star) if exact.matches(x)] == [pre]
+    by_op = AclFilter(R.ANY, None, PatternType.ANY, "User:bob", None, Op.WRITE, AclPermissionType.ANY)
+    assert not by_op.matches(lit)
+
+
+@pytest.mark.parametrize("binding, message", [
+    (acl("other", Op.ALTER, rtype=R.CLUSTER), "The only valid name for the CLUSTER resource is kafka-cluster"),
+    (acl("", Op.READ), "Invalid empty resource name"),
+    (acl("t", Op.ANY), "Invalid operation ANY"),
+    (acl("t", Op.READ, principal="bob"), "Could not parse principal from `bob` (no colon is present separating "
+                                         "the principal type from the principal name)"),
+])
+def test_invalid_new_acls(binding, message):
+    assert validate_new_acl(binding) == message
+
+
+# -- over the wire ---------------------------------------------------------------------------------
+
+CONFIG = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+          "mock.sasl.users": ["admin:admin-secret", "bob:bob-secret"],
+          "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+          "super.users": "User:admin", "auto.create.topics.enable": False}
+
+
+@pytest.fixture(scope="module")
+def b():
+    with MockBroker(config=CONFIG) as b:
+        b.create_topic("open", 1)
+        b.create_topic("closed", 1)
+        yield b
+
+
+@pytest.fixture
+def login(b):
+    clients = []
+
+    def connect(user):
+        c = RawKafkaClient.connect(b.bootstrap_servers)
+        login_plain(c, user, f"{user}-secret")
+        clients.append(c)
+        return c
+
+    yield connect
+    for c in clients:
+        c.close()
+
+
+def creation(name, op, perm=3, principal="User:bob", rtype=2, pattern=3):
+    return {"resource_type": rtype, "resource_name": name, "resource_pattern_type": pattern,
+            "principal": principal, "host": "*", "operation": op, "permission_type": perm}
+
+
+def filter_(rtype=1, name=None, pattern=1, principal=None):
+    return {"resource_type_filter": rtype, "resource_name_filter": name, "pattern_type_filter": pattern,
+            "principal_filter": principal, "host_filter": None, "operation": 1, "permission_type": 1}
+
+
+def test_acl_apis_and_enforcement(login):
+    admin, bob = login("admin"), login("bob")
+    # bob may not touch ACLs: ALTER/DESCRIBE on the cluster
+    r = bob.request(30, 3, {"creations": [creation("open", int(Op.READ))]})
+    assert [x.error_code for x in r.results] == [E.cluster_authorization_failed]
+    assert bob.request(29, 3, filter_()).error_code == E.cluster_authorization_failed
+    # the super user gives bob READ+WRITE on "open" and READ on group "g", and a bad one
+    r = admin.request(30, 3, {"creations": [creation("open", int(Op.READ)), creation("open", int(Op.WRITE)),
+                                            creation("g", int(Op.READ), rtype=3), creation("", int(Op.READ))]})
+    assert [(x.error_code, x.error_message) for x in r.results] == [
+        (E.none, None), (E.none, None), (E.none, None), (E.invalid_request, "Invalid empty resource name")]
+    described = admin.request(29, 3, filter_())
+    assert [(x.resource_type, x.resource_name, len(x.acls)) for x in described.resources] == [(2, "open", 2), (3, "g", 1)]
+    # Metadata: all topics lists only what bob may describe; a named closed topic is refused
+    meta = bob.request(3, 12, {"topics": None, "allow_auto_topic_creation": False})
+    assert [t.name for t in meta.topics] == ["open"]
+    meta = bob.request(3, 12, {"topics": [{"name": "closed", "topic_id": None}], "allow_auto_topic_creation": False})
+    assert meta.topics[0].error_code == E.topic_authorization_failed
+    # ListOffsets per topic
+    lo = bob.request(2, 7, {"replica_id": -1, "isolation_level": 0, "topics": [
+        {"name": n, "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}]}
+        for n in ("open", "closed")]})
+    assert [t.partitions[0].error_code for t in lo.topics] == [E.none, E.topic_authorization_failed]
+    # FindCoordinator: group g is readable (DESCRIBE implied), group h is not
+    fc = bob.request(10, 4, {"key_type": 0, "coordinator_keys": ["g", "h"]})
+    assert [x.error_code for x in fc.coordinators] == [E.none, E.group_authorization_failed]
+    # a whole request refused: Heartbeat in group h
+    hb = bob.request(12, 4, {"group_id": "h", "generation_id": 1, "member_id": "m", "group_instance_id": None})
+    assert hb.error_code == E.group_authorization_failed
+    # InitProducerId: idempotent needs IDEMPOTENT_WRITE or WRITE on some topic (bob has WRITE on open)
+    ip = bob.request(22, 4, {"transactional_id": None, "transaction_timeout": 60000, "producer_id": -1,
+                             "producer_epoch": -1})
+    assert ip.error_code == E.none
+    ip = bob.request(22, 4, {"transactional_id": "tx", "transaction_timeout": 60000, "producer_id": -1,
+                             "producer_epoch": -1})
+    assert ip.error_code == E.transactional_id_authorization_failed
+    # CreateTopics needs CREATE
+    ct = bob.request(19, 7, {"topics": [{"name": "new", "num_partitions": 1, "replication_factor": 1,
+                                         "assignments": [], "configs": []}], "timeout": 5000, "validate_only": False})
+    assert ct.topics[0].error_code == E.topic_authorization_failed
+    # DeleteAcls removes what the filter matches; bob loses "open"
+    d = admin.request(31, 3, {"filters": [filter_(rtype=2, name="open", pattern=3)]})
+    assert len(d.filter_results[0].matching_acls) == 2
+    meta = bob.request(3, 12, {"topics": None, "allow_auto_topic_creation": False})
+    assert [t.name for t in meta.topics] == []
+
+
+# -- ACLs set at start, from Python and over the admin API ------------------------------------------
+
+
+def test_acls_from_config_python_and_the_admin_api():
+    from mockbroker.config import BrokerConfig, ConfigError
+
+    from .test_admin_api import http
+
+    start = [{"resource_type": "TOPIC", "name": "open", "principal": "User:bob", "operation": "WRITE"}]
+    with pytest.raises(ConfigError, match="mock.acls needs an authorizer"):
+        BrokerConfig({"mock.acls": start})
+    with pytest.raises(ConfigError, match="ACL 1: Invalid operation ANY"):
+        BrokerConfig({"mock.acls": [{**start[0], "operation": "any"}]})
+    with MockBroker(config={**CONFIG, "mock.acls": start, "mock.admin.listener": "127.0.0.1:0"}) as b:
+        b.create_topic("open", 1)
+        assert [a["operation"] for a in b.acls()] == ["WRITE"]
+        c = RawKafkaClient.connect(b.bootstrap_servers)
+        try:
+            login_plain(c, "bob", "bob-secret")
+            names = lambda: [t.name for t in c.request(3, 12, {"topics": None, "allow_auto_topic_creation": False}).topics]  # noqa: E731
+            assert names() == ["open"]  # WRITE implies DESCRIBE
+            b.remove_acls(principal="User:bob")
+            assert names() == []
+            status, body = http(b.admin_url + "/acls", "POST", {"resource_type": "topic", "name": "o",
+                                                                "pattern_type": "prefixed", "principal": "User:bob",
+                                                                "operation": "describe"})
+            assert status == 201 and body["pattern_type"] == "PREFIXED"
+            assert names() == ["open"]
+            status, body = http(b.admin_url + "/acls", "POST", {"resource_type": "TOPIC", "name": "o",
+                                                                "principal": "bob", "operation": "READ"})
+            assert status == 400 and body["error"].startswith("Could not parse principal from `bob`")
+            assert http(b.admin_url + "/acls")[1] == b.acls() and len(b.acls()) == 1
+            status, body = http(b.admin_url + "/acls", "DELETE", {"operation": "DESCRIBE"})
+            assert status == 200 and len(body) == 1 and names() == []
+        finally:
+            c.close()
+    with MockBroker(config={"mock.admin.listener": "127.0.0.1:0"}) as b:
+        status, body = http(b.admin_url + "/acls")
+        assert status == 404 and body["field"] == "authorizer"
