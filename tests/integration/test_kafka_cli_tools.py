@@ -8,7 +8,7 @@ mockbroker side runs while the real Kafka starts.  The runs: kafka-topics (creat
 replica assignment, alter, describe, delete, and their errors), kafka-configs (topics, brokers per
 broker and by default, groups, client-metrics; a broker's --all), kafka-consumer-groups (list,
 describe offsets/members/state, reset-offsets by each of its specs with --dry-run and --execute,
-delete-offsets, delete), kafka-transactions (list, describe, describe-producers, find-hanging),
+delete-offsets, delete), kafka-transactions (list, describe, describe-producers, find-hanging, abort),
 kafka-get-offsets (-1, -2, -3, -4, -5, a timestamp) and kafka-delete-records.  Each run's exit code,
 stdout and the first lines of stderr (stack frames left out) are the same from both once
 ``normalise`` has replaced what must differ (topic ids, ports, member ids, producer ids,
@@ -245,6 +245,10 @@ def script(boot: str, tmp: Path) -> list[tuple[str, str, list[str]]]:
         ("txn list duration", txns, [*bs, "list", "--duration-filter", "3600000"]),
         ("txn find-hanging", txns, [*bs, "find-hanging", "--broker-id", "1"]),
         ("txn find-hanging topic", txns, [*bs, "find-hanging", "--topic", "txn"]),
+        ("txn abort", txns, [*bs, "abort", "--topic", "txn", "--partition", "0", "--start-offset", "0"]),
+        ("txn abort again", txns, [*bs, "abort", "--topic", "txn", "--partition", "0", "--start-offset", "0"]),
+        ("txn describe-producers aborted", txns, [*bs, "describe-producers", "--topic", "txn", "--partition", "0"]),
+        ("txn offsets aborted", "kafka-get-offsets", [*bs, "--topic", "txn", "--time", "-1"]),
         # kafka-get-offsets, kafka-delete-records
         ("offsets latest", "kafka-get-offsets", [*bs, "--topic", "cg", "--time", "-1"]),
         ("offsets earliest", "kafka-get-offsets", [*bs, "--topic", "cg", "--time", "-2"]),
@@ -321,13 +325,14 @@ def session(boot: str, tmp: Path) -> list[Run]:
     finally:
         for consumer in consumers:
             consumer.close()
-        txn.abort_transaction(10)
+        txn.abort_transaction(10)  # its partition's marker was written by kafka-transactions abort already
 
 
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 # kafka-transactions' columns that differ by nature: mockbroker hands out producer ids from 1000
 # (docs/differences.md), and the transaction's start is the wall time of each run
 VARYING_COLUMNS = {"ProducerId", "CurrentTransactionStartTimeMs", "TransactionDurationMs"}
+DAY_MS = 86_400_000  # a producer's LastTimestamp later than a day after the records': a marker's wall time
 # the broker configs each side sets in its static configuration (Kafka: bench/brokers.py's
 # server.properties for a single KRaft node; mockbroker: its listener and SASL mechanisms)
 STATIC_CONFIGS = {
@@ -348,7 +353,8 @@ def tables(text: str) -> str:
         if cells and VARYING_COLUMNS & set(cells):
             header = cells
         elif cells and header and len(cells) == len(header):
-            cells = ["N" if h in VARYING_COLUMNS else c for h, c in zip(header, cells)]
+            cells = ["N" if h in VARYING_COLUMNS or (h == "LastTimestamp" and int(c) > BASE_TS + DAY_MS) else c
+                     for h, c in zip(header, cells)]
         else:
             header = None if cells is None else header
         out.append("\t".join(cells) if cells else line)
@@ -436,6 +442,12 @@ def test_what_the_tools_did_on_mockbroker(transcripts):
     assert "GroupNotEmptyException" in out("groups delete live")
     producers = out("txn describe-producers").splitlines()[1].split("\t")
     assert [c.strip() for c in producers][1:6] == ["0", "-1", "0", str(BASE_TS), "0"]  # open from offset 0
+    assert out("txn abort") == ""
+    assert out("txn abort again", 1) + runs["txn abort again"].err == (
+        "Could not find any open transactions starting at offset 0 on partition txn-0\n")
+    aborted = [c.strip() for c in out("txn describe-producers aborted").splitlines()[1].split("\t")]
+    assert aborted[1:3] + aborted[5:6] == ["0", "0", "None"]  # the tool's coordinator epoch 0; none open
+    assert out("txn offsets aborted").split() == ["txn:0:2"]  # the record and the ABORT marker
     assert out("offsets latest").split() == ["cg:0:10", "cg:1:10"]
     assert out("offsets max timestamp").split() == ["cg:0:9", "cg:1:9"]
     assert out("offsets timestamp").split() == ["cg:0:5", "cg:1:5"]  # the first at or after 00:00:04.5
