@@ -155,8 +155,9 @@ class Cluster:
         credentials.tokens = tokens
         authorizer = (StandardAuthorizer(config["super.users"], config["allow.everyone.if.no.acl.found"])
                       if config["authorizer.class.name"] else None)
-        for spec in config["mock.acls"] if authorizer is not None else ():
-            authorizer.add(acl_from_spec(spec))
+        if authorizer is not None:
+            for spec in config["mock.acls"]:
+                authorizer.add(acl_from_spec(spec))
         self.authorizer = authorizer  # the cluster's ACLs (StandardAuthorizer), None without one
         # KIP-890: every leader asks the coordinator before appending a transactional batch
         verifier = AddPartitionsToTxnManager(self.txn) if self.txn.config.partition_verification_enable else None

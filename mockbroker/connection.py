@@ -6,12 +6,11 @@ of ``SocketServer.Processor``.  It is an ``asyncio.BufferedProtocol`` that owns
 paused socket on its own once its buffer drains, which would break
 Kafka-style muting.
 
-The connection knows only its ``ConnectionOwner`` (the broker that accepted
-it: clock, memory pool, the dispatcher to hand requests to) and, on a
-SASL_PLAINTEXT listener, an ``Authenticator`` until authentication completes.
-It does not know the broker, the quota code or SASL: those call it through
-``send_response``, ``close``, ``close_after``, ``start_throttling`` /
-``end_throttling``, ``hold_until`` and ``authenticated``.
+The connection knows only its ``ConnectionOwner`` (the broker that accepted it: clock, memory pool,
+the dispatcher to hand requests to) and, on a SASL listener, an ``Authenticator`` until
+authentication completes.  It does not know the broker, the quota code or SASL: those call it
+through ``send_response``, ``close``, ``close_after``, ``start_throttling`` / ``end_throttling``,
+``hold_until`` and ``authenticated``.
 
 Reading a request is ``NetworkReceive.readFrom``: first the 4-byte size
 prefix, which is checked (negative or above ``socket.request.max.bytes``
@@ -52,10 +51,9 @@ with the memory-pool mute kept apart as ``Selector`` does):
   it when memory comes back.
 * ``HELD`` (observe mode, ``hold_until``) and ``CLOSING`` (``close_after``).
 
-On a SASL_PLAINTEXT listener ``authenticator`` is set until authentication
-completes: frames are limited to its ``max_receive_size`` meanwhile, and after
-a SaslHandshake v0 the frames are raw SASL tokens (no Kafka header) that go to
-the authenticator instead of the dispatcher.
+On a SASL listener ``authenticator`` is set until authentication completes: frames are limited to
+its ``max_receive_size`` meanwhile, and after a SaslHandshake v0 the frames are raw SASL tokens (no
+Kafka header) that go to the authenticator instead of the dispatcher.
 """
 
 from __future__ import annotations
@@ -465,8 +463,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     # -- authentication ------------------------------------------------------------------------
     def authenticated(self, principal: str, token_authenticated: bool = False) -> None:
-        """SASL completed: every later request takes the ordinary path, as ``principal`` (its
-        delegation token's owner when ``token_authenticated``, KafkaPrincipal.tokenAuthenticated)."""
+        """SASL completed: later requests take the ordinary path, as ``principal`` (a token's owner)."""
         self.principal = principal
         self.token_authenticated = token_authenticated
         self.authenticator = None

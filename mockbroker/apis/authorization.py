@@ -25,6 +25,11 @@ def _read_group(req: Any) -> list[Action]:
     return [(AclOperation.READ, ResourceType.GROUP, req.group_id, _GROUP)]
 
 
+def _cluster(operation: AclOperation) -> Callable[[Any], list[Action]]:
+    """An operation on the cluster (AuthHelper.authorizeClusterOperation, or the API's own check of it)."""
+    return lambda req: [(operation, ResourceType.CLUSTER, CLUSTER_NAME, ErrorCode.cluster_authorization_failed)]
+
+
 def _write_txn(req: Any) -> list[Action]:
     return [(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id, _TXN)]
 
@@ -40,6 +45,24 @@ WHOLE_REQUEST: dict[int, Callable[[Any], list[Action]]] = {
     ApiKey.ADD_OFFSETS_TO_TXN: lambda req: _write_txn(req) + _read_group(req),
     ApiKey.TXN_OFFSET_COMMIT: lambda req: _write_txn(req) + _read_group(req),
     ApiKey.END_TXN: _write_txn,
+    ApiKey.SHARE_GROUP_HEARTBEAT: _read_group,
+    ApiKey.STREAMS_GROUP_HEARTBEAT: _read_group,
+    ApiKey.OFFSET_DELETE: lambda req: [(AclOperation.DELETE, ResourceType.GROUP, req.group_id, _GROUP)],
+    # the cluster: KafkaApis' and ControllerApis' checks
+    ApiKey.DESCRIBE_LOG_DIRS: _cluster(AclOperation.DESCRIBE),
+    ApiKey.ALTER_REPLICA_LOG_DIRS: _cluster(AclOperation.ALTER),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: _cluster(AclOperation.DESCRIBE_CONFIGS),
+    ApiKey.ALTER_CLIENT_QUOTAS: _cluster(AclOperation.ALTER_CONFIGS),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _cluster(AclOperation.DESCRIBE),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _cluster(AclOperation.ALTER),
+    ApiKey.ELECT_LEADERS: _cluster(AclOperation.ALTER),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: _cluster(AclOperation.ALTER),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: _cluster(AclOperation.DESCRIBE),
+    ApiKey.UPDATE_FEATURES: _cluster(AclOperation.ALTER),
+    ApiKey.DESCRIBE_QUORUM: _cluster(AclOperation.DESCRIBE),
+    ApiKey.UNREGISTER_BROKER: _cluster(AclOperation.ALTER),
+    ApiKey.ADD_RAFT_VOTER: _cluster(AclOperation.ALTER),
+    ApiKey.REMOVE_RAFT_VOTER: _cluster(AclOperation.ALTER),
 }
 
 

@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
+from ..authorizer import AclOperation, ResourceType
 from ..group.group import DescribedGroup
 from ..request import RequestContext, Response
-from .common import AUTHORIZED_OPS_NOT_REQUESTED, GROUP_OPERATIONS, first_error
+from .common import AUTHORIZED_OPS_NOT_REQUESTED, GROUP_OPERATIONS, authorized, first_error
 
 if TYPE_CHECKING:
     from protocol.request_types import DescribeGroupsRequest
@@ -49,11 +50,19 @@ def _described(version: int, d: DescribedGroup, include_ops: bool) -> dict[str, 
 
 def handle(ctx: RequestContext, req: DescribeGroupsRequest) -> Response:
     include = bool(req.include_authorized_operations)
-    groups = [_described(ctx.version, d, include) for d in ctx.broker.groups.describe_groups(ctx.node_id, req.groups)]
+    # KafkaApis: DESCRIBE on each group; the others are described
+    allowed = [g for g in req.groups if authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)]
+    found = iter(_described(ctx.version, d, include)
+                 for d in ctx.broker.groups.describe_groups(ctx.node_id, allowed))
+    groups = [next(found) if g in allowed else _denied(g) for g in req.groups]
     return Response({"groups": groups}, error_code=first_error(groups))
 
 
+def _denied(gid: str, error: ErrorCode = ErrorCode.group_authorization_failed) -> dict[str, Any]:
+    return {"group_id": gid, "error_code": error, "group_state": "", "protocol_type": "", "protocol_data": "",
+            "members": []}
+
+
 def error_response(ctx: RequestContext, req: DescribeGroupsRequest, error: ErrorCode) -> Response:
-    groups = [{"group_id": gid, "error_code": error, "group_state": "", "protocol_type": "", "protocol_data": "",
-               "members": []} for gid in req.groups]
+    groups = [_denied(gid, error) for gid in req.groups]
     return Response({"groups": groups}, error_code=first_error(groups))

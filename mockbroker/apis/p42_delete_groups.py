@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
+from ..authorizer import AclOperation, ResourceType
 from ..request import RequestContext, Response
-from .common import first_error
+from .common import authorized, first_error
 
 if TYPE_CHECKING:
     from protocol.request_types import DeleteGroupsRequest
@@ -28,8 +29,11 @@ API_KEY = ApiKey.DELETE_GROUPS
 
 
 def handle(ctx: RequestContext, req: DeleteGroupsRequest) -> Response:
-    errors = ctx.broker.groups.delete_groups(ctx.node_id, list(req.groups_names))
-    results = [{"group_id": gid, "error_code": errors[gid], "error_message": None} for gid in req.groups_names]
+    # KafkaApis: DELETE on each group; the others are deleted
+    allowed = [g for g in req.groups_names if authorized(ctx, AclOperation.DELETE, ResourceType.GROUP, g)]
+    errors = ctx.broker.groups.delete_groups(ctx.node_id, allowed)
+    results = [{"group_id": gid, "error_code": errors.get(gid, ErrorCode.group_authorization_failed),
+                "error_message": None} for gid in req.groups_names]
     return Response({"results": results}, error_code=first_error(results))
 
 

@@ -212,3 +212,37 @@ def test_acls_from_config_python_and_the_admin_api():
     with MockBroker(config={"mock.admin.listener": "127.0.0.1:0"}) as b:
         status, body = http(b.admin_url + "/acls")
         assert status == 404 and body["field"] == "authorizer"
+
+
+def test_every_whole_request_check_can_be_answered():
+    """A whole-request check answers through the API's error response: one without would pass unchecked."""
+    from mockbroker.apis import error_responder
+    from mockbroker.apis.authorization import WHOLE_REQUEST
+
+    assert [k for k in WHOLE_REQUEST if error_responder(k) is None] == []
+
+
+def test_groups_and_cluster_operations(b, login):
+    admin, bob = login("admin"), login("bob")
+    r = admin.request(30, 3, {"creations": [creation("mine", int(Op.DESCRIBE), rtype=3),
+                                            creation("mine", int(Op.DELETE), rtype=3)]})
+    assert [x.error_code for x in r.results] == [E.none, E.none]
+    for gid in ("mine", "theirs"):  # two empty classic groups: offsets committed by the super user
+        admin.request(8, 8, {"group_id": gid, "generation_id_or_member_epoch": -1, "member_id": "",
+                             "group_instance_id": None, "topics": [{"name": "open", "partitions": [
+                                 {"partition_index": 0, "committed_offset": 0, "committed_leader_epoch": -1,
+                                  "committed_metadata": None}]}]})
+    described = bob.request(15, 5, {"groups": ["mine", "theirs"], "include_authorized_operations": False})
+    assert [(g.group_id, g.error_code) for g in described.groups] == [
+        ("mine", E.none), ("theirs", E.group_authorization_failed)]
+    listed = bob.request(16, 5, {"states_filter": [], "types_filter": []})
+    assert [g.group_id for g in listed.groups] == ["mine"]
+    assert {g.group_id for g in admin.request(16, 5, {"states_filter": [], "types_filter": []}).groups} >= {
+        "mine", "theirs"}
+    deleted = bob.request(42, 2, {"groups_names": ["theirs", "mine"]})
+    assert [(x.group_id, x.error_code) for x in deleted.results] == [
+        ("theirs", E.group_authorization_failed), ("mine", E.none)]
+    # an operation on the cluster: DESCRIBE for DescribeLogDirs, ALTER for ElectLeaders
+    logdirs = bob.request(35, 4, {"topics": None})
+    assert logdirs.error_code == E.cluster_authorization_failed and logdirs.results == ()
+    assert admin.request(35, 4, {"topics": None}).error_code == E.none
