@@ -56,12 +56,22 @@ def test_no_acl_found_and_hosts_and_all():
 
 
 def test_authorize_by_resource_type():
+    """Authorizer.authorizeByResourceType's default method, as StandardAuthorizer keeps it."""
     a = StandardAuthorizer()
     assert not a.authorize_any("bob", "h", Op.WRITE, R.TOPIC)
-    a.add(acl("logs-", Op.WRITE, pattern=PRE))
+    a.add(acl("logs-app", Op.WRITE))
+    assert a.authorize_any("bob", "h", Op.WRITE, R.TOPIC)
+    assert not a.authorize_any("bob", "h", Op.READ, R.TOPIC)  # no implication here: WRITE is not READ
+    a.add(acl("logs-", Op.WRITE, DENY, pattern=PRE))  # a DENY prefix dominates the LITERAL allow
+    assert not a.authorize_any("bob", "h", Op.WRITE, R.TOPIC)
+    a.add(acl("metrics", Op.WRITE, pattern=PRE))
+    assert a.authorize_any("bob", "h", Op.WRITE, R.TOPIC)
+    a.add(acl("metrics", Op.WRITE, DENY))  # a LITERAL deny of the same name does not touch a PREFIXED allow
     assert a.authorize_any("bob", "h", Op.WRITE, R.TOPIC)
     a.add(acl("*", Op.WRITE, DENY))
     assert not a.authorize_any("bob", "h", Op.WRITE, R.TOPIC)
+    assert StandardAuthorizer(allow_if_no_acl=True).authorize_any("bob", "h", Op.WRITE, R.TOPIC)
+    assert StandardAuthorizer(["User:bob"]).authorize_any("bob", "h", Op.WRITE, R.TOPIC)
 
 
 def test_filters_match_as_kafka():
