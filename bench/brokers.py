@@ -233,6 +233,7 @@ class RealKafka:
         self.version = version
         self.jvm_opts = jvm_opts
         self.extra_props = dict(extra_props or {})
+        self.format_args: list[str] = []  # more StorageTool format arguments (e.g. --add-scram ...)
         self.root = Path(tempfile.mkdtemp(prefix="bench-kafka-"))
         taken: set[int] = set()
         self.nodes = [KafkaNode(i + 1, self.root, taken) for i in range(nodes)]
@@ -289,7 +290,7 @@ class RealKafka:
             props.write_text("".join(f"{k}={v}\n" for k, v in self.properties(node).items()))
             procs.append(subprocess.Popen(
                 ["java", *TOOL_JVM_OPTS, "-cp", self.cp, "kafka.tools.StorageTool", "format", "-t", self.cluster_id,
-                 "-c", str(props)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL))
+                 "-c", str(props), *self.format_args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL))
         for p in procs:
             out, _ = p.communicate(timeout=JAVA_TOOL_TIMEOUT_S)
             if p.returncode != 0:

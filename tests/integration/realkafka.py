@@ -65,7 +65,8 @@ def kafka_tool(tool: str, *args: str, version: str = KAFKA_VERSION,
 def start(nodes: int, version: str = KAFKA_VERSION,
           configure: Callable[[brokers.RealKafka], None] | None = None) -> Iterator[brokers.RealKafka]:
     """Kafka ``version`` on ``nodes`` nodes; ``configure`` may set ``extra_props`` (over the
-    server.properties written) once the nodes' ports are chosen, before they start."""
+    server.properties written) and ``format_args`` (more kafka-storage format arguments, e.g.
+    ``--add-scram``) once the nodes' ports are chosen, before they start."""
     kafka = brokers.RealKafka(kafka_classpath(version), nodes=nodes, version=version, jvm_opts=JVM_OPTS)
     if configure is not None:
         configure(kafka)

@@ -38,6 +38,7 @@ from confluent_kafka.admin import (  # noqa: E402
 
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 USERS = {"admin": "admin-pw", "bob": "bob-pw", "carol": "carol-pw", "dave": "dave-pw"}
+SCRAM_USERS = {"erin": "erin-pw"}  # SCRAM-SHA-256 credentials only (Kafka: kafka-storage format --add-scram)
 TOKEN_KEY = "acl-clients-token-key"  # delegation.token.secret.key
 WAIT_S = 15  # a client outcome neither broker gives within this is reported as "none"
 MAPPING = "RULE:^CN=([^,]*),.*$/$1/,DEFAULT"  # ssl.principal.mapping.rules: the CN is the user
@@ -79,11 +80,13 @@ def kafka(certs) -> Iterator[tuple[str, str]]:
             **tls_props(certs[0]),
             "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
             "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
-            # SCRAM for delegation tokens only (tokenauth=true): no SCRAM user has a credential
+            # SCRAM for delegation tokens (tokenauth=true) and SCRAM_USERS
             "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config":
                 "org.apache.kafka.common.security.scram.ScramLoginModule required;",
             "delegation.token.secret.key": TOKEN_KEY,
             "authorizer.class.name": AUTHORIZER, "super.users": "User:admin;User:ANONYMOUS"})
+        real.format_args += [a for u, p in SCRAM_USERS.items()
+                             for a in ("--add-scram", f"SCRAM-SHA-256=[name={u},password={p}]")]
 
     running = start(1, configure=configure)
     next(running)
@@ -194,7 +197,7 @@ def mock(certs) -> Iterator[MockBroker]:
     with MockBroker(config={"listeners": "SASL_PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
                             "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL",
                             **tls_props(certs[0]),
-                            "mock.sasl.users": [f"{u}:{p}" for u, p in USERS.items()],
+                            "mock.sasl.users": [f"{u}:{p}" for u, p in (USERS | SCRAM_USERS).items()],
                             "authorizer.class.name": AUTHORIZER, "super.users": "User:admin",
                             "delegation.token.secret.key": TOKEN_KEY}) as b:
         yield b
@@ -215,14 +218,16 @@ def test_delegation_token_outcomes_side_by_side(kafka, mock):
     CREATE_TOKENS, a group renewer, a life above the maximum), describing as owner, renewer, other
     and super user with owner filters, renewing and expiring as owner, renewer and others, logging
     in with the token over SCRAM (tokenauth) and creating a token from that connection, then again
-    once it is expired.  The owners, renewers, lifetimes and errors must be the same on both."""
+    once it is expired; a SCRAM user (erin) creating a token, and logging in with a wrong password.
+    The owners, renewers, lifetimes and errors must be the same on both."""
     from .javatools import JAVA_TIMEOUT_S, java_classpath
 
     cp = java_classpath("DelegationTokens")
     sasl_port = mock.call(lambda cl: cl.brokers[0].ports["SASL_PLAINTEXT"])
 
     def run(bootstrap: str) -> list[str]:
-        cmd = ["java", "-Xmx256m", "-cp", cp, "DelegationTokens", bootstrap, *(f"{u}:{p}" for u, p in USERS.items())]
+        cmd = ["java", "-Xmx256m", "-cp", cp, "DelegationTokens", bootstrap,
+               *(f"{u}:{p}" for u, p in (USERS | SCRAM_USERS).items())]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
         lines = r.stdout.splitlines()
         assert r.returncode == 0 and lines[-1:] == ["DONE"], r.stdout + r.stderr[-3000:]

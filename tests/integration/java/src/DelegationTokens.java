@@ -1,6 +1,6 @@
 // Kafka's Java Admin client with delegation tokens (KIP-48), the same steps against any broker that
 // has SASL/PLAIN users admin (a super user), bob, carol and dave, SCRAM-SHA-256 on the same listener
-// and delegation.token.secret.key set. Driven by tests/integration/test_acl_clients.py, which runs it
+// with a SCRAM user erin (when erin's password is given), and delegation.token.secret.key set. Driven by tests/integration/test_acl_clients.py, which runs it
 // against mockbroker and a Kafka 4.4.0 and compares the output; usage:
 //   java DelegationTokens <bootstrap-servers> <user>:<password>...
 //
@@ -59,6 +59,12 @@ public class DelegationTokens {
         return admins.computeIfAbsent(user, u -> open(
             "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"" + u
                 + "\" password=\"" + passwords.get(u) + "\";", "PLAIN"));
+    }
+
+    /** An Admin logged in with SASL/SCRAM-SHA-256 as ``user`` with ``password``. */
+    private static Admin scram(String user, String password) {
+        return open("org.apache.kafka.common.security.scram.ScramLoginModule required username=\"" + user
+            + "\" password=\"" + password + "\";", "SCRAM-SHA-256");
     }
 
     /** An Admin logged in with SASL/SCRAM-SHA-256 with ``token`` (tokenauth=true). */
@@ -129,6 +135,17 @@ public class DelegationTokens {
             System.out.println("expire " + label + ": NONE");
         } catch (Exception e) {
             System.out.println("expire " + label + ": " + error(e));
+        }
+    }
+
+    /** Wait (WAIT_MS at most) until the super user's describe lists ``token`` or not: Kafka's broker
+     *  knows of a token's creation or removal once it has replayed the controller's record. */
+    private static void await(DelegationToken token, boolean listed) throws Exception {
+        long deadline = System.currentTimeMillis() + WAIT_MS;
+        String id = token.tokenInfo().tokenId();
+        while (System.currentTimeMillis() < deadline && as("admin").describeDelegationToken().delegationTokens()
+                .get(TIMEOUT_S, TimeUnit.SECONDS).stream().anyMatch(t -> t.tokenInfo().tokenId().equals(id)) != listed) {
+            Thread.sleep(100);
         }
     }
 
@@ -226,19 +243,26 @@ public class DelegationTokens {
             login("with bob's token", mine, true);
             expire("other", "dave", mine.hmac(), -1);
             expire("renewer", "carol", mine.hmac(), -1);
-            // Kafka's broker forgets the token once it has replayed its removal: wait for that
-            deadline = System.currentTimeMillis() + WAIT_MS;
-            while (System.currentTimeMillis() < deadline && as("bob").describeDelegationToken().delegationTokens()
-                    .get(TIMEOUT_S, TimeUnit.SECONDS).stream()
-                    .anyMatch(t -> t.tokenInfo().tokenId().equals(mine.tokenInfo().tokenId()))) {
-                Thread.sleep(100);
-            }
+            await(mine, false);
             describeAs("bob after expiry", as("bob"), null);
             renew("expired", "bob", mine.hmac());
             expire("expired", "bob", mine.hmac(), -1);
             login("with the expired token", mine, false);
             expire("owner, in a minute", "bob", forBob.hmac(), 60_000);
             describeAs("bob at last", as("bob"), null);
+            // erin has a SCRAM credential only (Kafka: from kafka-storage format --add-scram)
+            String erinPassword = passwords.get("erin");
+            if (erinPassword != null) {
+                admins.put("erin", scram("erin", erinPassword));
+                DelegationToken erins = create("erin over SCRAM", "erin", new CreateDelegationTokenOptions()
+                    .renewers(List.of(bob)));
+                if (erins != null) {
+                    await(erins, true);
+                    renew("erin's, by bob", "bob", erins.hmac());
+                }
+                describeAs("erin", as("erin"), null);
+                describeAs("erin with a wrong password", scram("erin", erinPassword + "-not"), null);
+            }
             System.out.println("DONE");
         } finally {
             for (Admin admin : opened) {
