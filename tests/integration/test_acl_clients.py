@@ -7,8 +7,9 @@ through confluent-kafka's AdminClient on both; then bob, through librdkafka, lis
 produces, consumes in groups, creates and deletes topics and starts a transaction; then clients
 with certificates (one allowed, one not, one from an unknown CA) produce over mTLS; then Kafka's
 Java Admin creates, describes, renews and expires delegation tokens and logs in with one; then
-Kafka's kafka-acls tool adds, lists and removes ACLs.  Every outcome (values, error codes, the
-tool's lines) must be the same on both."""
+Kafka's kafka-acls tool adds, lists and removes ACLs; kafka-python and aiokafka meet a denied
+topic, group and transactional id.  Every outcome (values, error codes, the tool's lines) must
+be the same on both."""
 
 from __future__ import annotations
 
@@ -312,3 +313,104 @@ def test_kafka_acls_tool_side_by_side(kafka, mock, tmp_path):
     listed = next(blocks for run, _code, blocks in on_mock if run == "--list --principal User:carol")
     assert "ACLs for principal `User:carol`" in listed and \
         any("name=tool-tx" in b and "operation=WRITE" in b for b in listed), listed  # the tool's lines
+
+
+def python_clients_denied(bootstrap: str) -> list[str]:
+    """kafka-python and aiokafka as bob against what he may not use: producing to a topic, a
+    consumer group (on a topic he may read) and a transactional id.  One line per client and case:
+    the exception class it raises (the clients name Kafka's error codes alike)."""
+    import asyncio
+
+    import aiokafka
+    from kafka import KafkaConsumer, KafkaProducer
+
+    admin = AdminClient(sasl(bootstrap, "admin"))
+    for f in admin.create_topics([NewTopic(t, 1, 1) for t in ("py-allowed", "py-denied")]).values():
+        f.result(timeout=30)
+    acl = AclBinding(ResourceType.TOPIC, "py-allowed", ResourcePatternType.LITERAL, "User:bob", "*",
+                     AclOperation.READ, AclPermissionType.ALLOW)
+    for f in admin.create_acls([acl]).values():
+        f.result(timeout=30)
+    deadline = time.monotonic() + WAIT_S  # Kafka's broker applies the ACL once it has replayed it
+    as_filter = AclBindingFilter(ResourceType.TOPIC, "py-allowed", ResourcePatternType.LITERAL, None, None,
+                                 AclOperation.ANY, AclPermissionType.ANY)
+    while not admin.describe_acls(as_filter).result(timeout=30) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    kw = dict(bootstrap_servers=bootstrap, security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+              sasl_plain_username="bob", sasl_plain_password=USERS["bob"])
+    out = []
+
+    def outcome(what: str, call) -> None:
+        try:
+            call()
+            out.append(f"{what}: NONE")
+        except Exception as e:  # noqa: BLE001 - the class is the outcome
+            out.append(f"{what}: {type(e).__name__}")
+
+    def kp_produce() -> None:
+        p = KafkaProducer(max_block_ms=WAIT_S * 1000, **kw)
+        try:
+            p.send("py-denied", b"v").get(WAIT_S)
+        finally:
+            p.close(timeout=1)
+
+    def kp_consume() -> None:
+        c = KafkaConsumer("py-allowed", group_id="py-g", auto_offset_reset="earliest", **kw)
+        try:
+            deadline = time.monotonic() + WAIT_S
+            while time.monotonic() < deadline:
+                c.poll(timeout_ms=500)
+        finally:
+            c.close(autocommit=False)
+
+    def kp_transaction() -> None:
+        p = KafkaProducer(transactional_id="py-tx", max_block_ms=WAIT_S * 1000, **kw)
+        try:
+            p.init_transactions()
+        finally:
+            p.close(timeout=1)
+
+    outcome("kafka-python produce", kp_produce)
+    outcome("kafka-python consume in a group", kp_consume)
+    outcome("kafka-python init_transactions", kp_transaction)
+
+    async def aio_produce() -> None:
+        p = aiokafka.AIOKafkaProducer(request_timeout_ms=WAIT_S * 1000, **kw)
+        await p.start()
+        try:
+            await asyncio.wait_for(p.send_and_wait("py-denied", b"v"), WAIT_S)
+        finally:
+            await p.stop()
+
+    async def aio_consume() -> None:
+        c = aiokafka.AIOKafkaConsumer("py-allowed", group_id="py-g", auto_offset_reset="earliest", **kw)
+        await c.start()
+        try:
+            deadline = time.monotonic() + WAIT_S
+            while time.monotonic() < deadline:
+                await c.getmany(timeout_ms=500)
+        finally:
+            await c.stop()
+
+    async def aio_transaction() -> None:
+        p = aiokafka.AIOKafkaProducer(transactional_id="py-tx", **kw)
+        try:
+            await asyncio.wait_for(p.start(), WAIT_S)
+        finally:
+            await p.stop()
+
+    outcome("aiokafka produce", lambda: asyncio.run(aio_produce()))
+    outcome("aiokafka consume in a group", lambda: asyncio.run(aio_consume()))
+    outcome("aiokafka transactional start", lambda: asyncio.run(aio_transaction()))
+    return out
+
+
+def test_python_clients_denied_side_by_side(kafka, mock):
+    """kafka-python and aiokafka meet TOPIC_, GROUP_ and TRANSACTIONAL_ID_AUTHORIZATION_FAILED as
+    the same exceptions from mockbroker as from the Kafka 4.4.0."""
+    pytest.importorskip("kafka")
+    pytest.importorskip("aiokafka")
+    sasl_port = mock.call(lambda cl: cl.brokers[0].ports["SASL_PLAINTEXT"])
+    on_kafka, on_mock = python_clients_denied(kafka[0]), python_clients_denied(f"127.0.0.1:{sasl_port}")
+    assert on_mock == on_kafka, "\n".join(f"{k!r:70} {m!r}" for k, m in zip(on_kafka, on_mock))
+    assert all("AuthorizationFailed" in line for line in on_mock), on_mock  # each case is denied
