@@ -7,8 +7,8 @@ through confluent-kafka's AdminClient on both; then bob, through librdkafka, lis
 produces, consumes in groups, creates and deletes topics and starts a transaction; then clients
 with certificates (one allowed, one not, one from an unknown CA) produce over mTLS; then Kafka's
 Java Admin creates, describes, renews and expires delegation tokens and logs in with one; then
-Kafka's kafka-acls tool adds, lists and removes ACLs; kafka-python and aiokafka meet a denied
-topic, group and transactional id.  Every outcome (values, error codes, the tool's lines) must
+Kafka's kafka-acls tool adds, lists and removes ACLs; kafka-python, aiokafka and Kafka's Java
+clients meet a denied topic, group and transactional id.  Every outcome (values, error codes, the tool's lines) must
 be the same on both."""
 
 from __future__ import annotations
@@ -315,6 +315,28 @@ def test_kafka_acls_tool_side_by_side(kafka, mock, tmp_path):
         any("name=tool-tx" in b and "operation=WRITE" in b for b in listed), listed  # the tool's lines
 
 
+@pytest.fixture(scope="module")
+def denied(kafka, mock) -> tuple[str, str]:
+    """Topics py-allowed (bob may READ it) and py-denied on both brokers, for the clients' denied
+    cases: Kafka's and mockbroker's SASL bootstrap addresses."""
+    sasl_port = mock.call(lambda cl: cl.brokers[0].ports["SASL_PLAINTEXT"])
+    both = (kafka[0], f"127.0.0.1:{sasl_port}")
+    for bootstrap in both:
+        admin = AdminClient(sasl(bootstrap, "admin"))
+        for f in admin.create_topics([NewTopic(t, 1, 1) for t in ("py-allowed", "py-denied")]).values():
+            f.result(timeout=30)
+        acl = AclBinding(ResourceType.TOPIC, "py-allowed", ResourcePatternType.LITERAL, "User:bob", "*",
+                         AclOperation.READ, AclPermissionType.ALLOW)
+        for f in admin.create_acls([acl]).values():
+            f.result(timeout=30)
+        deadline = time.monotonic() + WAIT_S  # Kafka's broker applies the ACL once it has replayed it
+        as_filter = AclBindingFilter(ResourceType.TOPIC, "py-allowed", ResourcePatternType.LITERAL, None, None,
+                                     AclOperation.ANY, AclPermissionType.ANY)
+        while not admin.describe_acls(as_filter).result(timeout=30) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    return both
+
+
 def python_clients_denied(bootstrap: str) -> list[str]:
     """kafka-python and aiokafka as bob against what he may not use: producing to a topic, a
     consumer group (on a topic he may read) and a transactional id.  One line per client and case:
@@ -324,18 +346,6 @@ def python_clients_denied(bootstrap: str) -> list[str]:
     import aiokafka
     from kafka import KafkaConsumer, KafkaProducer
 
-    admin = AdminClient(sasl(bootstrap, "admin"))
-    for f in admin.create_topics([NewTopic(t, 1, 1) for t in ("py-allowed", "py-denied")]).values():
-        f.result(timeout=30)
-    acl = AclBinding(ResourceType.TOPIC, "py-allowed", ResourcePatternType.LITERAL, "User:bob", "*",
-                     AclOperation.READ, AclPermissionType.ALLOW)
-    for f in admin.create_acls([acl]).values():
-        f.result(timeout=30)
-    deadline = time.monotonic() + WAIT_S  # Kafka's broker applies the ACL once it has replayed it
-    as_filter = AclBindingFilter(ResourceType.TOPIC, "py-allowed", ResourcePatternType.LITERAL, None, None,
-                                 AclOperation.ANY, AclPermissionType.ANY)
-    while not admin.describe_acls(as_filter).result(timeout=30) and time.monotonic() < deadline:
-        time.sleep(0.1)
     kw = dict(bootstrap_servers=bootstrap, security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
               sasl_plain_username="bob", sasl_plain_password=USERS["bob"])
     out = []
@@ -405,12 +415,33 @@ def python_clients_denied(bootstrap: str) -> list[str]:
     return out
 
 
-def test_python_clients_denied_side_by_side(kafka, mock):
+def test_python_clients_denied_side_by_side(denied):
     """kafka-python and aiokafka meet TOPIC_, GROUP_ and TRANSACTIONAL_ID_AUTHORIZATION_FAILED as
     the same exceptions from mockbroker as from the Kafka 4.4.0."""
     pytest.importorskip("kafka")
     pytest.importorskip("aiokafka")
-    sasl_port = mock.call(lambda cl: cl.brokers[0].ports["SASL_PLAINTEXT"])
-    on_kafka, on_mock = python_clients_denied(kafka[0]), python_clients_denied(f"127.0.0.1:{sasl_port}")
+    on_kafka, on_mock = (python_clients_denied(bootstrap) for bootstrap in denied)
     assert on_mock == on_kafka, "\n".join(f"{k!r:70} {m!r}" for k, m in zip(on_kafka, on_mock))
     assert all("AuthorizationFailed" in line for line in on_mock), on_mock  # each case is denied
+
+
+def test_java_clients_denied_side_by_side(denied):
+    """Kafka's Java producer, consumer and transactional producer (AclDenied.java, one JVM per
+    broker) as bob against what he may not use: the same exceptions from mockbroker as from Kafka
+    4.4.0."""
+    from .javatools import JAVA_TIMEOUT_S, java_classpath
+
+    cp = java_classpath("AclDenied")
+
+    def run(bootstrap: str) -> list[str]:
+        cmd = ["java", "-Xmx256m", "-cp", cp, "AclDenied", bootstrap, "bob", USERS["bob"], "py-denied",
+               "py-allowed", "java-g", "java-tx"]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
+        lines = r.stdout.splitlines()
+        assert r.returncode == 0 and lines[-1:] == ["DONE"], r.stdout + r.stderr[-3000:]
+        return lines
+
+    on_kafka, on_mock = (run(bootstrap) for bootstrap in denied)
+    assert on_mock == on_kafka, "\n".join(f"{k!r:50} {m!r}" for k, m in zip(on_kafka, on_mock))
+    assert on_mock == ["produce: TopicAuthorizationException", "consume in a group: GroupAuthorizationException",
+                       "initTransactions: TransactionalIdAuthorizationException", "DONE"], on_mock
