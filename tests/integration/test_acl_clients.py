@@ -7,8 +7,8 @@ through confluent-kafka's AdminClient on both; then bob, through librdkafka, lis
 produces, consumes in groups, creates and deletes topics and starts a transaction; then clients
 with certificates (one allowed, one not, one from an unknown CA) produce over mTLS; then Kafka's
 Java Admin creates, describes, renews and expires delegation tokens and logs in with one; then
-Kafka's kafka-acls tool adds, lists and removes ACLs; kafka-python, aiokafka and Kafka's Java
-clients meet a denied topic, group and transactional id.  Every outcome (values, error codes, the tool's lines) must
+Kafka's kafka-acls tool adds, lists and removes ACLs; kafka-python, aiokafka, kafkajs and Kafka's
+Java clients meet a denied topic, group and transactional id.  Every outcome (values, error codes, the tool's lines) must
 be the same on both."""
 
 from __future__ import annotations
@@ -317,22 +317,23 @@ def test_kafka_acls_tool_side_by_side(kafka, mock, tmp_path):
 
 @pytest.fixture(scope="module")
 def denied(kafka, mock) -> tuple[str, str]:
-    """Topics py-allowed (bob may READ it) and py-denied on both brokers, for the clients' denied
-    cases: Kafka's and mockbroker's SASL bootstrap addresses."""
+    """Topics py-allowed (bob may READ and WRITE it, so he may be an idempotent producer) and
+    py-denied on both brokers, for the clients' denied cases: Kafka's and mockbroker's SASL
+    bootstrap addresses."""
     sasl_port = mock.call(lambda cl: cl.brokers[0].ports["SASL_PLAINTEXT"])
     both = (kafka[0], f"127.0.0.1:{sasl_port}")
     for bootstrap in both:
         admin = AdminClient(sasl(bootstrap, "admin"))
         for f in admin.create_topics([NewTopic(t, 1, 1) for t in ("py-allowed", "py-denied")]).values():
             f.result(timeout=30)
-        acl = AclBinding(ResourceType.TOPIC, "py-allowed", ResourcePatternType.LITERAL, "User:bob", "*",
-                         AclOperation.READ, AclPermissionType.ALLOW)
-        for f in admin.create_acls([acl]).values():
+        acls = [AclBinding(ResourceType.TOPIC, "py-allowed", ResourcePatternType.LITERAL, "User:bob", "*", op,
+                           AclPermissionType.ALLOW) for op in (AclOperation.READ, AclOperation.WRITE)]
+        for f in admin.create_acls(acls).values():
             f.result(timeout=30)
         deadline = time.monotonic() + WAIT_S  # Kafka's broker applies the ACL once it has replayed it
         as_filter = AclBindingFilter(ResourceType.TOPIC, "py-allowed", ResourcePatternType.LITERAL, None, None,
                                      AclOperation.ANY, AclPermissionType.ANY)
-        while not admin.describe_acls(as_filter).result(timeout=30) and time.monotonic() < deadline:
+        while len(admin.describe_acls(as_filter).result(timeout=30)) < len(acls) and time.monotonic() < deadline:
             time.sleep(0.1)
     return both
 
@@ -445,3 +446,29 @@ def test_java_clients_denied_side_by_side(denied):
     assert on_mock == on_kafka, "\n".join(f"{k!r:50} {m!r}" for k, m in zip(on_kafka, on_mock))
     assert on_mock == ["produce: TopicAuthorizationException", "consume in a group: GroupAuthorizationException",
                        "initTransactions: TransactionalIdAuthorizationException", "DONE"], on_mock
+
+
+def test_kafkajs_denied_side_by_side(denied):
+    """kafkajs (js/acl_denied.js) as bob against a denied topic, group and transactional id: the
+    same errors from mockbroker as from Kafka 4.4.0 (kafkajs's own names for two of them)."""
+    from .jstools import JS_DIR, node_with_kafkajs
+
+    node = node_with_kafkajs()
+
+    def run(bootstrap: str) -> list[str]:
+        try:
+            r = subprocess.run([node, str(JS_DIR / "acl_denied.js"), bootstrap, "bob", USERS["bob"], "py-denied",
+                                "py-allowed", "kjs-g", "kjs-tx"], capture_output=True, text=True, timeout=60)
+        except subprocess.TimeoutExpired as e:
+            out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            return [*out.splitlines(), "timed out"]
+        lines = r.stdout.splitlines()
+        assert r.returncode == 0 and lines[-1:] == ["DONE"], r.stdout + r.stderr[-3000:]
+        return lines
+
+    on_kafka, on_mock = (run(bootstrap) for bootstrap in denied)
+    assert on_mock == on_kafka, "\n".join(f"{k!r:50} {m!r}" for k, m in zip(on_kafka, on_mock))
+    # kafkajs turns FindCoordinator's GROUP_ and TRANSACTIONAL_ID_AUTHORIZATION_FAILED into "coordinator
+    # not found"
+    assert on_mock == ["produce: TOPIC_AUTHORIZATION_FAILED", "consume in a group: KafkaJSGroupCoordinatorNotFound",
+                       "transaction: KafkaJSGroupCoordinatorNotFound", "DONE"], on_mock
