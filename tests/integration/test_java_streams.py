@@ -14,6 +14,17 @@ The output is checked exactly: each word's counts are 1, 2, ..., n in order (not
 counted twice, no count restarting after the failover), and the broker's view afterwards: the internal topics with the partition counts and
 configs Kafka would give them, the group Empty once the application closed.
 
+The same JVM then runs tests/integration/java/src/StreamsTopologies.java, every application under
+``streams`` and ``exactly_once_v2``, each output read read_committed and checked exactly: one
+application of four sub-topologies (a stream-table join, a windowed count suppressed until its
+window closes with stream time driven by the record timestamps, a global table lookup, a word count)
+whose stream thread's producer and consumer are under byte-rate quotas (throttle_time_ms in the
+journal); two instances of a stateless application, one hung mid-transaction and closed with
+``close(Duration.ZERO)`` (its tasks move once its poll interval expires, the coordinator aborts its
+transaction at its timeout, the woken zombie is fenced); and the word count against three brokers,
+the group coordinator's broker stopped and started over the admin HTTP API while it counts.
+The inputs and the expected outputs are built here (``TOPOLOGIES``), the JVM gets them as JSON.
+
 The fixture sets both initial rebalance delays to 0, as Kafka's own test setups do
 (``group.initial.rebalance.delay.ms``, ``group.streams.initial.rebalance.delay.ms``; Kafka's default
 3000 ms would add 3 s to each start), and a 500 ms streams heartbeat interval (Kafka: at least 5 s),
@@ -43,9 +54,9 @@ SESSION_MS = 3000  # a stopped instance is fenced after this (Kafka's default an
 VOCABULARY = ["kafka", "streams", "mock", "broker", "word", "count", "topic", "task", "epoch", "group"]
 PROTOCOLS = ["streams", "classic", "streams-eos", "streams-eos-failover"]
 WINDOW_MS = 10_000  # StreamsTopologies.WINDOW_MS
-# the throttle run's stream thread clients (with quota.window.num=2, a client moving B bytes is
-# throttled for about B/quota - 1 s: measured ~22 KB produced and ~14 KB fetched, ~1-2 s in all)
-THROTTLE_QUOTAS = {"producer": {"producer_byte_rate": 7000.0}, "consumer": {"consumer_byte_rate": 7000.0}}
+# the topologies run's stream thread clients (with quota.window.num=2, a client moving B bytes is
+# throttled for about B/quota - 1 s: measured ~28 KB produced and ~17 KB fetched, ~1-3 s in all)
+THROTTLE_QUOTAS = {"producer": {"producer_byte_rate": 9000.0}, "consumer": {"consumer_byte_rate": 5000.0}}
 _BASE_TS = int(time.time() * 1000) // WINDOW_MS * WINDOW_MS - 60_000  # record timestamps, near now
 
 
@@ -96,9 +107,19 @@ def _throttle() -> tuple[list[str], list[dict[str, Any]], int]:
     return ["in"], recs, len(THROTTLE_WORDS)
 
 
-TOPOLOGIES = {"join": _join, "window": _window, "global": _global, "kill": _kill, "throttle": _throttle}
-# StreamsTopologies' runs: the three topologies in one application (one start for three)
-RUNS = {"topologies": ["join", "window", "global"], "kill": ["kill"], "throttle": ["throttle"]}
+def _restart() -> tuple[list[str], list[dict[str, Any]], int]:
+    recs = [_rec("tp-restart-in", i % 2, f"w{i}", w, _BASE_TS + i) for i, w in enumerate(THROTTLE_WORDS)]
+    return ["in"], recs, len(THROTTLE_WORDS)
+
+
+def _coordinator(b: MockBroker, group: str) -> int:
+    return int(b.call(lambda c: c.groups.find_coordinator(group).node_id))
+
+
+TOPOLOGIES = {"join": _join, "window": _window, "global": _global, "kill": _kill, "throttle": _throttle,
+              "restart": _restart}
+# StreamsTopologies' runs: four topologies in one application under quotas (one start for four)
+RUNS = {"topologies": ["join", "window", "global", "throttle"], "kill": ["kill"], "restart": ["restart"]}
 
 
 class _Records(logging.Handler):
@@ -130,13 +151,22 @@ def broker():
 
 
 @pytest.fixture(scope="module")
+def cluster():
+    """Three brokers for StreamsTopologies' restart run, steered over the admin HTTP API."""
+    cfg = {"group.initial.rebalance.delay.ms": 0, "group.streams.initial.rebalance.delay.ms": 0,
+           "group.streams.heartbeat.interval.ms": 500, "mock.num.brokers": 3, "mock.admin.listener": "127.0.0.1:0"}
+    with MockBroker(config=cfg) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
 def lines() -> list[str]:
     rng = random.Random(26)
     return [" ".join(rng.choice(VOCABULARY) for _ in range(rng.randint(1, 8))) for _ in range(300)]
 
 
 @pytest.fixture(scope="module")
-def java_run(java_classpath, broker, lines, tmp_path_factory):
+def java_run(java_classpath, broker, cluster, lines, tmp_path_factory):
     """One JVM: the word count runs (StreamsWordCount), then StreamsTopologies' runs; the parsed
     ``RESULT`` lines by run, and the output (for the assertion messages)."""
     tmp_path = tmp_path_factory.mktemp("streams")
@@ -146,18 +176,22 @@ def java_run(java_classpath, broker, lines, tmp_path_factory):
         broker.create_topic(f"wc-{protocol}-out", PARTITIONS)
     specs = []
     for run, builds in RUNS.items():
-        spec = {"run": run, "inputs": [], "outputs": [], "expect": 0}
+        spec: dict[str, Any] = {"run": run, "inputs": [], "outputs": [], "expect": 0}
+        target = broker
+        if run == "restart":  # the group coordinator's broker is the one stopped
+            target = cluster
+            spec.update(bootstrap=cluster.bootstrap_servers, admin=cluster.admin_url, stop=_coordinator(cluster, "tp-restart"))
         for name in builds:
             topics, inputs, expect = TOPOLOGIES[name]()
             for t in (*topics, "out"):
-                broker.create_topic(f"tp-{name}-{t}", PARTITIONS)
+                target.create_topic(f"tp-{name}-{t}", PARTITIONS, replication_factor=3 if target is cluster else 1)
             spec["inputs"] += inputs
             spec["outputs"].append(f"tp-{name}-out")
             spec["expect"] += expect
         (tmp_path / f"{run}.json").write_text(json.dumps(spec))
         specs.append(str(tmp_path / f"{run}.json"))
     for suffix, values in THROTTLE_QUOTAS.items():
-        broker.set_quota(client_id=f"tp-throttle-StreamThread-1-{suffix}", **values)
+        broker.set_quota(client_id=f"tp-topologies-StreamThread-1-{suffix}", **values)
     log = _Records()
     logger = logging.getLogger("mockbroker")
     level = logger.level
@@ -300,14 +334,26 @@ def test_member_hung_mid_transaction_its_tasks_move_and_the_output_is_exact(java
 
 def test_throttled_application_output_is_exact(java_run, broker):
     results, report, _log = java_run
-    res = results["throttle"]
+    res = results["topologies"]
     expected: dict[str, int] = {}
     for w in THROTTLE_WORDS:
         expected[w] = expected.get(w, 0) + 1
     assert (res["state"], _by_key(res["out"], "tp-throttle-out")) == (
         "RUNNING", {w: [str(i) for i in range(1, n + 1)] for w, n in expected.items()}), report
     for suffix, api in (("producer", "Produce"), ("consumer", "Fetch")):
-        throttled = [e["throttle_time_ms"] for e in broker.journal(api, f"tp-throttle-StreamThread-1-{suffix}")
+        throttled = [e["throttle_time_ms"] for e in broker.journal(api, f"tp-topologies-StreamThread-1-{suffix}")
                      if e["throttle_time_ms"] > 0]
         assert throttled, (suffix, "never throttled")
     print({run: results[run]["ms"] for run in RUNS})
+
+
+def test_broker_stopped_and_started_under_a_three_broker_cluster(java_run, cluster):
+    """StreamsTopologies' restart run: the group coordinator's broker of three stopped while the
+    second half is counted, started again; every count 1..n once, in order."""
+    results, report, _log = java_run
+    res = results["restart"]
+    expected: dict[str, int] = {}
+    for w in THROTTLE_WORDS:
+        expected[w] = expected.get(w, 0) + 1
+    assert (res["state"], _by_key(res["out"], "tp-restart-out")) == (
+        "RUNNING", {w: [str(i) for i in range(1, n + 1)] for w, n in expected.items()}), report

@@ -1,6 +1,10 @@
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.File;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -40,13 +44,14 @@ import org.apache.kafka.streams.kstream.TimeWindows;
  * so that a duplicate would show.  Runs:
  *
  * <ul>
- *   <li>{@code topologies}: one application of three sub-topologies (one application start for
- *       three: the JVM's time is the CI's):
+ *   <li>{@code topologies}: one application of four sub-topologies (one application start for
+ *       four: the JVM's time is the CI's), its clients under byte-rate quotas set by the test:
  *       a stream-table join, orders joined with the customers table (co-partitioned; Streams picks
  *       the record with the lowest timestamp across the task's partitions, so a customer's update
  *       between two orders is seen by the second only); a count per key in 10 s tumbling windows
  *       without grace, suppressed until the window closes (one final count per window, stream time
- *       driven by the record timestamps); purchases looked up in a global table of products;
+ *       driven by the record timestamps); purchases looked up in a global table of products; a word
+ *       count with a repartition;
  *   <li>{@code kill}: two instances of a stateless application ({@code a} and {@code b}, one thread
  *       each); once the first half is through, the second half is produced, and {@code a}'s thread
  *       hangs on its first record of that half right after sending its output: a transaction left
@@ -55,7 +60,10 @@ import org.apache.kafka.streams.kstream.TimeWindows;
  *       its poll interval expires, {@code b} takes over its tasks and the transaction coordinator
  *       aborts {@code a}'s transaction when it times out; the hung thread is released once the
  *       output is complete (a zombie: its commit is fenced);
- *   <li>{@code throttle}: a count with a repartition, its clients under byte-rate quotas set by the test.
+ *   <li>{@code restart}: the word count against a cluster of three ({@code "bootstrap"} and {@code "admin"}
+ *       in the spec, internal topics with replication factor 3): once the first half is counted, the
+ *       broker {@code "stop"} is stopped through the admin HTTP API ({@code POST /brokers/N/stop}),
+ *       the second half is produced, and once half of it is counted the broker is started again.
  * </ul>
  *
  * Prints per run {@code RESULT <run> <json>}: the output records as [topic, partition, key, value] in the
@@ -63,7 +71,7 @@ import org.apache.kafka.streams.kstream.TimeWindows;
  */
 public class StreamsTopologies {
   static final long TIMEOUT_MS = 40_000;
-  static final long SETTLE_MS = 1_000;
+  static final long SETTLE_MS = 500;
   static final long WINDOW_MS = 10_000;
 
   public static void main(String[] args) throws Exception {
@@ -71,11 +79,12 @@ public class StreamsTopologies {
   }
 
   /** Runs each spec file (paths) against bootstrap, state under stateDir. */
-  static void run(String bootstrap, String[] specs, String stateDir) throws Exception {
+  static void run(String bootstrap0, String[] specs, String stateDir) throws Exception {
     ObjectMapper json = new ObjectMapper();
     for (String path : specs) {
       JsonNode spec = json.readTree(new File(path));
       String run = spec.get("run").asText();
+      String bootstrap = bootstrap0;
       String app = "tp-" + run;
       List<List<Object>> seen = new ArrayList<>();
       Map<String, Object> result = new TreeMap<>();
@@ -104,6 +113,8 @@ public class StreamsTopologies {
           builder.<String, String>stream("tp-global-in")
               .join(products, (user, product) -> product, (product, name) -> name)
               .to("tp-global-out");
+          // a count with a repartition (the clients of this application run under quotas)
+          count(builder, "tp-throttle-in", "tp-throttle-out");
         }
         case "kill" -> {
           int half = expect / 2;
@@ -121,20 +132,37 @@ public class StreamsTopologies {
             }
           });
         }
-        case "throttle" -> builder.<String, String>stream("tp-throttle-in")
-            .groupBy((k, w) -> w)
-            .count()
-            .toStream()
-            .mapValues(String::valueOf)
-            .to("tp-throttle-out");
+        case "restart" -> count(builder, "tp-restart-in", "tp-restart-out");
         default -> throw new IllegalArgumentException(run);
       }
       List<JsonNode> inputs = new ArrayList<>();
       spec.get("inputs").forEach(inputs::add);
       List<String> outputs = new ArrayList<>();
       spec.get("outputs").forEach(t -> outputs.add(t.asText()));
+      if (spec.has("bootstrap")) {
+        bootstrap = spec.get("bootstrap").asText();
+      }
       try (KafkaConsumer<String, String> out = outputConsumer(bootstrap, outputs)) {
-        if (run.equals("kill")) {
+        if (run.equals("restart")) {
+          // one broker of three stopped (through the admin HTTP API) while the second half is processed
+          int half = inputs.size() / 2;
+          String node = spec.get("admin").asText() + "/brokers/" + spec.get("stop").asInt();
+          produce(bootstrap, inputs.subList(0, half));
+          Properties p = props(bootstrap, app, stateDir + "/" + run);
+          p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 3);
+          try (KafkaStreams streams = streams(builder, p)) {
+            streams.start();
+            read(out, seen, half, start);
+            post(node + "/stop");
+            produce(bootstrap, inputs.subList(half, inputs.size()));
+            read(out, seen, half + (inputs.size() - half) / 2, start);
+            post(node + "/start");
+            read(out, seen, expect, start);
+            settle(out, seen);
+            result.put("state", streams.state().toString());
+            streams.close(Duration.ofSeconds(20));
+          }
+        } else if (run.equals("kill")) {
           int half = expect / 2;
           produce(bootstrap, inputs.subList(0, half));
           Properties pa = props(bootstrap, app, stateDir + "/" + run + "-a");
@@ -179,6 +207,26 @@ public class StreamsTopologies {
       result.put("out", seen);
       result.put("ms", System.currentTimeMillis() - start);
       System.out.println("RESULT " + run + " " + json.writeValueAsString(result));
+    }
+  }
+
+  /** Counts the words of {@code in} (the values) into {@code out}: a repartition and a changelog. */
+  static void count(StreamsBuilder builder, String in, String out) {
+    builder.<String, String>stream(in)
+        .groupBy((k, w) -> w)
+        .count()
+        .toStream()
+        .mapValues(String::valueOf)
+        .to(out);
+  }
+
+  static void post(String url) throws Exception {
+    HttpResponse<String> r = HttpClient.newHttpClient().send(
+        HttpRequest.newBuilder(URI.create(url)).header("Content-Type", "application/json")
+            .POST(HttpRequest.BodyPublishers.ofString("{}")).build(),
+        HttpResponse.BodyHandlers.ofString());
+    if (r.statusCode() != 200) {
+      throw new IllegalStateException(url + ": " + r.statusCode() + " " + r.body());
     }
   }
 
