@@ -19,6 +19,8 @@ Measured for each, with confluent-kafka clients in this process:
   socket polled every 10 ms.  For the librdkafka mock the spawn includes the child interpreter and
   ``import confluent_kafka``; the child's own ``Producer()`` -> bootstrap-logged time is printed
   beside it (``in-process``);
+  The interpreter's floor (spawn -> exit of ``python -c pass``, once per round) is printed under
+  the table;
 * idle RSS of the broker process (psutil) ``--idle`` seconds after that Metadata answer; for the
   librdkafka mock that is the whole child: a Python interpreter, confluent_kafka and the mock;
 * produce: a topic of 3 partitions created with CreateTopics (confluent_kafka AdminClient; on
@@ -154,6 +156,7 @@ class Results:
     rounds: dict[str, list[Round]] = field(default_factory=lambda: {b: [] for b in BROKERS})
     unavailable: dict[str, str] = field(default_factory=dict)
     findings: list[str] = field(default_factory=list)
+    floor: list[float] = field(default_factory=list)  # `python -c pass`, once per round
 
 
 def cpu_seconds(proc: psutil.Process) -> float:
@@ -240,6 +243,13 @@ def start_librdkafka_mock() -> Iterator[Started]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
+
+
+def interpreter_floor() -> float:
+    """Seconds to spawn ``python -c pass`` and wait for it: the floor under any Python broker's start-up."""
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True, timeout=30)
+    return time.perf_counter() - t0
 
 
 def create_topic(bootstrap: str, auto_create: bool) -> None:
@@ -375,6 +385,8 @@ def report(res: Results, measured: list[str]) -> None:
             else:
                 line += f"{'n/a':>20}"
         print(line)
+    if res.floor:
+        print(f"interpreter floor, spawn -> exit of `python -c pass` (s): {fmt_range(res.floor, '.3f')}")
     for b in cols:
         extras = [r.extra for r in res.rounds[b] if r.extra]
         if extras:
@@ -415,6 +427,8 @@ def main(argv: list[str] | None = None) -> int:
           f"idle RSS after {args.idle} s; load average {' '.join(f'{x:.2f}' for x in psutil.getloadavg())}, "
           f"{psutil.cpu_count()} CPUs")
     for rnd in range(args.rounds):
+        if "mockbroker" in order:
+            res.floor.append(interpreter_floor())
         shift = rnd % len(order) if order else 0
         for name in order[shift:] + order[:shift]:
             r = measure(starters[name], args)
