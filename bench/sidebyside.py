@@ -70,13 +70,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 from brokers import RealKafka, Unavailable, kafka_classpath  # bench/brokers.py
+from throughput import cpu_seconds  # bench/throughput.py: its producer, and the broker's CPU time
+from throughput import produce as throughput_produce
 
 from protocol.client import metadata_all_topics_request
 
@@ -157,11 +159,6 @@ class Results:
     unavailable: dict[str, str] = field(default_factory=dict)
     findings: list[str] = field(default_factory=list)
     floor: list[float] = field(default_factory=list)  # `python -c pass`, once per round
-
-
-def cpu_seconds(proc: psutil.Process) -> float:
-    t = proc.cpu_times()
-    return t.user + t.system
 
 
 def metadata_answered(host: str, port: int) -> bool:
@@ -274,29 +271,8 @@ def create_topic(bootstrap: str, auto_create: bool) -> None:
 
 
 def produce(bootstrap: str, records: int, time_limit: float) -> tuple[int, float]:
-    """(records acknowledged, seconds): bench/throughput.py's producer."""
-    errors: list[KafkaError] = []
-    producer = Producer({
-        "bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5, "batch.size": 1_000_000,
-        "compression.type": "none", "delivery.report.only.error": True,
-        "on_delivery": lambda err, _msg: errors.append(err),
-    })
-    pattern = bytes(range(64)) * (RECORD_BYTES // 64 + 2)
-    sent = 0
-    t0 = time.perf_counter()
-    deadline = t0 + time_limit
-    while sent < records and time.perf_counter() < deadline:
-        try:
-            producer.produce(TOPIC, pattern[sent % 64:sent % 64 + RECORD_BYTES], partition=sent % PARTITIONS)
-            sent += 1
-        except BufferError:  # local queue full: let librdkafka send
-            producer.poll(0.001)
-    producer.flush(max(deadline - time.perf_counter(), 1.0))
-    elapsed = time.perf_counter() - t0
-    unacked = len(producer)
-    if errors or unacked:
-        print(f"    produce: {len(errors)} delivery errors (first: {errors[:1]}), {unacked} not acknowledged")
-    return sent - len(errors) - unacked, elapsed
+    """(records acknowledged, seconds): bench/throughput.py's producer on this bench's topic."""
+    return throughput_produce(bootstrap, TOPIC, records, time_limit)
 
 
 def consume(bootstrap: str, expected: int, time_limit: float) -> tuple[int, float, str]:
@@ -380,7 +356,7 @@ def report(res: Results, measured: list[str]) -> None:
         values = {b: [v for v in (get(r) for r in res.rounds[b]) if v is not None] for b in cols}
         line = f"{label:<{width}}" + "".join(f"{fmt_range(values[b], spec):>26}" for b in cols)
         for b in ratio_cols:
-            if values["mockbroker"] and values[b]:
+            if values["mockbroker"] and values[b] and statistics.median(values[b]) > 0:  # CPU below a clock tick: 0
                 line += f"{statistics.median(values['mockbroker']) / statistics.median(values[b]):>20.2f}"
             else:
                 line += f"{'n/a':>20}"

@@ -58,3 +58,14 @@ def test_a_short_read_is_a_finding_not_a_zero_ratio(capsys):
     produce = next(ln for ln in out.splitlines() if ln.startswith("produce (MB/s)")).split()
     assert produce[2:] == ["102", "205", "0.50"], produce
     assert "FINDING: round 1: a confluent-kafka consumer got 0" in out
+
+
+def test_cpu_below_a_clock_tick_gives_no_ratio(capsys):
+    sbs = _load()
+    res = sbs.Results()
+    sbs.record(res, "mockbroker", 0, sbs.Round(0.5, 40 << 20, 1000, 0.01, 0.02, 1000, 0.02, 0.03))
+    sbs.record(res, "librdkafka-mock", 0, sbs.Round(0.1, 30 << 20, 1000, 0.01, 0.0, 1000, 0.02, 0.0))
+    sbs.report(res, ["mockbroker", "librdkafka-mock"])
+    out = capsys.readouterr().out
+    for row in ("broker CPU s per GB produced", "broker CPU s per GB consumed"):
+        assert next(ln for ln in out.splitlines() if ln.startswith(row)).split()[-1] == "n/a", out
