@@ -210,6 +210,8 @@ def script(boot: str, tmp: Path) -> list[tuple[str, str, list[str]]]:
         ("groups describe state", groups, [*bs, "--describe", "--group", "cg-live", "--state", "--verbose"]),
         ("groups list type", groups, [*bs, "--list", "--type"]),
         ("groups describe 848", groups, [*bs, "--describe", "--group", "cg-848"]),
+        ("groups describe 848 state", groups, [*bs, "--describe", "--group", "cg-848", "--state", "--verbose"]),
+        ("groups describe 848 members", groups, [*bs, "--describe", "--group", "cg-848", "--members", "--verbose"]),
         ("groups describe missing", groups, [*bs, "--describe", "--group", "cg-none"]),
         ("groups reset earliest dry", groups, [*bs, "--reset-offsets", "--group", "cg-a", "--topic", "cg",
                                                "--to-earliest", "--dry-run"]),
