@@ -286,3 +286,34 @@ def test_offsets_of_groups_and_topics(b, login):
     assert asked.topics[0].partitions[0].error_code == E.topic_authorization_failed
     assert bob.request(9, 7, {"group_id": "other", "topics": None, "require_stable": False}).error_code == \
         E.group_authorization_failed
+
+
+def test_configs_partitions_records_producers_and_transactions(b, login):
+    """Per-resource checks: DESCRIBE_CONFIGS / ALTER_CONFIGS on a topic (TOPIC_...) or a broker (the
+    cluster's, CLUSTER_...), ALTER for CreatePartitions, DELETE for DeleteRecords, READ for
+    DescribeProducers, DESCRIBE on transactional ids, ConsumerGroupDescribe per group."""
+    admin, bob = login("admin"), login("bob")
+    r = admin.request(30, 3, {"creations": [creation("open", int(Op.DESCRIBE_CONFIGS))]})
+    assert [x.error_code for x in r.results] == [E.none]
+    described = bob.request(32, 4, {"resources": [
+        {"resource_type": 2, "resource_name": n, "configuration_keys": ["retention.ms"]} for n in ("open", "closed")
+    ] + [{"resource_type": 4, "resource_name": "0", "configuration_keys": ["num.io.threads"]}],
+        "include_synonyms": False, "include_documentation": False})
+    assert [(x.resource_name, x.error_code, len(x.configs)) for x in described.results] == [
+        ("open", E.none, 1), ("closed", E.topic_authorization_failed, 0), ("0", E.cluster_authorization_failed, 0)]
+    altered = bob.request(44, 1, {"resources": [{"resource_type": 2, "resource_name": "open", "configs": [
+        {"name": "retention.ms", "config_operation": 0, "value": "1000"}]}], "validate_only": True})
+    assert altered.responses[0].error_code == E.topic_authorization_failed  # DESCRIBE_CONFIGS is not ALTER_CONFIGS
+    cp = bob.request(37, 3, {"topics": [{"name": "closed", "count": 3, "assignments": None}], "timeout": 5000,
+                             "validate_only": True})
+    assert cp.results[0].error_code == E.topic_authorization_failed
+    dr = bob.request(21, 2, {"topics": [{"name": "closed", "partitions": [{"partition_index": 0, "offset": 0}]}],
+                             "timeout": 5000})
+    assert dr.topics[0].partitions[0].error_code == E.topic_authorization_failed
+    dp = bob.request(61, 0, {"topics": [{"name": "closed", "partition_indexes": [0]}]})
+    assert dp.topics[0].partitions[0].error_code == E.topic_authorization_failed
+    from .test_txn_admin_wire import describe as describe_transactions  # reads Kafka's -1 start time
+
+    assert describe_transactions(bob, "tx")["tx"].error_code == E.transactional_id_authorization_failed
+    cgd = bob.request(69, 1, {"group_ids": ["nobody-else"], "include_authorized_operations": False})
+    assert cgd.groups[0].error_code == E.group_authorization_failed
