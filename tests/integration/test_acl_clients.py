@@ -8,15 +8,17 @@ produces, consumes in groups, creates and deletes topics and starts a transactio
 with certificates (one allowed, one not, one from an unknown CA) produce over mTLS; then Kafka's
 Java Admin creates, describes, renews and expires delegation tokens and logs in with one; then
 Kafka's kafka-acls tool adds, lists and removes ACLs; kafka-python, aiokafka, kafkajs and Kafka's
-Java clients meet a denied topic, group and transactional id.  Every outcome (values, error codes, the tool's lines) must
-be the same on both."""
+Java clients meet a denied topic, group and transactional id.  Every outcome (values, error codes,
+the tool's lines) must be the same on both."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -239,17 +241,18 @@ def test_delegation_token_outcomes_side_by_side(kafka, mock):
     assert "renew other: DelegationTokenOwnerMismatchException" in on_mock  # the scenario bites
 
 
-def acl_tool_runs(bootstrap: str, props: str, base: int) -> list[tuple[str, int, list[str]]]:
-    """Kafka's kafka-acls on one broker, every run in one JVM (ToolBatch): adds (a literal topic,
-    a PREFIXED one with an allow and a deny, --producer with a transactional id, --consumer with a
-    group, one again: "already exists"), lists (all, MATCH on a topic, by principal), removes with
-    --force (one ACL, then every ACL of the prefixed resource) and lists again.  ``base``: the ACLs
-    the broker holds before.  Each run: its arguments, exit code and output lines, normalised (the
-    tool prints HashMap and HashSet contents: blocks and the ACLs in a block sorted)."""
+def acl_tool_runs(bootstrap: str, props: str, base: int, tmp: Path) -> list[tuple[str, int, list[str]]]:
+    """Kafka's kafka-acls on one broker, every run in one JVM (java/src/CliTools.java): adds (a
+    literal topic, a PREFIXED one with an allow and a deny, --producer with a transactional id,
+    --consumer with a group, one again: "already exists"), lists (all, MATCH on a topic, by
+    principal), removes with --force (one ACL, then every ACL of the prefixed resource) and lists
+    again; between them WaitAcls waits for Kafka's broker to apply the ACLs.  ``base``: the ACLs the
+    broker holds before.  Each run: its arguments, exit code and output lines, normalised (the tool
+    prints HashMap and HashSet contents: blocks and the ACLs in a block sorted)."""
     from .javatools import OUT_DIR, java_classpath
     from .realkafka import kafka_classpath
 
-    java_classpath("ToolBatch")  # compiled against kafka-clients
+    java_classpath("CliTools", "WaitAcls")  # compiled against kafka-clients
     cp = kafka_classpath() + os.pathsep + str(OUT_DIR)
     common = ["--bootstrap-server", bootstrap, "--command-config", props]
     bob_reads = ["--allow-principal", "User:bob", "--operation", "Read", "--operation", "Describe",
@@ -261,35 +264,35 @@ def acl_tool_runs(bootstrap: str, props: str, base: int) -> list[tuple[str, int,
         ["--add", "--producer", "--topic", "tool-p", "--transactional-id", "tool-tx",
          "--allow-principal", "User:carol"],
         ["--add", "--consumer", "--topic", "tool-c", "--group", "tool-g", "--allow-principal", "User:carol"],
-        ["@wait-acls", str(base + 12), bootstrap, props],
+        ["@wait", str(base + 12)],
         ["--add", *bob_reads],
         ["--list"],
         ["--list", "--topic", "tool-t", "--resource-pattern-type", "match"],
         ["--list", "--principal", "User:carol"],
         ["--remove", "--force", "--allow-principal", "User:bob", "--operation", "Read", "--topic", "tool-t"],
         ["--remove", "--force", "--topic", "tool-", "--resource-pattern-type", "prefixed"],
-        ["@wait-acls", str(base + 9), bootstrap, props],
+        ["@wait", str(base + 9)],
         ["--list", "--topic", "tool-t", "--resource-pattern-type", "match"],
     ]
-    args: list[str] = [brokers.tool_main(cp, "kafka-acls")]
-    for i, run in enumerate(runs):
-        args += (["--"] if i else []) + (run if run[0].startswith("@") else [*common, *run])
-    r = subprocess.run(["java", *brokers.TOOL_JVM_OPTS, "-cp", cp, "ToolBatch", *args], capture_output=True,
-                       text=True, timeout=120)
+    acls_main = brokers.tool_main(cp, "kafka-acls")
+    script = tmp / "acl-runs.txt"
+    script.write_text("".join(f"@@ WaitAcls\n{run[1]}\n{bootstrap}\n{props}\n" if run[0] == "@wait" else
+                              f"@@ {acls_main}\n" + "".join(f"{a}\n" for a in [*common, *run]) for run in runs))
+    r = subprocess.run(["java", *brokers.TOOL_JVM_OPTS, "-cp", cp, "CliTools", str(script)], capture_output=True,
+                       text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
-    outputs = r.stdout.split("=== run ")[1:]
-    assert len(outputs) == len(runs), r.stdout
+    found = re.findall(r"^#### RUN (\d+) EXIT (-?\d+)\n#### OUT\n(.*?)^#### ERR\n(.*?)^#### END\n", r.stdout,
+                       re.S | re.M)
+    assert len(found) == len(runs), r.stdout
     result = []
-    for run, out in zip(runs, outputs):
-        head, _, text = out.partition("\n")
+    for run, (_n, code, text, _err) in zip(runs, found):
         blocks: list[list[str]] = []
         for line in filter(None, (line.strip() for line in text.splitlines())):
             if line.startswith("(") and blocks:  # an ACL of the resource above
                 blocks[-1].append(line)
             else:  # "Current ACLs for resource ...", "Adding ACLs ...", "ACLs for principal ...", ...
                 blocks.append([line])
-        result.append((" ".join(run[:2] if run[0].startswith("@") else run), int(head.split()[-1]),
-                       sorted("\n".join([b[0], *sorted(b[1:])]) for b in blocks)))
+        result.append((" ".join(run), int(code), sorted("\n".join([b[0], *sorted(b[1:])]) for b in blocks)))
     return result
 
 
@@ -307,7 +310,7 @@ def test_kafka_acls_tool_side_by_side(kafka, mock, tmp_path):
     for bootstrap in (kafka[0], f"127.0.0.1:{sasl_port}"):
         admin = AdminClient(sasl(bootstrap, "admin"))  # (kept: a collected client fails its futures)
         base = len(admin.describe_acls(everything).result(timeout=30))
-        results.append(acl_tool_runs(bootstrap, str(props), base))
+        results.append(acl_tool_runs(bootstrap, str(props), base, tmp_path))
     on_kafka, on_mock = results
     assert on_mock == on_kafka, "\n".join(f"{k!r}\n{m!r}\n" for k, m in zip(on_kafka, on_mock) if k != m)
     listed = next(blocks for run, _code, blocks in on_mock if run == "--list --principal User:carol")
