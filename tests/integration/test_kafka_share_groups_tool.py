@@ -29,14 +29,15 @@ def test_kafka_share_groups_tool():
         assert c.request(ApiKey.PRODUCE, 9, body).responses[0].partition_responses[0].error_code == 0
         member = str(uuid.uuid4())
 
-        def heartbeat(epoch: int, topics: list[str] | None = None) -> None:
+        def heartbeat(epoch: int, topics: list[str] | None = None) -> int:
             r = c.request(ApiKey.SHARE_GROUP_HEARTBEAT, 1, {"group_id": "sg", "member_id": member,
                                                              "member_epoch": epoch, "rack_id": None,
                                                              "subscribed_topic_names": topics})
             assert r.error_code == 0, r
+            return int(r.member_epoch)
 
-        heartbeat(0, ["q"])
-        heartbeat(1)
+        # a new group is at epoch 1 (Kafka 4.3+): the join brings it to 2, the partitions initialized to 3
+        assert heartbeat(heartbeat(0, ["q"])) == 3
 
         def tool(*args: str) -> list[list[str]]:
             r = kafka_tool("kafka-share-groups", "--bootstrap-server", b.bootstrap_servers, *args)
