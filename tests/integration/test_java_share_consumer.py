@@ -9,6 +9,14 @@ start offset past them, nothing in flight.  Both groups read from the earliest o
 (share.auto.offset.reset set on the group).  Skips without java, javac or mvn, fails under CI (see
 javatools.py).  The same program against a real Kafka 4.4.0 (the harness of realkafka.py) gives the same
 deliveries and acknowledgement outcomes.
+
+tests/integration/java/src/ShareScenarios.java (one JVM per broker) adds four share groups at once: REJECT
+never redelivered, RELEASE until the group's ``share.delivery.count.limit`` (set with Admin
+incrementalAlterConfigs) archives the records, RENEW (KIP-1222) giving records back under a new lock, and
+three members on one partition with no record delivered to two of them (how the records split between
+them differs from run to run and between the brokers; the union and disjointness do not); then the
+groups' start offsets and lag from Admin listShareGroupOffsets.  The same lines from mockbroker and from
+the real Kafka 4.4.0.
 """
 
 from __future__ import annotations
@@ -44,7 +52,7 @@ def run_share_consumers(java_classpath: str, bootstrap: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def java_classpath() -> str:
-    return _java_classpath("ShareConsumers")
+    return _java_classpath("ShareConsumers", "ShareScenarios")
 
 
 def test_java_share_consumers_implicit_and_explicit_release(java_classpath):
@@ -81,3 +89,40 @@ def test_a_real_kafka_delivers_the_same(java_classpath, realkafka):  # noqa: F81
                        "--alter", "--add-config", "share.auto.offset.reset=earliest")
         assert r.returncode == 0, r.stderr
     assert run_share_consumers(java_classpath, boot) == EXPECTED
+
+
+# ShareScenarios.java: REJECT, the delivery-count limit, RENEW and three members on one partition, one line
+# each (deliveries as value:deliveryCount sorted by count then offset); the same lines from both brokers.
+SCENARIOS = [
+    "REJECT " + " ".join([f"r{i}:1" for i in range(10)] + [f"r{i}:2" for i in range(5, 10)]),
+    "LIMIT " + " ".join([f"l{i}:1" for i in range(5)] + ["l-end:1"] + [f"l{i}:2" for i in range(5)]),
+    "RENEW " + " ".join(f"n{i}:1" for i in range(5)) + " | " + " ".join([f"n{i}:1" for i in range(5)] + ["n-end:1"])
+    + " | failures:",
+    "MANY union=300 deliveries=300 maxDelivery=1",
+    "OFFSETS sbs-reject=5/lag=0 sbs-limit=5/lag=0 sbs-renew=5/lag=0 sbs-many=/lag=0",
+    "DONE",
+]
+
+
+def run_share_scenarios(java_classpath: str, bootstrap: str) -> list[str]:
+    cmd = [shutil.which("java") or "java", "-cp", java_classpath, "ShareScenarios", bootstrap]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"ShareScenarios timed out after {JAVA_TIMEOUT_S}s\nstdout:\n{e.stdout}\nstderr:\n{e.stderr}")
+    assert r.returncode == 0, f"exit {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{tail(r.stderr, 40)}"
+    return r.stdout.splitlines()
+
+
+def test_java_share_scenarios_reject_limit_renew_and_members_sharing_a_partition(java_classpath):
+    with MockBroker() as b:
+        assert run_share_scenarios(java_classpath, b.bootstrap_servers) == SCENARIOS
+        acks = {g: b.share_group(g)["acknowledgements"] for g in ("sbs-reject", "sbs-limit", "sbs-renew", "sbs-many")}
+        assert acks == {"sbs-reject": {"REJECT": 5, "RELEASE": 5, "ACCEPT": 5},
+                        "sbs-limit": {"RELEASE": 10, "ACCEPT": 1},  # the 2nd RELEASE of l0-l4 archived them
+                        "sbs-renew": {"RENEW": 5, "ACCEPT": 6},
+                        "sbs-many": {"ACCEPT": 300}}, acks
+
+
+def test_a_real_kafka_gives_the_same_scenarios(java_classpath, realkafka):  # noqa: F811 - the fixture
+    assert run_share_scenarios(java_classpath, realkafka.bootstrap) == SCENARIOS
