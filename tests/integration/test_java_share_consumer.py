@@ -12,7 +12,8 @@ deliveries and acknowledgement outcomes.
 
 tests/integration/java/src/ShareScenarios.java (one JVM per broker) adds four share groups at once: REJECT
 never redelivered, RELEASE until the group's ``share.delivery.count.limit`` (set with Admin
-incrementalAlterConfigs) archives the records, RENEW (KIP-1222) giving records back under a new lock, and
+incrementalAlterConfigs) archives the records, RENEW (KIP-1222) giving records back under a new lock, RENEW refused (InvalidRecordStateException) on a
+group with ``share.renew.acknowledge.enable=false``, and
 three members on one partition with no record delivered to two of them (how the records split between
 them differs from run to run and between the brokers; the union and disjointness do not); then the
 groups' start offsets and lag from Admin listShareGroupOffsets.  The same lines from mockbroker and from
@@ -98,8 +99,10 @@ SCENARIOS = [
     "LIMIT " + " ".join([f"l{i}:1" for i in range(5)] + ["l-end:1"] + [f"l{i}:2" for i in range(5)]),
     "RENEW " + " ".join(f"n{i}:1" for i in range(5)) + " | " + " ".join([f"n{i}:1" for i in range(5)] + ["n-end:1"])
     + " | failures:",
+    # RENEW on a group with share.renew.acknowledge.enable=false: INVALID_RECORD_STATE for the partition
+    "NORENEW x0:1 x1:1 x2:1 | failures: InvalidRecordStateException",
     "MANY union=300 deliveries=300 maxDelivery=1",
-    "OFFSETS sbs-reject=5/lag=0 sbs-limit=5/lag=0 sbs-renew=5/lag=0 sbs-many=/lag=0",
+    "OFFSETS sbs-reject=5/lag=0 sbs-limit=5/lag=0 sbs-renew=5/lag=0 sbs-norenew=0/lag=3 sbs-many=/lag=0",
     "DONE",
 ]
 
@@ -117,10 +120,11 @@ def run_share_scenarios(java_classpath: str, bootstrap: str) -> list[str]:
 def test_java_share_scenarios_reject_limit_renew_and_members_sharing_a_partition(java_classpath):
     with MockBroker() as b:
         assert run_share_scenarios(java_classpath, b.bootstrap_servers) == SCENARIOS
-        acks = {g: b.share_group(g)["acknowledgements"] for g in ("sbs-reject", "sbs-limit", "sbs-renew", "sbs-many")}
+        acks = {g: b.share_group(g)["acknowledgements"] for g in ("sbs-reject", "sbs-limit", "sbs-renew", "sbs-norenew", "sbs-many")}
         assert acks == {"sbs-reject": {"REJECT": 5, "RELEASE": 5, "ACCEPT": 5},
                         "sbs-limit": {"RELEASE": 10, "ACCEPT": 1},  # the 2nd RELEASE of l0-l4 archived them
                         "sbs-renew": {"RENEW": 5, "ACCEPT": 6},
+                        "sbs-norenew": {},  # refused; the consumer's close released x0-x2 (not counted)
                         "sbs-many": {"ACCEPT": 300}}, acks
 
 

@@ -36,7 +36,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Kafka's share consumer (kafka-clients KafkaShareConsumer, KIP-932) in four share groups at once, one topic
+ * Kafka's share consumer (kafka-clients KafkaShareConsumer, KIP-932) in five share groups at once, one topic
  * (one partition) each, every scenario on its own thread(s) so the members' first assignments (a share member
  * gets its partitions on its second heartbeat, share.heartbeat.interval.ms apart) overlap.
  *
@@ -51,6 +51,8 @@ import java.util.concurrent.TimeUnit;
  *     Archived, so the record produced after them ("l-end") is the next and only one delivered;</li>
  * <li>"RENEW ..." (explicit, KIP-1222): n0-n4 acknowledged RENEW, then the poll gives them back under a new
  *     lock with the same delivery count, then accepted; "n-end" produced after is the next delivered;</li>
+ * <li>"NORENEW ... | failures: ..." (explicit, share.renew.acknowledge.enable false on sbs-norenew): x0-x2
+ *     acknowledged RENEW, commitSync's failure for the partition (InvalidRecordStateException);</li>
  * <li>"MANY union=<n> deliveries=<n> maxDelivery=<c>" (implicit, share.acquire.mode record_limit,
  *     max.poll.records 10): three members of one group on one partition until every one of 300 records was
  *     delivered; deliveries == union means no record went to two members (the split itself differs run to run,
@@ -63,6 +65,7 @@ public class ShareScenarios {
     static final Duration POLL = Duration.ofMillis(200);
     static final long DEADLINE_MS = 60_000;
     static final int MANY = 300;
+    static final List<String> GROUPS = List.of("sbs-reject", "sbs-limit", "sbs-renew", "sbs-norenew", "sbs-many");
 
     static Properties consumerProps(String bootstrap, String group, String mode) {
         Properties p = new Properties();
@@ -213,6 +216,24 @@ public class ShareScenarios {
         return "RENEW " + sorted(first) + " | " + sorted(renewed) + " | failures:" + commitFailures;
     }
 
+    static String noRenew(String bootstrap, long deadline) {
+        List<ConsumerRecord<String, String>> got = new ArrayList<>();
+        String commitFailures;
+        try (KafkaShareConsumer<String, String> c =
+                 new KafkaShareConsumer<>(consumerProps(bootstrap, "sbs-norenew", "explicit"))) {
+            c.subscribe(List.of("sbs-norenew"));
+            while (got.size() < 3) {
+                check(deadline, "norenew " + sorted(got));
+                for (ConsumerRecord<String, String> r : c.poll(POLL)) {
+                    got.add(r);
+                    c.acknowledge(r, AcknowledgeType.RENEW);
+                }
+            }
+            commitFailures = failures(c.commitSync());
+        }
+        return "NORENEW " + sorted(got) + " | failures:" + commitFailures;
+    }
+
     static String many(String bootstrap, long deadline) throws Exception {
         Set<String> union = ConcurrentHashMap.newKeySet();
         List<List<String>> perMember = new ArrayList<>();
@@ -273,16 +294,20 @@ public class ShareScenarios {
         ap.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         try (Admin admin = Admin.create(ap)) {
             List<NewTopic> topics = new ArrayList<>();
-            for (String t : List.of("sbs-reject", "sbs-limit", "sbs-renew", "sbs-many")) {
+            for (String t : GROUPS) {
                 topics.add(new NewTopic(t, 1, (short) 1));
             }
             admin.createTopics(topics).all().get(30, TimeUnit.SECONDS);
             Map<ConfigResource, Collection<AlterConfigOp>> configs = new HashMap<>();
-            for (String g : List.of("sbs-reject", "sbs-limit", "sbs-renew", "sbs-many")) {
+            for (String g : GROUPS) {
                 List<AlterConfigOp> ops = new ArrayList<>();
                 ops.add(new AlterConfigOp(new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET));
                 if (g.equals("sbs-limit")) {
                     ops.add(new AlterConfigOp(new ConfigEntry("share.delivery.count.limit", "2"), AlterConfigOp.OpType.SET));
+                }
+                if (g.equals("sbs-norenew")) {
+                    ops.add(new AlterConfigOp(new ConfigEntry("share.renew.acknowledge.enable", "false"),
+                        AlterConfigOp.OpType.SET));
                 }
                 configs.put(new ConfigResource(ConfigResource.Type.GROUP, g), ops);
             }
@@ -300,19 +325,28 @@ public class ShareScenarios {
                 producer.send(new ProducerRecord<>("sbs-limit", "l" + i));
                 producer.send(new ProducerRecord<>("sbs-renew", "n" + i));
             }
+            for (int i = 0; i < 3; i++) {
+                producer.send(new ProducerRecord<>("sbs-norenew", "x" + i));
+            }
             for (int i = 0; i < MANY; i++) {
                 producer.send(new ProducerRecord<>("sbs-many", "m" + i));
             }
             producer.flush();
-            ExecutorService pool = Executors.newFixedThreadPool(4);
+            ExecutorService pool = Executors.newFixedThreadPool(5);
             List<Callable<String>> scenarios = List.of(
                 () -> reject(bootstrap, deadline),
                 () -> limit(bootstrap, producer, deadline),
                 () -> renew(bootstrap, producer, deadline),
+                () -> noRenew(bootstrap, deadline),
                 () -> many(bootstrap, deadline));
             List<Future<String>> results = new ArrayList<>();
+            long started = System.currentTimeMillis();
             for (Callable<String> s : scenarios) {
-                results.add(pool.submit(s));
+                results.add(pool.submit(() -> {
+                    String line = s.call();
+                    System.err.println((System.currentTimeMillis() - started) + " ms: " + line.split(" ")[0]);
+                    return line;
+                }));
             }
             List<String> lines = new ArrayList<>();
             for (Future<String> f : results) {
@@ -323,7 +357,7 @@ public class ShareScenarios {
         }
         try (Admin admin = Admin.create(ap)) {
             StringBuilder offsets = new StringBuilder("OFFSETS");
-            for (String g : List.of("sbs-reject", "sbs-limit", "sbs-renew", "sbs-many")) {
+            for (String g : GROUPS) {
                 Map<String, ListShareGroupOffsetsSpec> spec = Map.of(g, new ListShareGroupOffsetsSpec());
                 SharePartitionOffsetInfo info = admin.listShareGroupOffsets(spec).partitionsToOffsetInfo(g)
                     .get(30, TimeUnit.SECONDS).get(new TopicPartition(g, 0));
