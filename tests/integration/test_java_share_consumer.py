@@ -13,7 +13,9 @@ deliveries and acknowledgement outcomes.
 tests/integration/java/src/ShareScenarios.java (one JVM per broker) adds four share groups at once: REJECT
 never redelivered, RELEASE until the group's ``share.delivery.count.limit`` (set with Admin
 incrementalAlterConfigs) archives the records, RENEW (KIP-1222) giving records back under a new lock, RENEW refused (InvalidRecordStateException) on a
-group with ``share.renew.acknowledge.enable=false``, and
+group with ``share.renew.acknowledge.enable=false``, records held past a 1 s lock (``share.record.lock.duration.ms``
+on the group, ``group.share.min.record.lock.duration.ms`` lowered on both brokers) refused when acknowledged
+late and delivered again, and
 three members on one partition with no record delivered to two of them (how the records split between
 them differs from run to run and between the brokers; the union and disjointness do not); then the
 groups' start offsets and lag from Admin listShareGroupOffsets.  The same lines from mockbroker and from
@@ -24,6 +26,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -31,10 +35,14 @@ from mockbroker import MockBroker
 
 from .javatools import JAVA_TIMEOUT_S, tail
 from .javatools import java_classpath as _java_classpath
-from .realkafka import kafka_tool, realkafka  # noqa: F401 - a fixture
+from .realkafka import kafka_tool, start
 from .records import produce_numbered
 
 N_RECORDS, PARTITIONS = 200, 2
+# both brokers: ShareScenarios' groups set a 1 s lock (sbs-expire) and a 1 s heartbeat interval (a new
+# member's partitions come a heartbeat or two after it joins), under Kafka's default minimums (15 s, 5 s)
+SHARE_BROKER_CONFIG = {"group.share.min.record.lock.duration.ms": "1000",
+                       "group.share.min.heartbeat.interval.ms": "1000"}
 GROUPS = ("share-implicit", "share-explicit")
 EXPECTED = ["IMPLICIT", str(N_RECORDS), "MAXDELIVERY", "1", "EXPLICIT", "RELEASED", str(N_RECORDS),
             "ACCEPTED", str(N_RECORDS), "DELIVERIES", "[2]", "DONE"]
@@ -49,6 +57,12 @@ def run_share_consumers(java_classpath: str, bootstrap: str) -> list[str]:
     report = f"exit {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{tail(r.stderr, 40)}"
     assert r.returncode == 0, report
     return r.stdout.split()
+
+
+@pytest.fixture(scope="module")
+def realkafka() -> Iterator[Any]:
+    """A single-node Kafka 4.4.0 for the module, with SHARE_BROKER_CONFIG."""
+    yield from start(1, configure=lambda kafka: kafka.extra_props.update(SHARE_BROKER_CONFIG))
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +93,7 @@ def test_java_share_consumers_implicit_and_explicit_release(java_classpath):
         assert acks == {"RELEASE": N_RECORDS, "ACCEPT": N_RECORDS}, acks
 
 
-def test_a_real_kafka_delivers_the_same(java_classpath, realkafka):  # noqa: F811 - the fixture
+def test_a_real_kafka_delivers_the_same(java_classpath, realkafka):
     boot = realkafka.bootstrap
     r = kafka_tool("kafka-topics", "--bootstrap-server", boot, "--create", "--topic", "queue",
                    "--partitions", str(PARTITIONS), "--replication-factor", "1")
@@ -101,8 +115,10 @@ SCENARIOS = [
     + " | failures:",
     # RENEW on a group with share.renew.acknowledge.enable=false: INVALID_RECORD_STATE for the partition
     "NORENEW x0:1 x1:1 x2:1 | failures: InvalidRecordStateException",
+    # held past a 1 s lock: the late ACCEPT refused (INVALID_RECORD_STATE), the records delivered again
+    "EXPIRE e0:1 e1:1 e2:1 | failures: InvalidRecordStateException | e0:2 e1:2 e2:2",
     "MANY union=300 deliveries=300 maxDelivery=1",
-    "OFFSETS sbs-reject=5/lag=0 sbs-limit=5/lag=0 sbs-renew=5/lag=0 sbs-norenew=0/lag=3 sbs-many=/lag=0",
+    "OFFSETS sbs-reject=5/lag=0 sbs-limit=5/lag=0 sbs-renew=5/lag=0 sbs-norenew=0/lag=3 sbs-expire=0/lag=0 sbs-many=/lag=0",
     "DONE",
 ]
 
@@ -118,15 +134,16 @@ def run_share_scenarios(java_classpath: str, bootstrap: str) -> list[str]:
 
 
 def test_java_share_scenarios_reject_limit_renew_and_members_sharing_a_partition(java_classpath):
-    with MockBroker() as b:
+    with MockBroker(config=SHARE_BROKER_CONFIG) as b:
         assert run_share_scenarios(java_classpath, b.bootstrap_servers) == SCENARIOS
-        acks = {g: b.share_group(g)["acknowledgements"] for g in ("sbs-reject", "sbs-limit", "sbs-renew", "sbs-norenew", "sbs-many")}
+        acks = {g: b.share_group(g)["acknowledgements"] for g in ("sbs-reject", "sbs-limit", "sbs-renew", "sbs-norenew", "sbs-expire", "sbs-many")}
         assert acks == {"sbs-reject": {"REJECT": 5, "RELEASE": 5, "ACCEPT": 5},
                         "sbs-limit": {"RELEASE": 10, "ACCEPT": 1},  # the 2nd RELEASE of l0-l4 archived them
                         "sbs-renew": {"RENEW": 5, "ACCEPT": 6},
                         "sbs-norenew": {},  # refused; the consumer's close released x0-x2 (not counted)
+                        "sbs-expire": {"ACCEPT": 3},  # the late ones refused
                         "sbs-many": {"ACCEPT": 300}}, acks
 
 
-def test_a_real_kafka_gives_the_same_scenarios(java_classpath, realkafka):  # noqa: F811 - the fixture
+def test_a_real_kafka_gives_the_same_scenarios(java_classpath, realkafka):
     assert run_share_scenarios(java_classpath, realkafka.bootstrap) == SCENARIOS

@@ -36,13 +36,14 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Kafka's share consumer (kafka-clients KafkaShareConsumer, KIP-932) in five share groups at once, one topic
+ * Kafka's share consumer (kafka-clients KafkaShareConsumer, KIP-932) in six share groups at once, one topic
  * (one partition) each, every scenario on its own thread(s) so the members' first assignments (a share member
  * gets its partitions on its second heartbeat, share.heartbeat.interval.ms apart) overlap.
  *
  * Usage: ShareScenarios bootstrap
  * Creates the topics, sets the groups' configs with Admin incrementalAlterConfigs (share.auto.offset.reset
- * earliest; share.delivery.count.limit 2 on sbs-limit), produces, then prints one line per scenario, each
+ * earliest and share.heartbeat.interval.ms 1000, which needs the broker's group.share.min.heartbeat.interval.ms
+ * at 1000; share.delivery.count.limit 2 on sbs-limit), produces, then prints one line per scenario, each
  * deliveries as "value:deliveryCount" sorted by count then offset:
  * <ul>
  * <li>"REJECT ..." (explicit): r0-r4 rejected and r5-r9 released on their first delivery, accepted on the next:
@@ -53,6 +54,9 @@ import java.util.concurrent.TimeUnit;
  *     lock with the same delivery count, then accepted; "n-end" produced after is the next delivered;</li>
  * <li>"NORENEW ... | failures: ..." (explicit, share.renew.acknowledge.enable false on sbs-norenew): x0-x2
  *     acknowledged RENEW, commitSync's failure for the partition (InvalidRecordStateException);</li>
+ * <li>"EXPIRE ... | failures: ... | ..." (explicit, share.record.lock.duration.ms 1000 on sbs-expire, which
+ *     needs the broker's group.share.min.record.lock.duration.ms at 1000): e0-e2 held 2.5 s, their locks expire,
+ *     the late ACCEPT fails (InvalidRecordStateException) and the next poll gives them again (delivery 2);</li>
  * <li>"MANY union=<n> deliveries=<n> maxDelivery=<c>" (implicit, share.acquire.mode record_limit,
  *     max.poll.records 10): three members of one group on one partition until every one of 300 records was
  *     delivered; deliveries == union means no record went to two members (the split itself differs run to run,
@@ -65,7 +69,9 @@ public class ShareScenarios {
     static final Duration POLL = Duration.ofMillis(200);
     static final long DEADLINE_MS = 60_000;
     static final int MANY = 300;
-    static final List<String> GROUPS = List.of("sbs-reject", "sbs-limit", "sbs-renew", "sbs-norenew", "sbs-many");
+    static final long EXPIRE_HOLD_MS = 2_500;
+    static final List<String> GROUPS =
+        List.of("sbs-reject", "sbs-limit", "sbs-renew", "sbs-norenew", "sbs-expire", "sbs-many");
 
     static Properties consumerProps(String bootstrap, String group, String mode) {
         Properties p = new Properties();
@@ -234,6 +240,40 @@ public class ShareScenarios {
         return "NORENEW " + sorted(got) + " | failures:" + commitFailures;
     }
 
+    static String expire(String bootstrap, long deadline) throws InterruptedException {
+        List<ConsumerRecord<String, String>> first = new ArrayList<>();
+        List<ConsumerRecord<String, String>> again = new ArrayList<>();
+        String commitFailures;
+        try (KafkaShareConsumer<String, String> c =
+                 new KafkaShareConsumer<>(consumerProps(bootstrap, "sbs-expire", "explicit"))) {
+            c.subscribe(List.of("sbs-expire"));
+            ConsumerRecords<String, String> records = ConsumerRecords.empty();
+            while (first.size() < 3) {
+                check(deadline, "expire " + sorted(first));
+                records = c.poll(POLL);
+                records.forEach(first::add);
+            }
+            // held past the group's 1 s lock (with 1.5 s to spare for the broker's timer): back to Available
+            Thread.sleep(EXPIRE_HOLD_MS);
+            for (ConsumerRecord<String, String> r : records) {
+                c.acknowledge(r, AcknowledgeType.ACCEPT);
+            }
+            commitFailures = failures(c.commitSync());
+            while (again.size() < 3) {
+                check(deadline, "expired " + sorted(again));
+                ConsumerRecords<String, String> next = c.poll(POLL);
+                for (ConsumerRecord<String, String> r : next) {
+                    again.add(r);
+                    c.acknowledge(r, AcknowledgeType.ACCEPT);
+                }
+                if (!next.isEmpty()) {
+                    commitFailures += failures(c.commitSync());
+                }
+            }
+        }
+        return "EXPIRE " + sorted(first) + " | failures:" + commitFailures + " | " + sorted(again);
+    }
+
     static String many(String bootstrap, long deadline) throws Exception {
         Set<String> union = ConcurrentHashMap.newKeySet();
         List<List<String>> perMember = new ArrayList<>();
@@ -302,8 +342,13 @@ public class ShareScenarios {
             for (String g : GROUPS) {
                 List<AlterConfigOp> ops = new ArrayList<>();
                 ops.add(new AlterConfigOp(new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET));
+                ops.add(new AlterConfigOp(new ConfigEntry("share.heartbeat.interval.ms", "1000"), AlterConfigOp.OpType.SET));
                 if (g.equals("sbs-limit")) {
                     ops.add(new AlterConfigOp(new ConfigEntry("share.delivery.count.limit", "2"), AlterConfigOp.OpType.SET));
+                }
+                if (g.equals("sbs-expire")) {
+                    ops.add(new AlterConfigOp(new ConfigEntry("share.record.lock.duration.ms", "1000"),
+                        AlterConfigOp.OpType.SET));
                 }
                 if (g.equals("sbs-norenew")) {
                     ops.add(new AlterConfigOp(new ConfigEntry("share.renew.acknowledge.enable", "false"),
@@ -327,17 +372,19 @@ public class ShareScenarios {
             }
             for (int i = 0; i < 3; i++) {
                 producer.send(new ProducerRecord<>("sbs-norenew", "x" + i));
+                producer.send(new ProducerRecord<>("sbs-expire", "e" + i));
             }
             for (int i = 0; i < MANY; i++) {
                 producer.send(new ProducerRecord<>("sbs-many", "m" + i));
             }
             producer.flush();
-            ExecutorService pool = Executors.newFixedThreadPool(5);
+            ExecutorService pool = Executors.newFixedThreadPool(6);
             List<Callable<String>> scenarios = List.of(
                 () -> reject(bootstrap, deadline),
                 () -> limit(bootstrap, producer, deadline),
                 () -> renew(bootstrap, producer, deadline),
                 () -> noRenew(bootstrap, deadline),
+                () -> expire(bootstrap, deadline),
                 () -> many(bootstrap, deadline));
             List<Future<String>> results = new ArrayList<>();
             long started = System.currentTimeMillis();
