@@ -19,7 +19,8 @@ late and delivered again, and
 three members on one partition with no record delivered to two of them (how the records split between
 them differs from run to run and between the brokers; the union and disjointness do not); then the
 groups' start offsets and lag from Admin listShareGroupOffsets.  The same lines from mockbroker and from
-the real Kafka 4.4.0.
+the real Kafka 4.4.0, and from mockbroker at 3 brokers (the topics' leaders, the group coordinator and
+the share coordinator spread over them).
 """
 
 from __future__ import annotations
@@ -133,8 +134,9 @@ def run_share_scenarios(java_classpath: str, bootstrap: str) -> list[str]:
     return r.stdout.splitlines()
 
 
-def test_java_share_scenarios_reject_limit_renew_and_members_sharing_a_partition(java_classpath):
-    with MockBroker(config=SHARE_BROKER_CONFIG) as b:
+@pytest.mark.parametrize("brokers", [1, 3])
+def test_java_share_scenarios_reject_limit_renew_and_members_sharing_a_partition(java_classpath, brokers):
+    with MockBroker(config={**SHARE_BROKER_CONFIG, "mock.num.brokers": brokers}) as b:
         assert run_share_scenarios(java_classpath, b.bootstrap_servers) == SCENARIOS
         acks = {g: b.share_group(g)["acknowledgements"] for g in ("sbs-reject", "sbs-limit", "sbs-renew", "sbs-norenew", "sbs-expire", "sbs-many")}
         assert acks == {"sbs-reject": {"REJECT": 5, "RELEASE": 5, "ACCEPT": 5},

@@ -55,7 +55,7 @@ import java.util.concurrent.TimeUnit;
  * <li>"NORENEW ... | failures: ..." (explicit, share.renew.acknowledge.enable false on sbs-norenew): x0-x2
  *     acknowledged RENEW, commitSync's failure for the partition (InvalidRecordStateException);</li>
  * <li>"EXPIRE ... | failures: ... | ..." (explicit, share.record.lock.duration.ms 1000 on sbs-expire, which
- *     needs the broker's group.share.min.record.lock.duration.ms at 1000): e0-e2 held 2.5 s, their locks expire,
+ *     needs the broker's group.share.min.record.lock.duration.ms at 1000): e0-e2 held 2 s, their locks expire,
  *     the late ACCEPT fails (InvalidRecordStateException) and the next poll gives them again (delivery 2);</li>
  * <li>"MANY union=<n> deliveries=<n> maxDelivery=<c>" (implicit, share.acquire.mode record_limit,
  *     max.poll.records 10): three members of one group on one partition until every one of 300 records was
@@ -69,7 +69,7 @@ public class ShareScenarios {
     static final Duration POLL = Duration.ofMillis(200);
     static final long DEADLINE_MS = 60_000;
     static final int MANY = 300;
-    static final long EXPIRE_HOLD_MS = 2_500;
+    static final long EXPIRE_HOLD_MS = 2_000;
     static final List<String> GROUPS =
         List.of("sbs-reject", "sbs-limit", "sbs-renew", "sbs-norenew", "sbs-expire", "sbs-many");
 
@@ -253,7 +253,7 @@ public class ShareScenarios {
                 records = c.poll(POLL);
                 records.forEach(first::add);
             }
-            // held past the group's 1 s lock (with 1.5 s to spare for the broker's timer): back to Available
+            // held past the group's 1 s lock (with 1 s to spare for the broker's timer): back to Available
             Thread.sleep(EXPIRE_HOLD_MS);
             for (ConsumerRecord<String, String> r : records) {
                 c.acknowledge(r, AcknowledgeType.ACCEPT);
