@@ -119,7 +119,8 @@ SCENARIOS = [
     # held past a 1 s lock: the late ACCEPT refused (INVALID_RECORD_STATE), the records delivered again
     "EXPIRE e0:1 e1:1 e2:1 | failures: InvalidRecordStateException | e0:2 e1:2 e2:2",
     "MANY union=300 deliveries=300 maxDelivery=1",
-    "OFFSETS sbs-reject=5/lag=0 sbs-limit=5/lag=0 sbs-renew=5/lag=0 sbs-norenew=0/lag=3 sbs-expire=0/lag=0 sbs-many=/lag=0",
+    "OFFSETS sbs-reject=5/lag=0 sbs-limit=5/lag=0 sbs-renew=5/lag=0 sbs-norenew=0/lag=3 sbs-expire=0/lag=0"
+    " sbs-many=/lag=0",
     "DONE",
 ]
 
@@ -138,7 +139,8 @@ def run_share_scenarios(java_classpath: str, bootstrap: str) -> list[str]:
 def test_java_share_scenarios_reject_limit_renew_and_members_sharing_a_partition(java_classpath, brokers):
     with MockBroker(config={**SHARE_BROKER_CONFIG, "mock.num.brokers": brokers}) as b:
         assert run_share_scenarios(java_classpath, b.bootstrap_servers) == SCENARIOS
-        acks = {g: b.share_group(g)["acknowledgements"] for g in ("sbs-reject", "sbs-limit", "sbs-renew", "sbs-norenew", "sbs-expire", "sbs-many")}
+        groups = ("sbs-reject", "sbs-limit", "sbs-renew", "sbs-norenew", "sbs-expire", "sbs-many")
+        acks = {g: b.share_group(g)["acknowledgements"] for g in groups}
         assert acks == {"sbs-reject": {"REJECT": 5, "RELEASE": 5, "ACCEPT": 5},
                         "sbs-limit": {"RELEASE": 10, "ACCEPT": 1},  # the 2nd RELEASE of l0-l4 archived them
                         "sbs-renew": {"RENEW": 5, "ACCEPT": 6},
