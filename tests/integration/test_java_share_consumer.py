@@ -117,7 +117,7 @@ SCENARIOS = [
     # RENEW on a group with share.renew.acknowledge.enable=false: INVALID_RECORD_STATE for the partition
     "NORENEW x0:1 x1:1 x2:1 | failures: InvalidRecordStateException",
     # held past a 1 s lock: the late ACCEPT refused (INVALID_RECORD_STATE), the records delivered again
-    "EXPIRE e0:1 e1:1 e2:1 | failures: InvalidRecordStateException | e0:2 e1:2 e2:2",
+    "EXPIRE lock=1000 e0:1 e1:1 e2:1 | failures: InvalidRecordStateException | e0:2 e1:2 e2:2",
     "MANY union=300 deliveries=300 maxDelivery=1",
     "OFFSETS sbs-reject=5/lag=0 sbs-limit=5/lag=0 sbs-renew=5/lag=0 sbs-norenew=0/lag=3 sbs-expire=0/lag=0"
     " sbs-many=/lag=0",

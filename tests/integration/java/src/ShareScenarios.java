@@ -55,7 +55,8 @@ import java.util.concurrent.TimeUnit;
  * <li>"NORENEW ... | failures: ..." (explicit, share.renew.acknowledge.enable false on sbs-norenew): x0-x2
  *     acknowledged RENEW, commitSync's failure for the partition (InvalidRecordStateException);</li>
  * <li>"EXPIRE ... | failures: ... | ..." (explicit, share.record.lock.duration.ms 1000 on sbs-expire, which
- *     needs the broker's group.share.min.record.lock.duration.ms at 1000): e0-e2 held 2 s, their locks expire,
+ *     needs the broker's group.share.min.record.lock.duration.ms at 1000; the lock the consumer was told):
+ *     e0-e2 held 2 s, their locks expire,
  *     the late ACCEPT fails (InvalidRecordStateException) and the next poll gives them again (delivery 2);</li>
  * <li>"MANY union=<n> deliveries=<n> maxDelivery=<c>" (implicit, share.acquire.mode record_limit,
  *     max.poll.records 10): three members of one group on one partition until every one of 300 records was
@@ -244,6 +245,7 @@ public class ShareScenarios {
         List<ConsumerRecord<String, String>> first = new ArrayList<>();
         List<ConsumerRecord<String, String>> again = new ArrayList<>();
         String commitFailures;
+        String lock;
         try (KafkaShareConsumer<String, String> c =
                  new KafkaShareConsumer<>(consumerProps(bootstrap, "sbs-expire", "explicit"))) {
             c.subscribe(List.of("sbs-expire"));
@@ -253,6 +255,7 @@ public class ShareScenarios {
                 records = c.poll(POLL);
                 records.forEach(first::add);
             }
+            lock = c.acquisitionLockTimeoutMs().map(String::valueOf).orElse("-");
             // held past the group's 1 s lock (with 1 s to spare for the broker's timer): back to Available
             Thread.sleep(EXPIRE_HOLD_MS);
             for (ConsumerRecord<String, String> r : records) {
@@ -271,7 +274,7 @@ public class ShareScenarios {
                 }
             }
         }
-        return "EXPIRE " + sorted(first) + " | failures:" + commitFailures + " | " + sorted(again);
+        return "EXPIRE lock=" + lock + " " + sorted(first) + " | failures:" + commitFailures + " | " + sorted(again);
     }
 
     static String many(String bootstrap, long deadline) throws Exception {
