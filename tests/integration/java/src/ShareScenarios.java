@@ -36,7 +36,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Kafka's share consumer (kafka-clients KafkaShareConsumer, KIP-932) in six share groups at once, one topic
+ * Kafka's share consumer (kafka-clients KafkaShareConsumer, KIP-932) in seven share groups at once, one topic
  * (one partition) each, every scenario on its own thread(s) so the members' first assignments (a share member
  * gets its partitions on its second heartbeat, share.heartbeat.interval.ms apart) overlap.
  *
@@ -58,6 +58,8 @@ import java.util.concurrent.TimeUnit;
  *     needs the broker's group.share.min.record.lock.duration.ms at 1000; the lock the consumer was told):
  *     e0-e2 held 2 s, their locks expire,
  *     the late ACCEPT fails (InvalidRecordStateException) and the next poll gives them again (delivery 2);</li>
+ * <li>"BATCH polls=[...]" (implicit, max.poll.records 10, share.acquire.mode batch_optimized): the records each
+ *     poll gave from one batch of 50 (whole batches are acquired, past max.poll.records);</li>
  * <li>"MANY union=<n> deliveries=<n> maxDelivery=<c>" (implicit, share.acquire.mode record_limit,
  *     max.poll.records 10): three members of one group on one partition until every one of 300 records was
  *     delivered; deliveries == union means no record went to two members (the split itself differs run to run,
@@ -72,7 +74,7 @@ public class ShareScenarios {
     static final int MANY = 300;
     static final long EXPIRE_HOLD_MS = 2_000;
     static final List<String> GROUPS =
-        List.of("sbs-reject", "sbs-limit", "sbs-renew", "sbs-norenew", "sbs-expire", "sbs-many");
+        List.of("sbs-reject", "sbs-limit", "sbs-renew", "sbs-norenew", "sbs-expire", "sbs-batch", "sbs-many");
 
     static Properties consumerProps(String bootstrap, String group, String mode) {
         Properties p = new Properties();
@@ -185,7 +187,8 @@ public class ShareScenarios {
                     c.commitSync();
                 }
             }
-            producer.send(new ProducerRecord<>("sbs-limit", "l-end")).get();
+            producer.send(new ProducerRecord<>("sbs-limit", "l-end"));
+            producer.flush();
             pollUntil(c, "l-end", got, deadline);
         }
         return "LIMIT " + sorted(got);
@@ -217,7 +220,8 @@ public class ShareScenarios {
                     commitFailures += failures(c.commitSync());
                 }
             }
-            producer.send(new ProducerRecord<>("sbs-renew", "n-end")).get();
+            producer.send(new ProducerRecord<>("sbs-renew", "n-end"));
+            producer.flush();
             pollUntil(c, "n-end", renewed, deadline);
         }
         return "RENEW " + sorted(first) + " | " + sorted(renewed) + " | failures:" + commitFailures;
@@ -275,6 +279,26 @@ public class ShareScenarios {
             }
         }
         return "EXPIRE lock=" + lock + " " + sorted(first) + " | failures:" + commitFailures + " | " + sorted(again);
+    }
+
+    static String batch(String bootstrap, long deadline) {
+        Properties p = consumerProps(bootstrap, "sbs-batch", "implicit");
+        p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "10");  // share.acquire.mode batch_optimized (the default)
+        List<Integer> polls = new ArrayList<>();
+        Set<String> seen = new HashSet<>();
+        try (KafkaShareConsumer<String, String> c = new KafkaShareConsumer<>(p)) {
+            c.subscribe(List.of("sbs-batch"));
+            while (seen.size() < 50) {
+                check(deadline, "batch " + polls);
+                ConsumerRecords<String, String> records = c.poll(POLL);
+                if (!records.isEmpty()) {
+                    polls.add(records.count());
+                }
+                records.forEach(r -> seen.add(r.value()));
+            }
+            c.commitSync();
+        }
+        return "BATCH polls=" + polls;
     }
 
     static String many(String bootstrap, long deadline) throws Exception {
@@ -365,6 +389,7 @@ public class ShareScenarios {
         pp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         pp.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        pp.put(ProducerConfig.LINGER_MS_CONFIG, "1000");  // batches end at a flush
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(pp)) {
             for (int i = 0; i < 10; i++) {
                 producer.send(new ProducerRecord<>("sbs-reject", "r" + i));
@@ -377,17 +402,23 @@ public class ShareScenarios {
                 producer.send(new ProducerRecord<>("sbs-norenew", "x" + i));
                 producer.send(new ProducerRecord<>("sbs-expire", "e" + i));
             }
+            producer.flush();
+            for (int i = 0; i < 50; i++) {  // one batch (linger.ms 1 s, then flush)
+                producer.send(new ProducerRecord<>("sbs-batch", "b" + i));
+            }
+            producer.flush();
             for (int i = 0; i < MANY; i++) {
                 producer.send(new ProducerRecord<>("sbs-many", "m" + i));
             }
             producer.flush();
-            ExecutorService pool = Executors.newFixedThreadPool(6);
+            ExecutorService pool = Executors.newFixedThreadPool(7);
             List<Callable<String>> scenarios = List.of(
                 () -> reject(bootstrap, deadline),
                 () -> limit(bootstrap, producer, deadline),
                 () -> renew(bootstrap, producer, deadline),
                 () -> noRenew(bootstrap, deadline),
                 () -> expire(bootstrap, deadline),
+                () -> batch(bootstrap, deadline),
                 () -> many(bootstrap, deadline));
             List<Future<String>> results = new ArrayList<>();
             long started = System.currentTimeMillis();
