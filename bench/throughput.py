@@ -107,8 +107,11 @@ def cpu_seconds(proc: psutil.Process) -> float:
     return t.user + t.system
 
 
-def produce(bootstrap: str) -> tuple[int, float]:
-    """(records acknowledged, seconds) for the produce phase."""
+def produce(bootstrap: str, topic: str = TOPIC, records: int | None = None,
+            time_limit: float = TIME_LIMIT_S) -> tuple[int, float]:
+    """(records acknowledged, seconds) for the produce phase: ``records`` (default RECORDS) values to
+    ``topic``'s PARTITIONS partitions in turn (bench/sidebyside.py measures with it too)."""
+    records = RECORDS if records is None else records
     errors: list[KafkaError] = []
     producer = Producer({
         "bootstrap.servers": bootstrap,
@@ -123,10 +126,10 @@ def produce(bootstrap: str) -> tuple[int, float]:
     pattern = bytes(range(64)) * (RECORD_BYTES // 64 + 2)
     sent = 0
     t0 = time.perf_counter()
-    deadline = t0 + TIME_LIMIT_S
-    while sent < RECORDS and time.perf_counter() < deadline:
+    deadline = t0 + time_limit
+    while sent < records and time.perf_counter() < deadline:
         try:
-            producer.produce(TOPIC, pattern[sent % 64:sent % 64 + RECORD_BYTES], partition=sent % PARTITIONS)
+            producer.produce(topic, pattern[sent % 64:sent % 64 + RECORD_BYTES], partition=sent % PARTITIONS)
             sent += 1
         except BufferError:  # local queue full: let librdkafka send
             producer.poll(0.001)

@@ -198,23 +198,36 @@ class StandardAuthorizer:
         return not has_resource_acls and self.allow_if_no_acl
 
     def authorize_any(self, user: str, host: str, operation: AclOperation, resource_type: ResourceType) -> bool:
-        """Authorizer.authorizeByResourceType: allowed on at least one resource of the type, as the
-        default method decides it (an ALLOW for the principal not dominated by a DENY of the same
-        or a shorter pattern; a DENY on the LITERAL wildcard denies all)."""
-        principal = f"User:{user}"
-        if principal in self.super_users:
+        """Authorizer.authorizeByResourceType (the interface's default method, which StandardAuthorizer
+        keeps): allowed on a resource named "hardcode" (super users, wildcard ACLs, no ACL at all with
+        allow.everyone.if.no.acl.found), else an ALLOW of exactly this operation (or ALL) for the
+        principal whose pattern no DENY dominates (a DENY on the LITERAL wildcard denies all)."""
+        if self.authorize(user, host, operation, resource_type, "hardcode"):
             return True
-        mine = [a for a in self._acls if a.resource_type == resource_type
-                and _result(a, principal, host, operation) is not None]
-        denies = [a for a in mine if a.permission == AclPermissionType.DENY]
-        if any(a.pattern_type == PatternType.LITERAL and a.name == WILDCARD for a in denies):
-            return False
-        for allow in (a for a in mine if a.permission == AclPermissionType.ALLOW):
-            if not any(d.covers(resource_type, allow.name) and d.pattern_type == PatternType.PREFIXED
-                       or (d.pattern_type == allow.pattern_type and d.name == allow.name) for d in denies):
-                return True
-        return self.allow_if_no_acl and not any(a.resource_type == resource_type for a in self._acls)
-
+        principal = f"User:{user}"
+        deny: dict[PatternType, set[str]] = {PatternType.LITERAL: set(), PatternType.PREFIXED: set()}
+        allow: dict[PatternType, set[str]] = {PatternType.LITERAL: set(), PatternType.PREFIXED: set()}
+        for acl in self._acls:
+            if (acl.resource_type != resource_type or acl.principal not in (principal, WILDCARD_PRINCIPAL)
+                    or (acl.host not in (WILDCARD, host) and not _in_range(host, acl.host))
+                    or acl.operation not in (operation, AclOperation.ALL)
+                    or acl.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED)):
+                continue
+            if acl.permission == AclPermissionType.DENY:
+                if acl.pattern_type == PatternType.LITERAL and acl.name == WILDCARD:
+                    return False
+                deny[acl.pattern_type].add(acl.name)
+            elif acl.permission == AclPermissionType.ALLOW:
+                if acl.pattern_type == PatternType.LITERAL and acl.name == WILDCARD:
+                    return True
+                allow[acl.pattern_type].add(acl.name)
+        for pattern_type, names in allow.items():
+            for name in names:
+                if pattern_type == PatternType.LITERAL and name in deny[PatternType.LITERAL]:
+                    continue
+                if not any(name[:i] in deny[PatternType.PREFIXED] for i in range(1, len(name) + 1)):
+                    return True
+        return False
 
 def _result(acl: AclBinding, principal: str, host: str, operation: AclOperation) -> AclPermissionType | None:
     """StandardAuthorizerData.findResult: ALLOW or DENY when the ACL applies, else None."""

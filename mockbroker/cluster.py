@@ -43,6 +43,7 @@ from .config import (
     routable_address,
 )
 from .config_catalog import ConfigCatalog
+from .group.group import initial_group_epoch
 from .share.config import share_group_configs
 from .share.coordinator import ShareGroupCoordinator
 from .share.persister import SharePersister
@@ -109,7 +110,8 @@ class Cluster:
             int(catalog.broker_value(first_node, "share.coordinator.state.topic.replication.factor") or 3))
         self.share_groups = ShareGroupCoordinator(self.groups.registry, self.metadata, self.clock,
                                                   self.groups.heartbeat_purgatory,
-                                                  share_group_configs(catalog, first_node), self.share_persister)
+                                                  share_group_configs(catalog, first_node), self.share_persister,
+                                                  initial_group_epoch(config["mock.kafka.version"]))
         # the transaction coordinator, at the transaction.version ApiVersions finalizes
         # (mock.transaction.version, by default the release's: 2 on 4.x)
         self.txn = TransactionCoordinator(

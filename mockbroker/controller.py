@@ -95,6 +95,25 @@ class Controller:
             self.replication.partitions_created(self.metadata.add_partitions(topic, placed))
         return ErrorCode.none, None
 
+    def check_new_topic_assignments(self, assignments: list[tuple[int, list[int]]]) -> str | None:
+        """A new topic's manual assignments ((partition, replicas) as the request lists them), checked as
+        ``ReplicationControlManager.createTopic`` checks them (INVALID_REPLICA_ASSIGNMENT): the message,
+        or None."""
+        seen: set[int] = set()
+        for index, replicas in assignments:
+            if index in seen:
+                return f"Found multiple manual partition assignments for partition {index}"
+            message = self._check_manual_assignment(replicas, len(assignments[0][1]))
+            if message is not None:
+                return message
+            if not any(self.metadata.brokers[r].alive for r in replicas):
+                return (f"All brokers specified in the manual partition assignment for partition {index} are fenced "
+                        "or in controlled shutdown.")
+            seen.add(index)
+        if seen != set(range(len(seen))):
+            return "partitions should be a consecutive 0-based integer sequence"
+        return None
+
     def _check_manual_assignment(self, replicas: list[int], rf: int) -> str | None:
         """``ReplicationControlManager.validateManualPartitionAssignment``."""
         if not replicas:

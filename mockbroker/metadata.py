@@ -269,7 +269,8 @@ class ClusterMetadata:
                 ErrorCode.invalid_replication_factor,
                 f"Unable to replicate the partition {replication_factor} time(s): "
                 f"The target replication factor of {replication_factor} cannot be reached "
-                f"because only {len(self.brokers)} broker(s) are registered.",
+                f"because only {len(self.brokers)} broker(s) are registered or some brokers have all their log "
+                "directories cordoned.",  # StripedReplicaPlacer since Kafka 4.3
             )
         msg = self.validate_topic_configs(configs)
         if msg:

@@ -145,7 +145,10 @@ class ProducerStateManager:
             )
         return ErrorCode.none, None, None
 
-    def update(self, h: BatchHeader, first_offset: int, last_offset: int, now_ms: int) -> None:
+    def update(self, h: BatchHeader, first_offset: int, last_offset: int, timestamp_ms: int) -> None:
+        """``ProducerAppendInfo.appendDataBatch``: ``timestamp_ms`` is the batch's max timestamp as
+        appended (the append time on a LogAppendTime topic), what Kafka keeps as the producer's
+        lastTimestamp (DescribeProducers shows it; producer.id.expiration.ms counts from it)."""
         if not h.has_producer_id:
             return
         entry = self.producers.get(h.producer_id)
@@ -155,9 +158,9 @@ class ProducerStateManager:
             entry.epoch = h.producer_epoch
             entry.batches.clear()
         entry.batches.append(
-            BatchMetadata(h.base_sequence, h.last_sequence, first_offset, last_offset, h.max_timestamp)
+            BatchMetadata(h.base_sequence, h.last_sequence, first_offset, last_offset, timestamp_ms)
         )
-        entry.last_timestamp_ms = now_ms
+        entry.last_timestamp_ms = timestamp_ms
         if h.is_transactional and entry.current_txn_first_offset < 0:
             # appendDataBatch: "Began a new transaction"
             entry.current_txn_first_offset = first_offset

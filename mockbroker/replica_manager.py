@@ -361,7 +361,8 @@ class ReplicaManager:
                 base_offset=duplicate.first_offset, log_append_time_ms=duplicate.timestamp if log_append else -1,
                 log_start_offset=log.log_start_offset), duplicate.last_offset + 1, produced=True)
         base, last = self._append_to_log(p, batch, header, now_ms, log_append,
-                                         lambda base, last: p.producers.update(header, base, last, now_ms))
+                                         lambda base, last: p.producers.update(
+                                             header, base, last, now_ms if log_append else header.max_timestamp))
         return _Appended(PartitionResponse(base_offset=base, log_append_time_ms=now_ms if log_append else -1,
                                            log_start_offset=log.log_start_offset), last + 1, produced=True)
 

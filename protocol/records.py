@@ -379,6 +379,9 @@ def clear_log_append_time(batch: bytes | bytearray | memoryview) -> bytes:
     return bytes(out)
 
 
+_ONE_COPY_FROM = 8192  # batch bytes from which assign_offsets joins views rather than copying twice
+
+
 def assign_offsets(
     batch: memoryview | bytes,
     base_offset: int,
@@ -390,14 +393,22 @@ def assign_offsets(
     ``log_append_time_ms`` set means the topic uses LogAppendTime: the
     timestamp-type bit and maxTimestamp change, so the CRC is recomputed.
     """
+    if log_append_time_ms is None and len(batch) > _ONE_COPY_FROM:
+        # one copy: the two new fields joined with views of the rest, where a bytearray and bytes() of it
+        # copy every byte twice (bench/assign_offsets.py: ~45x faster for a 1 MB batch; below ~8 KB
+        # the two copies cost less than the views)
+        view = memoryview(batch)
+        return b"".join((_I64.pack(base_offset), view[8:12], _I32.pack(partition_leader_epoch), view[16:]))
     out = bytearray(batch)
     _I64.pack_into(out, 0, base_offset)
     _I32.pack_into(out, 12, partition_leader_epoch)
-    if log_append_time_ms is not None:
-        (attrs,) = _I16.unpack_from(out, ATTRIBUTES_OFFSET)
-        _I16.pack_into(out, ATTRIBUTES_OFFSET, attrs | TIMESTAMP_TYPE_MASK)
-        _I64.pack_into(out, MAX_TIMESTAMP_OFFSET, log_append_time_ms)
-        _U32.pack_into(out, CRC_OFFSET, compute_crc(out))
+    if log_append_time_ms is None:
+        return bytes(out)
+    # LogAppendTime: the attributes and max timestamp change, and the CRC with them
+    (attrs,) = _I16.unpack_from(out, ATTRIBUTES_OFFSET)
+    _I16.pack_into(out, ATTRIBUTES_OFFSET, attrs | TIMESTAMP_TYPE_MASK)
+    _I64.pack_into(out, MAX_TIMESTAMP_OFFSET, log_append_time_ms)
+    _U32.pack_into(out, CRC_OFFSET, compute_crc(out))
     return bytes(out)
 
 

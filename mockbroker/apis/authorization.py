@@ -1,8 +1,9 @@
 """The authorization checks that refuse a whole request, before its handler runs, as Kafka's
 KafkaApis makes them at the top of a handler (``authHelper.authorize`` then the request's
 ``getErrorResponse``): the actions each API needs, and the error a denied one gets.  Checks of
-single topics or partitions inside a request (Produce, Fetch, Metadata, ListOffsets, CreateTopics,
-FindCoordinator's keys) are in the handlers.  Only with an authorizer (``authorizer.class.name``).
+single groups, topics or partitions inside a request (Produce, Fetch, Metadata, ListOffsets,
+CreateTopics, DeleteTopics, FindCoordinator's keys, OffsetCommit's topics, OffsetFetch's groups and
+topics, Describe/List/DeleteGroups) are in the handlers.  Only with an authorizer (``authorizer.class.name``).
 """
 
 from __future__ import annotations
@@ -81,8 +82,6 @@ def request_denied(ctx: RequestContext, req: Any) -> ErrorCode | None:
     if api_key == ApiKey.ADD_PARTITIONS_TO_TXN and ctx.version < 4:
         return None if authorized(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
                                   req.v3_and_below_transactional_id) else _TXN
-    if api_key == ApiKey.OFFSET_FETCH and ctx.version < 8:
-        return None if authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, req.group_id) else _GROUP
     actions = WHOLE_REQUEST.get(api_key)
     for operation, resource_type, name, error in actions(req) if actions is not None else ():
         if not authorized(ctx, operation, resource_type, name):

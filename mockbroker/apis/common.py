@@ -9,7 +9,7 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
-from ..authorizer import AclOperation, ResourceType
+from ..authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from ..journal import PartitionRecord
 from ..metadata import BrokerNode, ClusterMetadata, Partition, Topic
 from ..config_catalog import DUPLICATE_RESOURCE, AlterResult, duplicate_resources
@@ -141,15 +141,34 @@ def first_error(items: Iterable[Body]) -> int | None:
     return next((c for c in codes if c), 0)
 
 
-def alter_config_resources(resources: Sequence[Any], alter: Callable[[Any], AlterResult]) -> Response:
+# ConfigResource.Type -> the ACL resource its configs belong to and the error a refusal gets
+# (KafkaApis.authorizeConfigResource / AuthHelper: brokers, loggers and client-metrics are the cluster's)
+_CONFIG_ACL = {2: (ResourceType.TOPIC, ErrorCode.topic_authorization_failed),
+               32: (ResourceType.GROUP, ErrorCode.group_authorization_failed)}
+
+
+def config_resource_denied(ctx: RequestContext, operation: AclOperation, resource_type: int,
+                           name: str) -> ErrorCode | None:
+    """The error for a config resource the client may not DESCRIBE_CONFIGS / ALTER_CONFIGS, or None."""
+    acl_type, error = _CONFIG_ACL.get(resource_type, (ResourceType.CLUSTER, ErrorCode.cluster_authorization_failed))
+    acl_name = CLUSTER_NAME if acl_type == ResourceType.CLUSTER else name
+    return None if authorized(ctx, operation, acl_type, acl_name) else error
+
+
+def alter_config_resources(ctx: RequestContext, resources: Sequence[Any],
+                           alter: Callable[[Any], AlterResult]) -> Response:
     """AlterConfigs' and IncrementalAlterConfigs' answer: one result per resource, a resource named
-    twice INVALID_REQUEST (``ConfigAdminManager.preprocess``), the others as ``alter`` decides."""
+    twice INVALID_REQUEST (``ConfigAdminManager.preprocess``), one the client may not ALTER_CONFIGS
+    its authorization error, the others as ``alter`` decides."""
     duplicates = duplicate_resources((r.resource_type, r.resource_name) for r in resources)
     out: list[dict[str, Any]] = []
     for i, r in enumerate(resources):
-        message: str | None
+        message: str | None = None
+        denied = config_resource_denied(ctx, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name)
         if i in duplicates:
             error, message = ErrorCode.invalid_request, DUPLICATE_RESOURCE
+        elif denied is not None:
+            error = denied
         else:
             a = alter(r)
             error, message = a.error, a.message

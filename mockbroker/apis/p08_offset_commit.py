@@ -31,7 +31,8 @@ from protocol.registry import ApiKey
 
 from ..group.group import OffsetAndMetadata
 from ..request import RequestContext, Response
-from .common import partition_errors, resolve_topic
+from ..authorizer import AclOperation, ResourceType
+from .common import authorized, partition_errors, resolve_topic
 
 if TYPE_CHECKING:
     from protocol.request_types import OffsetCommitRequest
@@ -50,6 +51,8 @@ def handle(ctx: RequestContext, req: OffsetCommitRequest) -> Response:
         name, topic_id = (None, t.topic_id) if by_id else (t.name, None)
         topic, err = resolve_topic(ctx.metadata, name, topic_id, by_id)
         tname = topic.name if topic is not None else (name or f"<unknown {topic_id}>")
+        if (topic is not None or name) and not authorized(ctx, AclOperation.READ, ResourceType.TOPIC, tname):
+            topic, err = None, ErrorCode.topic_authorization_failed  # KafkaApis: READ on each topic
         parts: list[tuple[int, tuple[str, int]]] = []
         for p in t.partitions:
             key = (tname, p.partition_index)

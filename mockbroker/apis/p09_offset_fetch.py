@@ -29,7 +29,8 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import Body, RequestContext, Response
-from .common import first_error, partition_errors
+from ..authorizer import AclOperation, ResourceType
+from .common import authorized, first_error, partition_errors
 
 if TYPE_CHECKING:
     from protocol.request_types import OffsetFetchRequest
@@ -56,10 +57,20 @@ def _one(ctx: RequestContext, group_id: str, topics: Any, by_id: bool, member: t
             return ErrorCode.unstable_offset_commit
         return ErrorCode.none
 
-    if topics is None:  # every committed partition
+    # KafkaApis: DESCRIBE on the group (v8+ per group; below, the whole request, apis/authorization.py),
+    # then the topics the client may DESCRIBE
+    if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        return ErrorCode.group_authorization_failed, []
+
+    def may_describe(tname: str) -> bool:
+        return authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, tname)
+
+    if topics is None:  # every committed partition (of the topics the client may describe)
         err, stored = ctx.broker.groups.fetch_offsets(ctx.node_id, group_id, None, *member)
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for (tname, idx), om in sorted(stored.items()):
+            if not may_describe(tname):
+                continue
             by_topic.setdefault(tname, []).append(_partition(idx, om, stable((tname, idx))))
         out = []
         for committed, parts in by_topic.items():
@@ -78,7 +89,8 @@ def _one(ctx: RequestContext, group_id: str, topics: Any, by_id: bool, member: t
             asked.append((t, topic.name if topic is not None else None))
         else:
             asked.append((t, t.name))
-    partitions = [(tname, i) for t, tname in asked if tname is not None for i in t.partition_indexes]
+    partitions = [(tname, i) for t, tname in asked if tname is not None and may_describe(tname)
+                  for i in t.partition_indexes]
     err, stored = ctx.broker.groups.fetch_offsets(ctx.node_id, group_id, partitions, *member)
     if err is not ErrorCode.none:
         return err, []
@@ -87,6 +99,10 @@ def _one(ctx: RequestContext, group_id: str, topics: Any, by_id: bool, member: t
         if asked_name is None:
             out.append({"topic_id": t.topic_id, "partitions": [
                 _partition(i, None, ErrorCode.unknown_topic_id) for i in t.partition_indexes]})
+            continue
+        if not may_describe(asked_name):
+            out.append({"name": asked_name, **({"topic_id": t.topic_id} if by_id else {}), "partitions": [
+                _partition(i, None, ErrorCode.topic_authorization_failed) for i in t.partition_indexes]})
             continue
         out.append({"name": asked_name, **({"topic_id": t.topic_id} if by_id else {}),
                     "partitions": [_partition(i, stored[(asked_name, i)], stable((asked_name, i)))

@@ -97,19 +97,21 @@ def handle(ctx: RequestContext, req: CreateTopicsRequest) -> Response:
         assignments: dict[int, list[int]] = {a.partition_index: list(a.broker_ids) for a in t.assignments}
         nparts, rf = int(t.num_partitions), int(t.replication_factor)
         if assignments:
-            if nparts != -1 or rf != -1:
-                res.update(error_code=ErrorCode.invalid_request,
-                           error_message="Both numPartitions or replicationFactor and replicasAssignments were set. "
-                                         "Both cannot be used at the same time.")
+            # ReplicationControlManager.createTopic's manual-assignment branch
+            for value, field in ((rf, "replication factor"), (nparts, "numPartitions")):
+                if value != -1:
+                    res.update(error_code=ErrorCode.invalid_request, error_message=(
+                        f"A manual partition assignment was specified, but {field} was not set to -1."))
+                    break
+            else:
+                invalid = ctx.broker.controller.check_new_topic_assignments(
+                    [(a.partition_index, list(a.broker_ids)) for a in t.assignments])
+                if invalid is not None:
+                    res.update(error_code=ErrorCode.invalid_replica_assignment, error_message=invalid)
+            if res["error_code"] is not ErrorCode.none:
                 continue
             nparts = len(assignments)
             rf = len(next(iter(assignments.values())))
-            if sorted(assignments) != list(range(nparts)) or any(
-                b not in cluster.brokers for ids in assignments.values() for b in ids
-            ):
-                res.update(error_code=ErrorCode.invalid_replica_assignment,
-                           error_message="Replica assignment is invalid.")
-                continue
         if nparts == -1:
             nparts = cfg["num.partitions"]
         if rf == -1:

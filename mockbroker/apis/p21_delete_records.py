@@ -26,7 +26,8 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import RequestContext, Response
-from .common import partition_errors
+from ..authorizer import AclOperation, ResourceType
+from .common import authorized, partition_errors
 
 if TYPE_CHECKING:
     from protocol.request_types import DeleteRecordsRequest
@@ -39,8 +40,11 @@ def handle(ctx: RequestContext, req: DeleteRecordsRequest) -> Response:
     topics: list[dict[str, Any]] = []
     for t in req.topics:
         parts: list[dict[str, Any]] = []
+        allowed = authorized(ctx, AclOperation.DELETE, ResourceType.TOPIC, t.name)  # KafkaApis: DELETE on it
         for p in t.partitions:
-            if ctx.metadata.partition(t.name, p.partition_index) is None:  # metadataCache.contains
+            if not allowed:
+                error, low = ErrorCode.topic_authorization_failed, -1
+            elif ctx.metadata.partition(t.name, p.partition_index) is None:  # metadataCache.contains
                 error, low = ErrorCode.unknown_topic_or_partition, -1
             else:
                 r = rm.delete_records(t.name, p.partition_index, p.offset)

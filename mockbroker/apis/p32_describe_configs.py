@@ -30,7 +30,8 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import RequestContext, Response
-from .common import first_error
+from ..authorizer import AclOperation
+from .common import config_resource_denied, first_error
 
 if TYPE_CHECKING:
     from protocol.request_types import DescribeConfigsRequest
@@ -44,6 +45,11 @@ def handle(ctx: RequestContext, req: DescribeConfigsRequest) -> Response:
     results: list[dict[str, Any]] = []
     for r in req.resources:
         keys = list(r.configuration_keys) if r.configuration_keys else None
+        denied = config_resource_denied(ctx, AclOperation.DESCRIBE_CONFIGS, r.resource_type, r.resource_name)
+        if denied is not None:
+            results.append({"error_code": denied, "error_message": None, "resource_type": r.resource_type,
+                            "resource_name": r.resource_name, "configs": []})
+            continue
         d = catalog.describe(ctx.node_id, r.resource_type, r.resource_name, keys, synonyms, documentation)
         results.append({"error_code": d.error, "error_message": d.message, "resource_type": r.resource_type,
                         "resource_name": r.resource_name, "configs": d.configs})

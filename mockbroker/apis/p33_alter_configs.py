@@ -36,8 +36,8 @@ API_KEY = ApiKey.ALTER_CONFIGS
 
 def handle(ctx: RequestContext, req: AlterConfigsRequest) -> Response:
     catalog = ctx.broker.config_catalog
-    return alter_config_resources(req.resources, lambda r: catalog.alter(ctx.node_id, r.resource_type, r.resource_name,
-                              [(c.name, c.value) for c in r.configs], bool(req.validate_only)))
+    return alter_config_resources(ctx, req.resources, lambda r: catalog.alter(
+        ctx.node_id, r.resource_type, r.resource_name, [(c.name, c.value) for c in r.configs], bool(req.validate_only)))
 
 
 def error_response(ctx: RequestContext, req: AlterConfigsRequest, error: ErrorCode) -> Response:

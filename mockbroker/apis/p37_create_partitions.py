@@ -31,7 +31,8 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import RequestContext, Response
-from .common import controller_quota_record, controller_quota_refused, first_error
+from ..authorizer import AclOperation, ResourceType
+from .common import authorized, controller_quota_record, controller_quota_refused, first_error
 
 if TYPE_CHECKING:
     from protocol.request_types import CreatePartitionsRequest
@@ -67,6 +68,9 @@ def handle(ctx: RequestContext, req: CreatePartitionsRequest) -> Response:
                                       "error_message": "Duplicate topic name."} for name, n in counts.items() if n > 1]
     for t in req.topics:
         if counts[t.name] > 1:
+            continue
+        if not authorized(ctx, AclOperation.ALTER, ResourceType.TOPIC, t.name):  # ControllerApis: ALTER on it
+            results.append({"name": t.name, "error_code": ErrorCode.topic_authorization_failed, "error_message": None})
             continue
         assignments = None if t.assignments is None else [[int(b) for b in a.broker_ids] for a in t.assignments]
         error, message = ctx.broker.controller.create_partitions(t.name, t.count, assignments,

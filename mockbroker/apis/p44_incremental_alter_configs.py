@@ -38,7 +38,7 @@ API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
 
 def handle(ctx: RequestContext, req: IncrementalAlterConfigsRequest) -> Response:
     catalog = ctx.broker.config_catalog
-    return alter_config_resources(req.resources, lambda r: catalog.incremental_alter(
+    return alter_config_resources(ctx, req.resources, lambda r: catalog.incremental_alter(
         ctx.node_id, r.resource_type, r.resource_name,
         [(c.config_operation, c.name, c.value) for c in r.configs], bool(req.validate_only)))
 

@@ -35,7 +35,8 @@ from protocol.registry import ApiKey
 from ..metadata import validate_topic_name
 from ..producer_state import ProducerStateManager
 from ..request import RequestContext, Response
-from .common import partition_errors
+from ..authorizer import AclOperation, ResourceType
+from .common import authorized, partition_errors
 
 if TYPE_CHECKING:
     from protocol.request_types import DescribeProducersRequest
@@ -61,8 +62,11 @@ def handle(ctx: RequestContext, req: DescribeProducersRequest) -> Response:
         invalid = validate_topic_name(t.name or "")
         topic = ctx.metadata.topics.get(t.name)
         parts = []
+        allowed = authorized(ctx, AclOperation.READ, ResourceType.TOPIC, t.name or "")  # KafkaApis: READ on it
         for index in t.partition_indexes:
-            if invalid is not None:
+            if not allowed:
+                parts.append(_partition_error(index, ErrorCode.topic_authorization_failed))
+            elif invalid is not None:
                 parts.append(_partition_error(index, ErrorCode.invalid_topic_exception, invalid))
             elif topic is None or not 0 <= index < len(topic.partitions):
                 parts.append(_partition_error(index, ErrorCode.unknown_topic_or_partition))

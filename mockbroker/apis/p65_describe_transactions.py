@@ -27,7 +27,8 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import RequestContext, Response
-from .common import first_error, instant
+from ..authorizer import AclOperation, ResourceType
+from .common import authorized, first_error, instant
 
 if TYPE_CHECKING:
     from protocol.request_types import DescribeTransactionsRequest
@@ -43,6 +44,9 @@ def handle(ctx: RequestContext, req: DescribeTransactionsRequest) -> Response:
     txn = ctx.broker.txn
     states = []
     for tid in req.transactional_ids:
+        if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, tid):  # KafkaApis
+            states.append(_state(tid, ErrorCode.transactional_id_authorization_failed))
+            continue
         error, md = txn.handle_describe_transactions(tid, ctx.node_id)
         out = _state(tid, error)
         if md is not None and error is ErrorCode.none:

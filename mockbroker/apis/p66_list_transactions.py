@@ -31,7 +31,9 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..group.consumer_group import re2_options
+from ..authorizer import AclOperation, ResourceType
 from ..request import RequestContext, Response
+from .common import authorized
 
 if TYPE_CHECKING:
     from protocol.request_types import ListTransactionsRequest
@@ -63,6 +65,8 @@ def handle(ctx: RequestContext, req: ListTransactionsRequest) -> Response:
             error, listed = pattern, []
         elif pattern is not None:
             listed = [x for x in listed if pattern.fullmatch(x[0])]
+        # KafkaApis: the transactional ids the client may DESCRIBE
+        listed = [x for x in listed if authorized(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, x[0])]
     return Response({"error_code": error, "unknown_state_filters": unknown,
                      "transaction_states": [{"transactional_id": tid, "producer_id": pid, "transaction_state": state}
                                             for tid, pid, state in listed]})

@@ -20,7 +20,8 @@ from protocol.registry import ApiKey
 from ..group.assignors import Assignment
 from ..group.consumer_group import ConsumerGroupDescription
 from ..request import RequestContext, Response
-from .common import AUTHORIZED_OPS_NOT_REQUESTED, GROUP_OPERATIONS, first_error
+from ..authorizer import AclOperation, ResourceType
+from .common import AUTHORIZED_OPS_NOT_REQUESTED, GROUP_OPERATIONS, authorized, first_error
 
 if TYPE_CHECKING:
     from protocol.request_types import ConsumerGroupDescribeRequest
@@ -50,8 +51,12 @@ def _described(d: ConsumerGroupDescription, names: dict[Any, str], include_ops: 
 def handle(ctx: RequestContext, req: ConsumerGroupDescribeRequest) -> Response:
     include = bool(req.include_authorized_operations)
     names = {t.topic_id: n for n, t in ctx.metadata.topics.items()}
-    groups = [_described(d, names, include)
-              for d in ctx.broker.groups.consumer_group_describe(ctx.node_id, req.group_ids)]
+    # KafkaApis: DESCRIBE on each group; the others are described
+    allowed = [g for g in req.group_ids if authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)]
+    found = iter(_described(d, names, include)
+                 for d in ctx.broker.groups.consumer_group_describe(ctx.node_id, allowed))
+    denied = {g["group_id"]: g for g in error_response(ctx, req, ErrorCode.group_authorization_failed).body["groups"]}
+    groups = [next(found) if g in allowed else denied[g] for g in req.group_ids]
     return Response({"groups": groups}, error_code=first_error(groups))
 
 

@@ -57,7 +57,7 @@ from .consumer_group import (
     MemberState,
     topic_regex,
 )
-from .group import GroupType
+from .group import GroupType, initial_group_epoch
 from .registry import GroupRegistry
 
 log = logging.getLogger("mockbroker.group")
@@ -271,7 +271,7 @@ class ConsumerGroupCoordinator:
             raise HeartbeatError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
         if not create:
             raise HeartbeatError(ErrorCode.unknown_member_id, f"Consumer group {group_id} not found.")
-        group = ConsumerGroup(group_id, self.clock.time_ms())
+        group = ConsumerGroup(group_id, self.clock.time_ms(), initial_group_epoch(self.config["mock.kafka.version"]))
         if existing is not None:
             group.offsets = existing.offsets  # an empty classic group is converted, its offsets kept
         self.registry.put(group)

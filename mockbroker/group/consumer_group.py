@@ -123,9 +123,9 @@ class ConsumerGroup:
     protocol_type = "consumer"
     group_type = GroupType.CONSUMER
 
-    def __init__(self, group_id: str, now_ms: int) -> None:
+    def __init__(self, group_id: str, now_ms: int, initial_epoch: int = 0) -> None:
         self.group_id = group_id
-        self.group_epoch = 0
+        self.group_epoch = initial_epoch  # ModernGroup's: 1 from Kafka 4.3 (group.group.initial_group_epoch)
         self.assignment_epoch = 0
         self.members: dict[str, ConsumerGroupMember] = {}
         self.static_members: dict[str, str] = {}

@@ -152,3 +152,10 @@ class Group(Protocol):
     def as_described_group(self) -> DescribedGroup:
         """The group through DescribeGroups (ClassicGroup's summary; a consumer group's classic view)."""
         ...
+
+
+def initial_group_epoch(release: str) -> int:
+    """The epoch of a new consumer or share group before its first member (``mock.kafka.version``):
+    Kafka 4.3 and later start ModernGroup's at 1 (its first member gets epoch 2), earlier ones at 0."""
+    major, minor = (int(x) for x in release.split(".")[:2])
+    return 1 if (major, minor) >= (4, 3) else 0

@@ -88,8 +88,9 @@ class ShareGroupCoordinator:
 
     def __init__(self, registry: GroupRegistry, metadata: ClusterMetadata, clock: Clock,
                  heartbeat_purgatory: DelayedOperationPurgatory, configs: ShareGroupConfigs,
-                 persister: SharePersister) -> None:
+                 persister: SharePersister, initial_epoch: int = 1) -> None:
         self.registry = registry
+        self.initial_epoch = initial_epoch  # a new group's epoch (group.group.initial_group_epoch)
         self.metadata = metadata
         self.clock = clock
         self.heartbeat_purgatory = heartbeat_purgatory
@@ -184,7 +185,7 @@ class ShareGroupCoordinator:
         if existing is None:
             if not create:
                 raise HeartbeatError(ErrorCode.group_id_not_found, f"Share group {group_id} not found.")
-            group = ShareGroup(group_id, self.deleted)
+            group = ShareGroup(group_id, self.deleted, self.initial_epoch)
             self.registry.put(group)
             return group
         if not isinstance(existing, ShareGroup):

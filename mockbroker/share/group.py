@@ -41,10 +41,11 @@ class ShareGroup:
     protocol_type = "share"
     group_type = GroupType.SHARE
 
-    def __init__(self, group_id: str, on_deleted: Callable[[ShareGroup], None] = lambda _g: None) -> None:
+    def __init__(self, group_id: str, on_deleted: Callable[[ShareGroup], None] = lambda _g: None,
+                 initial_epoch: int = 0) -> None:
         self.group_id = group_id
         self.on_deleted = on_deleted  # DeleteGroups: the share coordinator's state of the group goes too
-        self.group_epoch = 0
+        self.group_epoch = initial_epoch  # ModernGroup's: 1 from Kafka 4.3 (group.group.initial_group_epoch)
         self.assignment_epoch = 0
         self.assignment_timestamp_ms = 0
         self.members: dict[str, ShareGroupMember] = {}

@@ -56,12 +56,22 @@ def test_no_acl_found_and_hosts_and_all():
 
 
 def test_authorize_by_resource_type():
+    """Authorizer.authorizeByResourceType's default method, as StandardAuthorizer keeps it."""
     a = StandardAuthorizer()
     assert not a.authorize_any("bob", "h", Op.WRITE, R.TOPIC)
-    a.add(acl("logs-", Op.WRITE, pattern=PRE))
+    a.add(acl("logs-app", Op.WRITE))
+    assert a.authorize_any("bob", "h", Op.WRITE, R.TOPIC)
+    assert not a.authorize_any("bob", "h", Op.READ, R.TOPIC)  # no implication here: WRITE is not READ
+    a.add(acl("logs-", Op.WRITE, DENY, pattern=PRE))  # a DENY prefix dominates the LITERAL allow
+    assert not a.authorize_any("bob", "h", Op.WRITE, R.TOPIC)
+    a.add(acl("metrics", Op.WRITE, pattern=PRE))
+    assert a.authorize_any("bob", "h", Op.WRITE, R.TOPIC)
+    a.add(acl("metrics", Op.WRITE, DENY))  # a LITERAL deny of the same name does not touch a PREFIXED allow
     assert a.authorize_any("bob", "h", Op.WRITE, R.TOPIC)
     a.add(acl("*", Op.WRITE, DENY))
     assert not a.authorize_any("bob", "h", Op.WRITE, R.TOPIC)
+    assert StandardAuthorizer(allow_if_no_acl=True).authorize_any("bob", "h", Op.WRITE, R.TOPIC)
+    assert StandardAuthorizer(["User:bob"]).authorize_any("bob", "h", Op.WRITE, R.TOPIC)
 
 
 def test_filters_match_as_kafka():
@@ -246,3 +256,64 @@ def test_groups_and_cluster_operations(b, login):
     logdirs = bob.request(35, 4, {"topics": None})
     assert logdirs.error_code == E.cluster_authorization_failed and logdirs.results == ()
     assert admin.request(35, 4, {"topics": None}).error_code == E.none
+
+
+def test_offsets_of_groups_and_topics(b, login):
+    """OffsetCommit needs READ on each topic (after READ on the group); OffsetFetch DESCRIBE on the
+    group (v8+: per group) and lists only the topics the client may DESCRIBE."""
+    admin, bob = login("admin"), login("bob")
+    r = admin.request(30, 3, {"creations": [creation("og", int(Op.READ), rtype=3),
+                                            creation("open", int(Op.READ))]})
+    assert [x.error_code for x in r.results] == [E.none, E.none]
+
+    def commit(c, topics):
+        r = c.request(8, 8, {"group_id": "og", "generation_id_or_member_epoch": -1, "member_id": "",
+                             "group_instance_id": None, "topics": [{"name": t, "partitions": [
+                                 {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
+                                  "committed_metadata": None}]} for t in topics]})
+        return [(t.name, t.partitions[0].error_code) for t in r.topics]
+
+    assert commit(admin, ["open", "closed"]) == [("open", E.none), ("closed", E.none)]
+    assert commit(bob, ["open", "closed"]) == [("open", E.none), ("closed", E.topic_authorization_failed)]
+    fetched = bob.request(9, 9, {"groups": [{"group_id": "og", "member_id": None, "member_epoch": -1, "topics": None},
+                                            {"group_id": "other", "member_id": None, "member_epoch": -1,
+                                             "topics": None}], "require_stable": False})
+    (og, other) = fetched.groups
+    assert [t.name for t in og.topics] == ["open"] and og.error_code == E.none  # "closed" is not listed
+    assert other.error_code == E.group_authorization_failed
+    asked = bob.request(9, 7, {"group_id": "og", "topics": [{"name": "closed", "partition_indexes": [0]}],
+                               "require_stable": False})
+    assert asked.topics[0].partitions[0].error_code == E.topic_authorization_failed
+    assert bob.request(9, 7, {"group_id": "other", "topics": None, "require_stable": False}).error_code == \
+        E.group_authorization_failed
+
+
+def test_configs_partitions_records_producers_and_transactions(b, login):
+    """Per-resource checks: DESCRIBE_CONFIGS / ALTER_CONFIGS on a topic (TOPIC_...) or a broker (the
+    cluster's, CLUSTER_...), ALTER for CreatePartitions, DELETE for DeleteRecords, READ for
+    DescribeProducers, DESCRIBE on transactional ids, ConsumerGroupDescribe per group."""
+    admin, bob = login("admin"), login("bob")
+    r = admin.request(30, 3, {"creations": [creation("open", int(Op.DESCRIBE_CONFIGS))]})
+    assert [x.error_code for x in r.results] == [E.none]
+    described = bob.request(32, 4, {"resources": [
+        {"resource_type": 2, "resource_name": n, "configuration_keys": ["retention.ms"]} for n in ("open", "closed")
+    ] + [{"resource_type": 4, "resource_name": "0", "configuration_keys": ["num.io.threads"]}],
+        "include_synonyms": False, "include_documentation": False})
+    assert [(x.resource_name, x.error_code, len(x.configs)) for x in described.results] == [
+        ("open", E.none, 1), ("closed", E.topic_authorization_failed, 0), ("0", E.cluster_authorization_failed, 0)]
+    altered = bob.request(44, 1, {"resources": [{"resource_type": 2, "resource_name": "open", "configs": [
+        {"name": "retention.ms", "config_operation": 0, "value": "1000"}]}], "validate_only": True})
+    assert altered.responses[0].error_code == E.topic_authorization_failed  # DESCRIBE_CONFIGS is not ALTER_CONFIGS
+    cp = bob.request(37, 3, {"topics": [{"name": "closed", "count": 3, "assignments": None}], "timeout": 5000,
+                             "validate_only": True})
+    assert cp.results[0].error_code == E.topic_authorization_failed
+    dr = bob.request(21, 2, {"topics": [{"name": "closed", "partitions": [{"partition_index": 0, "offset": 0}]}],
+                             "timeout": 5000})
+    assert dr.topics[0].partitions[0].error_code == E.topic_authorization_failed
+    dp = bob.request(61, 0, {"topics": [{"name": "closed", "partition_indexes": [0]}]})
+    assert dp.topics[0].partitions[0].error_code == E.topic_authorization_failed
+    from .test_txn_admin_wire import describe as describe_transactions  # reads Kafka's -1 start time
+
+    assert describe_transactions(bob, "tx")["tx"].error_code == E.transactional_id_authorization_failed
+    cgd = bob.request(69, 1, {"group_ids": ["nobody-else"], "include_authorized_operations": False})
+    assert cgd.groups[0].error_code == E.group_authorization_failed

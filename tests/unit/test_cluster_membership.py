@@ -25,9 +25,6 @@ def b():
         yield broker
 
 
-MANUAL_UNREGISTERED = "Replica assignment is invalid."  # CreateTopics' message for an unknown broker
-
-
 def connect(b, node=None):
     addresses = b.bootstrap_servers.split(",")
     return RawKafkaClient.connect(addresses[node] if node is not None else addresses[-1])
@@ -85,8 +82,10 @@ def test_unregister_broker_removes_a_stopped_brokers_registration(b):
              "assignments": [{"partition_index": 0, "broker_ids": [0, 1]}]}], "timeout": 1000, "validate_only": True})
         assert [(t.name, t.error_code, t.error_message) for t in r.topics] == [
             ("t3", E.invalid_replication_factor, "Unable to replicate the partition 3 time(s): The target replication "
-             "factor of 3 cannot be reached because only 2 broker(s) are registered."),
-            ("m", E.invalid_replica_assignment, MANUAL_UNREGISTERED)]
+             "factor of 3 cannot be reached because only 2 broker(s) are registered or some brokers have all their "
+             "log directories cordoned."),
+            ("m", E.invalid_replica_assignment, "The manual partition assignment includes broker 1, but no such "
+             "broker is registered.")]
         r = c.request(ApiKey.UNREGISTER_BROKER, 0, {"broker_id": 1})
         assert r.error_code == E.broker_id_not_registered
         b.start_broker(1)  # it registers again
@@ -178,3 +177,32 @@ def test_voter_changes_refused_as_raft_refuses_them(b):
         assert remove(c, 0, dirs[0])[0] == E.voter_not_found  # the last voter stays
         _, p = quorum(c)
         assert [v.replica_id for v in p.current_voters] == [0] and p.leader_id == 0
+
+
+def test_create_topics_checks_manual_assignments_as_kafka_4_4(b):
+    """ReplicationControlManager.createTopic's manual-assignment branch: its messages, in its order
+    (kafka-topics --create --replica-assignment prints them)."""
+    def topic(name, assignments, partitions=-1, rf=-1):
+        return {"name": name, "num_partitions": partitions, "replication_factor": rf, "configs": [],
+                "assignments": [{"partition_index": i, "broker_ids": ids} for i, ids in assignments]}
+
+    with connect(b) as c:
+        r = c.request(ApiKey.CREATE_TOPICS, 7, {"timeout": 1000, "validate_only": False, "topics": [
+            topic("rf", [(0, [0])], rf=1), topic("np", [(0, [0])], partitions=1),
+            topic("dup", [(0, [0]), (0, [1])]), topic("gap", [(0, [0]), (2, [1])]),
+            topic("unknown", [(0, [0, 7])]), topic("twice", [(0, [1, 1])]), topic("empty", [(0, [])]),
+            topic("uneven", [(0, [0, 1]), (1, [2])]), topic("ok", [(1, [2, 0]), (0, [1, 2])])]})
+    manual = "The manual partition assignment includes "
+    assert [(t.name, t.error_code, t.error_message) for t in r.topics] == [
+        ("rf", E.invalid_request, "A manual partition assignment was specified, but replication factor was not set "
+         "to -1."),
+        ("np", E.invalid_request, "A manual partition assignment was specified, but numPartitions was not set to -1."),
+        ("dup", E.invalid_replica_assignment, "Found multiple manual partition assignments for partition 0"),
+        ("gap", E.invalid_replica_assignment, "partitions should be a consecutive 0-based integer sequence"),
+        ("unknown", E.invalid_replica_assignment, manual + "broker 7, but no such broker is registered."),
+        ("twice", E.invalid_replica_assignment, manual + "the broker 1 more than once."),
+        ("empty", E.invalid_replica_assignment, manual + "an empty replica list."),
+        ("uneven", E.invalid_replica_assignment, manual + "a partition with 1 replica(s), but this is not consistent "
+         "with previous partitions, which have 2 replica(s)."),
+        ("ok", E.none, None)]
+    assert [b.partition_state("ok", p)["replicas"] for p in (0, 1)] == [[1, 2], [2, 0]]

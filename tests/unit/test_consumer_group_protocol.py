@@ -68,24 +68,38 @@ def describe(b: MockBroker, group: str) -> ConsumerGroupDescription:
     return b.call(lambda br: br.groups.consumer_group_describe(0, [group])[0])
 
 
+@pytest.mark.parametrize("release, first_epoch", [("4.2", 1), ("4.3", 2), ("4.4", 2)])
+def test_a_new_groups_first_member_epoch_by_release(release, first_epoch):
+    """Kafka 4.3 started ModernGroup's epoch at 1 (4.2.2's constructor leaves it 0, 4.3.1's and 4.4.0's
+    set 1): the first member of a new group gets epoch 2, as a real Kafka 4.4.0 answers."""
+    with MockBroker(config={"mock.topics": ["t:1"], "mock.kafka.version": release}) as b:
+        m = Member(b, "new")
+        try:
+            assert (m.hb().error_code, m.epoch) == (E.none, first_epoch)
+            assert describe(b, "new").group_epoch == first_epoch
+        finally:
+            m.c.close()
+
+
 class TestJoinAndReconcile:
     def test_join_gets_everything_then_revoke_before_assign(self, b):
         a = Member(b, "r1")
         r = a.hb()
-        assert (r.error_code, r.member_epoch, r.heartbeat_interval.total_seconds()) == (E.none, 1, 0.5)
+        # a new group is at epoch 1 (Kafka 4.3+'s ModernGroup): its first member brings it to 2
+        assert (r.error_code, r.member_epoch, r.heartbeat_interval.total_seconds()) == (E.none, 2, 0.5)
         assert a.partitions() == [0, 1, 2, 3]
         m2 = Member(b, "r1")
         r = m2.hb()
-        # group epoch 2; m2's target partitions are still owned by a: UNRELEASED, nothing yet
-        assert (r.member_epoch, m2.partitions()) == (2, [])
+        # group epoch 3; m2's target partitions are still owned by a: UNRELEASED, nothing yet
+        assert (r.member_epoch, m2.partitions()) == (3, [])
         assert describe(b, "r1").state == "Reconciling"
-        r = a.hb()  # a must revoke two partitions first: it keeps epoch 1
-        assert (r.member_epoch, len(a.partitions())) == (1, 2)
+        r = a.hb()  # a must revoke two partitions first: it keeps epoch 2
+        assert (r.member_epoch, len(a.partitions())) == (2, 2)
         kept = a.partitions()
-        # the next heartbeat reports only the kept partitions: the revocation is done, a moves to epoch 2
-        assert a.hb().member_epoch == 2 and a.partitions() == kept
+        # the next heartbeat reports only the kept partitions: the revocation is done, a moves to epoch 3
+        assert a.hb().member_epoch == 3 and a.partitions() == kept
         r = m2.hb()
-        assert r.member_epoch == 2 and sorted(kept + m2.partitions()) == [0, 1, 2, 3]
+        assert r.member_epoch == 3 and sorted(kept + m2.partitions()) == [0, 1, 2, 3]
         assert describe(b, "r1").state == "Stable"
 
     def test_owner_still_reporting_revoked_partitions_keeps_its_epoch(self, b):
@@ -94,9 +108,9 @@ class TestJoinAndReconcile:
         everything = dict(a.owned)
         Member(b, "r2").hb()
         a.hb(owned=everything)
-        assert a.epoch == 1
+        assert a.epoch == 2
         r = a.hb(owned=everything)  # still owns the revoked ones
-        assert r.member_epoch == 1 and r.assignment is None
+        assert r.member_epoch == 2 and r.assignment is None
 
     def test_range_assignor(self, b):
         a, m2 = Member(b, "r3"), Member(b, "r3")
@@ -133,7 +147,7 @@ class TestFencing:
         b.advance(1)  # m2 silent for the session timeout
         assert [m.member_id for m in describe(b, "f2").members] == [a.member_id]
         r = a.hb()
-        assert r.member_epoch == 3 and a.partitions() == [0, 1, 2, 3]  # epochs: a joins 1, m2 joins 2, m2 fenced 3
+        assert r.member_epoch == 4 and a.partitions() == [0, 1, 2, 3]  # epochs: a joins 2, m2 joins 3, m2 fenced 4
         assert m2.hb().error_code == E.unknown_member_id
 
     def test_revocation_timeout_fences_a_member_that_does_not_revoke(self, b):
@@ -151,7 +165,7 @@ class TestFencing:
         assert len(describe(b, "f3").members) == 2
         b.advance(1)
         assert [m.member_id for m in describe(b, "f3").members] == [m2.member_id]
-        assert m2.hb().member_epoch == 3 and m2.partitions() == [0, 1, 2, 3]
+        assert m2.hb().member_epoch == 4 and m2.partitions() == [0, 1, 2, 3]
 
     def test_leave_and_static_rejoin_without_rebalance(self, b):
         s = Member(b, "f4", instance_id="host-1")
@@ -282,7 +296,7 @@ class TestGroupConfigs:
         assert a.hb().heartbeat_interval.total_seconds() == 6
         b.advance(45_000 - 1)
         assert len(describe(b, "gc2").members) == 1
-        assert a.hb().member_epoch == 1
+        assert a.hb().member_epoch == 2
         self._alter(b, "gc2", consumer_session_timeout_ms=None, consumer_heartbeat_interval_ms=None)
         assert a.hb().heartbeat_interval.total_seconds() == INTERVAL / 1000  # deleted: the broker's again
         b.advance(SESSION)

@@ -180,3 +180,17 @@ def test_an_empty_batch_keeps_its_offsets_and_producer():
     assert (h.producer_id, h.producer_epoch, h.base_sequence, h.is_transactional) == (5, 1, 0, True)
     assert (h.base_timestamp, h.max_timestamp, h.partition_leader_epoch) == (-1, 700, 4)
     assert h.crc == compute_crc(e) and decode_records(e)[1] == [] and record_timestamps(e) == []
+
+
+@pytest.mark.parametrize("records", [10, 1000])  # below and above assign_offsets' one-copy threshold
+def test_assign_offsets_sets_offset_and_epoch_only(records):
+    from protocol.records import _ONE_COPY_FROM, assign_offsets, build_batch, parse_header
+
+    batch = build_batch([(b"k", b"v" * 100, [])] * records)
+    assert (len(batch) > _ONE_COPY_FROM) == (records == 1000)
+    for given in (batch, memoryview(batch)):
+        stored = assign_offsets(given, 1234, 7)
+        assert isinstance(stored, bytes) and len(stored) == len(batch)
+        assert stored[:8] == (1234).to_bytes(8, "big") and stored[12:16] == (7).to_bytes(4, "big")
+        assert stored[8:12] == batch[8:12] and stored[16:] == batch[16:]
+        assert parse_header(stored).base_offset == 1234

@@ -53,8 +53,8 @@ def join(b: MockBroker, group: str, topic: str) -> str:
     coordinator = b.call(lambda c: c.groups.find_coordinator(group).node_id)
     member = str(uuid.uuid4())
     with connect(b, coordinator) as c:
-        assert heartbeat(c, group, member, 0, [topic]).member_epoch == 1
-        assert heartbeat(c, group, member, 1).member_epoch == 2  # the partitions, initialized
+        assert heartbeat(c, group, member, 0, [topic]).member_epoch == 2  # a new group is at 1 (Kafka 4.3+)
+        assert heartbeat(c, group, member, 2).member_epoch == 3  # the partitions, initialized
     return member
 
 

@@ -99,14 +99,15 @@ def acquired(r) -> list[tuple[int, int, int]]:
 def test_membership_assigns_after_the_state_is_initialized(b):
     m = Member(b, "g-join")
     r = m.hb()
-    assert (r.error_code, r.member_epoch, r.heartbeat_interval.total_seconds()) == (E.none, 1, 5.0)
+    # a new group is at epoch 1 (Kafka 4.3+'s ModernGroup): its first member brings it to 2
+    assert (r.error_code, r.member_epoch, r.heartbeat_interval.total_seconds()) == (E.none, 2, 5.0)
     assert r.assignment is not None and m.assigned == {}  # not initialized yet
     r = m.hb()
-    assert (r.member_epoch, m.assigned) == (2, {topic_id(b, "t"): [0]})
+    assert (r.member_epoch, m.assigned) == (3, {topic_id(b, "t"): [0]})
     m2 = Member(b, "g-join")
     r = m2.hb()
-    assert r.member_epoch == 3 and m2.assigned == {topic_id(b, "t"): [0]}  # one partition, shared
-    assert m.hb(epoch=1).error_code == E.none  # the previous epoch is accepted
+    assert r.member_epoch == 4 and m2.assigned == {topic_id(b, "t"): [0]}  # one partition, shared
+    assert m.hb(epoch=2).error_code == E.none  # the previous epoch is accepted
     assert m.hb(epoch=9).error_code == E.fenced_member_epoch
     assert Member(b, "g-join").hb(epoch=3).error_code == E.unknown_member_id
     assert m.hb(epoch=0, topics=[]).error_code == E.invalid_request  # SubscribedTopicNames must be set
@@ -221,10 +222,10 @@ def test_share_group_describe_list_and_delete(b):
                                                       "include_authorized_operations": False})
     g, missing = r.groups
     assert (g.error_code, g.group_state, g.group_epoch, g.assignment_epoch, g.assignor_name) == (
-        E.none, "Stable", 2, 2, "simple")
+        E.none, "Stable", 3, 3, "simple")
     (member,) = g.members
     assert (member.member_id, member.member_epoch, member.client_id, member.subscribed_topic_names) == (
-        m.member_id, 2, "share", ("t",))
+        m.member_id, 3, "share", ("t",))
     assert [(tp.topic_name, tp.partitions) for tp in member.assignment.topic_partitions] == [("t", (0,))]
     assert (missing.error_code, missing.error_message) == (E.group_id_not_found, "Group nope not found.")
     listed = m.c.request(ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["share"]})

@@ -292,12 +292,13 @@ def producers(c: RawKafkaClient, partition: int) -> dict[int, tuple[int, int, in
 class TestDescribeProducers:
     def test_transactional_producers(self, cluster):
         ongoing, aborted, committed = (cluster.pids[t] for t in ("adm-ongoing", "adm-abort", "adm-commit"))
-        # partition 0: adm-abort's 2 records + ABORT marker (offsets 0-2), then adm-ongoing's 2 from offset 3
+        # partition 0: adm-abort's 2 records + ABORT marker (offsets 0-2), then adm-ongoing's 2 from offset 3;
+        # the last timestamp is the last batch's max timestamp (1: the records') or the marker's time
         assert producers(cluster.leader(0), 0) == {
             aborted[0]: (aborted[1], 1, T0 + 4000, 0, -1),   # the marker's time and coordinator epoch
-            ongoing[0]: (ongoing[1], 1, T0 + 5000, -1, 3),   # its open transaction starts at offset 3
+            ongoing[0]: (ongoing[1], 1, 1, -1, 3),           # its open transaction starts at offset 3
         }
-        assert producers(cluster.leader(1), 1) == {ongoing[0]: (ongoing[1], 1, T0 + 5000, -1, 0)}
+        assert producers(cluster.leader(1), 1) == {ongoing[0]: (ongoing[1], 1, 1, -1, 0)}
         assert producers(cluster.leader(2), 2) == {committed[0]: (committed[1], 2, T0 + 2000, 0, -1)}
 
     def test_idempotent_producer(self, cluster):
@@ -305,9 +306,11 @@ class TestDescribeProducers:
         pid = c.request(ApiKey.INIT_PRODUCER_ID, 4, {"transactional_id": None, "transaction_timeout": 60000,
                                                       "producer_id": -1, "producer_epoch": -1}).producer_id
         leader = cluster.leader(2)
-        for seq, n in ((0, 4), (4, 3)):
-            assert produce(leader, TOPIC, pid, 0, seq, n, transactional=False, partition=2).error_code == E.none
-        assert producers(leader, 2)[pid] == (0, 6, T0 + 6000, -1, -1)
+        # Kafka's ProducerStateEntry keeps the batch's max timestamp, not the time of the append
+        for seq, n, ts in ((0, 4, T0 + 100), (4, 3, T0 - 86_400_000)):
+            assert produce(leader, TOPIC, pid, 0, seq, n, transactional=False, partition=2,
+                           timestamp=ts).error_code == E.none
+        assert producers(leader, 2)[pid] == (0, 6, T0 - 86_400_000, -1, -1)
 
     def test_errors_per_partition(self, cluster):
         state = cluster.b.partition_state(TOPIC, 0)

@@ -104,9 +104,9 @@ def begin(b, c, tid, topic, partitions=(0,), n=2, timeout=60000):
     return pid, epoch
 
 
-def produce(c, topic, pid, epoch, seq, n, transactional, partition=0, tid="t", version=9, acks=-1):
+def produce(c, topic, pid, epoch, seq, n, transactional, partition=0, tid="t", version=9, acks=-1, timestamp=1):
     from protocol.records import TRANSACTIONAL_FLAG, build_batch
-    batch = build_batch([(b"k", b"v", [])] * n, base_timestamp=1, producer_id=pid, producer_epoch=epoch,
+    batch = build_batch([(b"k", b"v", [])] * n, base_timestamp=timestamp, producer_id=pid, producer_epoch=epoch,
                         base_sequence=seq, attributes=TRANSACTIONAL_FLAG if transactional else 0)
     body = {"acks": acks, "timeout": 5000, "transactional_id": tid if transactional else None,
             "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": batch}]}]}
