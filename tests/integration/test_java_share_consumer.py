@@ -15,7 +15,8 @@ never redelivered, RELEASE until the group's ``share.delivery.count.limit`` (set
 incrementalAlterConfigs) archives the records, RENEW (KIP-1222) giving records back under a new lock, RENEW refused (InvalidRecordStateException) on a
 group with ``share.renew.acknowledge.enable=false``, records held past a 1 s lock (``share.record.lock.duration.ms``
 on the group, ``group.share.min.record.lock.duration.ms`` lowered on both brokers) refused when acknowledged
-late and delivered again, a batch of 50 acquired whole by a consumer with max.poll.records 10
+late and delivered again, records a closing member held going to the next one (not the one it
+rejected), a batch of 50 acquired whole by a consumer with max.poll.records 10
 (``share.acquire.mode`` batch_optimized), and
 three members on one partition with no record delivered to two of them (how the records split between
 them differs from run to run and between the brokers; the union and disjointness do not); then the
@@ -119,11 +120,13 @@ SCENARIOS = [
     "NORENEW x0:1 x1:1 x2:1 | failures: InvalidRecordStateException",
     # held past a 1 s lock: the late ACCEPT refused (INVALID_RECORD_STATE), the records delivered again
     "EXPIRE lock=1000 e0:1 e1:1 e2:1 | failures: InvalidRecordStateException | e0:2 e1:2 e2:2",
+    # a member closes holding c1 and c2 (c0 rejected): the next member gets them again, never c0
+    "CLOSE c0:1 c1:1 c2:1 | c1:2 c2:2",
     # max.poll.records 10 in batch_optimized mode: one batch of 50 acquired whole
     "BATCH polls=[50]",
     "MANY union=300 deliveries=300 maxDelivery=1",
     "OFFSETS sbs-reject=5/lag=0 sbs-limit=5/lag=0 sbs-renew=5/lag=0 sbs-norenew=0/lag=3 sbs-expire=0/lag=0"
-    " sbs-batch=0/lag=0 sbs-many=/lag=0",
+    " sbs-close=1/lag=0 sbs-batch=0/lag=0 sbs-many=/lag=0",
     "DONE",
 ]
 
@@ -142,13 +145,15 @@ def run_share_scenarios(java_classpath: str, bootstrap: str) -> list[str]:
 def test_java_share_scenarios_reject_limit_renew_and_members_sharing_a_partition(java_classpath, brokers):
     with MockBroker(config={**SHARE_BROKER_CONFIG, "mock.num.brokers": brokers}) as b:
         assert run_share_scenarios(java_classpath, b.bootstrap_servers) == SCENARIOS
-        groups = ("sbs-reject", "sbs-limit", "sbs-renew", "sbs-norenew", "sbs-expire", "sbs-batch", "sbs-many")
+        groups = ("sbs-reject", "sbs-limit", "sbs-renew", "sbs-norenew", "sbs-expire", "sbs-close", "sbs-batch",
+                  "sbs-many")
         acks = {g: b.share_group(g)["acknowledgements"] for g in groups}
         assert acks == {"sbs-reject": {"REJECT": 5, "RELEASE": 5, "ACCEPT": 5},
                         "sbs-limit": {"RELEASE": 10, "ACCEPT": 1},  # the 2nd RELEASE of l0-l4 archived them
                         "sbs-renew": {"RENEW": 5, "ACCEPT": 6},
                         "sbs-norenew": {},  # refused; the consumer's close released x0-x2 (not counted)
                         "sbs-expire": {"ACCEPT": 3},  # the late ones refused
+                        "sbs-close": {"REJECT": 1, "ACCEPT": 2},  # c1, c2 released by the close
                         "sbs-batch": {"ACCEPT": 50},
                         "sbs-many": {"ACCEPT": 300}}, acks
 

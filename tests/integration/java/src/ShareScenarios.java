@@ -36,7 +36,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Kafka's share consumer (kafka-clients KafkaShareConsumer, KIP-932) in seven share groups at once, one topic
+ * Kafka's share consumer (kafka-clients KafkaShareConsumer, KIP-932) in eight share groups at once, one topic
  * (one partition) each, every scenario on its own thread(s) so the members' first assignments (a share member
  * gets its partitions on its second heartbeat, share.heartbeat.interval.ms apart) overlap.
  *
@@ -58,6 +58,8 @@ import java.util.concurrent.TimeUnit;
  *     needs the broker's group.share.min.record.lock.duration.ms at 1000; the lock the consumer was told):
  *     e0-e2 held 2 s, their locks expire,
  *     the late ACCEPT fails (InvalidRecordStateException) and the next poll gives them again (delivery 2);</li>
+ * <li>"CLOSE ... | ..." (explicit): a member rejects c0, leaves c1 and c2 unacknowledged and closes; the next
+ *     member of the group gets c1 and c2 again (delivery 2), never c0;</li>
  * <li>"BATCH polls=[...]" (implicit, max.poll.records 10, share.acquire.mode batch_optimized): the records each
  *     poll gave from one batch of 50 (whole batches are acquired, past max.poll.records);</li>
  * <li>"MANY union=<n> deliveries=<n> maxDelivery=<c>" (implicit, share.acquire.mode record_limit,
@@ -74,7 +76,7 @@ public class ShareScenarios {
     static final int MANY = 300;
     static final long EXPIRE_HOLD_MS = 2_000;
     static final List<String> GROUPS =
-        List.of("sbs-reject", "sbs-limit", "sbs-renew", "sbs-norenew", "sbs-expire", "sbs-batch", "sbs-many");
+        List.of("sbs-reject", "sbs-limit", "sbs-renew", "sbs-norenew", "sbs-expire", "sbs-close", "sbs-batch", "sbs-many");
 
     static Properties consumerProps(String bootstrap, String group, String mode) {
         Properties p = new Properties();
@@ -281,6 +283,40 @@ public class ShareScenarios {
         return "EXPIRE lock=" + lock + " " + sorted(first) + " | failures:" + commitFailures + " | " + sorted(again);
     }
 
+    static String close(String bootstrap, long deadline) {
+        List<ConsumerRecord<String, String>> first = new ArrayList<>();
+        List<ConsumerRecord<String, String>> second = new ArrayList<>();
+        try (KafkaShareConsumer<String, String> c =
+                 new KafkaShareConsumer<>(consumerProps(bootstrap, "sbs-close", "explicit"))) {
+            c.subscribe(List.of("sbs-close"));
+            while (first.size() < 3) {
+                check(deadline, "close " + sorted(first));
+                for (ConsumerRecord<String, String> r : c.poll(POLL)) {
+                    first.add(r);
+                    if (r.value().equals("c0")) {
+                        c.acknowledge(r, AcknowledgeType.REJECT);  // c1 and c2 left unacknowledged
+                    }
+                }
+            }
+        }  // close: the REJECT sent, c1 and c2 released as the share session ends
+        try (KafkaShareConsumer<String, String> c =
+                 new KafkaShareConsumer<>(consumerProps(bootstrap, "sbs-close", "explicit"))) {
+            c.subscribe(List.of("sbs-close"));
+            while (second.size() < 2) {
+                check(deadline, "closed " + sorted(second));
+                ConsumerRecords<String, String> records = c.poll(POLL);
+                for (ConsumerRecord<String, String> r : records) {
+                    second.add(r);
+                    c.acknowledge(r, AcknowledgeType.ACCEPT);
+                }
+                if (!records.isEmpty()) {
+                    c.commitSync();
+                }
+            }
+        }
+        return "CLOSE " + sorted(first) + " | " + sorted(second);
+    }
+
     static String batch(String bootstrap, long deadline) {
         Properties p = consumerProps(bootstrap, "sbs-batch", "implicit");
         p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "10");  // share.acquire.mode batch_optimized (the default)
@@ -401,6 +437,7 @@ public class ShareScenarios {
             for (int i = 0; i < 3; i++) {
                 producer.send(new ProducerRecord<>("sbs-norenew", "x" + i));
                 producer.send(new ProducerRecord<>("sbs-expire", "e" + i));
+                producer.send(new ProducerRecord<>("sbs-close", "c" + i));
             }
             producer.flush();
             for (int i = 0; i < 50; i++) {  // one batch (linger.ms 1 s, then flush)
@@ -411,13 +448,14 @@ public class ShareScenarios {
                 producer.send(new ProducerRecord<>("sbs-many", "m" + i));
             }
             producer.flush();
-            ExecutorService pool = Executors.newFixedThreadPool(7);
+            ExecutorService pool = Executors.newFixedThreadPool(8);
             List<Callable<String>> scenarios = List.of(
                 () -> reject(bootstrap, deadline),
                 () -> limit(bootstrap, producer, deadline),
                 () -> renew(bootstrap, producer, deadline),
                 () -> noRenew(bootstrap, deadline),
                 () -> expire(bootstrap, deadline),
+                () -> close(bootstrap, deadline),
                 () -> batch(bootstrap, deadline),
                 () -> many(bootstrap, deadline));
             List<Future<String>> results = new ArrayList<>();
