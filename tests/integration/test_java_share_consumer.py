@@ -17,7 +17,8 @@ group with ``share.renew.acknowledge.enable=false``, records held past a 1 s loc
 on the group, ``group.share.min.record.lock.duration.ms`` lowered on both brokers) refused when acknowledged
 late and delivered again, records a closing member held going to the next one (not the one it
 rejected), a batch of 50 acquired whole by a consumer with max.poll.records 10
-(``share.acquire.mode`` batch_optimized), and
+(``share.acquire.mode`` batch_optimized), an aborted transaction skipped by a read_committed group
+(``share.isolation.level``) and delivered to a read_uncommitted one, and
 three members on one partition with no record delivered to two of them (how the records split between
 them differs from run to run and between the brokers; the union and disjointness do not); then the
 groups' start offsets and lag from Admin listShareGroupOffsets.  The same lines from mockbroker and from
@@ -109,8 +110,8 @@ def test_a_real_kafka_delivers_the_same(java_classpath, realkafka):
     assert run_share_consumers(java_classpath, boot) == EXPECTED
 
 
-# ShareScenarios.java: REJECT, the delivery-count limit, RENEW and three members on one partition, one line
-# each (deliveries as value:deliveryCount sorted by count then offset); the same lines from both brokers.
+# ShareScenarios.java: one line per scenario (deliveries as value:deliveryCount sorted by count then offset),
+# then the start offsets and lag; the same lines from both brokers.
 SCENARIOS = [
     "REJECT " + " ".join([f"r{i}:1" for i in range(10)] + [f"r{i}:2" for i in range(5, 10)]),
     "LIMIT " + " ".join([f"l{i}:1" for i in range(5)] + ["l-end:1"] + [f"l{i}:2" for i in range(5)]),
@@ -119,14 +120,17 @@ SCENARIOS = [
     # RENEW on a group with share.renew.acknowledge.enable=false: INVALID_RECORD_STATE for the partition
     "NORENEW x0:1 x1:1 x2:1 | failures: InvalidRecordStateException",
     # held past a 1 s lock: the late ACCEPT refused (INVALID_RECORD_STATE), the records delivered again
-    "EXPIRE lock=1000 e0:1 e1:1 e2:1 | failures: InvalidRecordStateException | e0:2 e1:2 e2:2",
+    "EXPIRE lock=1000 e0:1 e1:1 e2:1 | late: InvalidRecordStateException | again: e0:2 e1:2 e2:2",
     # a member closes holding c1 and c2 (c0 rejected): the next member gets them again, never c0
     "CLOSE c0:1 c1:1 c2:1 | c1:2 c2:2",
     # max.poll.records 10 in batch_optimized mode: one batch of 50 acquired whole
     "BATCH polls=[50]",
+    # a0-a2 aborted, k0-k1 committed: share.isolation.level read_committed, then read_uncommitted
+    "TXN-RC k0:1 k1:1",
+    "TXN-RU a0:1 a1:1 a2:1 k0:1 k1:1",
     "MANY union=300 deliveries=300 maxDelivery=1",
     "OFFSETS sbs-reject=5/lag=0 sbs-limit=5/lag=0 sbs-renew=5/lag=0 sbs-norenew=0/lag=3 sbs-expire=0/lag=0"
-    " sbs-close=1/lag=0 sbs-batch=0/lag=0 sbs-many=/lag=0",
+    " sbs-close=1/lag=0 sbs-batch=0/lag=0 sbs-txn-rc=0/lag=0 sbs-txn-ru=0/lag=0 sbs-many=/lag=0",
     "DONE",
 ]
 
@@ -146,7 +150,7 @@ def test_java_share_scenarios_reject_limit_renew_and_members_sharing_a_partition
     with MockBroker(config={**SHARE_BROKER_CONFIG, "mock.num.brokers": brokers}) as b:
         assert run_share_scenarios(java_classpath, b.bootstrap_servers) == SCENARIOS
         groups = ("sbs-reject", "sbs-limit", "sbs-renew", "sbs-norenew", "sbs-expire", "sbs-close", "sbs-batch",
-                  "sbs-many")
+                  "sbs-txn-rc", "sbs-txn-ru", "sbs-many")
         acks = {g: b.share_group(g)["acknowledgements"] for g in groups}
         assert acks == {"sbs-reject": {"REJECT": 5, "RELEASE": 5, "ACCEPT": 5},
                         "sbs-limit": {"RELEASE": 10, "ACCEPT": 1},  # the 2nd RELEASE of l0-l4 archived them
@@ -155,6 +159,8 @@ def test_java_share_scenarios_reject_limit_renew_and_members_sharing_a_partition
                         "sbs-expire": {"ACCEPT": 3},  # the late ones refused
                         "sbs-close": {"REJECT": 1, "ACCEPT": 2},  # c1, c2 released by the close
                         "sbs-batch": {"ACCEPT": 50},
+                        # the client acknowledges the two markers as gaps; a0-a2 the broker archived (read_committed)
+                        "sbs-txn-rc": {"ACCEPT": 2, "GAP": 2}, "sbs-txn-ru": {"ACCEPT": 5, "GAP": 2},
                         "sbs-many": {"ACCEPT": 300}}, acks
 
 

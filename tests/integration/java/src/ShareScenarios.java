@@ -36,7 +36,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Kafka's share consumer (kafka-clients KafkaShareConsumer, KIP-932) in eight share groups at once, one topic
+ * Kafka's share consumer (kafka-clients KafkaShareConsumer, KIP-932) in ten share groups at once, one topic
  * (one partition) each, every scenario on its own thread(s) so the members' first assignments (a share member
  * gets its partitions on its second heartbeat, share.heartbeat.interval.ms apart) overlap.
  *
@@ -62,6 +62,8 @@ import java.util.concurrent.TimeUnit;
  *     member of the group gets c1 and c2 again (delivery 2), never c0;</li>
  * <li>"BATCH polls=[...]" (implicit, max.poll.records 10, share.acquire.mode batch_optimized): the records each
  *     poll gave from one batch of 50 (whole batches are acquired, past max.poll.records);</li>
+ * <li>"TXN-RC ..." and "TXN-RU ..." (implicit): a transaction of a0-a2 aborted, then one of k0-k1 committed,
+ *     read by a group with share.isolation.level read_committed (k0, k1) and one with read_uncommitted (all);</li>
  * <li>"MANY union=<n> deliveries=<n> maxDelivery=<c>" (implicit, share.acquire.mode record_limit,
  *     max.poll.records 10): three members of one group on one partition until every one of 300 records was
  *     delivered; deliveries == union means no record went to two members (the split itself differs run to run,
@@ -76,7 +78,8 @@ public class ShareScenarios {
     static final int MANY = 300;
     static final long EXPIRE_HOLD_MS = 2_000;
     static final List<String> GROUPS =
-        List.of("sbs-reject", "sbs-limit", "sbs-renew", "sbs-norenew", "sbs-expire", "sbs-close", "sbs-batch", "sbs-many");
+        List.of("sbs-reject", "sbs-limit", "sbs-renew", "sbs-norenew", "sbs-expire", "sbs-close", "sbs-batch", "sbs-txn-rc", "sbs-txn-ru",
+                "sbs-many");
 
     static Properties consumerProps(String bootstrap, String group, String mode) {
         Properties p = new Properties();
@@ -267,7 +270,7 @@ public class ShareScenarios {
             for (ConsumerRecord<String, String> r : records) {
                 c.acknowledge(r, AcknowledgeType.ACCEPT);
             }
-            commitFailures = failures(c.commitSync());
+            commitFailures = failures(c.commitSync()) + " | again:";
             while (again.size() < 3) {
                 check(deadline, "expired " + sorted(again));
                 ConsumerRecords<String, String> next = c.poll(POLL);
@@ -280,7 +283,7 @@ public class ShareScenarios {
                 }
             }
         }
-        return "EXPIRE lock=" + lock + " " + sorted(first) + " | failures:" + commitFailures + " | " + sorted(again);
+        return "EXPIRE lock=" + lock + " " + sorted(first) + " | late:" + commitFailures + " " + sorted(again);
     }
 
     static String close(String bootstrap, long deadline) {
@@ -315,6 +318,19 @@ public class ShareScenarios {
             }
         }
         return "CLOSE " + sorted(first) + " | " + sorted(second);
+    }
+
+    static String txn(String bootstrap, String group, int n, long deadline) {
+        List<ConsumerRecord<String, String>> got = new ArrayList<>();
+        try (KafkaShareConsumer<String, String> c = new KafkaShareConsumer<>(consumerProps(bootstrap, group, "implicit"))) {
+            c.subscribe(List.of("sbs-txn"));
+            while (got.size() < n) {
+                check(deadline, group + " " + sorted(got));
+                c.poll(POLL).forEach(got::add);
+            }
+            c.commitSync();
+        }
+        return (group.equals("sbs-txn-rc") ? "TXN-RC " : "TXN-RU ") + sorted(got);
     }
 
     static String batch(String bootstrap, long deadline) {
@@ -390,16 +406,29 @@ public class ShareScenarios {
         return "MANY union=" + union.size() + " deliveries=" + deliveries + " maxDelivery=" + maxDelivery[0];
     }
 
-    public static void main(String[] args) throws Exception {
-        String bootstrap = args[0];
+    public static void main(String[] args) {
+        try {
+            run(args[0]);
+        } catch (Throwable t) {  // a scenario's TIMEOUT or failure: the consumers' threads must not keep the JVM
+            t.printStackTrace();
+            System.out.println("FAILED " + t);
+            System.exit(1);
+        }
+        System.exit(0);
+    }
+
+    static void run(String bootstrap) throws Exception {
         long deadline = System.currentTimeMillis() + DEADLINE_MS;
         Properties ap = new Properties();
         ap.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         try (Admin admin = Admin.create(ap)) {
             List<NewTopic> topics = new ArrayList<>();
             for (String t : GROUPS) {
-                topics.add(new NewTopic(t, 1, (short) 1));
+                if (!t.startsWith("sbs-txn")) {
+                    topics.add(new NewTopic(t, 1, (short) 1));
+                }
             }
+            topics.add(new NewTopic("sbs-txn", 1, (short) 1));
             admin.createTopics(topics).all().get(30, TimeUnit.SECONDS);
             Map<ConfigResource, Collection<AlterConfigOp>> configs = new HashMap<>();
             for (String g : GROUPS) {
@@ -411,6 +440,10 @@ public class ShareScenarios {
                 }
                 if (g.equals("sbs-expire")) {
                     ops.add(new AlterConfigOp(new ConfigEntry("share.record.lock.duration.ms", "1000"),
+                        AlterConfigOp.OpType.SET));
+                }
+                if (g.equals("sbs-txn-rc")) {
+                    ops.add(new AlterConfigOp(new ConfigEntry("share.isolation.level", "read_committed"),
                         AlterConfigOp.OpType.SET));
                 }
                 if (g.equals("sbs-norenew")) {
@@ -448,7 +481,25 @@ public class ShareScenarios {
                 producer.send(new ProducerRecord<>("sbs-many", "m" + i));
             }
             producer.flush();
-            ExecutorService pool = Executors.newFixedThreadPool(8);
+            Properties tp = new Properties();
+            tp.putAll(pp);
+            tp.put(ProducerConfig.LINGER_MS_CONFIG, "0");
+            tp.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "sbs-txn");
+            try (KafkaProducer<String, String> txn = new KafkaProducer<>(tp)) {  // a0-a2 aborted, k0-k1 committed
+                txn.initTransactions();
+                txn.beginTransaction();
+                for (int i = 0; i < 3; i++) {
+                    txn.send(new ProducerRecord<>("sbs-txn", "a" + i));
+                }
+                txn.flush();  // in the log before the abort (unsent records would be dropped by the producer)
+                txn.abortTransaction();
+                txn.beginTransaction();
+                for (int i = 0; i < 2; i++) {
+                    txn.send(new ProducerRecord<>("sbs-txn", "k" + i));
+                }
+                txn.commitTransaction();
+            }
+            ExecutorService pool = Executors.newFixedThreadPool(10);
             List<Callable<String>> scenarios = List.of(
                 () -> reject(bootstrap, deadline),
                 () -> limit(bootstrap, producer, deadline),
@@ -457,6 +508,8 @@ public class ShareScenarios {
                 () -> expire(bootstrap, deadline),
                 () -> close(bootstrap, deadline),
                 () -> batch(bootstrap, deadline),
+                () -> txn(bootstrap, "sbs-txn-rc", 2, deadline),
+                () -> txn(bootstrap, "sbs-txn-ru", 5, deadline),
                 () -> many(bootstrap, deadline));
             List<Future<String>> results = new ArrayList<>();
             long started = System.currentTimeMillis();
@@ -479,7 +532,7 @@ public class ShareScenarios {
             for (String g : GROUPS) {
                 Map<String, ListShareGroupOffsetsSpec> spec = Map.of(g, new ListShareGroupOffsetsSpec());
                 SharePartitionOffsetInfo info = admin.listShareGroupOffsets(spec).partitionsToOffsetInfo(g)
-                    .get(30, TimeUnit.SECONDS).get(new TopicPartition(g, 0));
+                    .get(30, TimeUnit.SECONDS).get(new TopicPartition(g.startsWith("sbs-txn") ? "sbs-txn" : g, 0));
                 // the start offset is written before it moves past the records just acknowledged: with three
                 // members acknowledging at once, where sbs-many's trails differs run to run (its lag does not)
                 String start = g.equals("sbs-many") ? "" : String.valueOf(info.startOffset());
