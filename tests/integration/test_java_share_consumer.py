@@ -120,7 +120,8 @@ SCENARIOS = [
     # RENEW on a group with share.renew.acknowledge.enable=false: INVALID_RECORD_STATE for the partition
     "NORENEW x0:1 x1:1 x2:1 | failures: InvalidRecordStateException",
     # held past a 1 s lock: the late ACCEPT refused (INVALID_RECORD_STATE), the records delivered again
-    "EXPIRE lock=1000 e0:1 e1:1 e2:1 | late: InvalidRecordStateException | again: e0:2 e1:2 e2:2",
+    "EXPIRE lock=1000 e0:1 e1:1 e2:1 | late: InvalidRecordStateException | again: e0:2 e1:2 e2:2"
+    " lock=30000",  # the group's lock altered to 30 s before the redelivery,
     # a member closes holding c1 and c2 (c0 rejected): the next member gets them again, never c0
     "CLOSE c0:1 c1:1 c2:1 | c1:2 c2:2",
     # max.poll.records 10 in batch_optimized mode: one batch of 50 acquired whole

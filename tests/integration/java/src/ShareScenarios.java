@@ -57,7 +57,8 @@ import java.util.concurrent.TimeUnit;
  * <li>"EXPIRE ... | failures: ... | ..." (explicit, share.record.lock.duration.ms 1000 on sbs-expire, which
  *     needs the broker's group.share.min.record.lock.duration.ms at 1000; the lock the consumer was told):
  *     e0-e2 held 2 s, their locks expire,
- *     the late ACCEPT fails (InvalidRecordStateException) and the next poll gives them again (delivery 2);</li>
+ *     the late ACCEPT fails (InvalidRecordStateException); the group's lock altered to 30 s, the next poll gives
+ *     them again (delivery 2) under that lock;</li>
  * <li>"CLOSE ... | ..." (explicit): a member rejects c0, leaves c1 and c2 unacknowledged and closes; the next
  *     member of the group gets c1 and c2 again (delivery 2), never c0;</li>
  * <li>"BATCH polls=[...]" (implicit, max.poll.records 10, share.acquire.mode batch_optimized): the records each
@@ -250,11 +251,12 @@ public class ShareScenarios {
         return "NORENEW " + sorted(got) + " | failures:" + commitFailures;
     }
 
-    static String expire(String bootstrap, long deadline) throws InterruptedException {
+    static String expire(String bootstrap, long deadline) throws Exception {
         List<ConsumerRecord<String, String>> first = new ArrayList<>();
         List<ConsumerRecord<String, String>> again = new ArrayList<>();
         String commitFailures;
         String lock;
+        String lock2;
         try (KafkaShareConsumer<String, String> c =
                  new KafkaShareConsumer<>(consumerProps(bootstrap, "sbs-expire", "explicit"))) {
             c.subscribe(List.of("sbs-expire"));
@@ -271,6 +273,15 @@ public class ShareScenarios {
                 c.acknowledge(r, AcknowledgeType.ACCEPT);
             }
             commitFailures = failures(c.commitSync()) + " | again:";
+            // the redelivery under a 30 s lock (a group config is read at each acquisition): no second expiry
+            // however slow this machine is between that poll and its commit
+            Properties ap = new Properties();
+            ap.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+            try (Admin admin = Admin.create(ap)) {
+                admin.incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.GROUP, "sbs-expire"),
+                    List.of(new AlterConfigOp(new ConfigEntry("share.record.lock.duration.ms", "30000"),
+                        AlterConfigOp.OpType.SET)))).all().get(30, TimeUnit.SECONDS);
+            }
             while (again.size() < 3) {
                 check(deadline, "expired " + sorted(again));
                 ConsumerRecords<String, String> next = c.poll(POLL);
@@ -282,8 +293,10 @@ public class ShareScenarios {
                     commitFailures += failures(c.commitSync());
                 }
             }
+            lock2 = c.acquisitionLockTimeoutMs().map(String::valueOf).orElse("-");
         }
-        return "EXPIRE lock=" + lock + " " + sorted(first) + " | late:" + commitFailures + " " + sorted(again);
+        return "EXPIRE lock=" + lock + " " + sorted(first) + " | late:" + commitFailures + " " + sorted(again)
+            + " lock=" + lock2;
     }
 
     static String close(String bootstrap, long deadline) {
