@@ -54,7 +54,7 @@ import java.util.concurrent.TimeUnit;
  *     lock with the same delivery count, then accepted; "n-end" produced after is the next delivered;</li>
  * <li>"NORENEW ... | failures: ..." (explicit, share.renew.acknowledge.enable false on sbs-norenew): x0-x2
  *     acknowledged RENEW, commitSync's failure for the partition (InvalidRecordStateException);</li>
- * <li>"EXPIRE ... | failures: ... | ..." (explicit, share.record.lock.duration.ms 1000 on sbs-expire, which
+ * <li>"EXPIRE lock=... | late: ... | again: ... lock=..." (explicit, share.record.lock.duration.ms 1000 on sbs-expire, which
  *     needs the broker's group.share.min.record.lock.duration.ms at 1000; the lock the consumer was told):
  *     e0-e2 held 2 s, their locks expire,
  *     the late ACCEPT fails (InvalidRecordStateException); the group's lock altered to 30 s, the next poll gives
