@@ -108,6 +108,8 @@ class FetchSlice:
     size_bytes: int
     # the offset after the last batch read (whole or cut): the upper bound for aborted transactions
     next_offset: int = -1
+    # FetchDataInfo.firstEntryIncomplete: the batch at the offset read did not fit (only a cut of it)
+    first_entry_incomplete: bool = False
 
 
 class PartitionLog:
@@ -233,9 +235,11 @@ class PartitionLog:
                         next_offset = seg.last_offsets[bi] + 1
                     elif max_bytes - total > 0:
                         tail = b[: max_bytes - total]  # the partial batch a slab read ends with
+                        incomplete = not chunks
                         chunks.append(tail)
                         total += len(tail)
                         next_offset = seg.last_offsets[bi] + 1
+                        return FetchSlice(chunks, total, next_offset, incomplete)
                     return FetchSlice(chunks, total, next_offset)
                 chunks.append(b)
                 total += len(b)

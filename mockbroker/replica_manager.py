@@ -86,7 +86,7 @@ from .cluster_view import TopicPartition
 from .delayed_fetch import READ_COMMITTED, DelayedFetch
 from .delayed_produce import DelayedProduce, PartitionResponse, ProducePartitionStatus
 from .fetch_session import CachedPartition
-from .log import AbortedTxn, OffsetOutOfRange
+from .log import AbortedTxn, FetchSlice, OffsetOutOfRange
 from .metadata import INTERNAL_TOPICS, ClusterMetadata, Partition
 from .purgatory import DelayedOperationPurgatory, Timer
 from .replication import ReplicationSimulator
@@ -573,6 +573,12 @@ class ReplicaManager:
             return result
         upper = log.last_stable_offset if params.isolation_level == READ_COMMITTED else log.high_watermark
         sl = log.read(cp.fetch_offset, min(cp.max_bytes, limit), upper, min_one)
+        # ReplicaManager.readFromLog: "For FetchRequest version 3, we replace incomplete message sets
+        # with an empty one" (every Fetch version served is >= 4: no hard max bytes limit) -- a
+        # partition whose first batch does not fit in what the response has left answers no records
+        # (a consumer fails on records without one complete batch), and takes nothing from the limit
+        if sl.first_entry_incomplete:
+            sl = FetchSlice([], 0, cp.fetch_offset)
         if sl.size_bytes:
             result.records = sl.chunks[0] if len(sl.chunks) == 1 else b"".join(sl.chunks)
             result.size_bytes = sl.size_bytes

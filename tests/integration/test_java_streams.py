@@ -14,6 +14,17 @@ The output is checked exactly: each word's counts are 1, 2, ..., n in order (not
 counted twice, no count restarting after the failover), and the broker's view afterwards: the internal topics with the partition counts and
 configs Kafka would give them, the group Empty once the application closed.
 
+The same JVM then runs tests/integration/java/src/StreamsTopologies.java, every application under
+``streams`` and ``exactly_once_v2``, each output read read_committed and checked exactly: one
+application of four sub-topologies (a stream-table join, a windowed count suppressed until its
+window closes with stream time driven by the record timestamps, a global table lookup, a word count)
+whose stream thread's producer and consumer are under byte-rate quotas (throttle_time_ms in the
+journal); two instances of a stateless application, one hung mid-transaction and closed with
+``close(Duration.ZERO)`` (its tasks move once its poll interval expires, the coordinator aborts its
+transaction at its timeout, the woken zombie is fenced); and the word count against three brokers,
+the group coordinator's broker stopped and started over the admin HTTP API while it counts.
+The inputs and the expected outputs are built here (``TOPOLOGIES``), the JVM gets them as JSON.
+
 The fixture sets both initial rebalance delays to 0, as Kafka's own test setups do
 (``group.initial.rebalance.delay.ms``, ``group.streams.initial.rebalance.delay.ms``; Kafka's default
 3000 ms would add 3 s to each start), and a 500 ms streams heartbeat interval (Kafka: at least 5 s),
@@ -28,6 +39,8 @@ import logging
 import random
 import shutil
 import subprocess
+import time
+from typing import Any
 
 import pytest
 
@@ -39,49 +52,181 @@ from .javatools import java_classpath as _java_classpath
 PARTITIONS = 2
 SESSION_MS = 3000  # a stopped instance is fenced after this (Kafka's default and minimum: 45 s)
 VOCABULARY = ["kafka", "streams", "mock", "broker", "word", "count", "topic", "task", "epoch", "group"]
+PROTOCOLS = ["streams", "classic", "streams-eos", "streams-eos-failover"]
+WINDOW_MS = 10_000  # StreamsTopologies.WINDOW_MS
+# the topologies run's stream thread clients (with quota.window.num=2, a client moving B bytes is
+# throttled for about B/quota - 1 s: measured ~28 KB produced and ~17 KB fetched, ~1-3 s in all)
+THROTTLE_QUOTAS = {"producer": {"producer_byte_rate": 9000.0}, "consumer": {"consumer_byte_rate": 5000.0}}
+_BASE_TS = int(time.time() * 1000) // WINDOW_MS * WINDOW_MS - 60_000  # record timestamps, near now
+
+
+def _rec(topic: str, partition: int, key: str, value: str, ts: int) -> dict[str, Any]:
+    return {"topic": topic, "partition": partition, "key": key, "value": value, "ts": ts}
+
+
+def _join() -> tuple[list[str], list[dict[str, Any]], int]:
+    """Customers (a table) then orders (a stream), co-partitioned by customer; customer c1 is renamed
+    at a timestamp between two of its orders; orders of c6 (no such customer) are dropped."""
+    customers = [_rec("tp-join-customers", c % 2, f"c{c}", f"name{c}", _BASE_TS) for c in range(6)]
+    customers.append(_rec("tp-join-customers", 1, "c1", "name1-v2", _BASE_TS + 1205))
+    orders = [_rec("tp-join-orders", (j % 7) % 2, f"c{j % 7}", f"o{j}", _BASE_TS + 1000 + 10 * j) for j in range(42)]
+    return ["customers", "orders"], customers + orders, sum(1 for j in range(42) if j % 7 != 6)
+
+
+def _window() -> tuple[list[str], list[dict[str, Any]], int]:
+    """Events of four keys 0.5 s apart over 30 s (three 10 s windows); then per partition one late
+    event (its window closed: dropped) and one far ahead (it closes every window: the suppressed
+    counts come out)."""
+    events = [_rec("tp-window-in", (e % 4) % 2, f"k{e % 4}", f"e{e}", _BASE_TS + 500 * e) for e in range(60)]
+    late = [_rec("tp-window-in", p, f"k{p}", "late", _BASE_TS) for p in range(PARTITIONS)]
+    flush = [_rec("tp-window-in", p, "flush", "flush", _BASE_TS + 100_000) for p in range(PARTITIONS)]
+    return ["in"], events + late + flush, len({(r["key"], r["ts"] // WINDOW_MS) for r in events})
+
+
+def _global() -> tuple[list[str], list[dict[str, Any]], int]:
+    """Products (a global table: one topic, every partition on every instance), purchases keyed by
+    user whose value names a product; product p5 does not exist (those purchases are dropped)."""
+    products = [_rec("tp-global-products", i % 2, f"p{i}", f"product-{i}", _BASE_TS) for i in range(5)]
+    purchases = [_rec("tp-global-in", (i % 3) % 2, f"u{i % 3}", f"p{i % 6}", _BASE_TS + 1000 + i) for i in range(30)]
+    return ["products", "in"], products + purchases, sum(1 for i in range(30) if i % 6 != 5)
+
+
+KILL_RECORDS = 200
+
+
+def _kill() -> tuple[list[str], list[dict[str, Any]], int]:
+    recs = [_rec("tp-kill-in", (i % 10) % 2, f"k{i % 10}", str(i), _BASE_TS + i) for i in range(KILL_RECORDS)]
+    return ["in"], recs, KILL_RECORDS
+
+
+THROTTLE_WORDS = [random.Random(27).choice(VOCABULARY) for _ in range(400)]
+
+
+def _throttle() -> tuple[list[str], list[dict[str, Any]], int]:
+    recs = [_rec("tp-throttle-in", i % 2, f"w{i}", w, _BASE_TS + i) for i, w in enumerate(THROTTLE_WORDS)]
+    return ["in"], recs, len(THROTTLE_WORDS)
+
+
+def _restart() -> tuple[list[str], list[dict[str, Any]], int]:
+    recs = [_rec("tp-restart-in", i % 2, f"w{i}", w, _BASE_TS + i) for i, w in enumerate(THROTTLE_WORDS)]
+    return ["in"], recs, len(THROTTLE_WORDS)
+
+
+def _coordinator(b: MockBroker, group: str) -> int:
+    return int(b.call(lambda c: c.groups.find_coordinator(group).node_id))
+
+
+TOPOLOGIES = {"join": _join, "window": _window, "global": _global, "kill": _kill, "throttle": _throttle,
+              "restart": _restart}
+# StreamsTopologies' runs: four topologies in one application under quotas (one start for four)
+RUNS = {"topologies": ["join", "window", "global", "throttle"], "kill": ["kill"], "restart": ["restart"]}
+
+
+class _Records(logging.Handler):
+    """The broker's log records while the JVM runs (caplog is per test; the JVM runs once per module)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
 
 
 @pytest.fixture(scope="module")
 def java_classpath() -> str:
-    return _java_classpath("StreamsWordCount")
+    return _java_classpath("StreamsWordCount", "StreamsTopologies")
 
 
 @pytest.fixture(scope="module")
 def broker():
     cfg = {"group.initial.rebalance.delay.ms": 0, "group.streams.initial.rebalance.delay.ms": 0,
-           "group.streams.heartbeat.interval.ms": 500, "group.streams.session.timeout.ms": SESSION_MS}
+           "group.streams.heartbeat.interval.ms": 500, "group.streams.session.timeout.ms": SESSION_MS,
+           # the hung member's transaction (StreamsTopologies' kill run: 3 s timeout) is aborted soon after
+           "transaction.abort.timed.out.transaction.cleanup.interval.ms": 500,
+           # quotas measured over 1-2 s rather than 10-11 s: the throttle run's quotas throttle at once
+           "quota.window.num": 2}
     with MockBroker(config=cfg) as b:
         yield b
 
 
-def test_word_count_with_a_repartition_under_both_group_protocols(java_classpath, broker, tmp_path, caplog):
-    caplog.set_level(logging.INFO, logger="mockbroker.group")
+@pytest.fixture(scope="module")
+def cluster():
+    """Three brokers for StreamsTopologies' restart run, steered over the admin HTTP API."""
+    cfg = {"group.initial.rebalance.delay.ms": 0, "group.streams.initial.rebalance.delay.ms": 0,
+           "group.streams.heartbeat.interval.ms": 500, "mock.num.brokers": 3, "mock.admin.listener": "127.0.0.1:0"}
+    with MockBroker(config=cfg) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def lines() -> list[str]:
     rng = random.Random(26)
-    lines = [" ".join(rng.choice(VOCABULARY) for _ in range(rng.randint(1, 8))) for _ in range(300)]
-    expected: dict[str, int] = {}
-    for line in lines:
-        for w in line.split():
-            expected[w] = expected.get(w, 0) + 1
+    return [" ".join(rng.choice(VOCABULARY) for _ in range(rng.randint(1, 8))) for _ in range(300)]
+
+
+@pytest.fixture(scope="module")
+def java_run(java_classpath, broker, cluster, lines, tmp_path_factory):
+    """One JVM: the word count runs (StreamsWordCount), then StreamsTopologies' runs; the parsed
+    ``RESULT`` lines by run, and the output (for the assertion messages)."""
+    tmp_path = tmp_path_factory.mktemp("streams")
     (tmp_path / "lines.txt").write_text("\n".join(lines) + "\n")
-    protocols = ["streams", "classic", "streams-eos", "streams-eos-failover"]
-    for protocol in protocols:
+    for protocol in PROTOCOLS:
         broker.create_topic(f"wc-{protocol}-in", PARTITIONS)
         broker.create_topic(f"wc-{protocol}-out", PARTITIONS)
+    specs = []
+    for run, builds in RUNS.items():
+        spec: dict[str, Any] = {"run": run, "inputs": [], "outputs": [], "expect": 0}
+        target = broker
+        if run == "restart":  # the group coordinator's broker is the one stopped
+            target = cluster
+            spec.update(bootstrap=cluster.bootstrap_servers, admin=cluster.admin_url, stop=_coordinator(cluster, "tp-restart"))
+        for name in builds:
+            topics, inputs, expect = TOPOLOGIES[name]()
+            for t in (*topics, "out"):
+                target.create_topic(f"tp-{name}-{t}", PARTITIONS, replication_factor=3 if target is cluster else 1)
+            spec["inputs"] += inputs
+            spec["outputs"].append(f"tp-{name}-out")
+            spec["expect"] += expect
+        (tmp_path / f"{run}.json").write_text(json.dumps(spec))
+        specs.append(str(tmp_path / f"{run}.json"))
+    for suffix, values in THROTTLE_QUOTAS.items():
+        broker.set_quota(client_id=f"tp-topologies-StreamThread-1-{suffix}", **values)
+    log = _Records()
+    logger = logging.getLogger("mockbroker")
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(log)
     cmd = [shutil.which("java") or "java", "-Xmx256m", "-cp", java_classpath, "StreamsWordCount",
-           broker.bootstrap_servers, ",".join(protocols), str(tmp_path / "lines.txt"), str(tmp_path / "state")]
+           broker.bootstrap_servers, ",".join(PROTOCOLS), str(tmp_path / "lines.txt"), str(tmp_path / "state"),
+           ",".join(specs)]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"StreamsWordCount timed out after {JAVA_TIMEOUT_S}s\nstdout:\n{e.stdout}\nstderr:\n{e.stderr}")
-    report = f"exit {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{tail(r.stderr, 40)}"
+    finally:
+        logger.removeHandler(log)
+        logger.setLevel(level)
+    report = f"exit {r.returncode}\nstdout:\n{tail(r.stdout, 40)}\nstderr:\n{tail(r.stderr, 40)}"
     assert r.returncode == 0, report
     results = {}
     for line in r.stdout.splitlines():
         if line.startswith("RESULT "):
-            _, protocol, body = line.split(" ", 2)
-            results[protocol] = json.loads(body)
-    assert sorted(results) == sorted(protocols), report
-    for protocol, res in results.items():
+            _, run, body = line.split(" ", 2)
+            results[run] = json.loads(body)
+    assert sorted(results) == sorted([*PROTOCOLS, *RUNS]), report
+    return results, report, log.records
+
+
+def test_word_count_with_a_repartition_under_both_group_protocols(java_run, broker, lines):
+    results, _report, log = java_run
+    expected: dict[str, int] = {}
+    for line in lines:
+        for w in line.split():
+            expected[w] = expected.get(w, 0) + 1
+    protocols = PROTOCOLS
+    for protocol in protocols:
+        res = results[protocol]
         assert res["state"] == "RUNNING", (protocol, res)
         # every update of every count, in order: 1..n, nothing lost and nothing counted twice
         assert res["counts"] == {w: list(range(1, n + 1)) for w, n in expected.items()}, (protocol, res)
@@ -103,9 +248,112 @@ def test_word_count_with_a_repartition_under_both_group_protocols(java_classpath
         assert sum(o for (t, _), o in committed.items() if t == f"{app}-in") == len(lines), committed
     # under the classic protocol Streams does not leave on close (its consumers set
     # internal.leave.group.on.close=false): both threads stay members until their sessions end
-    classic = broker.group("wc-classic")
-    assert (classic["protocol_type"], classic["state"], len(classic["members"])) == ("consumer", "Stable", 2), classic
+    # (the members' sessions may have ended since: the JVM ran on)
+    assert broker.group("wc-classic")["protocol_type"] == "consumer"
+    assert not [e for e in broker.journal("LeaveGroup") if e["client_id"].startswith("wc-classic")]
+    assert [e for e in broker.journal("JoinGroup") if e["client_id"].startswith("wc-classic")]
     # the instance that stopped without leaving was fenced by its session timeout, not by a leave
     assert any("fenced from the group because its session timeout expired" in rec.getMessage()
-               and "wc-streams-eos-failover" in rec.getMessage() for rec in caplog.records), "no fencing"
+               and "wc-streams-eos-failover" in rec.getMessage() for rec in log), "no fencing"
     print({p: res["ms"] for p, res in results.items()})
+
+
+def _by_key(out: list[list[Any]], topic: str) -> dict[str, list[str]]:
+    """An output topic's values per key, in the order read (one key: one output partition, in order)."""
+    got: dict[str, list[str]] = {}
+    for t, _partition, key, value in out:
+        if t == topic:
+            got.setdefault(key, []).append(value)
+    return got
+
+
+def test_stream_table_join(java_run):
+    results, report, _log = java_run
+    res = results["topologies"]
+    expected: dict[str, list[str]] = {}
+    for j in range(42):
+        c = j % 7
+        if c == 6:
+            continue  # no such customer: an inner join drops the order
+        # orders of c1 after its rename (timestamp 1205) carry the new name
+        name = "name1-v2" if c == 1 and 1000 + 10 * j > 1205 else f"name{c}"
+        expected.setdefault(f"c{c}", []).append(f"{name}:o{j}")
+    assert (res["state"], _by_key(res["out"], "tp-join-out")) == ("RUNNING", expected), report
+
+
+def test_windowed_count_suppressed_until_the_window_closes(java_run):
+    results, report, _log = java_run
+    res = results["topologies"]
+    counts: dict[str, int] = {}
+    for e in range(60):
+        start = (_BASE_TS + 500 * e) // WINDOW_MS * WINDOW_MS
+        key = f"k{e % 4}@{start}"
+        counts[key] = counts.get(key, 0) + 1
+    # one final count per key and window, in window order per key; the late events and the
+    # window of the flush events (still open) are not there
+    expected: dict[str, list[str]] = {}
+    for key, n in counts.items():
+        expected[key] = [str(n)]
+    assert (res["state"], _by_key(res["out"], "tp-window-out")) == ("RUNNING", expected), report
+    assert len(_by_key(res["out"], "tp-window-out")) == len(counts) == 12, report
+
+
+def test_global_table_lookup(java_run):
+    results, report, _log = java_run
+    res = results["topologies"]
+    expected: dict[str, list[str]] = {}
+    for i in range(30):
+        if i % 6 != 5:
+            expected.setdefault(f"u{i % 3}", []).append(f"product-{i % 6}")
+    assert (res["state"], _by_key(res["out"], "tp-global-out")) == ("RUNNING", expected), report
+
+
+def test_member_hung_mid_transaction_its_tasks_move_and_the_output_is_exact(java_run, broker):
+    """StreamsTopologies' kill run: instance a's thread hangs with its transaction open (its output
+    for the first record of the second half sent, not committed) and a is closed with
+    close(Duration.ZERO); its member leaves when its poll interval (2 s) expires, b takes its tasks,
+    the coordinator aborts a's transaction at its timeout (3 s), and the read_committed output holds
+    every record exactly once, in order per key."""
+    results, report, _log = java_run
+    res = results["kill"]
+    assert (res["both_had_tasks"], res["hung"], res["state"]) == (True, True, "RUNNING"), report
+    got = _by_key(res["out"], "tp-kill-out")
+    assert got == {f"k{k}": [f"out-{i}" for i in range(k, KILL_RECORDS, 10)] for k in range(10)}, report
+    # a's transaction was aborted by the coordinator when it timed out (a fence: the epoch bumped),
+    # b's last one committed; transactional ids are <application.id>-<process id>-<thread>
+    txns = sorted((t["state"], t["timeout_ms"]) for t in broker.transactions()
+                  if t["transactional_id"].startswith("tp-kill-"))
+    assert txns == [("CompleteAbort", 3000), ("CompleteCommit", 3000)], txns
+    # the zombie, woken once the output was complete, was fenced: its produce answered
+    # INVALID_PRODUCER_EPOCH or its commit PRODUCER_FENCED, whichever it reached first
+    answers = {(e["api"], p["error_code"] if e["error_code"] is None else e["error_code"])
+               for e in broker.journal(client_id="tp-kill-a-StreamThread-1-producer")
+               for p in (e["partitions"] or [{"error_code": None}])}
+    assert answers & {("PRODUCE", 47), ("END_TXN", 90)}, answers
+
+
+def test_throttled_application_output_is_exact(java_run, broker):
+    results, report, _log = java_run
+    res = results["topologies"]
+    expected: dict[str, int] = {}
+    for w in THROTTLE_WORDS:
+        expected[w] = expected.get(w, 0) + 1
+    assert (res["state"], _by_key(res["out"], "tp-throttle-out")) == (
+        "RUNNING", {w: [str(i) for i in range(1, n + 1)] for w, n in expected.items()}), report
+    for suffix, api in (("producer", "Produce"), ("consumer", "Fetch")):
+        throttled = [e["throttle_time_ms"] for e in broker.journal(api, f"tp-topologies-StreamThread-1-{suffix}")
+                     if e["throttle_time_ms"] > 0]
+        assert throttled, (suffix, "never throttled")
+    print({run: results[run]["ms"] for run in RUNS})
+
+
+def test_broker_stopped_and_started_under_a_three_broker_cluster(java_run, cluster):
+    """StreamsTopologies' restart run: the group coordinator's broker of three stopped while the
+    second half is counted, started again; every count 1..n once, in order."""
+    results, report, _log = java_run
+    res = results["restart"]
+    expected: dict[str, int] = {}
+    for w in THROTTLE_WORDS:
+        expected[w] = expected.get(w, 0) + 1
+    assert (res["state"], _by_key(res["out"], "tp-restart-out")) == (
+        "RUNNING", {w: [str(i) for i in range(1, n + 1)] for w, n in expected.items()}), report

@@ -93,20 +93,31 @@ def test_offset_out_of_range_and_unknown(raw, broker):
 
 
 def test_kip74_first_batch_whole_then_limits(raw, broker):
-    broker.create_topic("f3", 2)
+    broker.create_topic("f3", 3)
     c = raw()
     produce(c, "f3", 0, n=5, value=b"x" * 200)
     produce(c, "f3", 1, n=5, value=b"x" * 200)
+    produce(c, "f3", 2, n=1)
+    produce(c, "f3", 2, n=1)
     size = len(broker.partition_records("f3", 0)[0])
-    # partition_max_bytes smaller than a batch: the first partition still returns it whole
-    r = fetch(c, "f3", [(0, 0, 10), (1, 0, 10)])
-    p0, p1 = r.responses[0].partitions
-    assert len(p0.records) == size
-    assert len(p1.records) == 10  # a later partition ends with a truncated batch, as a slab read
+    small = len(broker.partition_records("f3", 2)[0])
+    # partition_max_bytes smaller than a batch: the first partition still returns it whole; a later
+    # one whose first batch does not fit answers no records rather than a cut of it
+    # (ReplicaManager.readFromLog: firstEntryIncomplete -> MemoryRecords.EMPTY; a Java consumer
+    # given a cut alone fails with "no complete records were found"), and takes nothing from the
+    # response's limit: the next partition is read
+    r = fetch(c, "f3", [(0, 0, 10), (1, 0, 10), (2, 0, 1 << 20)])
+    p0, p1, p2 = r.responses[0].partitions
+    assert (len(p0.records), p1.error_code, len(p1.records or b""), p1.high_watermark) == (size, 0, 0, 5)
+    assert len(p2.records) == 2 * small
     # max_bytes bounds the whole response
     r = fetch(c, "f3", [(0, 0, 1 << 20), (1, 0, 1 << 20)], max_bytes=size + 5)
     p0, p1 = r.responses[0].partitions
-    assert len(p0.records) == size and len(p1.records) == 5
+    assert len(p0.records) == size and not p1.records
+    # after a whole batch a partition may end with a cut of the next, as a slab read does
+    r = fetch(c, "f3", [(2, 0, small + 5)])
+    p2 = r.responses[0].partitions[0]
+    assert len(p2.records) == small + 5 and offsets_of(p2.records) == [0]
 
 
 class TestSessions:

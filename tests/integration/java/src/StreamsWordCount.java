@@ -40,7 +40,7 @@ import org.apache.kafka.streams.kstream.Produced;
  * count, and the state it reached.
  *
  * <p>Args: bootstrap, runs (comma-separated: classic,streams,streams-eos,streams-eos-failover), lines file,
- * state dir.
+ * state dir, and optionally StreamsTopologies' spec files (comma-separated), run after these in this JVM.
  */
 public class StreamsWordCount {
   static final long TIMEOUT_MS = 30_000;
@@ -125,6 +125,9 @@ public class StreamsWordCount {
       result.put("ms", System.currentTimeMillis() - start);
       result.put("state", state);
       System.out.println("RESULT " + run + " " + json.writeValueAsString(result));
+    }
+    if (args.length > 4) {
+      StreamsTopologies.run(bootstrap, args[4].split(","), args[3] + "/topologies");
     }
   }
 

@@ -1,0 +1,317 @@
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.File;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+import java.util.concurrent.CountDownLatch;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
+import org.apache.kafka.streams.kstream.GlobalKTable;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.TimeWindows;
+
+/**
+ * Kafka Streams 4.4 topologies beyond the word count, each under {@code group.protocol=streams} with
+ * {@code exactly_once_v2}, one after the other in this one JVM (StreamsWordCount runs them after its
+ * own runs, so that the JVM is warm).  A run is named by its spec, a JSON file written by the test:
+ * {@code {"run": ..., "inputs": [{"topic", "partition", "key", "value", "ts"}], "outputs": [topic],
+ * "expect": n}}; the inputs are produced in order (before the application {@code tp-<run>} starts,
+ * except the kill run's second half), the application runs, and the outputs are read
+ * (read_committed) until they hold {@code expect} records and then once more for {@link #SETTLE_MS},
+ * so that a duplicate would show.  Runs:
+ *
+ * <ul>
+ *   <li>{@code topologies}: one application of four sub-topologies (one application start for
+ *       four: the JVM's time is the CI's), its clients under byte-rate quotas set by the test:
+ *       a stream-table join, orders joined with the customers table (co-partitioned; Streams picks
+ *       the record with the lowest timestamp across the task's partitions, so a customer's update
+ *       between two orders is seen by the second only); a count per key in 10 s tumbling windows
+ *       without grace, suppressed until the window closes (one final count per window, stream time
+ *       driven by the record timestamps); purchases looked up in a global table of products; a word
+ *       count with a repartition;
+ *   <li>{@code kill}: two instances of a stateless application ({@code a} and {@code b}, one thread
+ *       each); once the first half is through, the second half is produced, and {@code a}'s thread
+ *       hangs on its first record of that half right after sending its output: a transaction left
+ *       open, the member gone silent.  {@code a} is then closed with {@code close(Duration.ZERO)}
+ *       (the thread stays hung: nothing is committed or aborted by the client), its member leaves when
+ *       its poll interval expires, {@code b} takes over its tasks and the transaction coordinator
+ *       aborts {@code a}'s transaction when it times out; the hung thread is released once the
+ *       output is complete (a zombie: its commit is fenced);
+ *   <li>{@code restart}: the word count against a cluster of three ({@code "bootstrap"} and {@code "admin"}
+ *       in the spec, internal topics with replication factor 3): once the first half is counted, the
+ *       broker {@code "stop"} is stopped through the admin HTTP API ({@code POST /brokers/N/stop}),
+ *       the second half is produced, and once half of it is counted the broker is started again.
+ * </ul>
+ *
+ * Prints per run {@code RESULT <run> <json>}: the output records as [topic, partition, key, value] in the
+ * order read, the milliseconds from start to the last record, the application's state.
+ */
+public class StreamsTopologies {
+  static final long TIMEOUT_MS = 40_000;
+  static final long SETTLE_MS = 500;
+  static final long WINDOW_MS = 10_000;
+
+  public static void main(String[] args) throws Exception {
+    run(args[0], args[1].split(","), args[2]);
+  }
+
+  /** Runs each spec file (paths) against bootstrap, state under stateDir. */
+  static void run(String bootstrap0, String[] specs, String stateDir) throws Exception {
+    ObjectMapper json = new ObjectMapper();
+    for (String path : specs) {
+      JsonNode spec = json.readTree(new File(path));
+      String run = spec.get("run").asText();
+      String bootstrap = bootstrap0;
+      String app = "tp-" + run;
+      List<List<Object>> seen = new ArrayList<>();
+      Map<String, Object> result = new TreeMap<>();
+      long start = System.currentTimeMillis();
+      int expect = spec.get("expect").asInt();
+      StreamsBuilder builder = new StreamsBuilder();
+      CountDownLatch hang = new CountDownLatch(1);
+      switch (run) {
+        case "topologies" -> {
+          // a stream-table join
+          KTable<String, String> customers = builder.table("tp-join-customers");
+          builder.<String, String>stream("tp-join-orders")
+              .join(customers, (order, name) -> name + ":" + order)
+              .to("tp-join-out");
+          // a windowed count, suppressed until its window closes
+          builder.<String, String>stream("tp-window-in")
+              .groupByKey()
+              .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMillis(WINDOW_MS)))
+              .count(Materialized.with(Serdes.String(), Serdes.Long()))  // suppress needs the key serde
+              .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+              .toStream((w, c) -> w.key() + "@" + w.window().start())
+              .mapValues(String::valueOf)
+              .to("tp-window-out");
+          // a global table lookup
+          GlobalKTable<String, String> products = builder.globalTable("tp-global-products");
+          builder.<String, String>stream("tp-global-in")
+              .join(products, (user, product) -> product, (product, name) -> name)
+              .to("tp-global-out");
+          // a count with a repartition (the clients of this application run under quotas)
+          count(builder, "tp-throttle-in", "tp-throttle-out");
+        }
+        case "kill" -> {
+          int half = expect / 2;
+          KStream<String, String> in = builder.<String, String>stream("tp-kill-in").mapValues(v -> "out-" + v);
+          in.to("tp-kill-out");
+          // after the output was sent: instance a's thread hangs on its first record of the second half
+          in.foreach((k, v) -> {
+            if (Thread.currentThread().getName().startsWith(app + "-a-")
+                && Integer.parseInt(v.substring(4)) >= half) {
+              try {
+                hang.await();
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              }
+            }
+          });
+        }
+        case "restart" -> count(builder, "tp-restart-in", "tp-restart-out");
+        default -> throw new IllegalArgumentException(run);
+      }
+      List<JsonNode> inputs = new ArrayList<>();
+      spec.get("inputs").forEach(inputs::add);
+      List<String> outputs = new ArrayList<>();
+      spec.get("outputs").forEach(t -> outputs.add(t.asText()));
+      if (spec.has("bootstrap")) {
+        bootstrap = spec.get("bootstrap").asText();
+      }
+      try (KafkaConsumer<String, String> out = outputConsumer(bootstrap, outputs)) {
+        if (run.equals("restart")) {
+          // one broker of three stopped (through the admin HTTP API) while the second half is processed
+          int half = inputs.size() / 2;
+          String node = spec.get("admin").asText() + "/brokers/" + spec.get("stop").asInt();
+          produce(bootstrap, inputs.subList(0, half));
+          Properties p = props(bootstrap, app, stateDir + "/" + run);
+          p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 3);
+          try (KafkaStreams streams = streams(builder, p)) {
+            streams.start();
+            read(out, seen, half, start);
+            post(node + "/stop");
+            produce(bootstrap, inputs.subList(half, inputs.size()));
+            read(out, seen, half + (inputs.size() - half) / 2, start);
+            post(node + "/start");
+            read(out, seen, expect, start);
+            settle(out, seen);
+            result.put("state", streams.state().toString());
+            streams.close(Duration.ofSeconds(20));
+          }
+        } else if (run.equals("kill")) {
+          int half = expect / 2;
+          produce(bootstrap, inputs.subList(0, half));
+          Properties pa = props(bootstrap, app, stateDir + "/" + run + "-a");
+          pa.put(StreamsConfig.CLIENT_ID_CONFIG, app + "-a");
+          Properties pb = props(bootstrap, app, stateDir + "/" + run + "-b");
+          pb.put(StreamsConfig.CLIENT_ID_CONFIG, app + "-b");
+          KafkaStreams a = streams(builder, pa);
+          try (KafkaStreams b = streams(builder, pb)) {
+            a.start();
+            b.start();
+            read(out, seen, half, start);
+            // both hold a task before the second half arrives (the assignor balances 2 tasks over 2)
+            long until = System.currentTimeMillis() + 10_000;
+            while (System.currentTimeMillis() < until && !(hasTasks(a) && hasTasks(b))) {
+              Thread.sleep(50);
+            }
+            result.put("both_had_tasks", hasTasks(a) && hasTasks(b));
+            produce(bootstrap, inputs.subList(half, inputs.size()));
+            Thread.sleep(500);  // a's thread is hung with its transaction open
+            result.put("hung", hang.getCount() == 1);
+            a.close(Duration.ZERO);
+            read(out, seen, expect, start);
+            hang.countDown();  // the zombie wakes up: its producer was fenced
+            settle(out, seen);
+            result.put("state", b.state().toString());
+            b.close(Duration.ofSeconds(20));
+            a.close(Duration.ofSeconds(10));
+            result.put("zombie_state", a.state().toString());
+          }
+        } else {
+          produce(bootstrap, inputs);
+          Properties p = props(bootstrap, app, stateDir + "/" + run);
+          try (KafkaStreams streams = streams(builder, p)) {
+            streams.start();
+            read(out, seen, expect, start);
+            settle(out, seen);
+            result.put("state", streams.state().toString());
+            streams.close(Duration.ofSeconds(20));
+          }
+        }
+      }
+      result.put("out", seen);
+      result.put("ms", System.currentTimeMillis() - start);
+      System.out.println("RESULT " + run + " " + json.writeValueAsString(result));
+    }
+  }
+
+  /** Counts the words of {@code in} (the values) into {@code out}: a repartition and a changelog. */
+  static void count(StreamsBuilder builder, String in, String out) {
+    builder.<String, String>stream(in)
+        .groupBy((k, w) -> w)
+        .count()
+        .toStream()
+        .mapValues(String::valueOf)
+        .to(out);
+  }
+
+  static void post(String url) throws Exception {
+    HttpResponse<String> r = HttpClient.newHttpClient().send(
+        HttpRequest.newBuilder(URI.create(url)).header("Content-Type", "application/json")
+            .POST(HttpRequest.BodyPublishers.ofString("{}")).build(),
+        HttpResponse.BodyHandlers.ofString());
+    if (r.statusCode() != 200) {
+      throw new IllegalStateException(url + ": " + r.statusCode() + " " + r.body());
+    }
+  }
+
+  static Properties props(String bootstrap, String app, String stateDir) {
+    Properties p = new Properties();
+    p.put(StreamsConfig.APPLICATION_ID_CONFIG, app);
+    p.put(StreamsConfig.CLIENT_ID_CONFIG, app);
+    p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    p.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, "streams");
+    p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
+    p.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
+    p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+    p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
+    p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+    p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+    p.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
+    // a hung thread's member leaves after this; its open transaction is aborted after the next
+    p.put(StreamsConfig.consumerPrefix(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG), 2_000);
+    p.put(StreamsConfig.producerPrefix(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG), 3_000);
+    return p;
+  }
+
+  /** The application; an exception that kills a stream thread is printed (to stderr) and stops it. */
+  static KafkaStreams streams(StreamsBuilder builder, Properties p) {
+    KafkaStreams s = new KafkaStreams(builder.build(), p);
+    s.setUncaughtExceptionHandler(e -> {
+      e.printStackTrace();
+      return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+    });
+    return s;
+  }
+
+  static boolean hasTasks(KafkaStreams s) {
+    return s.metadataForLocalThreads().stream().anyMatch(t -> !t.activeTasks().isEmpty());
+  }
+
+  static void produce(String bootstrap, List<JsonNode> inputs) {
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class);
+    p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class);
+    try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+      for (JsonNode r : inputs) {
+        producer.send(new ProducerRecord<>(r.get("topic").asText(), r.get("partition").asInt(),
+            r.get("ts").asLong(), r.get("key").asText(), r.get("value").asText()));
+      }
+      producer.flush();
+    }
+  }
+
+  /** A read_committed consumer of every partition of the output topics (created by the test), from the start. */
+  static KafkaConsumer<String, String> outputConsumer(String bootstrap, List<String> topics) {
+    Properties p = new Properties();
+    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+    p.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, false);
+    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+    p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class);
+    p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class);
+    KafkaConsumer<String, String> consumer = new KafkaConsumer<>(p);
+    List<TopicPartition> parts = new ArrayList<>();
+    for (String topic : topics) {
+      consumer.partitionsFor(topic, Duration.ofSeconds(5))
+          .forEach(i -> parts.add(new TopicPartition(topic, i.partition())));
+    }
+    consumer.assign(parts);
+    return consumer;
+  }
+
+  /** Reads until seen holds n records (or the timeout). */
+  static void read(KafkaConsumer<String, String> consumer, List<List<Object>> seen, int n, long start) {
+    while (System.currentTimeMillis() - start < TIMEOUT_MS && seen.size() < n) {
+      for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(100))) {
+        seen.add(List.of(r.topic(), r.partition(), r.key(), r.value()));
+      }
+    }
+  }
+
+  /** Reads for SETTLE_MS more: whatever else the output gets (a duplicate) shows. */
+  static void settle(KafkaConsumer<String, String> consumer, List<List<Object>> seen) {
+    long until = System.currentTimeMillis() + SETTLE_MS;
+    while (System.currentTimeMillis() < until) {
+      for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(100))) {
+        seen.add(List.of(r.topic(), r.partition(), r.key(), r.value()));
+      }
+    }
+  }
+}
