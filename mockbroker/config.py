@@ -195,6 +195,7 @@ class ConfigKey:
     doc: str
     at_least: float | None = None
     choices: tuple[str, ...] | None = None
+    at_most: float | None = None  # Kafka's Range.between upper bound
 
 
 # listener.security.protocol.map's default, Kafka's
@@ -375,6 +376,45 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "(StreamsGroupTopologyDescriptionUpdate, KIP-1331) and StreamsGroupDescribe returns them; "
                   "mockbroker keeps them in memory and never loads the class.  Empty: the API answers "
                   "UNSUPPORTED_VERSION, as Kafka without a plugin."),
+        # ShareGroupConfig (Kafka 4.4): the share groups' broker defaults and the bounds of their group configs
+        ConfigKey("group.share.record.lock.duration.ms", _int, 30000,
+                  "Acquisition lock duration of share-group records (group config share.record.lock.duration.ms).",
+                  1000, at_most=3600000),
+        ConfigKey("group.share.min.record.lock.duration.ms", _int, 15000,
+                  "Smallest share.record.lock.duration.ms a group may set.", 1000, at_most=30000),
+        ConfigKey("group.share.max.record.lock.duration.ms", _int, 60000,
+                  "Largest share.record.lock.duration.ms a group may set.", 30000, at_most=3600000),
+        ConfigKey("group.share.delivery.count.limit", _int, 5,
+                  "Deliveries of a share-group record before it is archived (group config "
+                  "share.delivery.count.limit).", 2, at_most=10),
+        ConfigKey("group.share.min.delivery.count.limit", _int, 2,
+                  "Smallest share.delivery.count.limit a group may set.", 2, at_most=5),
+        ConfigKey("group.share.max.delivery.count.limit", _int, 10,
+                  "Largest share.delivery.count.limit a group may set.", 5, at_most=25),
+        ConfigKey("group.share.partition.max.record.locks", _int, 2000,
+                  "Records in flight per share-partition (group config share.partition.max.record.locks).",
+                  100, at_most=10000),
+        ConfigKey("group.share.min.partition.max.record.locks", _int, 100,
+                  "Smallest share.partition.max.record.locks a group may set.", 100, at_most=2000),
+        ConfigKey("group.share.max.partition.max.record.locks", _int, 4000,
+                  "Largest share.partition.max.record.locks a group may set.", 2000, at_most=10000),
+        ConfigKey("group.share.heartbeat.interval.ms", _int, 5000,
+                  "Heartbeat interval given to share group members (group config share.heartbeat.interval.ms).", 1),
+        ConfigKey("group.share.min.heartbeat.interval.ms", _int, 5000,
+                  "Smallest share.heartbeat.interval.ms a group may set.", 1),
+        ConfigKey("group.share.max.heartbeat.interval.ms", _int, 15000,
+                  "Largest share.heartbeat.interval.ms a group may set.", 1),
+        ConfigKey("group.share.session.timeout.ms", _int, 45000,
+                  "A share group member without a heartbeat this long is fenced (group config "
+                  "share.session.timeout.ms).", 1),
+        ConfigKey("group.share.min.session.timeout.ms", _int, 45000,
+                  "Smallest share.session.timeout.ms a group may set.", 1),
+        ConfigKey("group.share.max.session.timeout.ms", _int, 60000,
+                  "Largest share.session.timeout.ms a group may set.", 1),
+        ConfigKey("group.share.max.size", _int, 200, "Members a share group may have (GROUP_MAX_SIZE_REACHED).",
+                  1, at_most=1000),
+        ConfigKey("group.share.max.share.sessions", _int, 2000,
+                  "Share sessions a broker keeps (SHARE_SESSION_LIMIT_REACHED past them).", 1),
         ConfigKey("telemetry.max.bytes", _int, 1048576,
                   "Largest PushTelemetry metrics payload (as sent, compressed or not: TELEMETRY_TOO_LARGE above it), "
                   "and of its decompressed metrics; told to clients in GetTelemetrySubscriptions (KIP-714).", 1),
@@ -508,6 +548,8 @@ def parse_value(key: str, raw: Any, where: str) -> Any:
         raise ConfigError(f"invalid value {raw!r} for {key} ({where}): {e}") from None
     if d.at_least is not None and value is not None and value < d.at_least:
         raise ConfigError(f"invalid value {value!r} for {key} ({where}): must be at least {d.at_least:g}")
+    if d.at_most is not None and value is not None and value > d.at_most:
+        raise ConfigError(f"invalid value {value!r} for {key} ({where}): must be no more than {d.at_most:g}")
     if d.choices and value not in d.choices:
         raise ConfigError(f"invalid value {value!r} for {key} ({where}): one of {', '.join(d.choices)}")
     return value
@@ -595,6 +637,16 @@ class BrokerConfig(Mapping[str, Any]):
                 f"queued.max.request.bytes ({q}) must be larger than socket.request.max.bytes "
                 f"({self['socket.request.max.bytes']}) or <= 0"
             )
+        # ShareGroupConfig.validate
+        for hi, lo in (("group.share.max.delivery.count.limit", "group.share.delivery.count.limit"),
+                       ("group.share.delivery.count.limit", "group.share.min.delivery.count.limit"),
+                       ("group.share.max.partition.max.record.locks", "group.share.partition.max.record.locks"),
+                       ("group.share.partition.max.record.locks", "group.share.min.partition.max.record.locks"),
+                       ("group.share.record.lock.duration.ms", "group.share.min.record.lock.duration.ms"),
+                       ("group.share.max.record.lock.duration.ms", "group.share.record.lock.duration.ms"),
+                       ("group.share.max.share.sessions", "group.share.max.size")):
+            if self[hi] < self[lo]:
+                raise ConfigError(f"{hi} must be greater than or equal to {lo}")
         tv, release = self["mock.transaction.version"], self["mock.kafka.version"]
         if tv and int(tv) > TRANSACTION_VERSION_FEATURE.get(release, (0, 0))[0]:
             raise ConfigError(f"mock.transaction.version={tv}: Kafka {release} has no transaction.version "

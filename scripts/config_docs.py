@@ -3,8 +3,8 @@
     python scripts/config_docs.py            # rewrite the document
     python scripts/config_docs.py --check    # exit 1 (and say so) if the committed document differs
 
-Each ``ConfigKey`` gives the name, the default, the one line of meaning (``doc``), the lower bound
-(``at_least``) and the allowed values (``choices``); its parse function gives the type.  A key whose
+Each ``ConfigKey`` gives the name, the default, the one line of meaning (``doc``), the bounds
+(``at_least``, ``at_most``) and the allowed values (``choices``); its parse function gives the type.  A key whose
 parse function is not in TYPES below stops the script, so a new kind of value cannot be documented
 wrongly by accident.  tests/unit/test_config_docs.py fails when the document is out of date.
 """
@@ -137,6 +137,8 @@ def valid_values(key: config.ConfigKey) -> str:
         return ", ".join(_code(c) if c else "empty" for c in key.choices)
     if key.name in FORMATS:
         return FORMATS[key.name]
+    if key.at_least is not None and key.at_most is not None:
+        return f"{key.at_least:g} to {key.at_most:g}"
     if key.at_least is not None:
         return f"≥ {key.at_least:g}"
     return type_of(key)[1]

@@ -9,12 +9,29 @@ start offset past them, nothing in flight.  Both groups read from the earliest o
 (share.auto.offset.reset set on the group).  Skips without java, javac or mvn, fails under CI (see
 javatools.py).  The same program against a real Kafka 4.4.0 (the harness of realkafka.py) gives the same
 deliveries and acknowledgement outcomes.
+
+tests/integration/java/src/ShareScenarios.java (one JVM per broker) adds four share groups at once: REJECT
+never redelivered, RELEASE until the group's ``share.delivery.count.limit`` (set with Admin
+incrementalAlterConfigs) archives the records, RENEW (KIP-1222) giving records back under a new lock, RENEW refused (InvalidRecordStateException) on a
+group with ``share.renew.acknowledge.enable=false``, records held past a 1 s lock (``share.record.lock.duration.ms``
+on the group, ``group.share.min.record.lock.duration.ms`` lowered on both brokers) refused when acknowledged
+late and delivered again, records a closing member held going to the next one (not the one it
+rejected), a batch of 50 acquired whole by a consumer with max.poll.records 10
+(``share.acquire.mode`` batch_optimized), an aborted transaction skipped by a read_committed group
+(``share.isolation.level``) and delivered to a read_uncommitted one, and
+three members on one partition with no record delivered to two of them (how the records split between
+them differs from run to run and between the brokers; the union and disjointness do not); then the
+groups' start offsets and lag from Admin listShareGroupOffsets.  The same lines from mockbroker and from
+the real Kafka 4.4.0, and from mockbroker at 3 brokers (the topics' leaders, the group coordinator and
+the share coordinator spread over them).
 """
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -22,10 +39,14 @@ from mockbroker import MockBroker
 
 from .javatools import JAVA_TIMEOUT_S, tail
 from .javatools import java_classpath as _java_classpath
-from .realkafka import kafka_tool, realkafka  # noqa: F401 - a fixture
+from .realkafka import kafka_tool, start
 from .records import produce_numbered
 
 N_RECORDS, PARTITIONS = 200, 2
+# both brokers: ShareScenarios' groups set a 1 s lock (sbs-expire) and a 1 s heartbeat interval (a new
+# member's partitions come a heartbeat or two after it joins), under Kafka's default minimums (15 s, 5 s)
+SHARE_BROKER_CONFIG = {"group.share.min.record.lock.duration.ms": "1000",
+                       "group.share.min.heartbeat.interval.ms": "1000"}
 GROUPS = ("share-implicit", "share-explicit")
 EXPECTED = ["IMPLICIT", str(N_RECORDS), "MAXDELIVERY", "1", "EXPLICIT", "RELEASED", str(N_RECORDS),
             "ACCEPTED", str(N_RECORDS), "DELIVERIES", "[2]", "DONE"]
@@ -43,8 +64,14 @@ def run_share_consumers(java_classpath: str, bootstrap: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
+def realkafka() -> Iterator[Any]:
+    """A single-node Kafka 4.4.0 for the module, with SHARE_BROKER_CONFIG."""
+    yield from start(1, configure=lambda kafka: kafka.extra_props.update(SHARE_BROKER_CONFIG))
+
+
+@pytest.fixture(scope="module")
 def java_classpath() -> str:
-    return _java_classpath("ShareConsumers")
+    return _java_classpath("ShareConsumers", "ShareScenarios")
 
 
 def test_java_share_consumers_implicit_and_explicit_release(java_classpath):
@@ -70,7 +97,7 @@ def test_java_share_consumers_implicit_and_explicit_release(java_classpath):
         assert acks == {"RELEASE": N_RECORDS, "ACCEPT": N_RECORDS}, acks
 
 
-def test_a_real_kafka_delivers_the_same(java_classpath, realkafka):  # noqa: F811 - the fixture
+def test_a_real_kafka_delivers_the_same(java_classpath, realkafka):
     boot = realkafka.bootstrap
     r = kafka_tool("kafka-topics", "--bootstrap-server", boot, "--create", "--topic", "queue",
                    "--partitions", str(PARTITIONS), "--replication-factor", "1")
@@ -81,3 +108,62 @@ def test_a_real_kafka_delivers_the_same(java_classpath, realkafka):  # noqa: F81
                        "--alter", "--add-config", "share.auto.offset.reset=earliest")
         assert r.returncode == 0, r.stderr
     assert run_share_consumers(java_classpath, boot) == EXPECTED
+
+
+# ShareScenarios.java: one line per scenario (deliveries as value:deliveryCount sorted by count then offset),
+# then the start offsets and lag; the same lines from both brokers.
+SCENARIOS = [
+    "REJECT " + " ".join([f"r{i}:1" for i in range(10)] + [f"r{i}:2" for i in range(5, 10)]),
+    "LIMIT " + " ".join([f"l{i}:1" for i in range(5)] + ["l-end:1"] + [f"l{i}:2" for i in range(5)]),
+    "RENEW " + " ".join(f"n{i}:1" for i in range(5)) + " | " + " ".join([f"n{i}:1" for i in range(5)] + ["n-end:1"])
+    + " | failures:",
+    # RENEW on a group with share.renew.acknowledge.enable=false: INVALID_RECORD_STATE for the partition
+    "NORENEW x0:1 x1:1 x2:1 | failures: InvalidRecordStateException",
+    # held past a 1 s lock: the late ACCEPT refused (INVALID_RECORD_STATE), the records delivered again
+    "EXPIRE lock=1000 e0:1 e1:1 e2:1 | late: InvalidRecordStateException | again: e0:2 e1:2 e2:2"
+    " lock=30000",  # the group's lock altered to 30 s before the redelivery,
+    # a member closes holding c1 and c2 (c0 rejected): the next member gets them again, never c0
+    "CLOSE c0:1 c1:1 c2:1 | c1:2 c2:2",
+    # max.poll.records 10 in batch_optimized mode: one batch of 50 acquired whole
+    "BATCH polls=[50]",
+    # a0-a2 aborted, k0-k1 committed: share.isolation.level read_committed, then read_uncommitted
+    "TXN-RC k0:1 k1:1",
+    "TXN-RU a0:1 a1:1 a2:1 k0:1 k1:1",
+    "MANY union=300 deliveries=300 maxDelivery=1",
+    "OFFSETS sbs-reject=5/lag=0 sbs-limit=5/lag=0 sbs-renew=5/lag=0 sbs-norenew=0/lag=3 sbs-expire=0/lag=0"
+    " sbs-close=1/lag=0 sbs-batch=0/lag=0 sbs-txn-rc=0/lag=0 sbs-txn-ru=0/lag=0 sbs-many=/lag=0",
+    "DONE",
+]
+
+
+def run_share_scenarios(java_classpath: str, bootstrap: str) -> list[str]:
+    cmd = [shutil.which("java") or "java", "-cp", java_classpath, "ShareScenarios", bootstrap]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"ShareScenarios timed out after {JAVA_TIMEOUT_S}s\nstdout:\n{e.stdout}\nstderr:\n{e.stderr}")
+    assert r.returncode == 0, f"exit {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{tail(r.stderr, 40)}"
+    return r.stdout.splitlines()
+
+
+@pytest.mark.parametrize("brokers", [1, 3])
+def test_java_share_scenarios_reject_limit_renew_and_members_sharing_a_partition(java_classpath, brokers):
+    with MockBroker(config={**SHARE_BROKER_CONFIG, "mock.num.brokers": brokers}) as b:
+        assert run_share_scenarios(java_classpath, b.bootstrap_servers) == SCENARIOS
+        groups = ("sbs-reject", "sbs-limit", "sbs-renew", "sbs-norenew", "sbs-expire", "sbs-close", "sbs-batch",
+                  "sbs-txn-rc", "sbs-txn-ru", "sbs-many")
+        acks = {g: b.share_group(g)["acknowledgements"] for g in groups}
+        assert acks == {"sbs-reject": {"REJECT": 5, "RELEASE": 5, "ACCEPT": 5},
+                        "sbs-limit": {"RELEASE": 10, "ACCEPT": 1},  # the 2nd RELEASE of l0-l4 archived them
+                        "sbs-renew": {"RENEW": 5, "ACCEPT": 6},
+                        "sbs-norenew": {},  # refused; the consumer's close released x0-x2 (not counted)
+                        "sbs-expire": {"ACCEPT": 3},  # the late ones refused
+                        "sbs-close": {"REJECT": 1, "ACCEPT": 2},  # c1, c2 released by the close
+                        "sbs-batch": {"ACCEPT": 50},
+                        # the client acknowledges the two markers as gaps; a0-a2 the broker archived (read_committed)
+                        "sbs-txn-rc": {"ACCEPT": 2, "GAP": 2}, "sbs-txn-ru": {"ACCEPT": 5, "GAP": 2},
+                        "sbs-many": {"ACCEPT": 300}}, acks
+
+
+def test_a_real_kafka_gives_the_same_scenarios(java_classpath, realkafka):
+    assert run_share_scenarios(java_classpath, realkafka.bootstrap) == SCENARIOS

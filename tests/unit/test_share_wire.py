@@ -387,3 +387,49 @@ def test_group_configs_set_over_the_wire_take_effect(b):
     assert got and got[0][0] == 0  # earliest
     b.advance(15_000)
     assert {x["state"] for p in b.share_group("g-configs")["share_partitions"] for x in p["records"]} == {"AVAILABLE"}
+
+
+def test_the_broker_share_configs_are_start_up_configs():
+    """group.share.* in the broker's configuration, as in Kafka's server.properties: the broker's
+    defaults and the bounds of the group configs (ShareGroupConfig, validated at start)."""
+    with MockBroker(config={"mock.topics": ["t:1"], "group.share.min.record.lock.duration.ms": 1000,
+                            "group.share.record.lock.duration.ms": 2000, "group.share.delivery.count.limit": 3},
+                    clock=ManualClock()) as broker:
+        tid = topic_id(broker, "t")
+        m = Member(broker, "g-static")
+        alter = m.c.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"validate_only": False, "resources": [
+            {"resource_type": 32, "resource_name": "g-static", "configs": [
+                {"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"}]},
+            {"resource_type": 32, "resource_name": "g-lock", "configs": [  # under Kafka's default minimum
+                {"name": "share.record.lock.duration.ms", "config_operation": 0, "value": "1000"}]},
+            {"resource_type": 32, "resource_name": "g-over", "configs": [
+                {"name": "share.record.lock.duration.ms", "config_operation": 0, "value": "70000"}]}]})
+        assert [(r.error_code, r.error_message) for r in alter.responses] == [
+            (E.none, None), (E.none, None),
+            (E.invalid_config, "share.record.lock.duration.ms must be in the range 1000 to 60000 inclusive.")]
+        m.join()
+        produce(m.c, "t", 1)
+        for delivery in (1, 2, 3):  # the broker's lock duration and delivery-count limit
+            r = m.fetch(tid)
+            assert r.acquisition_lock_timeout.total_seconds() == 2.0
+            assert [d for _, _, d in acquired(r)] == [delivery], r
+            broker.advance(2000)
+        assert acquired(m.fetch(tid)) == []
+        described = m.c.request(ApiKey.DESCRIBE_CONFIGS, 4, {"resources": [
+            {"resource_type": 4, "resource_name": "0", "configuration_keys": ["group.share.record.lock.duration.ms"]}],
+            "include_synonyms": False, "include_documentation": False})
+        assert [(c.name, c.value, c.config_source) for c in described.results[0].configs] == [
+            ("group.share.record.lock.duration.ms", "2000", 4)]  # STATIC_BROKER_CONFIG
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"group.share.record.lock.duration.ms": 10_000},
+     "group.share.record.lock.duration.ms must be greater than or equal to group.share.min.record.lock.duration.ms"),
+    ({"group.share.delivery.count.limit": 8, "group.share.max.delivery.count.limit": 6},
+     "group.share.max.delivery.count.limit must be greater than or equal to group.share.delivery.count.limit"),
+    ({"group.share.min.record.lock.duration.ms": 999}, "group.share.min.record.lock.duration.ms .*at least 1000"),
+    ({"group.share.delivery.count.limit": 11}, "group.share.delivery.count.limit .*no more than 10"),
+])
+def test_inconsistent_broker_share_configs_stop_the_start(config, message):
+    with pytest.raises(Exception, match=message):
+        MockBroker(config=config).start()
