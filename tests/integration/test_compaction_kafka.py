@@ -66,9 +66,16 @@ def create(bootstrap: str, topic: str, configs: dict[str, str]) -> None:
 
 
 def produce_raw(bootstrap: str, topic: str, batch: bytes):
-    with RawKafkaClient.connect(bootstrap) as c:
-        return c.request(0, 9, {"acks": -1, "timeout": 10000, "topic_data": [{"name": topic, "partition_data": [
-            {"index": 0, "records": batch}]}]}).responses[0].partition_responses[0]
+    """One Produce; retried (bounded) while the broker answers NOT_LEADER_OR_FOLLOWER, as clients retry:
+    Kafka's Metadata can name the new topic's leader a moment before that broker leads it."""
+    deadline = time.monotonic() + 30
+    while True:
+        with RawKafkaClient.connect(bootstrap) as c:
+            r = c.request(0, 9, {"acks": -1, "timeout": 10000, "topic_data": [{"name": topic, "partition_data": [
+                {"index": 0, "records": batch}]}]}).responses[0].partition_responses[0]
+        if r.error_code != 6 or time.monotonic() > deadline:  # NOT_LEADER_OR_FOLLOWER
+            return r
+        time.sleep(0.1)
 
 
 def answer(r) -> tuple:
