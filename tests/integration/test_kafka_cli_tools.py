@@ -368,7 +368,8 @@ def normalise(run: Run) -> tuple[str, int, str, list[str]]:
     def sub(text: str) -> str:
         text = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", text)
         text = re.sub(r"TopicId: \S+", "TopicId: ID", text)
-        text = re.sub(r"(cg-848 .*?)\b[A-Za-z0-9+/]{22}\b", r"\1MEMBER", text)  # a KIP-848 member's id
+        # a KIP-848 member's id (base64: it may start or end with '+' or '/', where \b does not match)
+        text = re.sub(r"(cg-848 .*?)(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{22}(?![A-Za-z0-9+/])", r"\1MEMBER", text)
         return re.sub(UUID, "UUID", text)  # the classic members' ids
 
     err = [line for line in sub(run.err).splitlines() if line.strip() and not line.startswith(("\tat ", "\t..."))]
