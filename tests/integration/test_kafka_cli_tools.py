@@ -58,7 +58,8 @@ class Run:
 
 
 def main_of(tool: str) -> str:
-    return brokers.tool_main(kafka_classpath(), tool)
+    """A Kafka tool's main class; "@Class": one of this project's Java steps (java/src) instead."""
+    return tool[1:] if tool.startswith("@") else brokers.tool_main(kafka_classpath(), tool)
 
 
 RETRIABLE = {confluent_kafka.KafkaError.NOT_COORDINATOR, confluent_kafka.KafkaError.COORDINATOR_NOT_AVAILABLE,
@@ -178,6 +179,8 @@ def script(boot: str, tmp: Path) -> list[tuple[str, str, list[str]]]:
                                                       "--entity-default"]),
         ("configs broker alter", configs, [*bs, "--alter", "--entity-type", "brokers", "--entity-name", "1",
                                            "--add-config", "log.cleaner.backoff.ms=20000"]),
+        # Kafka's broker takes the value into its live config a moment after the alteration returns
+        ("wait broker config", "@WaitConfig", [boot, "1", "log.cleaner.backoff.ms", "20000"]),
         ("configs broker describe", configs, [*bs, "--describe", "--entity-type", "brokers", "--entity-name", "1"]),
         ("configs broker delete", configs, [*bs, "--alter", "--entity-type", "brokers", "--entity-name", "1",
                                             "--delete-config", "log.cleaner.backoff.ms"]),
@@ -269,7 +272,7 @@ def script(boot: str, tmp: Path) -> list[tuple[str, str, list[str]]]:
 
 def run_tools(runs: list[tuple[str, str, list[str]]], tmp: Path) -> list[Run]:
     """Every run of ``runs`` in one JVM (java/src/CliTools.java): its exit code, stdout and stderr."""
-    _java_classpath("CliTools")  # compiled against kafka-clients; run with Kafka's broker and tools jars
+    _java_classpath("CliTools", "WaitConfig")  # compiled against kafka-clients; run with Kafka's broker and tools jars
     tmp.mkdir(exist_ok=True)
     file = tmp / "script.txt"
     file.write_text("".join(f"@@ {main_of(tool)}\n" + "".join(f"{a}\n" for a in args) for _, tool, args in runs))
