@@ -28,7 +28,7 @@ from typing import Any
 from protocol.registry import KAFKA_RELEASES, TRANSACTION_VERSION_FEATURE
 
 from .authorizer import STANDARD_AUTHORIZER, acl_from_spec
-from .faults import FaultRuleError, parse_rule
+from .faults import parse_rule
 from .quota.entities import QuotaStore, parse_quota_spec
 
 ENV_PREFIX = "MOCKBROKER_"
@@ -96,22 +96,29 @@ def _super_users(v: Any) -> list[str]:
     return users
 
 
-def _acls(v: Any) -> list[dict[str, Any]]:
-    """``mock.acls``: ACL tables as POST /acls takes them (or a JSON array of them)."""
+def _tables(v: Any, key: str, items_name: str, item_name: str,
+            check: Callable[[dict[str, Any], int], object]) -> list[dict[str, Any]]:
+    """A ``[[key]]`` list of tables (a TOML file), or a JSON array of them (``-c``, the environment),
+    each checked by ``check(table, its 1-based number)`` (a ValueError naming ``item_name`` and the number)."""
     if isinstance(v, str):
         try:
             v = json.loads(v) if v.strip() else []
         except json.JSONDecodeError as e:
-            raise ValueError(f"not a JSON array of ACLs: {e}") from None
+            raise ValueError(f"not a JSON array of {items_name}: {e}") from None
     if not (isinstance(v, (list, tuple)) and all(isinstance(x, Mapping) for x in v)):
-        raise ValueError("a list of tables (TOML [[mock.acls]])")
+        raise ValueError(f"a list of tables (TOML [[{key}]])")
     items = [dict(x) for x in v]
     for i, item in enumerate(items):
         try:
-            acl_from_spec(item)
+            check(item, i + 1)
         except ValueError as e:
-            raise ValueError(f"ACL {i + 1}: {e}") from None
+            raise ValueError(f"{item_name} {i + 1}: {e}") from None
     return items
+
+
+def _acls(v: Any) -> list[dict[str, Any]]:
+    """``mock.acls``: ACL tables as POST /acls takes them (or a JSON array of them)."""
+    return _tables(v, "mock.acls", "ACLs", "ACL", lambda item, _n: acl_from_spec(item))
 
 
 def _authorizer(v: Any) -> str:
@@ -167,20 +174,8 @@ def _admin_listener(v: Any) -> str:
 
 
 def _faults(v: Any) -> list[dict[str, Any]]:
-    if isinstance(v, str):  # -c / environment: a JSON array of rules
-        try:
-            v = json.loads(v) if v.strip() else []
-        except json.JSONDecodeError as e:
-            raise ValueError(f"not a JSON array of rules: {e}") from None
-    items = [dict(x) for x in v] if isinstance(v, (list, tuple)) and all(isinstance(x, Mapping) for x in v) else None
-    if items is None:
-        raise ValueError("a list of tables (TOML [[mock.faults]])")
-    for i, item in enumerate(items):
-        try:
-            parse_rule(item, i + 1)
-        except FaultRuleError as e:
-            raise ValueError(f"rule {i + 1}: {e}") from None
-    return items
+    """``mock.faults``: fault rules as POST /faults takes them (a FaultRuleError is a ValueError)."""
+    return _tables(v, "mock.faults", "rules", "rule", parse_rule)
 
 
 # The SASL mechanisms mockbroker serves (sasl_mechanisms.MECHANISMS; a unit test keeps them equal).
