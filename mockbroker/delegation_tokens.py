@@ -128,14 +128,21 @@ class DelegationTokenManager:
         self._by_hmac[mac] = token_id
         return ErrorCode.none, token
 
+    def _token(self, mac: bytes) -> tuple[ErrorCode, TokenInformation | None, int]:
+        """What renew and expire check first: tokens enabled, then the token of the HMAC (after the
+        sweep), and the time now."""
+        if not self.enabled:
+            return ErrorCode.delegation_token_auth_disabled, None, 0
+        now = self._sweep()
+        token_id = self._by_hmac.get(bytes(mac))
+        token = None if token_id is None else self._tokens.get(token_id)
+        return (ErrorCode.delegation_token_not_found if token is None else ErrorCode.none), token, now
+
     def renew(self, mac: bytes, principal: Principal, renew_period_ms: int) -> tuple[ErrorCode, int]:
         """renewDelegationToken: (error, the new expiry timestamp or -1)."""
-        if not self.enabled:
-            return ErrorCode.delegation_token_auth_disabled, -1
-        now = self._sweep()
-        token = self._lookup(mac)
+        error, token, now = self._token(mac)
         if token is None:
-            return ErrorCode.delegation_token_not_found, -1
+            return error, -1
         if token.expired(now):
             return ErrorCode.delegation_token_expired, -1
         if not token.owner_or_renewer(principal):
@@ -147,12 +154,9 @@ class DelegationTokenManager:
     def expire(self, mac: bytes, principal: Principal, expiry_period_ms: int) -> tuple[ErrorCode, int]:
         """expireDelegationToken: a negative period removes the token now; otherwise its expiry
         moves to now + period (at most its max timestamp)."""
-        if not self.enabled:
-            return ErrorCode.delegation_token_auth_disabled, -1
-        now = self._sweep()
-        token = self._lookup(mac)
+        error, token, now = self._token(mac)
         if token is None:
-            return ErrorCode.delegation_token_not_found, -1
+            return error, -1
         if not token.owner_or_renewer(principal):
             return ErrorCode.delegation_token_owner_mismatch, -1
         if expiry_period_ms < 0:
@@ -162,10 +166,6 @@ class DelegationTokenManager:
             return ErrorCode.delegation_token_expired, -1
         token.expiry_ms = min(token.max_ms, _sum(now, expiry_period_ms))
         return ErrorCode.none, token.expiry_ms
-
-    def _lookup(self, mac: bytes) -> TokenInformation | None:
-        token_id = self._by_hmac.get(bytes(mac))
-        return None if token_id is None else self._tokens.get(token_id)
 
     # -- what the broker reads ---------------------------------------------------------------
     def tokens(self) -> list[TokenInformation]:

@@ -20,8 +20,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import RequestContext, Response
-from .common import instant
-from .token_requests import allow_token_requests, requester
+from .token_requests import allow_token_requests, expiry_answer, requester
 
 if TYPE_CHECKING:
     from protocol.request_types import RenewDelegationTokenRequest
@@ -30,8 +29,7 @@ API_KEY = ApiKey.RENEW_DELEGATION_TOKEN
 
 
 def handle(ctx: RequestContext, req: RenewDelegationTokenRequest) -> Response:
-    if not allow_token_requests(ctx):  # DelegationTokenManager.ErrorTimestamp
-        return Response({"error_code": ErrorCode.delegation_token_request_not_allowed, "expiry_timestamp": instant(-1)},
-                        error_code=ErrorCode.delegation_token_request_not_allowed)
+    if not allow_token_requests(ctx):
+        return expiry_answer(ErrorCode.delegation_token_request_not_allowed, -1)
     error, expiry = ctx.broker.delegation_tokens.renew(bytes(req.hmac), requester(ctx), timedelta_ms(req.renew_period))
-    return Response({"error_code": error, "expiry_timestamp": instant(max(expiry, 0))}, error_code=error)
+    return expiry_answer(error, expiry)
