@@ -22,8 +22,8 @@ topic would give the Python handle and the HTTP API several objects to route to.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from protocol.codec import decode_consumer_assignment
 from protocol.errors import ErrorCode
@@ -87,6 +87,19 @@ def _int(value: Any, field: str, minimum: int | None = None, maximum: int = 2**3
 
 def _opt_int(value: Any, field: str, minimum: int | None = None) -> int | None:
     return None if value is None else _int(value, field, minimum)
+
+
+T = TypeVar("T")
+
+
+def _from_table(spec: Any, parse: Callable[[dict[str, Any]], T], what: str) -> T:
+    """``parse`` of a JSON object body; its ValueError as the body's InvalidArgument."""
+    if not isinstance(spec, dict):
+        raise InvalidArgument(f"{what} is a JSON object", "body")
+    try:
+        return parse(spec)
+    except ValueError as e:
+        raise InvalidArgument(str(e), "body") from None
 
 
 def _str(value: Any, field: str) -> str:
@@ -422,25 +435,14 @@ class ControlPlane:
     def add_acl(self, spec: Any) -> dict[str, str]:
         """Add one ACL (authorizer.acl_from_spec's fields), at once on every broker, as CreateAcls."""
         authorizer = self._authorizer()
-        if not isinstance(spec, dict):
-            raise InvalidArgument("an ACL is a JSON object", "body")
-        try:
-            acl = acl_from_spec(spec)
-        except ValueError as e:
-            raise InvalidArgument(str(e), "body") from None
+        acl = _from_table(spec, acl_from_spec, "an ACL")
         authorizer.add(acl)
         return acl_view(acl)
 
     def remove_acls(self, spec: Any) -> list[dict[str, str]]:
         """Remove the ACLs a filter matches (the ACL fields, each optional), as DeleteAcls: those removed."""
         authorizer = self._authorizer()
-        if not isinstance(spec, dict):
-            raise InvalidArgument("a filter is a JSON object", "body")
-        try:
-            f = acl_filter_from_spec(spec)
-        except ValueError as e:
-            raise InvalidArgument(str(e), "body") from None
-        return [acl_view(a) for a in authorizer.remove_matching(f)]
+        return [acl_view(a) for a in authorizer.remove_matching(_from_table(spec, acl_filter_from_spec, "a filter"))]
 
     def streams_group(self, group_id: Any) -> dict[str, Any]:
         """A KIP-1071 streams group: the group view with its topology, status and tasks per member."""
