@@ -6,6 +6,7 @@ requests' own validation (``DescribeAclsRequest``/``CreateAclsRequest``/``Delete
 from __future__ import annotations
 
 from collections.abc import Iterable
+from enum import IntEnum
 from typing import Protocol
 
 from protocol.errors import InvalidRequest
@@ -28,11 +29,17 @@ class _AclElements(Protocol):
 
 def refuse_unknown(api: str, items: Iterable[_AclElements], codes: Iterable[tuple[int, int]]) -> None:
     """The requests' constructors throw IllegalArgumentException when a resource type, pattern type,
-    operation or permission type is UNKNOWN (code 0); Kafka fails to parse the request and closes
-    the connection.  ``codes``: each item's (resource type, pattern type)."""
+    operation or permission type is UNKNOWN (code 0, or a code Kafka's ``fromCode`` does not know and
+    reads as UNKNOWN); Kafka fails to parse the request and closes the connection.  ``codes``: each
+    item's (resource type, pattern type)."""
     for item, (resource_type, pattern_type) in zip(items, codes):
-        if 0 in (resource_type, pattern_type, item.operation, item.permission_type):
+        if (_unknown(ResourceType, resource_type) or _unknown(PatternType, pattern_type)
+                or _unknown(AclOperation, item.operation) or _unknown(AclPermissionType, item.permission_type)):
             raise InvalidRequest(f"{api} contains UNKNOWN elements")
+
+
+def _unknown(enum: type[IntEnum], code: int) -> bool:
+    return code == 0 or code not in enum._value2member_map_
 
 
 class _FilterFields(Protocol):

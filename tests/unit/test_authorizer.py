@@ -317,3 +317,15 @@ def test_configs_partitions_records_producers_and_transactions(b, login):
     assert describe_transactions(bob, "tx")["tx"].error_code == E.transactional_id_authorization_failed
     cgd = bob.request(69, 1, {"group_ids": ["nobody-else"], "include_authorized_operations": False})
     assert cgd.groups[0].error_code == E.group_authorization_failed
+
+
+def test_a_code_kafka_does_not_know_closes_as_unknown(b, login, caplog):
+    """A resource type, pattern type, operation or permission code outside Kafka's enums is UNKNOWN to
+    its fromCode: the request cannot be parsed and the connection is closed, one log line, no traceback."""
+    admin = login("admin")
+    bad = creation("t", 99)  # operation 99
+    admin.send(30, 3, {"creations": [bad]})
+    assert admin.is_closed_by_peer()
+    assert "CreateAclsRequest contains UNKNOWN elements" in caplog.text and "Traceback" not in caplog.text
+    other = login("admin")
+    assert other.request(29, 3, filter_()).error_code == E.none  # nothing else affected
