@@ -3,7 +3,8 @@ KafkaApis makes them at the top of a handler (``authHelper.authorize`` then the 
 ``getErrorResponse``): the actions each API needs, and the error a denied one gets.  Checks of
 single groups, topics or partitions inside a request (Produce, Fetch, Metadata, ListOffsets,
 CreateTopics, DeleteTopics, FindCoordinator's keys, OffsetCommit's topics, OffsetFetch's groups and
-topics, Describe/List/DeleteGroups) are in the handlers.  Only with an authorizer (``authorizer.class.name``).
+topics, Describe/List/DeleteGroups, OffsetDelete's topics, the share-group APIs' groups and topics)
+are in the handlers.  Only with an authorizer (``authorizer.class.name``).
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ WHOLE_REQUEST: dict[int, Callable[[Any], list[Action]]] = {
     ApiKey.SHARE_GROUP_HEARTBEAT: _read_group,
     ApiKey.STREAMS_GROUP_HEARTBEAT: _read_group,
     ApiKey.OFFSET_DELETE: lambda req: [(AclOperation.DELETE, ResourceType.GROUP, req.group_id, _GROUP)],
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: _read_group,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: lambda req: [(AclOperation.DELETE, ResourceType.GROUP, req.group_id, _GROUP)],
     # the cluster: KafkaApis' and ControllerApis' checks
     ApiKey.DESCRIBE_LOG_DIRS: _cluster(AclOperation.DESCRIBE),
     ApiKey.ALTER_REPLICA_LOG_DIRS: _cluster(AclOperation.ALTER),

@@ -1,0 +1,144 @@
+"""The checks Kafka 4.4's KafkaApis makes of share groups, streams groups and OffsetDelete, over
+the wire with SASL/PLAIN principals: GROUP_AUTHORIZATION_FAILED for the whole request where Kafka
+answers it so, TOPIC_AUTHORIZATION_FAILED per partition or per topic where it does."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from mockbroker import MockBroker
+from protocol.client import RawKafkaClient
+from protocol.errors import ErrorCode
+from protocol.registry import ApiKey
+
+from .test_sasl import login_plain
+
+E = ErrorCode
+CONFIG = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+          "mock.sasl.users": ["admin:admin-secret", "bob:bob-secret"],
+          "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+          "super.users": "User:admin", "auto.create.topics.enable": False}
+
+
+@pytest.fixture(scope="module")
+def b():
+    with MockBroker(config=CONFIG) as b:
+        for name in ("open", "closed"):
+            b.create_topic(name, 1)
+        b.add_acl("TOPIC", "open", "User:bob", "READ")
+        b.add_acl("GROUP", "sg", "User:bob", "READ", pattern_type="PREFIXED")
+        b.add_acl("GROUP", "sg", "User:bob", "DELETE", pattern_type="PREFIXED")
+        yield b
+
+
+@pytest.fixture
+def login(b):
+    clients = []
+
+    def connect(user):
+        c = RawKafkaClient.connect(b.bootstrap_servers)
+        login_plain(c, user, f"{user}-secret")
+        clients.append(c)
+        return c
+
+    yield connect
+    for c in clients:
+        c.close()
+
+
+def ids(b):
+    return b.call(lambda c: {n: c.metadata.topics[n].topic_id for n in ("open", "closed")})
+
+
+def partitions(r):
+    """(topic id, partition, error) of a ShareFetch/ShareAcknowledge response."""
+    return sorted((str(t.topic_id), p.partition_index, p.error_code) for t in r.responses for p in t.partitions)
+
+
+def test_offset_delete_needs_read_on_each_topic(login):
+    admin, bob = login("admin"), login("bob")
+    admin.request(ApiKey.OFFSET_COMMIT, 8, {
+        "group_id": "sg-od", "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+        "topics": [{"name": t, "partitions": [{"partition_index": 0, "committed_offset": 0, "committed_leader_epoch": -1,
+                                                "committed_metadata": None}]} for t in ("open", "closed")]})
+    r = bob.request(ApiKey.OFFSET_DELETE, 0, {"group_id": "sg-od", "topics": [
+        {"name": t, "partitions": [{"partition_index": 0}]} for t in ("closed", "open")]})
+    assert r.error_code == E.none
+    assert [(t.name, t.partitions[0].error_code) for t in r.topics] == [
+        ("closed", E.topic_authorization_failed), ("open", E.none)]
+
+
+def test_share_heartbeat_fetch_and_acknowledge(b, login):
+    bob, tid = login("bob"), ids(b)
+    member = str(uuid.uuid4())
+
+    def heartbeat(group, topics, member_id=member):
+        return bob.request(ApiKey.SHARE_GROUP_HEARTBEAT, 1, {
+            "group_id": group, "member_id": member_id, "member_epoch": 0, "rack_id": None,
+            "subscribed_topic_names": topics})
+
+    assert heartbeat("other", ["open"]).error_code == E.group_authorization_failed
+    assert heartbeat("sg-share", ["open", "closed"]).error_code == E.topic_authorization_failed
+    assert heartbeat("sg-share", ["closed"], member_id="").error_code == E.invalid_request  # the member id first
+    assert heartbeat("sg-share", ["open"]).error_code == E.none
+
+    def fetch(group, member_id=member, epoch=0, acks=()):
+        return bob.request(ApiKey.SHARE_FETCH, 2, {
+            "group_id": group, "member_id": member_id, "share_session_epoch": epoch, "max_wait": 0,
+            "min_bytes": 1, "max_bytes": 1 << 20, "max_records": 10, "batch_size": 10, "share_acquire_mode": 0,
+            "is_renew_ack": False, "forgotten_topics_data": [], "topics": [
+                {"topic_id": tid[n], "partitions": [{"partition_index": 0, "acknowledgement_batches": [
+                    {"first_offset": 0, "last_offset": 0, "acknowledge_types": [1]}] if acks else []}]}
+                for n in ("open", "closed")]})
+
+    # the group before the member id: a client without READ on the group learns nothing else
+    assert fetch("other", member_id="").error_code == E.group_authorization_failed
+    assert fetch("sg-share", member_id="").error_code == E.invalid_request
+    r = fetch("sg-share")
+    assert r.error_code == E.none
+    assert partitions(r) == sorted([(str(tid["open"]), 0, E.none), (str(tid["closed"]), 0, E.topic_authorization_failed)])
+    r = fetch("sg-share", epoch=1, acks=True)
+    acked = {str(t.topic_id): p.acknowledge_error_code for t in r.responses for p in t.partitions}
+    assert acked[str(tid["closed"])] == E.topic_authorization_failed
+    assert acked[str(tid["open"])] != E.topic_authorization_failed
+
+    def acknowledge(group, epoch):
+        return bob.request(ApiKey.SHARE_ACKNOWLEDGE, 2, {
+            "group_id": group, "member_id": member, "share_session_epoch": epoch, "is_renew_ack": False,
+            "topics": [{"topic_id": tid[n], "partitions": [{"partition_index": 0, "acknowledgement_batches": [
+                {"first_offset": 0, "last_offset": 0, "acknowledge_types": [1]}]}]} for n in ("open", "closed")]})
+
+    assert acknowledge("other", 2).error_code == E.group_authorization_failed
+    r = acknowledge("sg-share", 2)
+    errors = {str(t.topic_id): p.error_code for t in r.responses for p in t.partitions}
+    assert errors[str(tid["closed"])] == E.topic_authorization_failed
+    assert errors[str(tid["open"])] != E.topic_authorization_failed
+
+
+def test_share_group_offsets(b, login):
+    bob = login("bob")
+    r = bob.request(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, {"group_id": "other", "topics": []})
+    assert (r.error_code, r.error_message) == (E.group_authorization_failed, "Group authorization failed.")
+    r = bob.request(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, {"group_id": "sg-offsets", "topics": [
+        {"topic_name": t, "partitions": [{"partition_index": 0, "start_offset": 0}]} for t in ("open", "closed")]})
+    assert r.error_code == E.none
+    assert [(t.topic_name, t.partitions[0].error_code) for t in r.responses] == [
+        ("closed", E.topic_authorization_failed), ("open", E.none)]
+    r = bob.request(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, {"groups": [
+        {"group_id": "other", "topics": None},
+        {"group_id": "sg-offsets", "topics": None},
+        {"group_id": "sg-offsets", "topics": [{"topic_name": t, "partitions": [0]} for t in ("closed", "open")]}]})
+    other, every, named = r.groups
+    assert other.error_code == E.group_authorization_failed
+    assert [t.topic_name for t in every.topics] == ["open"]
+    assert [(t.topic_name, [(p.start_offset, p.error_code, p.error_message) for p in t.partitions])
+            for t in named.topics] == [("open", [(0, E.none, None)]),
+                                       ("closed", [(-1, E.topic_authorization_failed, "Topic authorization failed.")])]
+    r = bob.request(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, {"group_id": "other", "topics": [{"topic_name": "open"}]})
+    assert (r.error_code, r.error_message) == (E.group_authorization_failed, "Group authorization failed.")
+    r = bob.request(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, {"group_id": "sg-offsets", "topics": [
+        {"topic_name": t} for t in ("open", "closed")]})
+    assert [(t.topic_name, t.error_code, t.error_message) for t in r.responses] == [
+        ("closed", E.topic_authorization_failed, "Topic authorization failed."), ("open", E.none, None)]
