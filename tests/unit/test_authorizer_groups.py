@@ -142,3 +142,35 @@ def test_share_group_offsets(b, login):
         {"topic_name": t} for t in ("open", "closed")]})
     assert [(t.topic_name, t.error_code, t.error_message) for t in r.responses] == [
         ("closed", E.topic_authorization_failed, "Topic authorization failed."), ("open", E.none, None)]
+
+
+def test_streams_heartbeat_needs_describe_on_its_topics_and_create_for_internal_ones(b, login):
+    from tests.streams_member import CHANGELOG, REPARTITION, Member, topology
+
+    def missing(m, r):  # the MISSING_INTERNAL_TOPICS status
+        return [s for s in m.statuses(r) if s[0] == 3]
+
+    def member():
+        m = Member(b, group="sg-wc")
+        m.c.close()
+        m.c = login("bob")
+        return m
+
+    r = member().hb(topo=topology(source="closed"))  # a source topic bob may not DESCRIBE
+    assert (r.error_code, r.error_message) == (E.topic_authorization_failed, None)
+    r = member().hb(topo=topology(source="open"))  # its internal topics neither
+    assert r.error_code == E.topic_authorization_failed
+    b.add_acl("TOPIC", "wc-count-", "User:bob", "DESCRIBE", pattern_type="PREFIXED")
+    m = member()
+    r = m.hb(topo=topology(source="open"))
+    assert r.error_code == E.none
+    assert missing(m, r) == [(3, f"Internal topics are missing: {REPARTITION}, {CHANGELOG}; "
+                                 f"Unauthorized to CREATE on topics {REPARTITION},{CHANGELOG}.")]
+    assert b.call(lambda c: [n for n in (REPARTITION, CHANGELOG) if n in c.metadata.topics]) == []
+    b.add_acl("TOPIC", REPARTITION, "User:bob", "CREATE")
+    r = m.hb()
+    assert missing(m, r) == [(3, f"Internal topics are missing: {REPARTITION}, {CHANGELOG}; "
+                                 f"Unauthorized to CREATE on topics {CHANGELOG}.")]
+    b.add_acl("CLUSTER", "kafka-cluster", "User:bob", "CREATE")  # CREATE on the cluster covers every topic
+    m.hb()
+    assert b.call(lambda c: [n for n in (REPARTITION, CHANGELOG) if n in c.metadata.topics]) == [REPARTITION, CHANGELOG]
