@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
+from ..authorizer import ResourceType
 from ..metadata import INTERNAL_TOPICS, validate_topic_name
 from ..request import RequestContext, Response
-from .common import TOPIC_OPERATIONS, ZERO_UUID, partition_errors
+from .common import ZERO_UUID, authorized_operations, partition_errors
 
 if TYPE_CHECKING:
     from protocol.request_types import DescribeTopicPartitionsRequest
@@ -61,7 +62,7 @@ def handle(ctx: RequestContext, req: DescribeTopicPartitionsRequest) -> Response
                          else ErrorCode.unknown_topic_or_partition)
                 topics.append({"error_code": error, "name": name, "topic_id": ZERO_UUID,
                                "is_internal": name in INTERNAL_TOPICS, "partitions": [],
-                               "topic_authorized_operations": TOPIC_OPERATIONS})
+                               "topic_authorized_operations": authorized_operations(ctx, ResourceType.TOPIC, name)})
             continue
         start = cursor.partition_index if cursor is not None and name == cursor_topic else 0
         upper = min(len(topic.partitions), start + remaining)
@@ -77,7 +78,7 @@ def handle(ctx: RequestContext, req: DescribeTopicPartitionsRequest) -> Response
             })
         topics.append({"error_code": ErrorCode.none, "name": name, "topic_id": topic.topic_id,
                        "is_internal": name in INTERNAL_TOPICS, "partitions": parts,
-                       "topic_authorized_operations": TOPIC_OPERATIONS})
+                       "topic_authorized_operations": authorized_operations(ctx, ResourceType.TOPIC, name)})
         if upper < len(topic.partitions):
             next_cursor = {"topic_name": name, "partition_index": upper}
             break

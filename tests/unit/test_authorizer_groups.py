@@ -174,3 +174,56 @@ def test_streams_heartbeat_needs_describe_on_its_topics_and_create_for_internal_
     b.add_acl("CLUSTER", "kafka-cluster", "User:bob", "CREATE")  # CREATE on the cluster covers every topic
     m.hb()
     assert b.call(lambda c: [n for n in (REPARTITION, CHANGELOG) if n in c.metadata.topics]) == [REPARTITION, CHANGELOG]
+
+
+def bits(*ops):
+    return sum(1 << int(op) for op in ops)
+
+
+def test_authorized_operations_are_the_clients(b, login):
+    """AuthHelper.authorizedOperations: the bit field of the operations the principal may do, only
+    when asked for (else Integer.MIN_VALUE); the cluster's 0 without DESCRIBE on it."""
+    from mockbroker.authorizer import AclOperation as Op
+
+    admin, bob = login("admin"), login("bob")
+    not_asked = -(2**31)
+    every_topic_op = bits(Op.READ, Op.WRITE, Op.CREATE, Op.DELETE, Op.ALTER, Op.DESCRIBE, Op.DESCRIBE_CONFIGS,
+                          Op.ALTER_CONFIGS)
+
+    def metadata(c, include, version=10):
+        return c.request(ApiKey.METADATA, version, {
+            "topics": [{"name": "open", "topic_id": None}], "allow_auto_topic_creation": False,
+            "include_cluster_authorized_operations": include, "include_topic_authorized_operations": include})
+
+    r = metadata(bob, True)
+    assert r.topics[0].topic_authorized_operations == bits(Op.READ, Op.DESCRIBE)  # READ implies DESCRIBE
+    assert r.cluster_authorized_operations == 0  # no DESCRIBE on the cluster
+    r = metadata(bob, False)
+    assert (r.topics[0].topic_authorized_operations, r.cluster_authorized_operations) == (not_asked, not_asked)
+    r = metadata(admin, True)
+    assert r.topics[0].topic_authorized_operations == every_topic_op  # a super user
+    assert r.cluster_authorized_operations == bits(Op.CREATE, Op.ALTER, Op.DESCRIBE, Op.CLUSTER_ACTION,
+                                                   Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS, Op.IDEMPOTENT_WRITE)
+    r = admin.request(ApiKey.DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": True,
+                                                   "endpoint_type": 1, "include_fenced_brokers": False})
+    assert r.cluster_authorized_operations == metadata(admin, True).cluster_authorized_operations
+    r = bob.request(ApiKey.DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": True,
+                                                 "endpoint_type": 1, "include_fenced_brokers": False})
+    assert r.cluster_authorized_operations == 0
+    r = bob.request(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, {"topics": [{"name": "open"}], "response_partition_limit": 10,
+                                                          "cursor": None})
+    assert r.topics[0].topic_authorized_operations == bits(Op.READ, Op.DESCRIBE)
+
+    group_ops = bits(Op.READ, Op.DELETE, Op.DESCRIBE)  # bob's PREFIXED sg ACLs
+    r = bob.request(ApiKey.DESCRIBE_GROUPS, 5, {"groups": ["sg-od"], "include_authorized_operations": True})
+    assert r.groups[0].authorized_operations == group_ops
+    r = bob.request(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": ["sg-none"], "include_authorized_operations": True})
+    assert r.groups[0].authorized_operations == group_ops
+    r = bob.request(ApiKey.SHARE_GROUP_DESCRIBE, 1, {"group_ids": ["sg-share", "other"],
+                                                     "include_authorized_operations": True})
+    assert [(g.group_id, g.authorized_operations) for g in r.groups] == [("other", not_asked), ("sg-share", group_ops)]
+    assert r.groups[0].error_code == E.group_authorization_failed
+    r = bob.request(ApiKey.STREAMS_GROUP_DESCRIBE, 0, {"group_ids": ["sg-wc", "other"],
+                                                       "include_authorized_operations": True})
+    assert [(g.group_id, g.authorized_operations) for g in r.groups] == [("other", not_asked), ("sg-wc", group_ops)]
+    assert r.groups[0].error_code == E.group_authorization_failed
