@@ -227,3 +227,15 @@ def test_authorized_operations_are_the_clients(b, login):
                                                        "include_authorized_operations": True})
     assert [(g.group_id, g.authorized_operations) for g in r.groups] == [("other", not_asked), ("sg-wc", group_ops)]
     assert r.groups[0].error_code == E.group_authorization_failed
+
+
+def test_describe_topic_partitions_describes_only_what_the_client_may(login):
+    bob = login("bob")
+
+    def described(topics):
+        r = bob.request(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, {"topics": [{"name": t} for t in topics],
+                                                              "response_partition_limit": 10, "cursor": None})
+        return [(t.name, t.error_code, len(t.partitions)) for t in r.topics]
+
+    assert described(["closed", "open"]) == [("open", E.none, 1), ("closed", E.topic_authorization_failed, 0)]
+    assert [name for name, _, _ in described([]) if name in ("open", "closed")] == ["open"]  # all: left out
