@@ -7,8 +7,9 @@ through confluent-kafka's AdminClient on both; then bob, through librdkafka, lis
 produces, consumes in groups, creates and deletes topics and starts a transaction; then clients
 with certificates (one allowed, one not, one from an unknown CA) produce over mTLS; then Kafka's
 Java Admin creates, describes, renews and expires delegation tokens and logs in with one; then
-Kafka's kafka-acls tool adds, lists and removes ACLs; kafka-python, aiokafka, kafkajs and Kafka's
-Java clients meet a denied topic, group and transactional id.  Every outcome (values, error codes,
+Kafka's kafka-acls tool adds, lists and removes ACLs; kafka-python, aiokafka, kafkajs, franz-go and
+Kafka's Java clients meet a denied topic, group and transactional id (and the Java Admin reads its
+authorized operations).  Every outcome (values, error codes,
 the tool's lines) must be the same on both."""
 
 from __future__ import annotations
@@ -485,3 +486,23 @@ def test_kafkajs_denied_side_by_side(denied):
     # not found"
     assert on_mock == ["produce: TOPIC_AUTHORIZATION_FAILED", "consume in a group: KafkaJSGroupCoordinatorNotFound",
                        "transaction: KafkaJSGroupCoordinatorNotFound", "DONE"], on_mock
+
+
+def test_franz_go_denied_side_by_side(denied):
+    """franz-go (go/acl.go) as bob against a denied topic, group and transactional id: the same
+    errors from mockbroker as from Kafka 4.4.0."""
+    from .gotools import franz_go_binary
+
+    binary = franz_go_binary()
+
+    def run(bootstrap: str) -> list[str]:
+        r = subprocess.run([binary, "acl", bootstrap, "bob", USERS["bob"], "py-denied", "py-allowed", "franz-g",
+                            "franz-tx"], capture_output=True, text=True, timeout=90)
+        lines = r.stdout.splitlines()
+        assert r.returncode == 0 and lines[-1:] == ["DONE"], r.stdout + r.stderr[-3000:]
+        return lines
+
+    on_kafka, on_mock = (run(bootstrap) for bootstrap in denied)
+    assert on_mock == on_kafka, "\n".join(f"{k!r:50} {m!r}" for k, m in zip(on_kafka, on_mock))
+    assert on_mock == ["produce: TOPIC_AUTHORIZATION_FAILED", "consume in a group: GROUP_AUTHORIZATION_FAILED",
+                       "transaction: TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "DONE"], on_mock
