@@ -50,11 +50,11 @@ def _described(version: int, d: DescribedGroup, ops: int) -> dict[str, Any]:
 
 def handle(ctx: RequestContext, req: DescribeGroupsRequest) -> Response:
     include = bool(req.include_authorized_operations)
-    # KafkaApis: DESCRIBE on each group; the others are described
+    # KafkaApis: DESCRIBE on each group, those refused listed first; the others are described
     allowed = [g for g in req.groups if authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)]
-    found = iter(_described(ctx.version, d, group_operations(ctx, d.group_id, include))
-                 for d in ctx.broker.groups.describe_groups(ctx.node_id, allowed))
-    groups = [next(found) if g in allowed else _denied(g) for g in req.groups]
+    groups = [_denied(g) for g in req.groups if g not in allowed]
+    groups += [_described(ctx.version, d, group_operations(ctx, d.group_id, include))
+               for d in ctx.broker.groups.describe_groups(ctx.node_id, allowed)]
     return Response({"groups": groups}, error_code=first_error(groups))
 
 

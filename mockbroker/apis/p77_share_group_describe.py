@@ -22,7 +22,7 @@ from protocol.registry import ApiKey
 from ..request import RequestContext, Response
 from ..share.coordinator import ShareGroupDescription
 from ..authorizer import AclOperation, ResourceType
-from .common import AUTHORIZED_OPS_NOT_REQUESTED, authorized, first_error, group_operations
+from .common import AUTHORIZED_OPS_NOT_REQUESTED, authorized, first_error, group_operations, hidden_group, hides_topics
 
 if TYPE_CHECKING:
     from protocol.request_types import ShareGroupDescribeRequest
@@ -54,8 +54,10 @@ def handle(ctx: RequestContext, req: ShareGroupDescribeRequest) -> Response:
     # KafkaApis: DESCRIBE on each group; the ones refused come first, then the others described
     allowed = [g for g in req.group_ids if authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)]
     groups = [_error(gid, ErrorCode.group_authorization_failed) for gid in req.group_ids if gid not in allowed]
-    groups += [_described(ctx.broker.share_groups.describe(ctx.node_id, gid), names,
-                          group_operations(ctx, gid, include)) for gid in allowed]
+    for gid in allowed:
+        g = _described(ctx.broker.share_groups.describe(ctx.node_id, gid), names, group_operations(ctx, gid, include))
+        topics = [t["topic_name"] for m in g["members"] for t in m["assignment"]["topic_partitions"]]
+        groups.append(hidden_group(gid) if hides_topics(ctx, topics) else g)  # as ConsumerGroupDescribe
     return Response({"groups": groups}, error_code=first_error(groups))
 
 

@@ -26,12 +26,21 @@ from protocol.registry import ApiKey
 from ..group.streams_coordinator import describe_error
 from ..request import RequestContext, Response
 from ..authorizer import AclOperation, ResourceType
-from .common import AUTHORIZED_OPS_NOT_REQUESTED, authorized, first_error, group_operations
+from .common import AUTHORIZED_OPS_NOT_REQUESTED, authorized, first_error, group_operations, hides_topics
 
 if TYPE_CHECKING:
     from protocol.request_types import StreamsGroupDescribeRequest
 
 API_KEY = ApiKey.STREAMS_GROUP_DESCRIBE
+# KafkaApis' message for a group whose topology names topics the client may not describe
+HIDDEN = "The described group uses topics that the client is not authorized to describe."
+
+
+def _topology_topics(topology: dict[str, Any]) -> list[str]:
+    """The source, repartition sink, repartition source and changelog topics of a described topology."""
+    return [n for s in topology["subtopologies"] for n in (
+        *s["source_topics"], *s["repartition_sink_topics"], *(t["name"] for t in s["repartition_source_topics"]),
+        *(t["name"] for t in s["state_changelog_topics"]))]
 
 
 def handle(ctx: RequestContext, req: StreamsGroupDescribeRequest) -> Response:
@@ -41,9 +50,14 @@ def handle(ctx: RequestContext, req: StreamsGroupDescribeRequest) -> Response:
     groups: list[dict[str, Any]] = [
         {**describe_error(gid, ErrorCode.group_authorization_failed, None),
          "authorized_operations": AUTHORIZED_OPS_NOT_REQUESTED} for gid in req.group_ids if gid not in allowed]
-    groups += [{**g, "authorized_operations": group_operations(ctx, g["group_id"], include)}
-               for g in ctx.broker.groups.streams_group_describe(
-                   ctx.node_id, allowed, ctx.version >= 1 and req.include_topology_description)]
+    for g in ctx.broker.groups.streams_group_describe(ctx.node_id, allowed,
+                                                       ctx.version >= 1 and req.include_topology_description):
+        if g["topology"] is not None and hides_topics(ctx, _topology_topics(g["topology"])):
+            g = {**describe_error(g["group_id"], ErrorCode.topic_authorization_failed, HIDDEN),
+                 "group_epoch": 0, "assignment_epoch": 0, "authorized_operations": AUTHORIZED_OPS_NOT_REQUESTED}
+        else:
+            g = {**g, "authorized_operations": group_operations(ctx, g["group_id"], include)}
+        groups.append(g)
     return Response({"groups": groups}, error_code=first_error(groups))
 
 

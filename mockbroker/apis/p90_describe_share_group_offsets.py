@@ -54,8 +54,9 @@ def handle(ctx: RequestContext, req: DescribeShareGroupOffsetsRequest) -> Respon
         if topics is None:
             r.topics = [t for t in r.topics if authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)]
         elif r.error is ErrorCode.none:
-            r.topics += [offsets.TopicOffsets(name, ZERO_UUID, [offsets.PartitionOffset(
-                p, error=ErrorCode.topic_authorization_failed, message=offsets.MESSAGES[ErrorCode.topic_authorization_failed]) for p in parts])
+            error = ErrorCode.topic_authorization_failed
+            r.topics += [offsets.TopicOffsets(name, ZERO_UUID, [
+                offsets.PartitionOffset(p, error=error, message=offsets.MESSAGES[error]) for p in parts])
                 for name, parts in denied]
         groups.append(_group(g.group_id, r))
     return Response({"groups": groups}, error_code=first_error(groups))

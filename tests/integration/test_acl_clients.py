@@ -458,7 +458,8 @@ def test_java_clients_denied_side_by_side(denied):
     assert on_mock == on_kafka, "\n".join(f"{k!r:50} {m!r}" for k, m in zip(on_kafka, on_mock))
     assert on_mock == ["produce: TopicAuthorizationException", "consume in a group: GroupAuthorizationException",
                        "initTransactions: TransactionalIdAuthorizationException",
-                       "topic operations: [DESCRIBE, READ, WRITE]", "describe the denied topic: TopicAuthorizationException",
+                       "topic operations: [DESCRIBE, READ, WRITE]",
+                       "describe the denied topic: TopicAuthorizationException",
                        "cluster operations: []", "group operations: [DESCRIBE, READ]", "DONE"], on_mock
 
 

@@ -61,8 +61,9 @@ def test_offset_delete_needs_read_on_each_topic(login):
     admin, bob = login("admin"), login("bob")
     admin.request(ApiKey.OFFSET_COMMIT, 8, {
         "group_id": "sg-od", "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
-        "topics": [{"name": t, "partitions": [{"partition_index": 0, "committed_offset": 0, "committed_leader_epoch": -1,
-                                                "committed_metadata": None}]} for t in ("open", "closed")]})
+        "topics": [{"name": t, "partitions": [{"partition_index": 0, "committed_offset": 0,
+                                                "committed_leader_epoch": -1, "committed_metadata": None}]}
+                   for t in ("open", "closed")]})
     r = bob.request(ApiKey.OFFSET_DELETE, 0, {"group_id": "sg-od", "topics": [
         {"name": t, "partitions": [{"partition_index": 0}]} for t in ("closed", "open")]})
     assert r.error_code == E.none
@@ -98,7 +99,8 @@ def test_share_heartbeat_fetch_and_acknowledge(b, login):
     assert fetch("sg-share", member_id="").error_code == E.invalid_request
     r = fetch("sg-share")
     assert r.error_code == E.none
-    assert partitions(r) == sorted([(str(tid["open"]), 0, E.none), (str(tid["closed"]), 0, E.topic_authorization_failed)])
+    assert partitions(r) == sorted([(str(tid["open"]), 0, E.none),
+                                    (str(tid["closed"]), 0, E.topic_authorization_failed)])
     r = fetch("sg-share", epoch=1, acks=True)
     acked = {str(t.topic_id): p.acknowledge_error_code for t in r.responses for p in t.partitions}
     assert acked[str(tid["closed"])] == E.topic_authorization_failed
@@ -217,7 +219,8 @@ def test_authorized_operations_are_the_clients(b, login):
     group_ops = bits(Op.READ, Op.DELETE, Op.DESCRIBE)  # bob's PREFIXED sg ACLs
     r = bob.request(ApiKey.DESCRIBE_GROUPS, 5, {"groups": ["sg-od"], "include_authorized_operations": True})
     assert r.groups[0].authorized_operations == group_ops
-    r = bob.request(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": ["sg-none"], "include_authorized_operations": True})
+    r = bob.request(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": ["sg-none"],
+                                                        "include_authorized_operations": True})
     assert r.groups[0].authorized_operations == group_ops
     r = bob.request(ApiKey.SHARE_GROUP_DESCRIBE, 1, {"group_ids": ["sg-share", "other"],
                                                      "include_authorized_operations": True})
@@ -239,3 +242,47 @@ def test_describe_topic_partitions_describes_only_what_the_client_may(login):
 
     assert described(["closed", "open"]) == [("open", E.none, 1), ("closed", E.topic_authorization_failed, 0)]
     assert [name for name, _, _ in described([]) if name in ("open", "closed")] == ["open"]  # all: left out
+
+
+def test_a_described_group_naming_a_topic_the_client_may_not_describe_is_hidden(b, login):
+    """KafkaApis (with an authorizer): Consumer/Share/StreamsGroupDescribe answer a group whose
+    members' assignments (a streams group: its topology) name a topic the client may not DESCRIBE
+    with TOPIC_AUTHORIZATION_FAILED and nothing else; DescribeGroups lists refused groups first."""
+    from tests.streams_member import Member, topology
+
+    admin, bob = login("admin"), login("bob")
+    r = admin.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
+        "group_id": "sg-cg", "member_id": str(uuid.uuid4()), "member_epoch": 0, "instance_id": None,
+        "rack_id": None, "rebalance_timeout": 30_000, "subscribed_topic_names": ["closed"],
+        "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []})
+    assert r.error_code == E.none and r.assignment is not None and r.assignment.topic_partitions
+    r = bob.request(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": ["sg-cg"], "include_authorized_operations": True})
+    (g,) = r.groups
+    assert (g.error_code, g.error_message, g.members, g.authorized_operations) == (
+        E.topic_authorization_failed, "The group has described topic(s) that the client is not authorized to describe.",
+        (), -(2**31))
+    assert admin.request(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": ["sg-cg"], "include_authorized_operations":
+                                                             False}).groups[0].error_code == E.none
+
+    member = str(uuid.uuid4())
+    for epoch in (0, 2):  # the second heartbeat brings the initialized partitions
+        r = admin.request(ApiKey.SHARE_GROUP_HEARTBEAT, 1, {
+            "group_id": "sg-sh", "member_id": member, "member_epoch": epoch, "rack_id": None,
+            "subscribed_topic_names": ["closed"] if epoch == 0 else None})
+        assert r.error_code == E.none
+    assert r.assignment.topic_partitions
+    r = bob.request(ApiKey.SHARE_GROUP_DESCRIBE, 1, {"group_ids": ["sg-sh"], "include_authorized_operations": False})
+    assert (r.groups[0].error_code, r.groups[0].members) == (E.topic_authorization_failed, ())
+
+    m = Member(b, group="sg-wc2")
+    m.c.close()
+    m.c = admin
+    assert m.hb(topo=topology(source="closed")).error_code == E.none
+    r = bob.request(ApiKey.STREAMS_GROUP_DESCRIBE, 0, {"group_ids": ["sg-wc2"], "include_authorized_operations": False})
+    (g,) = r.groups
+    assert (g.error_code, g.error_message, g.topology, g.members) == (
+        E.topic_authorization_failed, "The described group uses topics that the client is not authorized to describe.",
+        None, ())
+
+    r = bob.request(ApiKey.DESCRIBE_GROUPS, 5, {"groups": ["sg-od", "other"], "include_authorized_operations": False})
+    assert [(g.group_id, g.error_code) for g in r.groups][0] == ("other", E.group_authorization_failed)
