@@ -119,15 +119,15 @@ def group_operations(ctx: RequestContext, group_id: str, include: bool) -> int:
     return authorized_operations(ctx, ResourceType.GROUP, group_id) if include else AUTHORIZED_OPS_NOT_REQUESTED
 
 
-def hides_topics(ctx: RequestContext, names: Iterable[str]) -> bool:
-    """Whether a described group names a topic the client may not DESCRIBE: KafkaApis (with an
-    authorizer) then answers the group with TOPIC_AUTHORIZATION_FAILED and nothing else."""
+def undescribable_topic(ctx: RequestContext, names: Iterable[str]) -> bool:
+    """Whether the client may not DESCRIBE one of the topics (with an authorizer): a group
+    heartbeat's subscribed topics, those a described group names."""
     return ctx.broker.authorizer is not None and \
         not all(authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, n) for n in set(names))
 
 
 def hidden_group(group_id: str) -> dict[str, Any]:
-    """The group Consumer/ShareGroupDescribe answer in place of one that hides_topics (KafkaApis)."""
+    """The group Consumer/ShareGroupDescribe answer in place of one that undescribable_topic (KafkaApis)."""
     return {"group_id": group_id, "error_code": ErrorCode.topic_authorization_failed,
             "error_message": "The group has described topic(s) that the client is not authorized to describe.",
             "group_state": "", "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "", "members": [],

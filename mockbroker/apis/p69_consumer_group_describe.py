@@ -21,7 +21,7 @@ from ..group.assignors import Assignment
 from ..group.consumer_group import ConsumerGroupDescription
 from ..request import RequestContext, Response
 from ..authorizer import AclOperation, ResourceType
-from .common import AUTHORIZED_OPS_NOT_REQUESTED, authorized, first_error, group_operations, hidden_group, hides_topics
+from .common import AUTHORIZED_OPS_NOT_REQUESTED, authorized, first_error, group_operations, hidden_group, undescribable_topic
 
 if TYPE_CHECKING:
     from protocol.request_types import ConsumerGroupDescribeRequest
@@ -59,7 +59,7 @@ def handle(ctx: RequestContext, req: ConsumerGroupDescribeRequest) -> Response:
         g = _described(d, names, group_operations(ctx, d.group_id, include))
         topics = [t["topic_name"] for m in g["members"] for a in (m["assignment"], m["target_assignment"])
                   for t in a["topic_partitions"]]
-        groups.append(hidden_group(d.group_id) if hides_topics(ctx, topics) else g)
+        groups.append(hidden_group(d.group_id) if undescribable_topic(ctx, topics) else g)
     return Response({"groups": groups}, error_code=first_error(groups))
 
 

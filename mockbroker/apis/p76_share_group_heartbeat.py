@@ -22,9 +22,8 @@ from typing import TYPE_CHECKING
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..authorizer import AclOperation, ResourceType
 from ..request import RequestContext, Response
-from .common import assignment_body, authorized, client_host
+from .common import assignment_body, client_host, undescribable_topic
 from .share_acks import invalid_ids
 
 if TYPE_CHECKING:
@@ -34,9 +33,7 @@ API_KEY = ApiKey.SHARE_GROUP_HEARTBEAT
 
 
 def handle(ctx: RequestContext, req: ShareGroupHeartbeatRequest) -> Response:
-    topics = req.subscribed_topic_names or ()
-    if ctx.broker.authorizer is not None and invalid_ids(req.group_id, req.member_id) is None and \
-            not all(authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t) for t in set(topics)):
+    if invalid_ids(req.group_id, req.member_id) is None and undescribable_topic(ctx, req.subscribed_topic_names or ()):
         return Response({"error_code": ErrorCode.topic_authorization_failed, "error_message": None,
                          "member_id": None, "member_epoch": 0, "heartbeat_interval": 0, "assignment": None})
     r = ctx.broker.share_groups.heartbeat(ctx.node_id, req, ctx.client_id, client_host(ctx))

@@ -22,7 +22,7 @@ from protocol.registry import ApiKey
 from ..request import RequestContext, Response
 from ..share.coordinator import ShareGroupDescription
 from ..authorizer import AclOperation, ResourceType
-from .common import AUTHORIZED_OPS_NOT_REQUESTED, authorized, first_error, group_operations, hidden_group, hides_topics
+from .common import AUTHORIZED_OPS_NOT_REQUESTED, authorized, first_error, group_operations, hidden_group, undescribable_topic
 
 if TYPE_CHECKING:
     from protocol.request_types import ShareGroupDescribeRequest
@@ -57,7 +57,7 @@ def handle(ctx: RequestContext, req: ShareGroupDescribeRequest) -> Response:
     for gid in allowed:
         g = _described(ctx.broker.share_groups.describe(ctx.node_id, gid), names, group_operations(ctx, gid, include))
         topics = [t["topic_name"] for m in g["members"] for t in m["assignment"]["topic_partitions"]]
-        groups.append(hidden_group(gid) if hides_topics(ctx, topics) else g)  # as ConsumerGroupDescribe
+        groups.append(hidden_group(gid) if undescribable_topic(ctx, topics) else g)  # as ConsumerGroupDescribe
     return Response({"groups": groups}, error_code=first_error(groups))
 
 

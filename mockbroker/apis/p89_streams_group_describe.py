@@ -26,7 +26,7 @@ from protocol.registry import ApiKey
 from ..group.streams_coordinator import describe_error
 from ..request import RequestContext, Response
 from ..authorizer import AclOperation, ResourceType
-from .common import AUTHORIZED_OPS_NOT_REQUESTED, authorized, first_error, group_operations, hides_topics
+from .common import AUTHORIZED_OPS_NOT_REQUESTED, authorized, first_error, group_operations, undescribable_topic
 
 if TYPE_CHECKING:
     from protocol.request_types import StreamsGroupDescribeRequest
@@ -52,7 +52,7 @@ def handle(ctx: RequestContext, req: StreamsGroupDescribeRequest) -> Response:
          "authorized_operations": AUTHORIZED_OPS_NOT_REQUESTED} for gid in req.group_ids if gid not in allowed]
     for g in ctx.broker.groups.streams_group_describe(ctx.node_id, allowed,
                                                        ctx.version >= 1 and req.include_topology_description):
-        if g["topology"] is not None and hides_topics(ctx, _topology_topics(g["topology"])):
+        if g["topology"] is not None and undescribable_topic(ctx, _topology_topics(g["topology"])):
             g = {**describe_error(g["group_id"], ErrorCode.topic_authorization_failed, HIDDEN),
                  "group_epoch": 0, "assignment_epoch": 0, "authorized_operations": AUTHORIZED_OPS_NOT_REQUESTED}
         else:

@@ -286,3 +286,53 @@ def test_a_described_group_naming_a_topic_the_client_may_not_describe_is_hidden(
 
     r = bob.request(ApiKey.DESCRIBE_GROUPS, 5, {"groups": ["sg-od", "other"], "include_authorized_operations": False})
     assert [(g.group_id, g.error_code) for g in r.groups][0] == ("other", E.group_authorization_failed)
+
+
+def test_heartbeats_leader_epochs_markers_and_config_resources(b, login):
+    """ConsumerGroupHeartbeat (DESCRIBE on the subscribed topics), OffsetForLeaderEpoch (DESCRIBE per
+    topic), StreamsGroupTopologyDescriptionUpdate (READ on the group), ListConfigResources
+    (DESCRIBE_CONFIGS on the cluster), WriteTxnMarkers (CLUSTER_ACTION), AddPartitionsToTxn (v4+
+    CLUSTER_ACTION; below, WRITE on each topic)."""
+    admin, bob = login("admin"), login("bob")
+
+    def cgh(topics):
+        return bob.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
+            "group_id": "sg-cgh", "member_id": str(uuid.uuid4()), "member_epoch": 0, "instance_id": None,
+            "rack_id": None, "rebalance_timeout": 30_000, "subscribed_topic_names": topics,
+            "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []})
+
+    assert cgh(["open", "closed"]).error_code == E.topic_authorization_failed
+    assert cgh(["open"]).error_code == E.none
+
+    r = bob.request(ApiKey.OFFSET_FOR_LEADER_EPOCH, 4, {"replica_id": -1, "topics": [
+        {"topic": t, "partitions": [{"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}
+        for t in ("closed", "open")]})
+    assert [(t.topic, t.partitions[0].error_code) for t in r.topics] == [
+        ("open", E.none), ("closed", E.topic_authorization_failed)]
+
+    r = bob.request(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, 0, {
+        "group_id": "other", "member_id": "m", "topology_epoch": 1, "topology_description": {"subtopologies": []}})
+    assert r.error_code == E.group_authorization_failed
+
+    assert bob.request(ApiKey.LIST_CONFIG_RESOURCES, 1, {"resource_types": []}).error_code == \
+        E.cluster_authorization_failed
+    assert admin.request(ApiKey.LIST_CONFIG_RESOURCES, 1, {"resource_types": []}).error_code == E.none
+
+    r = bob.request(ApiKey.WRITE_TXN_MARKERS, 1, {"markers": [
+        {"producer_id": 1, "producer_epoch": 0, "transaction_result": True, "coordinator_epoch": 0,
+         "transaction_version": 0, "topics": [{"name": "open", "partition_indexes": [0]}]}]})
+    assert [p.error_code for m in r.markers for t in m.topics for p in t.partitions] == [
+        E.cluster_authorization_failed]
+
+    r = bob.request(ApiKey.ADD_PARTITIONS_TO_TXN, 4, {"transactions": [
+        {"transactional_id": "sg-tx", "producer_id": 1, "producer_epoch": 0, "verify_only": True,
+         "topics": [{"name": "open", "partitions": [0]}]}]})
+    assert r.error_code == E.cluster_authorization_failed
+    b.create_topic("writable", 1)
+    b.add_acl("TOPIC", "writable", "User:bob", "WRITE")
+    b.add_acl("TRANSACTIONAL_ID", "sg-tx", "User:bob", "WRITE")
+    r = bob.request(ApiKey.ADD_PARTITIONS_TO_TXN, 3, {
+        "v3_and_below_transactional_id": "sg-tx", "v3_and_below_producer_id": 1, "v3_and_below_producer_epoch": 0,
+        "v3_and_below_topics": [{"name": t, "partitions": [0]} for t in ("writable", "closed")]})
+    assert sorted((t.name, t.results_by_partition[0].partition_error_code) for t in r.results_by_topic_v3_and_below) \
+        == [("closed", E.topic_authorization_failed), ("writable", E.operation_not_attempted)]
