@@ -336,3 +336,23 @@ def test_heartbeats_leader_epochs_markers_and_config_resources(b, login):
         "v3_and_below_topics": [{"name": t, "partitions": [0]} for t in ("writable", "closed")]})
     assert sorted((t.name, t.results_by_partition[0].partition_error_code) for t in r.results_by_topic_v3_and_below) \
         == [("closed", E.topic_authorization_failed), ("writable", E.operation_not_attempted)]
+
+
+def test_a_fetch_from_a_follower_needs_cluster_action(b, login):
+    """KafkaApis.handleFetchRequest: a replica id of 0 or more is a follower's fetch, which needs
+    CLUSTER_ACTION on the cluster (then no READ on the topics); without it every partition is
+    TOPIC_AUTHORIZATION_FAILED."""
+    admin, bob = login("admin"), login("bob")
+
+    def fetch(c, replica_id):
+        r = c.request(ApiKey.FETCH, 12, {
+            "replica_id": replica_id, "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1, "rack_id": "", "forgotten_topics_data": [], "topics": [
+                {"topic": "open", "partitions": [{"partition": 0, "current_leader_epoch": -1, "fetch_offset": 0,
+                                                  "last_fetched_epoch": -1, "log_start_offset": -1,
+                                                  "partition_max_bytes": 1 << 20}]}]})
+        return r.responses[0].partitions[0].error_code
+
+    assert fetch(bob, -1) == E.none  # a consumer: READ on the topic
+    assert fetch(bob, 1) == E.topic_authorization_failed
+    assert fetch(admin, 1) != E.topic_authorization_failed
