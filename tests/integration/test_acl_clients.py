@@ -332,8 +332,8 @@ def denied(kafka, mock) -> tuple[str, str]:
             f.result(timeout=30)
         acls = [AclBinding(ResourceType.TOPIC, "py-allowed", ResourcePatternType.LITERAL, "User:bob", "*", op,
                            AclPermissionType.ALLOW) for op in (AclOperation.READ, AclOperation.WRITE)]
-        acls.append(AclBinding(ResourceType.GROUP, "java-ops-g", ResourcePatternType.LITERAL, "User:bob", "*",
-                               AclOperation.READ, AclPermissionType.ALLOW))  # for the Admin's group operations
+        acls.append(AclBinding(ResourceType.GROUP, "java-ops-g", ResourcePatternType.PREFIXED, "User:bob", "*",
+                               AclOperation.READ, AclPermissionType.ALLOW))  # the Java Admin's groups
         for f in admin.create_acls(acls).values():
             f.result(timeout=30)
         deadline = time.monotonic() + WAIT_S  # Kafka's broker applies the ACL once it has replayed it
@@ -460,7 +460,9 @@ def test_java_clients_denied_side_by_side(denied):
                        "initTransactions: TransactionalIdAuthorizationException",
                        "topic operations: [DESCRIBE, READ, WRITE]",
                        "describe the denied topic: TopicAuthorizationException",
-                       "cluster operations: []", "group operations: [DESCRIBE, READ]", "DONE"], on_mock
+                       "cluster operations: []", "group operations: [DESCRIBE, READ]",
+                       "list config resources: ClusterAuthorizationException",
+                       "alter share group offsets: TopicAuthorizationException", "DONE"], on_mock
 
 
 def test_kafkajs_denied_side_by_side(denied):

@@ -1,7 +1,8 @@
 // Kafka's Java clients (4.4.0) as a user the authorizer refuses: producing to a topic, consuming in
 // a group (on a topic the user may read) and initTransactions with a transactional id; then the Admin's
 // authorized operations (includeAuthorizedOperations) of the readable topic, the cluster and a group the
-// user may read (after committing an offset in it), and describeTopics of the denied topic.  Driven by tests/integration/test_acl_clients.py,
+// user may read (after committing an offset in it), describeTopics of the denied topic,
+// listConfigResources, and alterShareGroupOffsets of the denied topic in a share group the user may read.  Driven by tests/integration/test_acl_clients.py,
 // which runs it against mockbroker and a Kafka 4.4.0 and compares the output; usage:
 //   java AclDenied <bootstrap-servers> <user> <password> <denied topic> <readable topic> <group> <transactional id>
 //        <readable group>
@@ -128,6 +129,19 @@ public class AclDenied {
                     .get(WAIT_MS, TimeUnit.MILLISECONDS).get(args[7]).authorizedOperations()));
             } catch (Exception e) {
                 System.out.println("group operations: " + name(e));
+            }
+            try {
+                admin.listConfigResources().all().get(WAIT_MS, TimeUnit.MILLISECONDS);
+                System.out.println("list config resources: NONE");
+            } catch (Exception e) {
+                System.out.println("list config resources: " + name(e));
+            }
+            try {
+                admin.alterShareGroupOffsets(args[7] + "-share", java.util.Map.of(new TopicPartition(args[3], 0), 0L)).all()
+                    .get(WAIT_MS, TimeUnit.MILLISECONDS);
+                System.out.println("alter share group offsets: NONE");
+            } catch (Exception e) {
+                System.out.println("alter share group offsets: " + name(e));
             }
         }
         System.out.println("DONE");
