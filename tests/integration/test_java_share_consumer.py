@@ -24,12 +24,19 @@ them differs from run to run and between the brokers; the union and disjointness
 groups' start offsets and lag from Admin listShareGroupOffsets.  The same lines from mockbroker and from
 the real Kafka 4.4.0, and from mockbroker at 3 brokers (the topics' leaders, the group coordinator and
 the share coordinator spread over them).
+
+confluent-kafka's ShareConsumer (librdkafka's preview) and franz-go's share consumer (kgo ShareGroup,
+tests/integration/go/share.go's ``share-acks``) each run one scenario, in this process and in one Go
+program: six records acknowledged on their first delivery ACCEPT, ACCEPT, RELEASE, RELEASE, REJECT,
+REJECT, then the released ones delivered again (delivery count 2) before a record produced after them,
+the rejected ones never; the same lines from mockbroker and from the real Kafka 4.4.0.
 """
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -37,6 +44,7 @@ import pytest
 
 from mockbroker import MockBroker
 
+from .gotools import franz_go_binary
 from .javatools import JAVA_TIMEOUT_S, tail
 from .javatools import java_classpath as _java_classpath
 from .realkafka import kafka_tool, start
@@ -167,3 +175,98 @@ def test_java_share_scenarios_reject_limit_renew_and_members_sharing_a_partition
 
 def test_a_real_kafka_gives_the_same_scenarios(java_classpath, realkafka):
     assert run_share_scenarios(java_classpath, realkafka.bootstrap) == SCENARIOS
+
+
+# confluent-kafka's ShareConsumer (librdkafka's preview) and franz-go's (kgo ShareGroup): one scenario each,
+# the same outcome lines from mockbroker and from the real Kafka 4.4.0.  Six records s0-s5 on a topic of one
+# partition; on their first delivery s0, s1 accepted, s2, s3 released, s4, s5 rejected, the acknowledgements
+# committed; then "end" is produced and polled for: s2, s3 come again (delivery 2) before it, s4, s5 never.
+CLIENT_SHARE = ["first s0:1 s1:1 s2:1 s3:1 s4:1 s5:1", "commit ok", "then s2:2 s3:2 end:1"]
+CLIENT_GROUP_CONFIGS = {"share.auto.offset.reset": "earliest", "share.heartbeat.interval.ms": "1000"}
+FIRST_ACKS = {"s0": "ACCEPT", "s1": "ACCEPT", "s2": "RELEASE", "s3": "RELEASE", "s4": "REJECT", "s5": "REJECT"}
+CLIENT_DEADLINE_S = 30.0
+
+
+def share_topic_and_group(bootstrap: str, name: str) -> None:
+    """Topic ``name`` (one partition) and the configs of share group ``name``, through confluent-kafka's
+    AdminClient (IncrementalAlterConfigs on the GROUP resource, as kafka-configs --entity-type groups)."""
+    from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic,
+                                       ResourceType)
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(name, 1, 1)]).values():
+        f.result(30)
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in CLIENT_GROUP_CONFIGS.items()]
+    for f in admin.incremental_alter_configs([ConfigResource(ResourceType.GROUP, name,
+                                                             incremental_configs=entries)]).values():
+        f.result(30)
+
+
+def deliveries(got: list[tuple[int, str, int]]) -> str:
+    """``value:deliveryCount`` in offset order."""
+    return " ".join(f"{v}:{n}" for _, v, n in sorted(got))
+
+
+def confluent_share_scenario(bootstrap: str) -> list[str]:
+    """The scenario with confluent-kafka's ShareConsumer in explicit mode; its outcome lines."""
+    from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+
+    topic = "cf-share"
+    share_topic_and_group(bootstrap, topic)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(6):
+        producer.produce(topic, value=b"s%d" % i)
+    assert producer.flush(10) == 0
+    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": topic,
+                              "share.acknowledgement.mode": "explicit"})
+    deadline = time.monotonic() + CLIENT_DEADLINE_S
+    first: list[tuple[int, str, int]] = []
+    then: list[tuple[int, str, int]] = []
+    try:
+        consumer.subscribe([topic])
+        while len(first) < len(FIRST_ACKS):
+            assert time.monotonic() < deadline, f"confluent: first deliveries {deliveries(first)}"
+            for m in consumer.poll(0.5):
+                assert m.error() is None, m.error()
+                first.append((m.offset(), m.value().decode(), m.delivery_count()))
+                consumer.acknowledge(m, getattr(AcknowledgeType, FIRST_ACKS[m.value().decode()]))
+        errors = [f"{tp.partition}:{e}" for tp, e in consumer.commit_sync(10).items() if e is not None]
+        producer.produce(topic, value=b"end")
+        assert producer.flush(10) == 0
+        while not any(v == "end" for _, v, _ in then):
+            assert time.monotonic() < deadline, f"confluent: then {deliveries(then)}"
+            for m in consumer.poll(0.5):
+                assert m.error() is None, m.error()
+                then.append((m.offset(), m.value().decode(), m.delivery_count()))
+                consumer.acknowledge(m, AcknowledgeType.ACCEPT)
+        consumer.commit_sync(10)
+    finally:
+        consumer.close()
+    return [f"first {deliveries(first)}", "commit " + (" ".join(errors) or "ok"), f"then {deliveries(then)}"]
+
+
+def franz_go_share_scenario(bootstrap: str) -> list[str]:
+    """The scenario with franz-go's share consumer (share.go's ``share-acks``); its outcome lines."""
+    topic = "go-share-acks"
+    share_topic_and_group(bootstrap, topic)
+    try:
+        r = subprocess.run([franz_go_binary(), "share-acks", bootstrap, topic], capture_output=True, text=True,
+                           timeout=CLIENT_DEADLINE_S + 15)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"franz-go share-acks timed out\nstdout:\n{e.stdout}\nstderr:\n{tail(str(e.stderr), 40)}")
+    assert r.returncode == 0, f"exit {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{tail(r.stderr, 40)}"
+    return r.stdout.splitlines()
+
+
+def test_confluent_and_franz_go_share_consumers_release_accept_reject():
+    with MockBroker(config=SHARE_BROKER_CONFIG) as b:
+        assert confluent_share_scenario(b.bootstrap_servers) == CLIENT_SHARE
+        assert franz_go_share_scenario(b.bootstrap_servers) == CLIENT_SHARE
+        for g in ("cf-share", "go-share-acks"):
+            acks = b.share_group(g)["acknowledgements"]
+            assert acks == {"ACCEPT": 5, "RELEASE": 2, "REJECT": 2}, (g, acks)
+
+
+def test_a_real_kafka_gives_the_same_to_confluent_and_franz_go(realkafka):
+    assert confluent_share_scenario(realkafka.bootstrap) == CLIENT_SHARE
+    assert franz_go_share_scenario(realkafka.bootstrap) == CLIENT_SHARE
