@@ -23,7 +23,10 @@ three members on one partition with no record delivered to two of them (how the 
 them differs from run to run and between the brokers; the union and disjointness do not); then the
 groups' start offsets and lag from Admin listShareGroupOffsets.  The same lines from mockbroker and from
 the real Kafka 4.4.0, and from mockbroker at 3 brokers (the topics' leaders, the group coordinator and
-the share coordinator spread over them).
+the share coordinator spread over them).  The 1-broker run's JVM adds lock expiry on mockbroker's manual clock
+(a second broker with ``mock.clock=manual``): a member holds three records unacknowledged, another member of
+the group is given nothing until the test advances that broker's clock by the lock duration (asked for over
+the program's stdout, answered on its stdin), then gets them with delivery count 2.
 
 confluent-kafka's ShareConsumer (librdkafka's preview) and franz-go's share consumer (kgo ShareGroup,
 tests/integration/go/share.go's ``share-acks``) each run one scenario, in this process and in one Go
@@ -34,8 +37,11 @@ the rejected ones never; the same lines from mockbroker and from the real Kafka 
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
+import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -144,20 +150,52 @@ SCENARIOS = [
 ]
 
 
-def run_share_scenarios(java_classpath: str, bootstrap: str) -> list[str]:
+# the lock expiry on the manual clock (ShareScenarios' clock scenario, mockbroker only): A holds k0-k2 under the
+# default 30 s lock, B is given nothing until the clock moves past it, then all three with delivery count 2
+CLOCK = "CLOCK lock=30000 k0:1 k1:1 k2:1 | before: | again: k0:2 k1:2 k2:2"
+
+
+def run_share_scenarios(java_classpath: str, bootstrap: str, clock_broker: MockBroker | None = None) -> list[str]:
+    """ShareScenarios' lines; with ``clock_broker`` (on its manual clock) its clock scenario too, the clock
+    advanced by the milliseconds each "ADVANCE ms" line asks for, a line on stdin saying it was."""
     cmd = [shutil.which("java") or "java", "-cp", java_classpath, "ShareScenarios", bootstrap]
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"ShareScenarios timed out after {JAVA_TIMEOUT_S}s\nstdout:\n{e.stdout}\nstderr:\n{e.stderr}")
-    assert r.returncode == 0, f"exit {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{tail(r.stderr, 40)}"
-    return r.stdout.splitlines()
+    if clock_broker is not None:
+        cmd.append(clock_broker.bootstrap_servers)
+    with tempfile.TemporaryFile("w+") as err, subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True) as proc:
+        timer = threading.Timer(JAVA_TIMEOUT_S, proc.kill)
+        timer.start()
+        lines, advanced = [], []
+        try:
+            assert proc.stdout is not None and proc.stdin is not None
+            for line in proc.stdout:
+                if line.startswith("ADVANCE ") and clock_broker is not None:
+                    clock_broker.advance(int(line.split()[1]))
+                    advanced.append(int(line.split()[1]))
+                    proc.stdin.write("advanced\n")
+                    proc.stdin.flush()
+                else:
+                    lines.append(line.rstrip("\n"))
+            rc = proc.wait()
+        finally:
+            timer.cancel()
+        err.seek(0)
+        report = f"exit {rc}\nstdout:\n" + "\n".join(lines) + f"\nstderr:\n{tail(err.read(), 40)}"
+    assert rc == 0, report
+    assert advanced == ([] if clock_broker is None else [30_000]), report
+    return lines
 
 
 @pytest.mark.parametrize("brokers", [1, 3])
 def test_java_share_scenarios_reject_limit_renew_and_members_sharing_a_partition(java_classpath, brokers):
-    with MockBroker(config={**SHARE_BROKER_CONFIG, "mock.num.brokers": brokers}) as b:
-        assert run_share_scenarios(java_classpath, b.bootstrap_servers) == SCENARIOS
+    # the manual-clock scenario once, in the 1-broker run's JVM, on a second broker with mock.clock=manual
+    clock_broker = MockBroker(config={**SHARE_BROKER_CONFIG, "mock.clock": "manual"}) if brokers == 1 else None
+    with MockBroker(config={**SHARE_BROKER_CONFIG, "mock.num.brokers": brokers}) as b, \
+            clock_broker or contextlib.nullcontext() as clock:
+        lines = run_share_scenarios(java_classpath, b.bootstrap_servers, clock)
+        assert lines == (SCENARIOS[:-2] + [CLOCK] + SCENARIOS[-2:] if clock else SCENARIOS)
+        if clock:
+            assert clock.share_group("sbs-clock")["acknowledgements"] == {"ACCEPT": 3}
         groups = ("sbs-reject", "sbs-limit", "sbs-renew", "sbs-norenew", "sbs-expire", "sbs-close", "sbs-batch",
                   "sbs-txn-rc", "sbs-txn-ru", "sbs-many")
         acks = {g: b.share_group(g)["acknowledgements"] for g in groups}
