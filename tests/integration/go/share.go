@@ -78,9 +78,11 @@ func shareMain(args []string) int {
 //
 // Produces s0-s5 to TOPIC (one partition), consumes them in share group TOPIC and acknowledges each on
 // its first delivery: s0, s1 AckAccept, s2, s3 AckRelease, s4, s5 AckReject; flushes the acks, produces
-// "end" and polls, accepting everything, until "end" arrives. Prints the lines
-// "first <value:deliveryCount ...>", "commit ok" (or each partition's ack error from ShareAckCallback)
-// and "then <value:deliveryCount ...>", deliveries in offset order; exit 1 on an error or
+// "end" and polls, accepting everything, until "end" arrives; then produces "r0" and acknowledges it
+// AckRenew (refused where the group has share.renew.acknowledge.enable=false). Prints the lines
+// "first <value:deliveryCount ...>", "commit ok" (or each partition's ack error from ShareAckCallback),
+// "then <value:deliveryCount ...>" and "renew <value:deliveryCount> | <ack errors>", deliveries in
+// offset order; exit 1 on an error or
 // after 30 s.
 func shareAcksMain(args []string) int {
 	if len(args) != 2 {
@@ -166,7 +168,29 @@ func shareAcksMain(args []string) int {
 		fmt.Println("FAILED", err)
 		return 1
 	}
-	fmt.Printf("first %s\n%s\nthen %s\n", deliveries(first), commit, deliveries(then))
+	// the group has share.renew.acknowledge.enable=false: a RENEW is refused for the partition
+	if err := produce("r0"); err != nil {
+		fmt.Println("FAILED", err)
+		return 1
+	}
+	renewed := []*kgo.Record{}
+	mu.Lock()
+	ackErrors = ackErrors[:0]
+	mu.Unlock()
+	for len(renewed) == 0 {
+		if err := poll(&renewed, func(*kgo.Record) kgo.AckStatus { return kgo.AckRenew }); err != nil {
+			fmt.Println("FAILED", err)
+			return 1
+		}
+	}
+	if err := cl.FlushAcks(ctx); err != nil {
+		fmt.Println("FAILED", err)
+		return 1
+	}
+	mu.Lock()
+	renew := "renew " + deliveries(renewed) + " | " + strings.Join(ackErrors, " ")
+	mu.Unlock()
+	fmt.Printf("first %s\n%s\nthen %s\n%s\n", deliveries(first), commit, deliveries(then), renew)
 	return 0
 }
 
