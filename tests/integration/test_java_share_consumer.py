@@ -154,7 +154,7 @@ SCENARIOS = [
 
 # the lock expiry on the manual clock (ShareScenarios' clock scenario, mockbroker only): A holds k0-k2 under the
 # default 30 s lock, B is given nothing until the clock moves past it, then all three with delivery count 2
-CLOCK = "CLOCK lock=30000 k0:1 k1:1 k2:1 | before: | again: k0:2 k1:2 k2:2"
+CLOCK = "CLOCK lock=30000 k0:1 k1:1 k2:1 | before: | again: k0:2 k1:2 k2:2 | failures:"
 
 
 def run_share_scenarios(java_classpath: str, bootstrap: str, clock_broker: MockBroker | None = None) -> list[str]:
@@ -196,8 +196,6 @@ def test_java_share_scenarios_reject_limit_renew_and_members_sharing_a_partition
             clock_broker or contextlib.nullcontext() as clock:
         lines = run_share_scenarios(java_classpath, b.bootstrap_servers, clock)
         assert lines == (SCENARIOS[:-2] + [CLOCK] + SCENARIOS[-2:] if clock else SCENARIOS)
-        if clock:
-            assert clock.share_group("sbs-clock")["acknowledgements"] == {"ACCEPT": 3}
         groups = ("sbs-reject", "sbs-limit", "sbs-renew", "sbs-norenew", "sbs-expire", "sbs-close", "sbs-batch",
                   "sbs-txn-rc", "sbs-txn-ru", "sbs-many")
         acks = {g: b.share_group(g)["acknowledgements"] for g in groups}

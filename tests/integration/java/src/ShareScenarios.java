@@ -454,6 +454,7 @@ public class ShareScenarios {
         List<ConsumerRecord<String, String>> held = new ArrayList<>();
         List<ConsumerRecord<String, String>> before = new ArrayList<>();
         List<ConsumerRecord<String, String>> again = new ArrayList<>();
+        String commitFailures = "";
         try (KafkaShareConsumer<String, String> a =
                  new KafkaShareConsumer<>(consumerProps(clockBootstrap, "sbs-clock", "explicit"));
              KafkaShareConsumer<String, String> b =
@@ -483,11 +484,11 @@ public class ShareScenarios {
                     b.acknowledge(r, AcknowledgeType.ACCEPT);
                 }
                 if (!records.isEmpty()) {
-                    b.commitSync();
+                    commitFailures += failures(b.commitSync());
                 }
             }
             return "CLOCK lock=" + lock + " " + sorted(held) + " | before:" + (before.isEmpty() ? "" : " " + sorted(before))
-                + " | again: " + sorted(again);
+                + " | again: " + sorted(again) + " | failures:" + commitFailures;
         }
     }
 
