@@ -196,6 +196,9 @@ def test_java_share_scenarios_reject_limit_renew_and_members_sharing_a_partition
             clock_broker or contextlib.nullcontext() as clock:
         lines = run_share_scenarios(java_classpath, b.bootstrap_servers, clock)
         assert lines == (SCENARIOS[:-2] + [CLOCK] + SCENARIOS[-2:] if clock else SCENARIOS)
+        if clock:
+            view = clock.share_group("sbs-clock")
+            assert view["acknowledgements"] == {"ACCEPT": 3}, view
         groups = ("sbs-reject", "sbs-limit", "sbs-renew", "sbs-norenew", "sbs-expire", "sbs-close", "sbs-batch",
                   "sbs-txn-rc", "sbs-txn-ru", "sbs-many")
         acks = {g: b.share_group(g)["acknowledgements"] for g in groups}
