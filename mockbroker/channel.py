@@ -13,6 +13,8 @@ from __future__ import annotations
 import enum
 from typing import Any, Protocol
 
+from protocol.gather import Frame
+
 
 class MuteReason(enum.Flag):
     NONE = 0
@@ -62,7 +64,7 @@ class Authenticator(Protocol):
 
     def answered(self, api_key: int, result: Any) -> None: ...
 
-    def close_after_failure(self, response: bytes | memoryview | None, reason: str | None = None) -> None: ...
+    def close_after_failure(self, response: Frame | None, reason: str | None = None) -> None: ...
 
     def handshake(self, version: int, mechanism: str) -> dict[str, Any]: ...
 

@@ -58,20 +58,19 @@ Kafka header) that go to the authenticator instead of the dispatcher.
 
 from __future__ import annotations
 
-import array
 import asyncio
-import fcntl
 import itertools
 import logging
-import termios
 from collections.abc import Callable
 from typing import Protocol
 
 from protocol.errors import ProtocolError
 from protocol.framing import SIZE_PREFIX_BYTES, read_frame_size
+from protocol.gather import Frame
 
 from .channel import Authenticator, CloseReason, MuteReason
 from .clock import Clock
+from .socket_io import unread_bytes, write_frame
 from .memory_pool import MemoryMutedChannels
 
 log = logging.getLogger("mockbroker.connection")
@@ -222,8 +221,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._reading_paused = True
         self._process()
 
-    def eof_received(self) -> bool | None:
-        return None  # close the transport
+    def eof_received(self) -> bool | None:  # close the transport
+        return None
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.closed:
@@ -393,12 +392,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._inflight = None
             self._memory.release(buf)
 
-    def send_response(self, frame: bytes | memoryview | None) -> None:
+    def send_response(self, frame: Frame | None) -> None:
         """Called exactly once per request, with its framed response or None (acks=0)."""
         if self.closed:
             return
         if frame is not None and self.transport is not None:
-            self.transport.write(frame)
+            write_frame(self.transport, frame)  # a GatherFrame's segments with one sendmsg
         self.last_active_ms = self.clock.monotonic_ms()
         # RESPONSE_SENT: the request is done, its memory goes back to the pool;
         # reading resumes unless muted otherwise.
@@ -427,15 +426,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         unread.  Says, during a throttle, whether the client has sent more since it began."""
         frame = self._frame
         own = self._head_len + (len(frame) - self._frame_pos if frame is not None else 0)
-        sock = self.transport.get_extra_info("socket") if self.transport is not None else None
-        if sock is None or self.closed:
-            return own
-        try:
-            n = array.array("i", [0])
-            fcntl.ioctl(sock.fileno(), termios.FIONREAD, n, True)
-        except OSError:
-            return own
-        return own + n[0]
+        return own if self.transport is None or self.closed else own + unread_bytes(self.transport)
 
     def hold_until(self, deadline_ms: int) -> None:
         """observe mode: keep reading, but a request complete before ``deadline_ms`` waits for it."""
@@ -469,7 +460,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.authenticator = None
 
     # -- closing -------------------------------------------------------------------------------
-    def close_after(self, delay_ms: int, response: bytes | memoryview | None, reason: CloseReason,
+    def close_after(self, delay_ms: int, response: Frame | None, reason: CloseReason,
                     detail: str = "") -> None:
         """Read nothing more; after ``delay_ms`` send ``response`` (if any) and close (Kafka's
         ``Selector.maybeDelayCloseOnAuthenticationFailure``)."""

@@ -17,7 +17,7 @@ from typing import Any
 
 from .fetch_session import CachedPartition
 from .metadata import ClusterMetadata, Topic
-from .purgatory import DelayedOperation
+from .purgatory import DelayedOperation, no_callback
 
 READ_COMMITTED = 1
 
@@ -60,4 +60,7 @@ class DelayedFetch(DelayedOperation):
         pass
 
     def on_complete(self) -> None:
-        self._on_complete()
+        # called once: drop the callback, which holds the request's Deferred, and the Deferred holds
+        # this operation (``delayed``): freed by reference counting, not left to the cyclic GC
+        on_complete, self._on_complete = self._on_complete, no_callback
+        on_complete()

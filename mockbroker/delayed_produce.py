@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from protocol.errors import ErrorCode
 
 from .metadata import ClusterMetadata, Partition
-from .purgatory import DelayedOperation
+from .purgatory import DelayedOperation, no_callback
 
 
 @dataclass(slots=True)
@@ -84,4 +84,7 @@ class DelayedProduce(DelayedOperation):
         pass  # pending partitions keep REQUEST_TIMED_OUT
 
     def on_complete(self) -> None:
-        self._on_complete()
+        # called once: drop the callback, which holds the request's Deferred, and the Deferred holds
+        # this operation (``delayed``): freed by reference counting, not left to the cyclic GC
+        on_complete, self._on_complete = self._on_complete, no_callback
+        on_complete()

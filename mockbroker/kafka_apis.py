@@ -38,6 +38,7 @@ from protocol.codec import (
     peek_api,
 )
 from protocol.errors import ErrorCode, ProtocolError, UnsupportedVersion
+from protocol.gather import Frame
 from protocol.registry import ApiKey, ApiRegistry, ApiSpec, any_spec
 
 from .apis import error_responder
@@ -207,15 +208,16 @@ class KafkaApis:
             return
         if answer.client_software is not None:
             conn.client_software = answer.client_software
-        body, frame, partitions = answer.body, None, None
+        body, partitions = answer.body, None
+        frame: Frame | None = None
         sasl = ctx.sasl
         if sasl is None:
-            measured: list[tuple[Body, memoryview]] = []
+            measured: list[tuple[Body, Frame]] = []
 
             def response_size() -> int:
                 """The Fetch response's size as sent (the consumer byte quota charges it); the frame
                 is kept and sent if the body stays as it is (one encode)."""
-                measured.append((answer.body, self._encode(ctx, answer.body)))
+                measured.append((answer.body, self._encode(ctx, answer.body, answer)))
                 return len(measured[0][1]) - 4
 
             charge = charge_quotas(self.broker.quotas, ctx.api_key, ctx.principal, ctx.client_id, ctx.size_bytes,
@@ -234,7 +236,7 @@ class KafkaApis:
         if frame is None:
             if ctx.spec.has_throttle_field(ctx.version):
                 body["throttle_time"] = throttle_ms
-            frame = self._encode(ctx, body)
+            frame = self._encode(ctx, body, answer)
         if sasl is not None and sasl.failure is not None:  # answered after a delay, then closed
             recorder.record(flight, "closed", handled_ns, answer, frame_bytes=len(frame))
             sasl.close_after_failure(frame)
@@ -256,7 +258,11 @@ class KafkaApis:
             send()
 
     @staticmethod
-    def _encode(ctx: RequestContext, body: Body) -> memoryview:
+    def _encode(ctx: RequestContext, body: Body, answer: Response) -> Frame:
+        """The framed response: the answer's own ``encode`` (Fetch: a ``GatherFrame``) or kio's."""
+        if answer.encode is not None:
+            frame: Frame = answer.encode(ctx, body)
+            return frame
         return encode_response(ctx.spec, ctx.version, ctx.correlation_id, build_response(ctx.api_key, ctx.version, body))
 
     # -- requests answered or refused before they have a handler ------------------------------------

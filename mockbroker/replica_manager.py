@@ -64,6 +64,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from protocol.errors import CorruptRecordBatch, ErrorCode
+from protocol.gather import RecordChunks
 from protocol.records import (
     COMPRESSION_MASK,
     LONG_MAX,
@@ -90,6 +91,7 @@ from .log import AbortedTxn, FetchSlice, OffsetOutOfRange
 from .metadata import INTERNAL_TOPICS, ClusterMetadata, Partition
 from .purgatory import DelayedOperationPurgatory, Timer
 from .replication import ReplicationSimulator
+from .shared_encodings import SharedEncodings
 
 log = logging.getLogger("mockbroker.replica_manager")
 
@@ -213,11 +215,17 @@ class LogReadResult:
     high_watermark: int = -1
     last_stable_offset: int = -1
     log_start_offset: int = -1
-    records: bytes | memoryview = b""
+    # the stored batch read, or several as ``RecordChunks`` (sent unjoined, as FileRecords.writeTo)
+    records: bytes | memoryview | RecordChunks = b""
     size_bytes: int = 0
     partition: Partition | None = None
     # read_committed: the aborted transactions overlapping what was read (else None, null on the wire)
     aborted_transactions: list[AbortedTxn] | None = None
+
+    def records_bytes(self) -> bytes | memoryview:
+        """The records read as one buffer (several batches joined)."""
+        records = self.records
+        return bytes(records) if isinstance(records, RecordChunks) else records
 
 
 @dataclass(slots=True)
@@ -248,15 +256,19 @@ class ReplicaManager:
         # One timer per purgatory, as Kafka gives each DelayedOperationPurgatory its own SystemTimer.
         self.produce_purgatory = DelayedOperationPurgatory("Produce", Timer(clock), purge_interval=produce_purge_interval)
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", Timer(clock), purge_interval=fetch_purge_interval)
+        self.shared_encodings = SharedEncodings()
         self.txn_verifier = txn_verifier
         # mock.produce.check.records: walk each batch's records to check its count (LogValidator)
         self.check_records = check_records
         actions.completers.append(self.try_complete_delayed)
 
     def try_complete_delayed(self, key: TopicPartition) -> None:
-        """Complete the delayed produces and fetches watching ``key`` that now can."""
+        """Complete the delayed produces and fetches watching ``key`` that now can.  The fetches
+        complete in one pass (``checkAndComplete``); the responses built in it share what they have
+        in common (``shared_encodings``: one encoding for the fetches parked at the same offset)."""
         self.produce_purgatory.check_and_complete(key)
-        self.fetch_purgatory.check_and_complete(key)
+        with self.shared_encodings:
+            self.fetch_purgatory.check_and_complete(key)
 
     # -- produce ---------------------------------------------------------------------------------
     def append_records(self, entries: list[ProduceEntry], acks: int, timeout_ms: int, api_version: int,
@@ -580,7 +592,7 @@ class ReplicaManager:
         if sl.first_entry_incomplete:
             sl = FetchSlice([], 0, cp.fetch_offset)
         if sl.size_bytes:
-            result.records = sl.chunks[0] if len(sl.chunks) == 1 else b"".join(sl.chunks)
+            result.records = sl.chunks[0] if len(sl.chunks) == 1 else RecordChunks(sl.chunks, sl.size_bytes)
             result.size_bytes = sl.size_bytes
         if params.isolation_level == READ_COMMITTED:
             # LocalLog.read with FetchIsolation.TXN_COMMITTED: nothing read, an empty list; else the

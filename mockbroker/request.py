@@ -101,6 +101,9 @@ class Response(NamedTuple):
     # the fetch session created or updated) returning the body to send (``body`` itself if unchanged)
     if_throttled: Callable[[], Body] | None = None
     finish: Callable[[], Body] | None = None
+    # the framed response of a body (Fetch: record sets unjoined, bodies shared in a completion
+    # pass; ``fetch_response.py``); None: the dispatcher's ``encode_response``
+    encode: Callable[[RequestContext, Body], Any] | None = None
 
     @property
     def top_error(self) -> int | None:

@@ -34,6 +34,7 @@ from typing import Any
 
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.framing import frame
+from protocol.gather import Frame
 from protocol.registry import ApiKey
 
 from .channel import CloseReason
@@ -149,7 +150,7 @@ class SaslAuthenticator:
         a SaslAuthenticationException in Kafka, so the delayed failure close."""
         self.close_after_failure(None, f"Failing SASL authentication due to invalid receive size: {detail}")
 
-    def close_after_failure(self, response: bytes | memoryview | None, reason: str | None = None) -> None:
+    def close_after_failure(self, response: Frame | None, reason: str | None = None) -> None:
         """Kafka's failed-authentication close: nothing more is read, and after
         ``connection.failed.authentication.delay.ms`` the failure response (if any) is sent and
         the connection closed."""

@@ -23,6 +23,8 @@ from collections import deque
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from protocol.gather import Frame
+
 from .clock import Clock
 from .connection import KafkaConnection
 from .quota.throttle import ThrottleEvent
@@ -64,7 +66,7 @@ class ThrottledChannel:
         self.clock = clock
         self.delivery = delivery
 
-    def start(self, frame: bytes | memoryview) -> None:
+    def start(self, frame: Frame) -> None:
         event = self.event
         if event.mode == "delay":  # Kafka < 2.0 ThrottledResponse: the response itself is held
             self.clock.call_later(event.throttle_ms, lambda: self.send(frame))
@@ -77,7 +79,7 @@ class ThrottledChannel:
         else:  # observe: keep reading; a request arriving early is held until the deadline
             conn.hold_until(event.deadline_ms)
 
-    def send(self, frame: bytes | memoryview) -> None:
+    def send(self, frame: Frame) -> None:
         conn, event = self.conn, self.event
         event.sent_ms = self.clock.monotonic_ms()
         if conn.closed:
@@ -113,7 +115,7 @@ class ThrottleDelivery:
         self.events = events
         self.after: dict[int, AfterThrottle] = {}  # connection id -> what came of its last throttle
 
-    def send_response_maybe_throttle(self, conn: KafkaConnection, frame: bytes | memoryview, throttle_ms: int,
+    def send_response_maybe_throttle(self, conn: KafkaConnection, frame: Frame, throttle_ms: int,
                                      ctx: RequestContext, quota_type: str) -> None:
         """Send a response carrying ``throttle_ms``, recording the throttle."""
         if throttle_ms <= 0:

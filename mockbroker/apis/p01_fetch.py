@@ -23,7 +23,8 @@ Behavior:
   the consumer byte quota's window), each partition by partition_max_bytes and what is left; the first partition
   with data returns at least one whole batch (KIP-74); a later partition may
   end with a truncated batch, as a slab read from a segment file does.
-* Batches are served as the stored bytes, never decoded.
+* Batches are served as the stored bytes, never decoded, nor joined: the response goes to the
+  socket as segments (``fetch_response.py``); the fetches one append completes share one encoding.
 * An injected error (``faults.py``) goes to the partitions its rule names
   (every partition when it names none); the fetch is answered at once with
   what the others have.
@@ -48,6 +49,7 @@ from protocol.codec import timedelta_ms
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
+from ..fetch_response import encoder
 from ..fetch_session import CachedPartition, FetchContext
 from ..journal import PartitionRecord
 from ..metadata import ClusterMetadata
@@ -172,7 +174,8 @@ def _respond(ctx: RequestContext, fctx: FetchContext, by_id: bool, read_committe
     def if_throttled() -> Body:
         return {"error_code": ErrorCode.none, "session_id": session_id, "responses": []}
 
-    return Response(body, partitions, finish=finish, if_throttled=if_throttled)
+    return Response(body, partitions, finish=finish, if_throttled=if_throttled,
+                    encode=encoder(broker.replica_manager.shared_encodings, topics))
 
 
 def handle(ctx: RequestContext, req: FetchRequest) -> Outcome:

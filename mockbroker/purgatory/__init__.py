@@ -8,7 +8,7 @@ runs on the broker's single asyncio event loop, without locks.
 
 from __future__ import annotations
 
-from .delayed_operation import DelayedDeadline, DelayedOperation, DelayedOperationPurgatory
+from .delayed_operation import DelayedDeadline, DelayedOperation, DelayedOperationPurgatory, no_callback
 from .timer import Timer
 from .timing_wheel import (
     TaskCounter,
@@ -28,4 +28,5 @@ __all__ = [
     "TimerTaskEntry",
     "TimerTaskList",
     "TimingWheel",
+    "no_callback",
 ]

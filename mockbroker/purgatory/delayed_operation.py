@@ -108,6 +108,12 @@ class DelayedOperation(TimerTask):
         raise NotImplementedError
 
 
+def no_callback() -> None:
+    """What a completed operation holds in place of its completion callback: dropping the callback
+    drops the references it holds (a request's Deferred, which holds the operation), so a completed
+    operation is freed by reference counting rather than left in a cycle to the cyclic GC."""
+
+
 class DelayedDeadline(DelayedOperation):
     """A deadline, not an operation: never completes on a condition; when its time comes it calls
     ``expire`` (a group member's session or rebalance timeout, a group's initial rebalance delay).

@@ -283,12 +283,13 @@ class SharePartitionManager:
                     out.error = res.error
                 fetch.results[r.key] = out
                 continue
-            batches = fetched_batches(res.records)
+            records = res.records_bytes()
+            batches = fetched_batches(records)
             acquired, count = r.sp.acquire(fetch.member_id, fetch.mode, fetch.batch_size,
                                            fetch.max_records - acquired_count, r.fetch_offset, batches,
                                            [(t.producer_id, t.first_offset) for t in res.aborted_transactions or []])
             if acquired:
-                out.records = slice_records(res.records, batches, acquired)
+                out.records = slice_records(records, batches, acquired)
                 out.acquired = acquired
                 acquired_count += count
             fetch.results[r.key] = out

@@ -1,0 +1,48 @@
+"""Encodings shared by the responses built in one completion pass.
+
+When an append wakes the fetches parked on a partition, Kafka's
+``DelayedOperationPurgatory.checkAndComplete`` completes them in one pass, and the consumers
+parked at the log end offset all get the same record set: their responses differ only in the
+correlation id, the throttle time and the session id.  Kafka shares the record bytes (each
+response's ``FileRecords`` views the same segment); here the whole encoded body is built once
+in the pass and the others reuse it (``fetch_response.py``), with their own first bytes.
+
+The sharing lasts one pass (``with shared:`` around ``check_and_complete``) and no longer, so an
+encoding pins nothing past the pass that built it; outside a pass nothing is kept.  An entry
+holds the objects its key names by identity (the record sets), so no id in a key is reused
+while the entry lives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any
+
+
+class SharedEncodings:
+    __slots__ = ("_entries", "_depth", "hits")
+
+    def __init__(self) -> None:
+        self._entries: dict[Hashable, Any] = {}
+        self._depth = 0
+        self.hits = 0  # responses that reused an encoding (for tests and benchmarks)
+
+    def __enter__(self) -> SharedEncodings:
+        self._depth += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._depth -= 1
+        if not self._depth:
+            self._entries.clear()
+
+    def get(self, key: Hashable, make: Callable[[], Any]) -> Any:
+        """The value for ``key``: made once in a pass, made each time outside one."""
+        if not self._depth:
+            return make()
+        value = self._entries.get(key)
+        if value is None:
+            value = self._entries[key] = make()
+        else:
+            self.hits += 1
+        return value

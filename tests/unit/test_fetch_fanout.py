@@ -1,0 +1,140 @@
+"""Fetch responses as segments (protocol/gather.py, mockbroker/fetch_response.py): byte-identical to
+kio's own encoding, the fetches one append wakes sharing one body, record sets never joined."""
+
+from __future__ import annotations
+
+import gc
+import time
+import weakref
+
+import pytest
+
+from mockbroker.fetch_response import encoder
+from mockbroker.shared_encodings import SharedEncodings
+from protocol.codec import build_response, decode_response, encode_response
+from protocol.gather import GatherFrame, RecordChunks
+from protocol.records import build_batch
+from protocol.registry import ApiKey, any_spec
+
+from .test_fetch_wire import fetch, produce
+
+SPEC = any_spec(ApiKey.FETCH)
+
+
+class Ctx:
+    """What an encoder reads of a RequestContext."""
+
+    def __init__(self, version: int, correlation_id: int) -> None:
+        self.spec, self.version, self.correlation_id = SPEC, version, correlation_id
+
+
+def body(records, aborted=None, topic="t"):
+    topics = [{"topic": topic, "topic_id": __import__("uuid").UUID(int=7), "partitions": [
+        {"partition_index": 0, "error_code": 0, "high_watermark": 12, "last_stable_offset": 12,
+         "log_start_offset": 0, "aborted_transactions": aborted, "preferred_read_replica": -1,
+         "records": records},
+        {"partition_index": 1, "error_code": 1, "high_watermark": -1, "last_stable_offset": -1,
+         "log_start_offset": -1, "aborted_transactions": None, "preferred_read_replica": -1, "records": b""}]}]
+    return topics, {"error_code": 0, "session_id": 0, "responses": topics, "node_endpoints": []}
+
+
+BATCH = build_batch([(b"k", b"v" * 700, [])] * 3, base_timestamp=1)
+SMALL = build_batch([(b"k", b"v", [])], base_timestamp=1)
+
+
+@pytest.mark.parametrize("version", [4, 6, 7, 11, 12, 13, 16, 18])
+def test_shared_frames_are_byte_identical_to_kios_encoding(version):
+    shared = SharedEncodings()
+    half = len(BATCH) // 2
+    for records, plain in ((BATCH, BATCH), (SMALL, SMALL),
+                           (RecordChunks([BATCH, memoryview(BATCH)[:half]], len(BATCH) + half),
+                            BATCH + BATCH[:half])):
+        topics, b = body(records, aborted=[{"producer_id": 5, "first_offset": 3}])
+        _, expected_body = body(plain, aborted=[{"producer_id": 5, "first_offset": 3}])
+        encode = encoder(shared, topics)
+        with shared:
+            frames = []
+            for corr, throttle, session in ((1, 0, 0), (2, 250, 77), (3, 0, 1 << 30)):
+                frame = encode(Ctx(version, corr), {**b, "throttle_time": throttle, "session_id": session})
+                want = encode_response(SPEC, version, corr, build_response(
+                    ApiKey.FETCH, version, {**expected_body, "throttle_time": throttle, "session_id": session}))
+                assert isinstance(frame, GatherFrame) and len(frame) == len(want)
+                assert bytes(frame) == bytes(want)
+                frames.append(frame)
+        # one body for the three, the record set by reference (zero copy) when large
+        assert frames[0].body is frames[1].body is frames[2].body
+        if records is BATCH:
+            assert any(seg is BATCH for seg in frames[0].body)
+    assert shared.hits == 6
+
+
+def test_outside_a_pass_nothing_is_kept_and_a_changed_body_is_encoded_afresh():
+    shared = SharedEncodings()
+    topics, b = body(BATCH)
+    encode = encoder(shared, topics)
+    f1, f2 = encode(Ctx(12, 1), b), encode(Ctx(12, 2), b)
+    assert f1.body is not f2.body and shared.hits == 0
+    with shared:
+        throttled = encode(Ctx(12, 3), {**b, "responses": []})  # getThrottledResponse: no partitions
+    want = encode_response(SPEC, 12, 3, build_response(ApiKey.FETCH, 12, {**b, "responses": []}))
+    assert bytes(throttled) == bytes(want) and shared.hits == 0
+
+
+def test_fetches_one_append_wakes_share_one_encoding(raw, broker):
+    """Four consumers parked at the log end; one append answers them all with the same records,
+    one body encoded once (three reuse it), each with its own correlation id."""
+    broker.create_topic("fan", 1)
+    hits = lambda: broker.call(lambda c: c.broker().replica_manager.shared_encodings.hits)  # noqa: E731
+    parked = lambda: broker.call(lambda c: c.broker().replica_manager.fetch_purgatory.num_delayed())  # noqa: E731
+    before = hits()
+    consumers = [raw() for _ in range(4)]
+    corrs = []
+    for i, c in enumerate(consumers):
+        for _ in range(i):  # different correlation ids
+            fetch(c, "fan", [])
+        corrs.append(c.send(1, 12, {
+            "replica_id": -1, "max_wait": 20_000, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [],
+            "topics": [{"topic": "fan", "partitions": [{"partition": 0, "fetch_offset": 0,
+                                                        "partition_max_bytes": 1 << 20, "log_start_offset": -1,
+                                                        "current_leader_epoch": -1}]}]}))
+    deadline = time.monotonic() + 10
+    while parked() < 4:
+        assert time.monotonic() < deadline, "the fetches did not park"
+        time.sleep(0.01)
+    produce(raw(), "fan", 0, n=5, value=b"x" * 300)
+    stored = fetch(raw(), "fan", [(0, 0, 1 << 20)]).responses[0].partitions[0].records
+    for c, corr in zip(consumers, corrs):
+        got, r = decode_response(1, 12, 1, c.recv_frame())
+        p = r.responses[0].partitions[0]
+        assert (got, r.error_code, p.error_code, p.high_watermark, p.records) == (corr, 0, 0, 5, stored)
+    assert hits() - before == 3
+
+
+def test_a_woken_fetch_is_freed_by_reference_counting(raw, broker):
+    """A completed DelayedFetch and its request's Deferred hold no cycle: 10,000 woken fetches
+    would otherwise be left to the cyclic GC, whose full collections stall the event loop."""
+    broker.create_topic("cyc", 1)
+    consumers = [raw() for _ in range(3)]
+    for c in consumers:
+        c.send(1, 12, {
+            "replica_id": -1, "max_wait": 20_000, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [],
+            "topics": [{"topic": "cyc", "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20,
+                                                        "log_start_offset": -1, "current_leader_epoch": -1}]}]})
+    purgatory = lambda c: c.broker().replica_manager.fetch_purgatory  # noqa: E731
+    deadline = time.monotonic() + 10
+    while broker.call(lambda c: purgatory(c).num_delayed()) < 3:
+        assert time.monotonic() < deadline, "the fetches did not park"
+        time.sleep(0.01)
+    refs = broker.call(lambda c: [weakref.ref(op) for op in purgatory(c)._watchers[("cyc", 0)]])
+    gc.collect()
+    gc.disable()
+    try:
+        produce(raw(), "cyc", 0)
+        for c in consumers:
+            c.recv_frame()
+        broker.call(lambda c: None)  # the loop is past the completion pass
+        assert len(refs) == 3 and [r() for r in refs] == [None, None, None]
+    finally:
+        gc.enable()
