@@ -264,7 +264,10 @@ public class ShareScenarios {
         String commitFailures;
         String lock;
         String lock2;
-        try (KafkaShareConsumer<String, String> c =
+        Properties ap = new Properties();
+        ap.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        try (Admin admin = Admin.create(ap);
+             KafkaShareConsumer<String, String> c =
                  new KafkaShareConsumer<>(consumerProps(bootstrap, "sbs-expire", "explicit"))) {
             c.subscribe(List.of("sbs-expire"));
             ConsumerRecords<String, String> records = ConsumerRecords.empty();
@@ -273,22 +276,21 @@ public class ShareScenarios {
                 records = c.poll(POLL);
                 records.forEach(first::add);
             }
+            long acquired = System.currentTimeMillis();
             lock = c.acquisitionLockTimeoutMs().map(String::valueOf).orElse("-");
+            // the redelivery under a 30 s lock (a group config is read at each acquisition, so the records
+            // held now keep their 1 s lock): set while they are held, by an Admin already connected, so
+            // the consumer's background ShareFetch cannot take them again under the old 1 s lock once
+            // they expire, however slow this machine is between that fetch and the commit
+            admin.incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.GROUP, "sbs-expire"),
+                List.of(new AlterConfigOp(new ConfigEntry("share.record.lock.duration.ms", "30000"),
+                    AlterConfigOp.OpType.SET)))).all().get(30, TimeUnit.SECONDS);
             // held past the group's 1 s lock (with 1 s to spare for the broker's timer): back to Available
-            Thread.sleep(EXPIRE_HOLD_MS);
+            Thread.sleep(Math.max(0, acquired + EXPIRE_HOLD_MS - System.currentTimeMillis()));
             for (ConsumerRecord<String, String> r : records) {
                 c.acknowledge(r, AcknowledgeType.ACCEPT);
             }
             commitFailures = failures(c.commitSync()) + " | again:";
-            // the redelivery under a 30 s lock (a group config is read at each acquisition): no second expiry
-            // however slow this machine is between that poll and its commit
-            Properties ap = new Properties();
-            ap.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-            try (Admin admin = Admin.create(ap)) {
-                admin.incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.GROUP, "sbs-expire"),
-                    List.of(new AlterConfigOp(new ConfigEntry("share.record.lock.duration.ms", "30000"),
-                        AlterConfigOp.OpType.SET)))).all().get(30, TimeUnit.SECONDS);
-            }
             while (again.size() < 3) {
                 check(deadline, "expired " + sorted(again));
                 ConsumerRecords<String, String> next = c.poll(POLL);
