@@ -158,6 +158,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "share" {
 		os.Exit(shareMain(os.Args[2:])) // share.go, for test_franz_go_share.py
 	}
+	if len(os.Args) > 1 && os.Args[1] == "share-acks" {
+		os.Exit(shareAcksMain(os.Args[2:])) // share.go, for test_java_share_consumer.py
+	}
 	if len(os.Args) > 1 && os.Args[1] == "kadm" {
 		os.Exit(kadmMain(os.Args[2:])) // kadm.go, for test_admin_tour.py and test_admin_kafka44.py
 	}
