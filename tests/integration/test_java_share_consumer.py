@@ -305,8 +305,9 @@ def franz_go_share_scenario(bootstrap: str) -> list[str]:
     return r.stdout.splitlines()
 
 
-def test_confluent_and_franz_go_share_consumers_release_accept_reject():
-    with MockBroker(config=SHARE_BROKER_CONFIG) as b:
+@pytest.mark.parametrize("brokers", [1, 3])
+def test_confluent_and_franz_go_share_consumers_release_accept_reject(brokers):
+    with MockBroker(config={**SHARE_BROKER_CONFIG, "mock.num.brokers": brokers}) as b:
         assert confluent_share_scenario(b.bootstrap_servers) == CLIENT_SHARE
         assert franz_go_share_scenario(b.bootstrap_servers) == CLIENT_SHARE + [GO_RENEW]
         assert b.share_group("cf-share")["acknowledgements"] == {"ACCEPT": 5, "RELEASE": 2, "REJECT": 2}

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -42,7 +43,7 @@ func aclMain(args []string) int {
 		return 2
 	}
 	bootstrap, user, password, denied, readable, group, txnID := args[0], args[1], args[2], args[3], args[4], args[5], args[6]
-	base := []kgo.Opt{kgo.SeedBrokers(bootstrap), kgo.ClientID("acl-denied"),
+	base := []kgo.Opt{kgo.SeedBrokers(strings.Split(bootstrap, ",")...), kgo.ClientID("acl-denied"),
 		kgo.SASL(plain.Auth{User: user, Pass: password}.AsMechanism()), kgo.RequestRetries(2)}
 
 	run := func(label string, opts []kgo.Opt, fn func(context.Context, *kgo.Client) error) {

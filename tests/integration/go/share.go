@@ -27,7 +27,7 @@ func shareMain(args []string) int {
 	}
 	bootstrap, topic, group := args[0], args[1], args[2]
 	records, _ := strconv.Atoi(args[3])
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ClientID(group), kgo.ConsumeTopics(topic),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...), kgo.ClientID(group), kgo.ConsumeTopics(topic),
 		kgo.ShareGroup(group))
 	if err != nil {
 		fmt.Println("FAILED", err)
@@ -94,7 +94,7 @@ func shareAcksMain(args []string) int {
 		"s3": kgo.AckRelease, "s4": kgo.AckReject, "s5": kgo.AckReject}
 	var mu sync.Mutex
 	ackErrors := []string{}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ClientID(topic), kgo.ConsumeTopics(topic),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...), kgo.ClientID(topic), kgo.ConsumeTopics(topic),
 		kgo.ShareGroup(topic), kgo.DefaultProduceTopic(topic),
 		kgo.ShareAckCallback(func(_ *kgo.Client, results kgo.ShareAckResults) {
 			mu.Lock()
