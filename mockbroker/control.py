@@ -495,6 +495,21 @@ class ControlPlane:
                         for m in g.members.values()],
         }
 
+    def expel_member(self, group_id: Any, member_id: Any) -> dict[str, Any]:
+        """Expel a member as its session timeout would, at once: a classic member is removed and the
+        group rebalances; a consumer (KIP-848), streams (KIP-1071) or share member is fenced and its
+        partitions or tasks go to the others. Its next heartbeat is answered UNKNOWN_MEMBER_ID (or
+        FENCED_MEMBER_EPOCH) and it rejoins, as after a session timeout. The group view after it."""
+        gid, mid = _str(group_id, "group_id"), _str(member_id, "member_id")
+        g = self.cluster.groups.get_group(gid)
+        if g is None:
+            raise NotFound(f"no group {gid!r}", "group_id")
+        expelled = (self.cluster.share_groups.expel(gid, mid) if g.group_type is GroupType.SHARE
+                    else self.cluster.groups.expel_member(gid, mid))
+        if not expelled:
+            raise NotFound(f"no member {mid!r} in group {gid!r}", "member_id")
+        return self._group_view(gid)
+
     def inject_coordinator_loading(self, group_id: Any, duration_ms: Any) -> None:
         """The group's coordinator answers COORDINATOR_LOAD_IN_PROGRESS for ``duration_ms``."""
         self.cluster.groups.inject_loading(_str(group_id, "group_id"), _int(duration_ms, "duration_ms", 0))

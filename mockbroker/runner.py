@@ -299,6 +299,14 @@ class MockBroker:
                 return None
         return self.control(get)
 
+    def expel_member(self, group_id: str, member_id: str) -> dict[str, Any]:
+        """Fault: expel a member as its session timeout would, at once (``DELETE
+        /groups/{group}/members/{member}``): a classic member is removed and its group rebalances; a
+        consumer, streams or share member is fenced and its partitions or tasks go to the others. The
+        member learns it on its next heartbeat and rejoins. The group view after it; LookupError when
+        there is no such group or member."""
+        return self.control(lambda c: c.expel_member(group_id, member_id))
+
     def inject_coordinator_loading(self, group_id: str, duration_ms: int) -> None:
         """Fault: the group's coordinator answers COORDINATOR_LOAD_IN_PROGRESS for ``duration_ms``
         (Heartbeat answers NONE and SyncGroup REBALANCE_IN_PROGRESS meanwhile, as Kafka does)."""

@@ -262,6 +262,10 @@ paths = {
                                 op_id="listClientMetrics")},
  "/groups/{group}/loading": {"post": op("Its coordinator answers COORDINATOR_LOAD_IN_PROGRESS for a while", None,
                                         [group_p], ref("LoadingSet"), status="204", op_id="injectLoading")},
+ "/groups/{group}/members/{member}": {"delete": op(
+     "Expel a member as its session timeout would, at once: a classic member is removed and the group "
+     "rebalances; a consumer, streams or share member is fenced and its partitions or tasks go to the others",
+     ref("Group"), [group_p, p("member", "member id", where="path")], errors=(400, 404), op_id="expelMember")},
  "/connections": {"get": op("Client connections: peer, client id and software, principal, mute reasons, "
                             "in-flight request", arr(ref("Connection")),
                             [p("broker", "only this broker's", {**I, "minimum": 0}), p("client_id", "only this client id")],

@@ -339,6 +339,12 @@ def build_app(cluster: Cluster, control: ControlPlane, guard: Guard | None = Non
 
     r.add_post("/groups/{group}/loading", loading)
 
+    async def expel(q: web.Request) -> web.Response:
+        _query(q)
+        return _json(c.expel_member(q.match_info["group"], q.match_info["member"]))
+
+    r.add_delete("/groups/{group}/members/{member}", expel)
+
     # -- connections, throttles, gauges, journal --------------------------------------------------
     get("/connections", lambda q: c.connections(**_query(q, "broker", "client_id")))
     get("/throttles", lambda q: c.throttle_events(**_query(q, "client_id", "user", "connection")))

@@ -511,8 +511,28 @@ class ClassicGroupCoordinator:
         member = group.members.get(member_id)
         if member is None or member.has_satisfied_heartbeat():
             return
-        log.info("Member %s in group %s has failed, removing it from the group", member_id, group.group_id)
-        self._remove_member_and_update_group(group, member, f"removing member {member_id} on heartbeat expiration")
+        self._expire_member(group, member)
+
+    def _expire_member(self, group: GroupMetadata, member: MemberMetadata) -> None:
+        log.info("Member %s in group %s has failed, removing it from the group", member.member_id, group.group_id)
+        self._remove_member_and_update_group(group, member,
+                                             f"removing member {member.member_id} on heartbeat expiration")
+
+    def expel(self, group_id: str, member_id: str) -> bool:
+        """The admin API's expel: the member's session expires now, whether or not its heartbeat is
+        due (on_expire_heartbeat's removal: the group rebalances without it). False: no such member."""
+        group = self._group(group_id)
+        if group is None or group.is_state(GroupState.DEAD):
+            return False
+        self._remove_heartbeat_for_leaving_member(group, member_id)
+        if member_id in group.pending_members:
+            self.on_expire_heartbeat(group, member_id, True)
+            return True
+        member = group.members.get(member_id)
+        if member is None:
+            return False
+        self._expire_member(group, member)
+        return True
 
     def _remove_member_and_update_group(self, group: GroupMetadata, member: MemberMetadata, reason: str) -> None:
         # a new member may time out while its JoinGroup waits: answer it so it can retry

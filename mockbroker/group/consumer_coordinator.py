@@ -429,6 +429,15 @@ class ConsumerGroupCoordinator:
             "session" if kind == "session" else "rebalance")
         self._remove_member(group, member)
 
+    def expel(self, group_id: str, member_id: str) -> bool:
+        """The admin API's expel: the member's session times out now (on_member_timeout: fenced, the
+        group epoch bumped, its partitions assigned to the others). False: no such member."""
+        group = self._group(group_id)
+        if group is None or member_id not in group.members:
+            return False
+        self.on_member_timeout(group_id, member_id, "session", group.members[member_id].member_epoch)
+        return True
+
     def _remove_member(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         group.members.pop(member.member_id, None)
         group.target.pop(member.member_id, None)

@@ -34,7 +34,7 @@ from ..cluster_view import BrokerView, ClusterView, TopicPartition
 from .consumer_coordinator import ConsumerGroupCoordinator, ConsumerGroupHeartbeatResult
 from .consumer_group import ConsumerGroupDescription
 from .classic_coordinator import ClassicGroupCoordinator
-from .group import DescribedGroup, Group, ListedGroup, OffsetAndMetadata
+from .group import DescribedGroup, Group, GroupType, ListedGroup, OffsetAndMetadata
 from .classic_group import JoinGroupResult, SyncGroupResult
 from .offsets import OffsetMetadataManager
 from .registry import GroupRegistry
@@ -219,6 +219,18 @@ class GroupCoordinatorService:
     # -- the process ------------------------------------------------------------------------------------
     def get_group(self, group_id: str) -> Group | None:
         return self.registry.get(group_id)
+
+    def expel_member(self, group_id: str, member_id: str) -> bool:
+        """The admin API's expel (a classic, consumer or streams group's member): its session expires
+        now, through its coordinator's own session-expiry path. False: no such group or member."""
+        group = self.registry.get(group_id)
+        if group is None:
+            return False
+        if group.group_type is GroupType.CLASSIC:
+            return self.classic.expel(group_id, member_id)
+        if group.group_type is GroupType.CONSUMER:
+            return self.consumer.expel(group_id, member_id)
+        return group.group_type is GroupType.STREAMS and self.streams.expel(group_id, member_id)
 
     def on_brokers_changed(self) -> None:
         """A broker stopped or started: groups whose coordinator changed move (classic ones reload)."""

@@ -378,6 +378,15 @@ class StreamsGroupCoordinator:
                  "session" if kind == "session" else "rebalance")
         self._remove(group, member, bump_epoch=True)
 
+    def expel(self, group_id: str, member_id: str) -> bool:
+        """The admin API's expel: the member's session times out now (on_timeout: fenced, the group
+        epoch bumped, its tasks assigned to the others). False: no such member."""
+        group = self._group(group_id)
+        if group is None or member_id not in group.members:
+            return False
+        self.on_timeout(group_id, member_id, "session", group.members[member_id].member_epoch)
+        return True
+
     def _remove(self, group: StreamsGroup, member: StreamsGroupMember, bump_epoch: bool) -> None:
         """removeStreamsMember (and the epoch bump of streamsGroupFenceMember)."""
         group.remove_member(member.member_id, self.clock.time_ms())

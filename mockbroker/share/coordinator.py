@@ -273,6 +273,15 @@ class ShareGroupCoordinator:
         log.info("[GroupId %s] Member %s fenced from the group because its session expired.", group_id, member_id)
         self._remove_member(group, member_id)
 
+    def expel(self, group_id: str, member_id: str) -> bool:
+        """The admin API's expel: the member's session expires now (on_session_timeout: fenced, its
+        partitions assigned to the others). False: no such member."""
+        group = self.group(group_id)
+        if group is None or member_id not in group.members:
+            return False
+        self.on_session_timeout(group_id, member_id)
+        return True
+
     def _remove_member(self, group: ShareGroup, member_id: str) -> None:
         """shareGroupFenceMember: the member goes, the group epoch is bumped and the target computed
         again for those left."""

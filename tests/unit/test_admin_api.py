@@ -259,6 +259,7 @@ def admin():
     ("GET", "/topics/t/partitions/7", None, 404, "partition"),
     ("GET", "/topics/t/partitions/x", None, 400, "partition"),
     ("GET", "/groups/nope", None, 404, "group_id"),
+    ("DELETE", "/groups/nope/members/m-1", None, 404, "group_id"),
     ("POST", "/brokers/9/stop", None, 404, "broker"),
     ("DELETE", "/faults/99", None, 404, "rule"),
     ("POST", "/faults/release", {"rule": 99}, 404, "rule"),
@@ -350,3 +351,15 @@ def test_topics_brokers_and_partitions_over_http():
 def test_the_document_is_what_scripts_openapi_writes():
     out = subprocess.run([sys.executable, "scripts/openapi.py", "--check"], capture_output=True, timeout=60)
     assert out.returncode == 0, "run python scripts/openapi.py and commit mockbroker/admin/openapi.json"
+
+
+def test_expel_over_http_fences_a_consumer_groups_member():
+    from .test_consumer_group_protocol import Member
+    with MockBroker(config={**ADMIN, "mock.topics": "t:4"}, clock=ManualClock()) as b:
+        a, m2 = Member(b, "x"), Member(b, "x")
+        a.hb(), m2.hb()
+        status, g = http(f"{b.admin_url}/groups/x/members/{m2.member_id}", "DELETE")
+        assert status == 200 and [m["member_id"] for m in g["members"]] == [a.member_id]
+        assert m2.hb().error_code == E.unknown_member_id
+        status, err = http(f"{b.admin_url}/groups/x/members/{m2.member_id}", "DELETE")
+        assert (status, err["field"]) == (404, "member_id")

@@ -150,6 +150,22 @@ class TestFencing:
         assert r.member_epoch == 4 and a.partitions() == [0, 1, 2, 3]  # epochs: a joins 2, m2 joins 3, m2 fenced 4
         assert m2.hb().error_code == E.unknown_member_id
 
+    def test_expel_fences_at_once_as_the_session_timeout_would(self, b):
+        a, m2 = Member(b, "f5"), Member(b, "f5")
+        a.hb(), m2.hb(), a.hb(), a.hb(), m2.hb()
+        assert len(a.partitions()) == len(m2.partitions()) == 2
+        view = b.expel_member("f5", m2.member_id)  # no time passes
+        assert [m["member_id"] for m in view["members"]] == [a.member_id] and view["group_epoch"] == 4
+        r = a.hb()
+        assert r.member_epoch == 4 and a.partitions() == [0, 1, 2, 3]  # as the session timeout's fencing
+        assert m2.hb().error_code == E.unknown_member_id
+        m2.epoch, m2.owned = 0, {}
+        assert m2.hb().error_code == E.none and m2.epoch == 5  # it rejoins with epoch 0, as a fenced consumer does
+        with pytest.raises(LookupError, match="no member 'nope'"):
+            b.expel_member("f5", "nope")
+        with pytest.raises(LookupError, match="no group 'f-none'"):
+            b.expel_member("f-none", a.member_id)
+
     def test_revocation_timeout_fences_a_member_that_does_not_revoke(self, b):
         a = Member(b, "f3")
         a.hb()

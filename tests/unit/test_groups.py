@@ -257,6 +257,18 @@ class TestSyncAndHeartbeat:
         r = f.join_response()  # every remaining member rejoined: the join phase completes at once
         assert (r.error_code, r.generation_id, r.leader) == (E.none, 2, f.member_id)
 
+    def test_expel_removes_a_member_at_once_as_its_session_timeout_would(self, b):
+        a, f = stable_pair(b, "s5")
+        g = b.expel_member("s5", a.member_id)  # no time passes
+        assert g["state"] == "PreparingRebalance" and [m["member_id"] for m in g["members"]] == [f.member_id]
+        assert f.heartbeat() == E.rebalance_in_progress
+        assert a.heartbeat() == E.unknown_member_id
+        f.send_join()
+        r = f.join_response()
+        assert (r.error_code, r.generation_id, r.leader) == (E.none, 2, f.member_id)
+        with pytest.raises(LookupError, match="no member"):
+            b.expel_member("s5", a.member_id)
+
     def test_rebalance_timeout_removes_member_that_does_not_rejoin(self, b):
         a, f = stable_pair(b, "s3")
         a.send_join()  # the leader rejoins: a rebalance starts

@@ -143,6 +143,25 @@ def test_session_timeout_fences_a_silent_member_and_its_tasks_move(b):
     assert c.hb().error_code == E.unknown_member_id
 
 
+def test_expel_fences_a_member_at_once_and_it_rejoins_with_epoch_0(b):
+    a, c = Member(b, process="pa"), Member(b, process="pc")
+    a.hb(), a.hb(), c.hb(), a.hb(), a.hb(), c.hb()
+    assert c.active == {"0": [1], "1": [1]}
+    view = b.expel_member("wc", c.member_id)  # as the session timeout above, without the clock moving
+    assert [m["member_id"] for m in view["members"]] == [a.member_id] and view["group_epoch"] == 5
+    r = a.hb()
+    assert (r.member_epoch, a.active) == (5, {"0": [0, 1], "1": [0, 1]})
+    assert c.hb().error_code == E.unknown_member_id
+    # Kafka Streams' fenced member (StreamsMembershipManager.transitionToFenced) loses its tasks and
+    # joins again at epoch 0 with the same member id: it gets half the tasks back once a revokes them
+    c.active, c.standby = {}, {}
+    assert (c.hb(epoch=0).error_code, c.epoch) == (E.none, 6)
+    a.hb(), a.hb(), c.hb()  # a revokes, confirms; c takes them
+    assert (a.active, c.active, c.epoch) == ({"0": [0], "1": [0]}, {"0": [1], "1": [1]}, 6)
+    with pytest.raises(LookupError, match="no member 'nope' in group 'wc'"):
+        b.expel_member("wc", "nope")
+
+
 def test_leaving_member_and_the_group_in_list_and_delete(b):
     a = Member(b)
     a.hb()
