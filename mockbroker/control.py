@@ -22,6 +22,7 @@ topic would give the Python handle and the HTTP API several objects to route to.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 
 
 MAX_ADVANCE_MS = 30 * 86_400_000  # one clock advance (periodic tasks fire at each of their instants)
+log = logging.getLogger("mockbroker.group")
 
 
 class ControlError(Exception):
@@ -508,6 +510,8 @@ class ControlPlane:
                     else self.cluster.groups.expel_member(gid, mid))
         if not expelled:
             raise NotFound(f"no member {mid!r} in group {gid!r}", "member_id")
+        log.info("[GroupId %s] Member %s expelled through the admin API (its session timeout brought forward).",
+                 gid, mid)
         return self._group_view(gid)
 
     def inject_coordinator_loading(self, group_id: Any, duration_ms: Any) -> None:

@@ -3,7 +3,8 @@ compiled with javac against kafka-streams 4.4.0 and JUnit 5 (tests/integration/j
 JUnit's console launcher in a directory holding the doc's ``# streams-test.toml`` block, with this
 checkout's ``mockbroker`` first on the PATH (the test starts it with ``mockbroker serve``). The
 example checks its own output exactly (every count once under exactly_once_v2 while throttled and
-fenced); here JUnit must report its one test successful. Skips without java, javac or mvn, fails
+fenced, one of its two instances expelled half-way through with ``DELETE /groups/{g}/members/{m}``
+and rejoining); here JUnit must report its one test successful. Skips without java, javac or mvn, fails
 under CI (see javatools.py)."""
 
 from __future__ import annotations
