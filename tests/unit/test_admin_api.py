@@ -363,3 +363,21 @@ def test_expel_over_http_fences_a_consumer_groups_member():
         assert m2.hb().error_code == E.unknown_member_id
         status, err = http(f"{b.admin_url}/groups/x/members/{m2.member_id}", "DELETE")
         assert (status, err["field"]) == (404, "member_id")
+
+
+def test_expel_over_http_fences_a_share_groups_member():
+    import uuid
+
+    from .test_share_cluster import heartbeat
+    with MockBroker(config={**ADMIN, "mock.topics": "t:2"}, clock=ManualClock()) as b, \
+            RawKafkaClient.connect(b.bootstrap_servers) as c:
+        a, m2 = str(uuid.uuid4()), str(uuid.uuid4())
+        ea = heartbeat(c, "sg", a, 0, ["t"]).member_epoch
+        e2 = heartbeat(c, "sg", m2, 0, ["t"]).member_epoch
+        ea = heartbeat(c, "sg", a, ea).member_epoch
+        heartbeat(c, "sg", m2, e2)
+        status, g = http(f"{b.admin_url}/groups/sg/members/{m2}", "DELETE")
+        assert status == 200 and [m["member_id"] for m in g["members"]] == [a]
+        assert heartbeat(c, "sg", m2, e2).error_code == E.unknown_member_id
+        r = heartbeat(c, "sg", a, ea)
+        assert sorted(p for t in r.assignment.topic_partitions for p in t.partitions) == [0, 1]
