@@ -500,8 +500,8 @@ class ControlPlane:
     def expel_member(self, group_id: Any, member_id: Any) -> dict[str, Any]:
         """Expel a member as its session timeout would, at once: a classic member is removed and the
         group rebalances; a consumer (KIP-848), streams (KIP-1071) or share member is fenced and its
-        partitions or tasks go to the others. Its next heartbeat is answered UNKNOWN_MEMBER_ID (or
-        FENCED_MEMBER_EPOCH) and it rejoins, as after a session timeout. The group view after it."""
+        partitions or tasks go to the others. Its next heartbeat is answered UNKNOWN_MEMBER_ID and it
+        rejoins, as after a session timeout. The group view after it."""
         gid, mid = _str(group_id, "group_id"), _str(member_id, "member_id")
         g = self.cluster.groups.get_group(gid)
         if g is None:
