@@ -138,9 +138,10 @@ class RequestRecorder:
             value = getattr(request, attr)
             if value is None:
                 continue
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
+            kind = type(value)
+            if kind is int or kind is float or isinstance(value, (int, float)) and not isinstance(value, bool):
                 rec.details[name] = value
-            elif value is not None and hasattr(value, "total_seconds"):  # kio timedelta fields
+            elif hasattr(value, "total_seconds"):  # kio timedelta fields
                 rec.details[name] = int(value.total_seconds() * 1000)
         if isinstance(answer, Response):
             rec.error_code = answer.top_error
