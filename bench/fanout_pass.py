@@ -14,7 +14,8 @@ parks a new Fetch at the new log end, and the next round starts.
 
 Printed per round: pass CPU (ms), CPU per woken fetch (µs), the pass's wall time, and the same
 with the ``sendmsg`` calls' own time subtracted (``socket_io.write_frame`` timed inside the pass):
-the part in Python (``--profile K``: cProfile of the passes, the K functions of most own time).  The median over rounds is the figure to compare (before/after: run this file
+the part in Python, and the cyclic GC's collections that ran inside the pass (``gc.callbacks``)
+(``--profile K``: cProfile of the passes, the K functions of most own time).  The median over rounds is the figure to compare (before/after: run this file
 from each checkout).
 
 Run: ``.venv/bin/python bench/fanout_pass.py [--conns 5000] [--rounds 5]`` (each connection
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import pstats
 import resource
 import socket
@@ -53,6 +55,8 @@ class PassTimer:
     def __init__(self, profile: cProfile.Profile | None = None) -> None:
         self.profile = profile
         self.passes: list[tuple[float, float, float, int]] = []  # (cpu s, wall s, sendmsg cpu s, frames)
+        self.gc_in_pass: list[tuple[int, int, float]] = []  # (generation, objects collected, seconds)
+        self._gc_t = 0.0
         self._t: tuple[float, float] | None = None
         self._send_cpu = 0.0
         self._frames = 0
@@ -90,6 +94,15 @@ class PassTimer:
             timer._send_cpu += time.thread_time() - t0
             timer._frames += 1
 
+        def on_gc(phase, info):  # type: ignore[no-untyped-def]
+            if timer._t is None:
+                return
+            if phase == "start":
+                timer._gc_t = time.perf_counter()
+            else:
+                timer.gc_in_pass.append((info["generation"], info["collected"], time.perf_counter() - timer._gc_t))
+
+        gc.callbacks.append(on_gc)
         cls.__enter__, cls.__exit__ = timed_enter, timed_exit  # type: ignore[method-assign]
         import mockbroker.connection as connection
         connection.write_frame = timed_write  # type: ignore[assignment]
@@ -133,7 +146,7 @@ def main() -> int:
             while b.call(lambda c: purgatory(c).num_delayed()) < n:
                 assert time.monotonic() < deadline, "the fetches did not park"
                 time.sleep(0.05)
-            before = len(timer.passes)
+            before, gc_before = len(timer.passes), len(timer.gc_in_pass)
             producer.sendall(produce_frame(rnd))
             read_frame(producer)
             deadline = time.monotonic() + 60
@@ -148,10 +161,14 @@ def main() -> int:
                     corr, r.error_code, p.error_code, p.high_watermark)
             offset += 1
             rows.append((cpu, wall, send_cpu, frames))
+            collections = timer.gc_in_pass[gc_before:]
+            full = [c for c in collections if c[0] == 2]
             print(f"round {rnd}: {frames} fetches answered in one pass: CPU {cpu * 1e3:.1f} ms "
                   f"({cpu / frames * 1e6:.1f} µs per fetch), wall {wall * 1e3:.1f} ms, "
                   f"sendmsg {send_cpu / frames * 1e6:.1f} µs per fetch, "
-                  f"the rest {(cpu - send_cpu) / frames * 1e6:.1f} µs per fetch", flush=True)
+                  f"the rest {(cpu - send_cpu) / frames * 1e6:.1f} µs per fetch; cyclic GC in the pass: "
+                  f"{len(collections)} collections, {sum(c[2] for c in collections) * 1e3:.0f} ms, of which "
+                  f"{len(full)} full ({sum(c[2] for c in full) * 1e3:.0f} ms)", flush=True)
         for s in conns:
             s.close()
         producer.close()
