@@ -3,7 +3,9 @@ KafkaApis makes them at the top of a handler (``authHelper.authorize`` then the 
 ``getErrorResponse``): the actions each API needs, and the error a denied one gets.  Checks of
 single groups, topics or partitions inside a request (Produce, Fetch, Metadata, ListOffsets,
 CreateTopics, DeleteTopics, FindCoordinator's keys, OffsetCommit's topics, OffsetFetch's groups and
-topics, Describe/List/DeleteGroups) are in the handlers.  Only with an authorizer (``authorizer.class.name``).
+topics, Describe/List/DeleteGroups, OffsetDelete's topics, the share-group APIs' groups and topics,
+the group heartbeats' topics, OffsetForLeaderEpoch's and AddPartitionsToTxn's topics) are in the
+handlers.  Only with an authorizer (``authorizer.class.name``).
 """
 
 from __future__ import annotations
@@ -48,12 +50,16 @@ WHOLE_REQUEST: dict[int, Callable[[Any], list[Action]]] = {
     ApiKey.END_TXN: _write_txn,
     ApiKey.SHARE_GROUP_HEARTBEAT: _read_group,
     ApiKey.STREAMS_GROUP_HEARTBEAT: _read_group,
+    ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE: _read_group,
     ApiKey.OFFSET_DELETE: lambda req: [(AclOperation.DELETE, ResourceType.GROUP, req.group_id, _GROUP)],
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: _read_group,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: lambda req: [(AclOperation.DELETE, ResourceType.GROUP, req.group_id, _GROUP)],
     # the cluster: KafkaApis' and ControllerApis' checks
     ApiKey.DESCRIBE_LOG_DIRS: _cluster(AclOperation.DESCRIBE),
     ApiKey.ALTER_REPLICA_LOG_DIRS: _cluster(AclOperation.ALTER),
     ApiKey.DESCRIBE_CLIENT_QUOTAS: _cluster(AclOperation.DESCRIBE_CONFIGS),
     ApiKey.ALTER_CLIENT_QUOTAS: _cluster(AclOperation.ALTER_CONFIGS),
+    ApiKey.LIST_CONFIG_RESOURCES: _cluster(AclOperation.DESCRIBE_CONFIGS),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _cluster(AclOperation.DESCRIBE),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _cluster(AclOperation.ALTER),
     ApiKey.ELECT_LEADERS: _cluster(AclOperation.ALTER),
@@ -79,9 +85,16 @@ def request_denied(ctx: RequestContext, req: Any) -> ErrorCode | None:
                 authorized_any(ctx, AclOperation.WRITE, ResourceType.TOPIC):
             return None
         return ErrorCode.cluster_authorization_failed
-    if api_key == ApiKey.ADD_PARTITIONS_TO_TXN and ctx.version < 4:
+    if api_key == ApiKey.ADD_PARTITIONS_TO_TXN:
+        if ctx.version >= 4:  # from brokers: authorizeClusterOperation(CLUSTER_ACTION)
+            return None if authorized(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME) else \
+                ErrorCode.cluster_authorization_failed
         return None if authorized(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
                                   req.v3_and_below_transactional_id) else _TXN
+    if api_key == ApiKey.WRITE_TXN_MARKERS:  # ALTER on the cluster, else CLUSTER_ACTION
+        return None if authorized(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME) or \
+            authorized(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME) else \
+            ErrorCode.cluster_authorization_failed
     actions = WHOLE_REQUEST.get(api_key)
     for operation, resource_type, name, error in actions(req) if actions is not None else ():
         if not authorized(ctx, operation, resource_type, name):

@@ -17,12 +17,15 @@ from ..request import Body, RequestContext, Response
 
 ZERO_UUID = uuid.UUID(int=0)
 AUTHORIZED_OPS_NOT_REQUESTED = -(2**31)  # Integer.MIN_VALUE: authorized operations not asked for
-# What AuthHelper.authorizedOperations answers without an authorizer: every operation
-# AclEntry.supportedOperations lists for the resource type, as a bit field (AclOperation codes).
-# A group: READ (3), DELETE (6), DESCRIBE (8), DESCRIBE_CONFIGS (10), ALTER_CONFIGS (11).
-GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
-# A topic: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS.
-TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+_O = AclOperation
+# AclEntry.supportedOperations: the operations an authorized-operations bit field (AclOperation codes) covers
+SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
+    ResourceType.TOPIC: (_O.READ, _O.WRITE, _O.CREATE, _O.DELETE, _O.ALTER, _O.DESCRIBE, _O.DESCRIBE_CONFIGS,
+                         _O.ALTER_CONFIGS),
+    ResourceType.GROUP: (_O.READ, _O.DELETE, _O.DESCRIBE, _O.DESCRIBE_CONFIGS, _O.ALTER_CONFIGS),
+    ResourceType.CLUSTER: (_O.CREATE, _O.ALTER, _O.DESCRIBE, _O.CLUSTER_ACTION, _O.DESCRIBE_CONFIGS,
+                           _O.ALTER_CONFIGS, _O.IDEMPOTENT_WRITE),
+}
 
 
 # kio types some Kafka timestamps (TransactionStartTimeMs, a delegation token's) as non-nullable
@@ -94,6 +97,41 @@ def authorized(ctx: RequestContext, operation: AclOperation, resource_type: Reso
     authorizer = ctx.broker.authorizer
     return authorizer is None or authorizer.authorize(ctx.principal, client_host(ctx)[1:], operation,
                                                       resource_type, name)
+
+
+def authorized_operations(ctx: RequestContext, resource_type: ResourceType, name: str = CLUSTER_NAME) -> int:
+    """AuthHelper.authorizedOperations: the bit field of the supported operations the client may do on
+    the resource (every one without an authorizer)."""
+    return sum(1 << op for op in SUPPORTED_OPERATIONS[resource_type] if authorized(ctx, op, resource_type, name))
+
+
+def cluster_authorized_operations(ctx: RequestContext) -> int:
+    """Metadata's (v8-10) and DescribeCluster's cluster_authorized_operations when asked for: 0 without
+    DESCRIBE on the cluster (AuthHelper.computeDescribeClusterResponse)."""
+    if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return 0
+    return authorized_operations(ctx, ResourceType.CLUSTER)
+
+
+def group_operations(ctx: RequestContext, group_id: str, include: bool) -> int:
+    """A described group's authorized_operations: the group's (AuthHelper.authorizedOperations) when
+    asked for, else Integer.MIN_VALUE."""
+    return authorized_operations(ctx, ResourceType.GROUP, group_id) if include else AUTHORIZED_OPS_NOT_REQUESTED
+
+
+def undescribable_topic(ctx: RequestContext, names: Iterable[str]) -> bool:
+    """Whether the client may not DESCRIBE one of the topics (with an authorizer): a group
+    heartbeat's subscribed topics, those a described group names."""
+    return ctx.broker.authorizer is not None and \
+        not all(authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, n) for n in set(names))
+
+
+def hidden_group(group_id: str) -> dict[str, Any]:
+    """The group Consumer/ShareGroupDescribe answer in place of one that undescribable_topic (KafkaApis)."""
+    return {"group_id": group_id, "error_code": ErrorCode.topic_authorization_failed,
+            "error_message": "The group has described topic(s) that the client is not authorized to describe.",
+            "group_state": "", "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "", "members": [],
+            "authorized_operations": AUTHORIZED_OPS_NOT_REQUESTED}
 
 
 def authorized_any(ctx: RequestContext, operation: AclOperation, resource_type: ResourceType) -> bool:

@@ -28,6 +28,9 @@ Behavior:
 * An injected error (``faults.py``) goes to the partitions its rule names
   (every partition when it names none); the fetch is answered at once with
   what the others have.
+* With an authorizer: READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions, not read);
+  a fetch from a follower (replica id 0 or more) CLUSTER_ACTION on the cluster instead, without which
+  every partition is TOPIC_AUTHORIZATION_FAILED.
 * Long poll (``DelayedFetch``): unless max_wait is 0, min_bytes are readable,
   a partition has an error or nothing was asked, the fetch waits in the fetch
   purgatory until min_bytes become readable (an append or a high-watermark
@@ -55,7 +58,7 @@ from ..journal import PartitionRecord
 from ..metadata import ClusterMetadata
 from ..replica_manager import FetchParams, LogReadResult
 from ..request import Body, Deferred, Outcome, RequestContext, Response
-from ..authorizer import AclOperation, ResourceType
+from ..authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from .common import ZERO_UUID, authorized, leader_info, node_endpoints, partition_errors
 
 if TYPE_CHECKING:
@@ -178,6 +181,13 @@ def _respond(ctx: RequestContext, fctx: FetchContext, by_id: bool, read_committe
                     encode=encoder(broker.replica_manager.shared_encodings, topics))
 
 
+def _from_follower(ctx: RequestContext, req: FetchRequest) -> bool:
+    """FetchRequest.isFromFollower: a replica id of 0 or more (v15+: the replica state's)."""
+    if ctx.version >= 15:
+        return req.replica_state is not None and req.replica_state.replica_id >= 0
+    return req.replica_id >= 0
+
+
 def handle(ctx: RequestContext, req: FetchRequest) -> Outcome:
     v = ctx.version
     by_id = v >= 13
@@ -205,11 +215,17 @@ def handle(ctx: RequestContext, req: FetchRequest) -> Outcome:
                 results[i] = LogReadResult(injected.error, partition=ctx.metadata.partition(cp.topic, cp.partition))
         return _respond(ctx, fctx, by_id, read_committed, results)
     # KafkaApis.handleFetchRequest: a topic the client may not READ is answered
-    # TOPIC_AUTHORIZATION_FAILED and not read; the others are read
+    # TOPIC_AUTHORIZATION_FAILED and not read; the others are read; a fetch from a follower needs
+    # CLUSTER_ACTION instead, without which every partition is refused
     # (no authorizer: nothing to check per partition on the hot path)
-    denied = set() if ctx.broker.authorizer is None else {
-        i for i, cp in enumerate(fctx.partitions)
-        if cp.topic and not authorized(ctx, AclOperation.READ, ResourceType.TOPIC, cp.topic)}
+    if ctx.broker.authorizer is None:
+        denied: set[int] = set()
+    elif _from_follower(ctx, req):
+        denied = set() if authorized(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME) else \
+            set(range(len(fctx.partitions)))
+    else:
+        denied = {i for i, cp in enumerate(fctx.partitions)
+                  if cp.topic and not authorized(ctx, AclOperation.READ, ResourceType.TOPIC, cp.topic)}
     wanted = [cp for i, cp in enumerate(fctx.partitions) if i not in denied] if denied else fctx.partitions
 
     def respond(results: list[LogReadResult]) -> Response:

@@ -36,9 +36,10 @@ from ..metadata import INTERNAL_TOPICS, validate_topic_name
 from ..request import RequestContext, Response
 from .common import (
     AUTHORIZED_OPS_NOT_REQUESTED,
-    TOPIC_OPERATIONS,
     ZERO_UUID,
     authorized,
+    authorized_operations,
+    cluster_authorized_operations,
     node_endpoints,
     partition_errors,
 )
@@ -78,7 +79,8 @@ def topic_entry(ctx: RequestContext, topic: Any, include_ops: bool) -> dict[str,
         "topic_id": topic.topic_id,
         "is_internal": topic.internal,
         "partitions": parts,
-        "topic_authorized_operations": TOPIC_OPERATIONS if include_ops else AUTHORIZED_OPS_NOT_REQUESTED,
+        "topic_authorized_operations": authorized_operations(ctx, ResourceType.TOPIC, topic.name) if include_ops
+        else AUTHORIZED_OPS_NOT_REQUESTED,
     }
 
 
@@ -148,7 +150,8 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> Response:
         "cluster_id": cluster.cluster_id,
         "controller_id": cluster.controller_id,
         "topics": topics_out,
-        "cluster_authorized_operations": AUTHORIZED_OPS_NOT_REQUESTED,
+        "cluster_authorized_operations": cluster_authorized_operations(ctx)
+        if 8 <= v <= 10 and req.include_cluster_authorized_operations else AUTHORIZED_OPS_NOT_REQUESTED,
         "error_code": ErrorCode.none,
     }
     return Response(resp, partition_errors(topics_out, "partitions", topic_errors=True))

@@ -28,7 +28,7 @@ from protocol.registry import ApiKey
 from ..authorizer import AclOperation, ResourceType
 from ..group.group import DescribedGroup
 from ..request import RequestContext, Response
-from .common import AUTHORIZED_OPS_NOT_REQUESTED, GROUP_OPERATIONS, authorized, first_error
+from .common import authorized, first_error, group_operations
 
 if TYPE_CHECKING:
     from protocol.request_types import DescribeGroupsRequest
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 API_KEY = ApiKey.DESCRIBE_GROUPS
 
 
-def _described(version: int, d: DescribedGroup, include_ops: bool) -> dict[str, Any]:
+def _described(version: int, d: DescribedGroup, ops: int) -> dict[str, Any]:
     error, message = d.error, d.error_message
     if error is ErrorCode.group_id_not_found and version < 6:
         error, message = ErrorCode.none, None  # before v6 an unknown group is only "Dead"
@@ -45,16 +45,16 @@ def _described(version: int, d: DescribedGroup, include_ops: bool) -> dict[str, 
             "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
                          "client_id": m.client_id, "client_host": m.client_host,
                          "member_metadata": m.metadata, "member_assignment": m.assignment} for m in d.members],
-            "authorized_operations": GROUP_OPERATIONS if include_ops else AUTHORIZED_OPS_NOT_REQUESTED}
+            "authorized_operations": ops}
 
 
 def handle(ctx: RequestContext, req: DescribeGroupsRequest) -> Response:
     include = bool(req.include_authorized_operations)
-    # KafkaApis: DESCRIBE on each group; the others are described
+    # KafkaApis: DESCRIBE on each group, those refused listed first; the others are described
     allowed = [g for g in req.groups if authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)]
-    found = iter(_described(ctx.version, d, include)
-                 for d in ctx.broker.groups.describe_groups(ctx.node_id, allowed))
-    groups = [next(found) if g in allowed else _denied(g) for g in req.groups]
+    groups = [_denied(g) for g in req.groups if g not in allowed]
+    groups += [_described(ctx.version, d, group_operations(ctx, d.group_id, include))
+               for d in ctx.broker.groups.describe_groups(ctx.node_id, allowed)]
     return Response({"groups": groups}, error_code=first_error(groups))
 
 

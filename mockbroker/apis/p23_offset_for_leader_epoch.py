@@ -10,6 +10,8 @@ Behavior:
   UNKNOWN_LEADER_EPOCH; not the leader: NOT_LEADER_OR_FOLLOWER; unknown
   topic: UNKNOWN_TOPIC_OR_PARTITION.
 * Clients use it after a leader change to detect truncation (KIP-320).
+* With an authorizer: CLUSTER_ACTION on the cluster, else DESCRIBE on each topic; a topic the client
+  may not describe comes after the others with TOPIC_AUTHORIZATION_FAILED for each partition.
 
 Version notes:
 * v2 current leader epoch, throttle.  v3 replica id.  v4 flexible.
@@ -23,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
+from ..authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from ..request import RequestContext, Response
-from .common import partition_errors
+from .common import authorized, partition_errors
 
 if TYPE_CHECKING:
     from protocol.request_types import OffsetForLeaderEpochRequest
@@ -35,7 +38,12 @@ API_KEY = ApiKey.OFFSET_FOR_LEADER_EPOCH
 def handle(ctx: RequestContext, req: OffsetForLeaderEpochRequest) -> Response:
     cluster = ctx.metadata
     topics = []
+    every = authorized(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)
+    denied = [t for t in req.topics
+              if not every and not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.topic)]
     for t in req.topics:
+        if t in denied:
+            continue
         topic = cluster.topics.get(t.topic)
         parts = []
         for rp in t.partitions:
@@ -55,6 +63,9 @@ def handle(ctx: RequestContext, req: OffsetForLeaderEpochRequest) -> Response:
                     out["leader_epoch"], out["end_offset"] = p.log.end_offset_for_epoch(rp.leader_epoch)
             parts.append(out)
         topics.append({"topic": t.topic, "partitions": parts})
+    refused = ErrorCode.topic_authorization_failed
+    topics += [{"topic": t.topic, "partitions": [{"partition": p.partition, "error_code": refused, "leader_epoch": -1,
+                                                  "end_offset": -1} for p in t.partitions]} for t in denied]
     return Response({"topics": topics}, partition_errors(topics, "partitions", "partition", topic="topic"))
 
 

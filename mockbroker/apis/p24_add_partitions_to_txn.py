@@ -7,8 +7,10 @@ Behavior:
   one error for every partition (NOT_COORDINATOR on a broker that does not
   coordinate the id, CONCURRENT_TRANSACTIONS while an end is being written,
   INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED).
-* v4+ (KIP-890 part 1, batched, sent by brokers; no authorizer here, so any
-  client may): one result per transaction; ``verify_only`` answers, per
+* With an authorizer: below v4 WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+  and on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions, the others then
+  OPERATION_NOT_ATTEMPTED); v4+ CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED).
+* v4+ (KIP-890 part 1, batched, sent by brokers): one result per transaction; ``verify_only`` answers, per
   partition, whether it is already in the transaction (TRANSACTION_ABORTABLE
   when not) and changes nothing.  A transactional id given twice is
   INVALID_REQUEST for its partitions.
@@ -31,11 +33,12 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
+from ..authorizer import AclOperation, ResourceType
 from ..cluster_view import TopicPartition
 from ..request import Body, Deferred, RequestContext, Response
 from ..txn.coordinator import error_for_client_version
 from ..txn.transaction_metadata import TV_0, TV_2
-from .common import partition_errors
+from .common import authorized, partition_errors
 
 if TYPE_CHECKING:
     from protocol.request_types import AddPartitionsToTxnRequest
@@ -65,12 +68,16 @@ def _partitions(topics: Any) -> list[TopicPartition]:
 
 
 def _unknown(ctx: RequestContext, partitions: list[TopicPartition]) -> Errors | None:
-    """Kafka answers a partition the cluster lacks UNKNOWN_TOPIC_OR_PARTITION, the others
+    """Kafka answers a partition of a topic the client may not WRITE (below v4)
+    TOPIC_AUTHORIZATION_FAILED, one the cluster lacks UNKNOWN_TOPIC_OR_PARTITION, the others
     OPERATION_NOT_ATTEMPTED, and adds none."""
-    missing = {tp for tp in partitions if ctx.metadata.partition(*tp) is None}
-    if not missing:
+    denied = {t for t, _ in partitions
+              if ctx.version < 4 and not authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, t)}
+    missing = {tp for tp in partitions if tp[0] not in denied and ctx.metadata.partition(*tp) is None}
+    if not missing and not denied:
         return None
-    return {tp: ErrorCode.unknown_topic_or_partition if tp in missing else ErrorCode.operation_not_attempted
+    return {tp: ErrorCode.topic_authorization_failed if tp[0] in denied else
+            ErrorCode.unknown_topic_or_partition if tp in missing else ErrorCode.operation_not_attempted
             for tp in partitions}
 
 

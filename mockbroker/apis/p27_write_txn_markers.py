@@ -15,7 +15,8 @@ Behavior (Kafka's ``KafkaApis.handleWriteTxnMarkersRequest``; the log side is
   producer epoch INVALID_PRODUCER_EPOCH, a stale coordinator epoch TRANSACTION_COORDINATOR_FENCED)
   and is answered once the high watermark passed it (REQUEST_TIMED_OUT after request.timeout.ms).
   The response comes when every marker's partitions are answered.
-* Differences from Kafka: no authorizer, so CLUSTER_AUTHORIZATION_FAILED is never answered;
+* With an authorizer: ALTER or CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED for
+  every partition.  Differences from Kafka:
   Kafka exempts the response from the throttle (``sendResponseExemptThrottle``), here it is
   charged as any request.
 

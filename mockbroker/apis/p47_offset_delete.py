@@ -1,6 +1,8 @@
 """OffsetDelete (key 47): v0-0.
 
 Behavior (Kafka's ``KafkaApis.handleOffsetDeleteRequest`` and ``OffsetMetadataManager.deleteOffsets``):
+* With an authorizer: DELETE on the group (GROUP_AUTHORIZATION_FAILED, the whole request), then READ
+  on each topic: TOPIC_AUTHORIZATION_FAILED for the partitions of a topic the client may not read.
 * A topic the cluster does not have, or a partition it lacks: UNKNOWN_TOPIC_OR_PARTITION for those
   partitions, answered by the broker; the rest go to the group's coordinator.
 * The group's own errors are the top-level error code with no topics: INVALID_GROUP_ID (empty id),
@@ -22,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
+from ..authorizer import AclOperation, ResourceType
 from ..cluster_view import TopicPartition
 from ..request import RequestContext, Response
-from .common import partition_errors
+from .common import authorized, partition_errors
 
 if TYPE_CHECKING:
     from protocol.request_types import OffsetDeleteRequest
@@ -37,6 +40,9 @@ def handle(ctx: RequestContext, req: OffsetDeleteRequest) -> Response:
     answered: dict[TopicPartition, ErrorCode] = {}  # the broker's own answers
     valid: list[tuple[str, list[int]]] = []
     for t in req.topics:
+        if not authorized(ctx, AclOperation.READ, ResourceType.TOPIC, t.name):
+            answered.update({(t.name, p.partition_index): ErrorCode.topic_authorization_failed for p in t.partitions})
+            continue
         if t.name not in metadata.topics:
             answered.update({(t.name, p.partition_index): ErrorCode.unknown_topic_or_partition for p in t.partitions})
             continue

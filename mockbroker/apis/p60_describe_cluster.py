@@ -21,7 +21,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import RequestContext, Response
-from .common import AUTHORIZED_OPS_NOT_REQUESTED
+from .common import AUTHORIZED_OPS_NOT_REQUESTED, cluster_authorized_operations
 
 if TYPE_CHECKING:
     from protocol.request_types import DescribeClusterRequest
@@ -29,9 +29,6 @@ if TYPE_CHECKING:
 API_KEY = ApiKey.DESCRIBE_CLUSTER
 BROKERS, CONTROLLERS = 1, 2  # EndpointType
 _ENDPOINT_TYPES = {BROKERS: "BROKER", CONTROLLERS: "CONTROLLER"}
-# AclEntry.supportedOperations(CLUSTER): CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS,
-# ALTER_CONFIGS, IDEMPOTENT_WRITE
-ALL_CLUSTER_OPS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 
 
 def handle(ctx: RequestContext, req: DescribeClusterRequest) -> Response:
@@ -43,7 +40,8 @@ def handle(ctx: RequestContext, req: DescribeClusterRequest) -> Response:
         return _refused(ctx, ErrorCode.mismatched_endpoint_type,
                         "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type "
                         f"{_ENDPOINT_TYPES[endpoint_type]}")
-    ops = ALL_CLUSTER_OPS if req.include_cluster_authorized_operations else AUTHORIZED_OPS_NOT_REQUESTED
+    ops = cluster_authorized_operations(ctx) if req.include_cluster_authorized_operations else \
+        AUTHORIZED_OPS_NOT_REQUESTED
     include_fenced = req.include_fenced_brokers
     listener = ctx.listener_name
     brokers = [  # the endpoints of the request's listener, as Metadata's (KafkaApis.handleDescribeCluster)

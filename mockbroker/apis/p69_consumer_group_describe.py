@@ -21,15 +21,14 @@ from ..group.assignors import Assignment
 from ..group.consumer_group import ConsumerGroupDescription
 from ..request import RequestContext, Response
 from ..authorizer import AclOperation, ResourceType
-from .common import AUTHORIZED_OPS_NOT_REQUESTED, GROUP_OPERATIONS, authorized, first_error
+from .common import AUTHORIZED_OPS_NOT_REQUESTED, authorized, first_error, group_operations, hidden_group, undescribable_topic
 
 if TYPE_CHECKING:
     from protocol.request_types import ConsumerGroupDescribeRequest
 
 API_KEY = ApiKey.CONSUMER_GROUP_DESCRIBE
 
-
-def _described(d: ConsumerGroupDescription, names: dict[Any, str], include_ops: bool) -> dict[str, Any]:
+def _described(d: ConsumerGroupDescription, names: dict[Any, str], ops: int) -> dict[str, Any]:
     def assignment(a: Assignment) -> dict[str, Any]:
         return {"topic_partitions": [{"topic_id": tid, "topic_name": names.get(tid, ""), "partitions": sorted(ps)}
                                      for tid, ps in sorted(a.items(), key=lambda kv: str(kv[0]))]}
@@ -44,19 +43,23 @@ def _described(d: ConsumerGroupDescription, names: dict[Any, str], include_ops: 
             "assignment": assignment(m.assignment), "target_assignment": assignment(m.target_assignment),
             "member_type": 1,  # consumer protocol (KIP-1099: -1 unknown, 0 classic, 1 consumer)
         } for m in d.members],
-        "authorized_operations": GROUP_OPERATIONS if include_ops else AUTHORIZED_OPS_NOT_REQUESTED,
+        "authorized_operations": ops,
     }
 
 
 def handle(ctx: RequestContext, req: ConsumerGroupDescribeRequest) -> Response:
     include = bool(req.include_authorized_operations)
     names = {t.topic_id: n for n, t in ctx.metadata.topics.items()}
-    # KafkaApis: DESCRIBE on each group; the others are described
+    # KafkaApis: DESCRIBE on each group, those refused listed first; then a described group naming a
+    # topic the client may not DESCRIBE (in a member's assignment or target assignment) is hidden
     allowed = [g for g in req.group_ids if authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)]
-    found = iter(_described(d, names, include)
-                 for d in ctx.broker.groups.consumer_group_describe(ctx.node_id, allowed))
-    denied = {g["group_id"]: g for g in error_response(ctx, req, ErrorCode.group_authorization_failed).body["groups"]}
-    groups = [next(found) if g in allowed else denied[g] for g in req.group_ids]
+    groups = [g for g in error_response(ctx, req, ErrorCode.group_authorization_failed).body["groups"]
+              if g["group_id"] not in allowed]
+    for d in ctx.broker.groups.consumer_group_describe(ctx.node_id, allowed):
+        g = _described(d, names, group_operations(ctx, d.group_id, include))
+        topics = [t["topic_name"] for m in g["members"] for a in (m["assignment"], m["target_assignment"])
+                  for t in a["topic_partitions"]]
+        groups.append(hidden_group(d.group_id) if undescribable_topic(ctx, topics) else g)
     return Response({"groups": groups}, error_code=first_error(groups))
 
 

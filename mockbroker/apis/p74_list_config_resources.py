@@ -7,7 +7,7 @@ Behavior (Kafka's ``KafkaApis.handleListConfigResources``):
   sorted, where Kafka lists its maps' order).  v0 lists client-metrics subscriptions only.
 * A type the version does not support (v1: other than topic, broker, broker logger, client
   metrics, group): UNSUPPORTED_VERSION and nothing listed.
-* No authorizer: never CLUSTER_AUTHORIZATION_FAILED.
+* With an authorizer: DESCRIBE_CONFIGS on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 
 Version notes:
 * v0 flexible, client-metrics resources only (the Java Admin's listClientMetricsResources).

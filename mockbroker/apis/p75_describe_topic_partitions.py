@@ -13,7 +13,9 @@ Behavior (Kafka's ``DescribeTopicPartitionsRequestHandler`` and ``KRaftMetadataC
   illegal name (when listing every topic there are none).
 * A cursor whose topic is not among the named topics, or with a negative partition:
   INVALID_REQUEST for every topic asked for (Kafka's error response).
-* Authorized operations: every operation Kafka supports on a topic (no authorizer).
+* With an authorizer: only the topics the client may DESCRIBE are described; a named one it may not
+  comes after the others with TOPIC_AUTHORIZATION_FAILED (Kafka: in a HashSet's order, here in name
+  order).  Authorized operations: the client's on the topic (AuthHelper.authorizedOperations).
 
 Version notes:
 * v0 only (flexible); clients never back off on the throttle.
@@ -26,9 +28,10 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
+from ..authorizer import AclOperation, ResourceType
 from ..metadata import INTERNAL_TOPICS, validate_topic_name
 from ..request import RequestContext, Response
-from .common import TOPIC_OPERATIONS, ZERO_UUID, partition_errors
+from .common import ZERO_UUID, authorized, authorized_operations, partition_errors
 
 if TYPE_CHECKING:
     from protocol.request_types import DescribeTopicPartitionsRequest
@@ -45,6 +48,9 @@ def handle(ctx: RequestContext, req: DescribeTopicPartitionsRequest) -> Response
     names = {n for n in names if _java_order(n) >= _java_order(cursor_topic)}  # String.compareTo
     if cursor is not None and ((not fetch_all and cursor.topic_name not in names) or cursor.partition_index < 0):
         return error_response(ctx, req, ErrorCode.invalid_request)
+    denied = sorted((n for n in names if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, n)),
+                    key=_java_order)
+    names.difference_update(denied)
     alive = {b.node_id for b in metadata.live_brokers()}
     reachable = {b.node_id for b in metadata.live_brokers(ctx.listener_name)}
     remaining = max(min(metadata.config["max.request.partition.size.limit"], req.response_partition_limit), 1)
@@ -61,7 +67,7 @@ def handle(ctx: RequestContext, req: DescribeTopicPartitionsRequest) -> Response
                          else ErrorCode.unknown_topic_or_partition)
                 topics.append({"error_code": error, "name": name, "topic_id": ZERO_UUID,
                                "is_internal": name in INTERNAL_TOPICS, "partitions": [],
-                               "topic_authorized_operations": TOPIC_OPERATIONS})
+                               "topic_authorized_operations": authorized_operations(ctx, ResourceType.TOPIC, name)})
             continue
         start = cursor.partition_index if cursor is not None and name == cursor_topic else 0
         upper = min(len(topic.partitions), start + remaining)
@@ -77,11 +83,14 @@ def handle(ctx: RequestContext, req: DescribeTopicPartitionsRequest) -> Response
             })
         topics.append({"error_code": ErrorCode.none, "name": name, "topic_id": topic.topic_id,
                        "is_internal": name in INTERNAL_TOPICS, "partitions": parts,
-                       "topic_authorized_operations": TOPIC_OPERATIONS})
+                       "topic_authorized_operations": authorized_operations(ctx, ResourceType.TOPIC, name)})
         if upper < len(topic.partitions):
             next_cursor = {"topic_name": name, "partition_index": upper}
             break
         remaining -= len(parts)
+    if not fetch_all:
+        topics += [{"error_code": ErrorCode.topic_authorization_failed, "name": n, "topic_id": ZERO_UUID,
+                    "is_internal": False, "partitions": []} for n in denied]
     return Response({"topics": topics, "next_cursor": next_cursor},
                     partition_errors(topics, "partitions", topic_errors=True))
 

@@ -4,8 +4,9 @@ Behavior: per group (Kafka's ``ShareGroup.asDescribedGroup``) the state (Empty, 
 assignment epochs, the assignor ("simple"), and each member's epoch, rack, client id and host,
 subscribed topic names and assignment (topic ids with their names).  A group of another type or an
 unknown one gets GROUP_ID_NOT_FOUND with Kafka's message; NOT_COORDINATOR /
-COORDINATOR_NOT_AVAILABLE / INVALID_GROUP_ID per group.  Authorized operations are those of a
-broker without an authorizer when asked for.
+COORDINATOR_NOT_AVAILABLE / INVALID_GROUP_ID per group.  With an authorizer, DESCRIBE on each group
+(GROUP_AUTHORIZATION_FAILED, those refused listed first, as KafkaApis); authorized_operations, when
+asked for, the client's operations on the group (AuthHelper.authorizedOperations).
 
 Version notes:
 * v0 was Kafka 4.0's early access (not served by 4.1+); v1 is the GA protocol.
@@ -20,7 +21,8 @@ from protocol.registry import ApiKey
 
 from ..request import RequestContext, Response
 from ..share.coordinator import ShareGroupDescription
-from .common import AUTHORIZED_OPS_NOT_REQUESTED, GROUP_OPERATIONS, first_error
+from ..authorizer import AclOperation, ResourceType
+from .common import AUTHORIZED_OPS_NOT_REQUESTED, authorized, first_error, group_operations, hidden_group, undescribable_topic
 
 if TYPE_CHECKING:
     from protocol.request_types import ShareGroupDescribeRequest
@@ -29,7 +31,7 @@ API_KEY = ApiKey.SHARE_GROUP_DESCRIBE
 ASSIGNOR = "simple"
 
 
-def _described(d: ShareGroupDescription, names: dict[Any, str], include_ops: bool) -> dict[str, Any]:
+def _described(d: ShareGroupDescription, names: dict[Any, str], ops: int) -> dict[str, Any]:
     return {
         "group_id": d.group_id, "error_code": d.error, "error_message": d.error_message, "group_state": d.state,
         "group_epoch": d.group_epoch, "assignment_epoch": d.assignment_epoch,
@@ -42,20 +44,29 @@ def _described(d: ShareGroupDescription, names: dict[Any, str], include_ops: boo
                 {"topic_id": tid, "topic_name": names[tid], "partitions": sorted(ps)}
                 for tid, ps in sorted(m.assigned.items(), key=lambda kv: str(kv[0])) if tid in names]},
         } for m in d.members],
-        "authorized_operations": GROUP_OPERATIONS if include_ops else AUTHORIZED_OPS_NOT_REQUESTED,
+        "authorized_operations": ops,
     }
 
 
 def handle(ctx: RequestContext, req: ShareGroupDescribeRequest) -> Response:
     include = bool(req.include_authorized_operations)
     names = {t.topic_id: n for n, t in ctx.metadata.topics.items()}
-    groups = [_described(ctx.broker.share_groups.describe(ctx.node_id, gid), names, include) for gid in req.group_ids]
+    # KafkaApis: DESCRIBE on each group; the ones refused come first, then the others described
+    allowed = [g for g in req.group_ids if authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)]
+    groups = [_error(gid, ErrorCode.group_authorization_failed) for gid in req.group_ids if gid not in allowed]
+    for gid in allowed:
+        g = _described(ctx.broker.share_groups.describe(ctx.node_id, gid), names, group_operations(ctx, gid, include))
+        topics = [t["topic_name"] for m in g["members"] for t in m["assignment"]["topic_partitions"]]
+        groups.append(hidden_group(gid) if undescribable_topic(ctx, topics) else g)  # as ConsumerGroupDescribe
     return Response({"groups": groups}, error_code=first_error(groups))
 
 
+def _error(gid: str, error: ErrorCode) -> dict[str, Any]:
+    return {"group_id": gid, "error_code": error, "error_message": None, "group_state": "", "group_epoch": -1,
+            "assignment_epoch": -1, "assignor_name": "", "members": [],
+            "authorized_operations": AUTHORIZED_OPS_NOT_REQUESTED}
+
+
 def error_response(ctx: RequestContext, req: ShareGroupDescribeRequest, error: ErrorCode) -> Response:
-    groups: list[dict[str, Any]] = [
-        {"group_id": gid, "error_code": error, "error_message": None, "group_state": "", "group_epoch": -1,
-         "assignment_epoch": -1, "assignor_name": "", "members": [],
-         "authorized_operations": AUTHORIZED_OPS_NOT_REQUESTED} for gid in req.group_ids]
+    groups = [_error(gid, error) for gid in req.group_ids]
     return Response({"groups": groups}, error_code=first_error(groups))

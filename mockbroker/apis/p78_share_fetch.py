@@ -2,7 +2,10 @@
 
 Behavior (Kafka 4.4's ``KafkaApis.handleShareFetchRequest`` and ``SharePartitionManager``,
 ``mockbroker/share/``):
-* A null group id, or a member id null, empty or longer than 36 characters: INVALID_REQUEST.
+* A null group id, or a member id null, empty or longer than 36 characters: INVALID_REQUEST; with an
+  authorizer, no READ on the group: GROUP_AUTHORIZATION_FAILED (after the group id's check, before
+  the member id's); a topic the client may not READ: TOPIC_AUTHORIZATION_FAILED for its partitions,
+  fetched or acknowledged.
 * Share sessions per (group, member) on this broker (``ShareSessionCache``): epoch 0 opens one
   (acknowledgements with it: INVALID_REQUEST), a later epoch must be the session's
   (INVALID_SHARE_SESSION_EPOCH; SHARE_SESSION_NOT_FOUND without one), -1 closes it and releases
@@ -47,8 +50,9 @@ from .share_acks import (
     current_leader,
     error_response_body,
     handle_acknowledgements,
-    invalid_ids,
     journal_partitions,
+    readable_topics,
+    refused,
 )
 
 if TYPE_CHECKING:
@@ -71,9 +75,10 @@ def _requested(ctx: RequestContext, req: ShareFetchRequest) -> list[tuple[ShareP
 def handle(ctx: RequestContext, req: ShareFetchRequest) -> Outcome:
     broker = ctx.broker
     group_id, member_id = req.group_id, req.member_id
-    refused = invalid_ids(group_id, member_id)
-    if refused is not None or group_id is None or member_id is None:
-        return error_response_body(ErrorCode.invalid_request, refused)
+    answer = refused(ctx, group_id, member_id)
+    if answer is not None or group_id is None or member_id is None:
+        return answer or error_response_body(ErrorCode.invalid_request)
+    readable = readable_topics(ctx)
     epoch = req.share_session_epoch
     renew = ctx.version >= 2 and bool(getattr(req, "is_renew_ack", False))
     max_wait_ms = timedelta_ms(req.max_wait)
@@ -101,7 +106,8 @@ def handle(ctx: RequestContext, req: ShareFetchRequest) -> Outcome:
     ack_results: AckResults = {}
     if acks_present:
         batches = acknowledgements(req.topics, ctx.metadata, erroneous)
-        ack_results = handle_acknowledgements(broker, group_id, member_id, batches, erroneous, ctx.version >= 2)
+        ack_results = handle_acknowledgements(broker, group_id, member_id, batches, erroneous, ctx.version >= 2,
+                                               readable)
     partitions = [] if renew else fctx.fetch_partitions()
     fetch_errors: dict[SharePartitionId, PartitionResult] = {}
     interested: list[tuple[SharePartitionId, str]] = []
@@ -110,6 +116,8 @@ def handle(ctx: RequestContext, req: ShareFetchRequest) -> Outcome:
         t = ctx.metadata.topics_by_id.get(topic_id)
         if topic is None or t is None:
             fetch_errors[key] = PartitionResult(ErrorCode.unknown_topic_id)
+        elif not readable(topic):
+            fetch_errors[key] = PartitionResult(ErrorCode.topic_authorization_failed)
         elif not 0 <= index < len(t.partitions):
             fetch_errors[key] = PartitionResult(ErrorCode.unknown_topic_or_partition)
         else:

@@ -1,7 +1,9 @@
 """ShareAcknowledge (key 79): v1-2 (KIP-932).
 
 Behavior (Kafka 4.4's ``KafkaApis.handleShareAcknowledgeRequest``):
-* A null group id, or a member id null, empty or longer than 36 characters: INVALID_REQUEST.
+* A null group id, or a member id null, empty or longer than 36 characters: INVALID_REQUEST; with an
+  authorizer, no READ on the group: GROUP_AUTHORIZATION_FAILED (after the group id's check, before
+  the member id's); a topic the client may not READ: TOPIC_AUTHORIZATION_FAILED for its partitions.
 * The share session must exist (SHARE_SESSION_NOT_FOUND) and the epoch be its (INVALID_SHARE_SESSION_EPOCH;
   0 is never valid here); the epoch then advances.  Epoch -1 acknowledges and closes the session,
   releasing whatever the member still holds.
@@ -32,8 +34,9 @@ from .share_acks import (
     current_leader,
     error_response_body,
     handle_acknowledgements,
-    invalid_ids,
     journal_partitions,
+    readable_topics,
+    refused,
 )
 
 if TYPE_CHECKING:
@@ -45,9 +48,10 @@ API_KEY = ApiKey.SHARE_ACKNOWLEDGE
 def handle(ctx: RequestContext, req: ShareAcknowledgeRequest) -> Response:
     broker = ctx.broker
     group_id, member_id = req.group_id, req.member_id
-    refused = invalid_ids(group_id, member_id)
-    if refused is not None or group_id is None or member_id is None:
-        return error_response_body(ErrorCode.invalid_request, refused)
+    answer = refused(ctx, group_id, member_id)
+    if answer is not None or group_id is None or member_id is None:
+        return answer or error_response_body(ErrorCode.invalid_request)
+    readable = readable_topics(ctx)
     manager = broker.share_partitions
     try:
         manager.sessions.acknowledge_session_update(group_id, member_id, req.share_session_epoch)
@@ -55,7 +59,8 @@ def handle(ctx: RequestContext, req: ShareAcknowledgeRequest) -> Response:
         return error_response_body(e.error)
     erroneous: AckResults = {}
     batches = acknowledgements(req.topics, ctx.metadata, erroneous)
-    results = handle_acknowledgements(broker, group_id, member_id, batches, erroneous, ctx.version >= 2)
+    results = handle_acknowledgements(broker, group_id, member_id, batches, erroneous, ctx.version >= 2,
+                                      readable)
     if req.share_session_epoch == FINAL_EPOCH:
         manager.release_session(group_id, member_id)
     leaders: dict[int, Any] = {}

@@ -11,7 +11,12 @@ standby tasks, member epochs, session and rebalance timeouts, the statuses
 STALE_TOPOLOGY, SHUTDOWN_APPLICATION, ASSIGNMENT_DELAYED), endpoints for
 interactive queries.  As KafkaApis: a topology naming an internal topic
 (``__consumer_offsets``, ``__transaction_state``) or an illegal topic name gets
-STREAMS_INVALID_TOPOLOGY.  Warm-up tasks are never assigned.  With
+STREAMS_INVALID_TOPOLOGY.  With an authorizer (``KafkaApis.handleStreamsGroupHeartbeat``): READ on
+the group (GROUP_AUTHORIZATION_FAILED), DESCRIBE on every topic the topology names (source, sink and
+internal topics; else TOPIC_AUTHORIZATION_FAILED for the heartbeat, without a message), and CREATE on
+the cluster or on each internal topic to create: without it none is created and the
+MISSING_INTERNAL_TOPICS status says "Unauthorized to CREATE on topics a,b." (after its own detail).
+Warm-up tasks are never assigned.  With
 group.streams.topology.description.plugin.class set, v1 asks once per topology
 epoch for a topology description (StreamsGroupTopologyDescriptionUpdate, key 93).
 
@@ -27,10 +32,11 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..group.streams_topology import ConfiguredInternalTopic
+from ..authorizer import CLUSTER_NAME, AclOperation, ResourceType
+from ..group.streams_topology import ConfiguredInternalTopic, Status
 from ..metadata import INTERNAL_TOPICS, validate_topic_name
 from ..request import RequestContext, Response
-from .common import client_host
+from .common import authorized, client_host
 
 if TYPE_CHECKING:
     from protocol.request_types import StreamsGroupHeartbeatRequest
@@ -90,12 +96,33 @@ def handle(ctx: RequestContext, req: StreamsGroupHeartbeatRequest) -> Response:
     if invalid:
         return Response(_error(ErrorCode.streams_invalid_topology,
                                f"Topic names {','.join(invalid)} are not valid topic names."))
+    if not all(authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, n) for n in required):
+        return Response(_error(ErrorCode.topic_authorization_failed, None))
     r = ctx.broker.groups.streams_group_heartbeat(ctx.node_id, ctx.version, req, ctx.client_id, client_host(ctx))
     if r.error != ErrorCode.none:
         return Response(_error(r.error, r.error_message))
-    if r.internal_topics_to_create:
-        _create(ctx, r.internal_topics_to_create)
-    return Response({"error_code": ErrorCode.none, "error_message": None, **r.response})
+    body = {"error_code": ErrorCode.none, "error_message": None, **r.response}
+    creatable = r.internal_topics_to_create
+    if creatable:
+        denied = [] if authorized(ctx, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME) else [
+            n for n in creatable if not authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, n)]
+        if denied:
+            _unauthorized_to_create(body, denied)
+        else:
+            _create(ctx, creatable)
+    return Response(body)
+
+
+def _unauthorized_to_create(body: dict[str, Any], denied: list[str]) -> None:
+    """KafkaApis: the topics the client may not CREATE are named in the MISSING_INTERNAL_TOPICS status
+    (appended to its detail, or a status of its own), and none is created."""
+    statuses = body["status"] = list(body.get("status") or [])
+    note = f"Unauthorized to CREATE on topics {','.join(denied)}."
+    for i, st in enumerate(statuses):
+        if st["status_code"] == int(Status.MISSING_INTERNAL_TOPICS):
+            statuses[i] = {**st, "status_detail": f"{st['status_detail']}; {note}"}
+            return
+    statuses.append({"status_code": int(Status.MISSING_INTERNAL_TOPICS), "status_detail": note})
 
 
 def error_response(ctx: RequestContext, req: StreamsGroupHeartbeatRequest, error: ErrorCode) -> Response:

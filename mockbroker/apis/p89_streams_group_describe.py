@@ -6,7 +6,9 @@ the coordinator decided once it is ready, else as the member declared it), the
 assignor (``sticky``), and each member's epoch, process, endpoint, client tags,
 task offsets, current and target tasks.  A group of another type or an unknown
 one gets GROUP_ID_NOT_FOUND with Kafka's message; NOT_COORDINATOR /
-COORDINATOR_NOT_AVAILABLE per group.
+COORDINATOR_NOT_AVAILABLE per group.  With an authorizer, DESCRIBE on each group
+(GROUP_AUTHORIZATION_FAILED, those refused listed first, as KafkaApis); authorized_operations, when
+asked for, the client's operations on the group (AuthHelper.authorizedOperations).
 
 Version notes:
 * v1: include_topology_description returns the description the members pushed
@@ -23,19 +25,39 @@ from protocol.registry import ApiKey
 
 from ..group.streams_coordinator import describe_error
 from ..request import RequestContext, Response
-from .common import AUTHORIZED_OPS_NOT_REQUESTED, GROUP_OPERATIONS, first_error
+from ..authorizer import AclOperation, ResourceType
+from .common import AUTHORIZED_OPS_NOT_REQUESTED, authorized, first_error, group_operations, undescribable_topic
 
 if TYPE_CHECKING:
     from protocol.request_types import StreamsGroupDescribeRequest
 
 API_KEY = ApiKey.STREAMS_GROUP_DESCRIBE
+# KafkaApis' message for a group whose topology names topics the client may not describe
+HIDDEN = "The described group uses topics that the client is not authorized to describe."
+
+
+def _topology_topics(topology: dict[str, Any]) -> list[str]:
+    """The source, repartition sink, repartition source and changelog topics of a described topology."""
+    return [n for s in topology["subtopologies"] for n in (
+        *s["source_topics"], *s["repartition_sink_topics"], *(t["name"] for t in s["repartition_source_topics"]),
+        *(t["name"] for t in s["state_changelog_topics"]))]
 
 
 def handle(ctx: RequestContext, req: StreamsGroupDescribeRequest) -> Response:
-    ops = GROUP_OPERATIONS if req.include_authorized_operations else AUTHORIZED_OPS_NOT_REQUESTED
-    groups: list[dict[str, Any]] = [{**g, "authorized_operations": ops}
-                                    for g in ctx.broker.groups.streams_group_describe(
-                                        ctx.node_id, req.group_ids, ctx.version >= 1 and req.include_topology_description)]
+    include = bool(req.include_authorized_operations)
+    # KafkaApis: DESCRIBE on each group; the ones refused come first, then the others described
+    allowed = [g for g in req.group_ids if authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)]
+    groups: list[dict[str, Any]] = [
+        {**describe_error(gid, ErrorCode.group_authorization_failed, None),
+         "authorized_operations": AUTHORIZED_OPS_NOT_REQUESTED} for gid in req.group_ids if gid not in allowed]
+    for g in ctx.broker.groups.streams_group_describe(ctx.node_id, allowed,
+                                                       ctx.version >= 1 and req.include_topology_description):
+        if g["topology"] is not None and undescribable_topic(ctx, _topology_topics(g["topology"])):
+            g = {**describe_error(g["group_id"], ErrorCode.topic_authorization_failed, HIDDEN),
+                 "group_epoch": 0, "assignment_epoch": 0, "authorized_operations": AUTHORIZED_OPS_NOT_REQUESTED}
+        else:
+            g = {**g, "authorized_operations": group_operations(ctx, g["group_id"], include)}
+        groups.append(g)
     return Response({"groups": groups}, error_code=first_error(groups))
 
 

@@ -5,7 +5,10 @@ offset of each named partition as the share coordinator keeps it, with its leade
 partition whose share state was never initialized and for an unknown topic (topic id zero).  Topics
 null: every initialized partition of the group, asked of its coordinator (NOT_COORDINATOR,
 COORDINATOR_NOT_AVAILABLE as the group's error).  Named partitions are read whatever the group is,
-as Kafka reads them from the share coordinator without the group coordinator.
+as Kafka reads them from the share coordinator without the group coordinator.  With an authorizer
+(``KafkaApis.handleDescribeShareGroupOffsetsRequest``): DESCRIBE on each group, else that group's
+GROUP_AUTHORIZATION_FAILED; DESCRIBE on each topic: with topics null the ones the client may not
+describe are left out, named ones come last with TOPIC_AUTHORIZATION_FAILED per partition.
 
 Version notes:
 * v1 (KIP-1226): the lag, the partition's latest offset minus the start offset minus the records
@@ -19,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
+from ..authorizer import AclOperation, ResourceType
 from ..request import RequestContext, Response
 from ..share import offsets
-from .common import first_error
+from .common import ZERO_UUID, authorized, first_error
 
 if TYPE_CHECKING:
     from protocol.request_types import DescribeShareGroupOffsetsRequest
@@ -40,8 +44,21 @@ def _group(group_id: str, r: offsets.OffsetsResult) -> dict[str, Any]:
 def handle(ctx: RequestContext, req: DescribeShareGroupOffsetsRequest) -> Response:
     groups = []
     for g in req.groups:
+        if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id):
+            groups.append(_group(g.group_id, offsets.OffsetsResult(ErrorCode.group_authorization_failed)))
+            continue
         topics = None if g.topics is None else [(str(t.topic_name), [int(p) for p in t.partitions]) for t in g.topics]
-        groups.append(_group(g.group_id, offsets.describe(ctx.broker.share_groups, ctx.node_id, g.group_id, topics)))
+        denied = [t for t in topics or () if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t[0])]
+        r = offsets.describe(ctx.broker.share_groups, ctx.node_id, g.group_id,
+                             None if topics is None else [t for t in topics if t not in denied])
+        if topics is None:
+            r.topics = [t for t in r.topics if authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)]
+        elif r.error is ErrorCode.none:
+            error = ErrorCode.topic_authorization_failed
+            r.topics += [offsets.TopicOffsets(name, ZERO_UUID, [
+                offsets.PartitionOffset(p, error=error, message=offsets.MESSAGES[error]) for p in parts])
+                for name, parts in denied]
+        groups.append(_group(g.group_id, r))
     return Response({"groups": groups}, error_code=first_error(groups))
 
 

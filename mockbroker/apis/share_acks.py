@@ -5,17 +5,18 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from protocol.errors import ErrorCode
 
+from ..authorizer import AclOperation, ResourceType
 from ..journal import PartitionRecord
 from ..metadata import ClusterMetadata
-from ..request import Response
+from ..request import RequestContext, Response
 from ..share.partition import RENEW, REJECT
 from ..share.session import SharePartitionId
-from .common import ZERO_UUID, leader_info
+from .common import ZERO_UUID, authorized, leader_info
 
 # (partition key, topic name or None): an acknowledgement's partition and its topic
 AckBatches = dict[SharePartitionId, list[tuple[int, int, list[int]]]]
@@ -37,6 +38,27 @@ def invalid_ids(group_id: str | None, member_id: str | None) -> str | None:
     if member_id is None or member_id == "" or len(member_id) > 36:
         return "Invalid member id in the request."
     return None
+
+
+def refused(ctx: RequestContext, group_id: str | None, member_id: str | None) -> Response | None:
+    """The top-level answer to a ShareFetch/ShareAcknowledge refused before any partition, in Kafka's
+    order: a null group id (INVALID_REQUEST), no READ on the group (GROUP_AUTHORIZATION_FAILED), a
+    member id that is not valid (INVALID_REQUEST); None when it goes on."""
+    if group_id is not None and not authorized(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
+        return error_response_body(ErrorCode.group_authorization_failed)
+    message = invalid_ids(group_id, member_id)
+    return None if message is None else error_response_body(ErrorCode.invalid_request, message)
+
+
+def readable_topics(ctx: RequestContext) -> Callable[[str], bool]:
+    """Whether the client may READ a topic (the request's ``authorizedTopics``), decided once per name."""
+    seen: dict[str, bool] = {}
+
+    def readable(name: str) -> bool:
+        if name not in seen:
+            seen[name] = authorized(ctx, AclOperation.READ, ResourceType.TOPIC, name)
+        return seen[name]
+    return readable
 
 
 def acknowledgements(topics: Iterable[Any], metadata: ClusterMetadata, erroneous: AckResults) -> AckBatches:
@@ -75,9 +97,10 @@ def _valid(batches: list[tuple[int, int, list[int]]], supports_renew: bool) -> b
 
 
 def handle_acknowledgements(broker: Any, group_id: str, member_id: str, batches: AckBatches, erroneous: AckResults,
-                            supports_renew: bool) -> AckResults:
-    """handleAcknowledgements: INVALID_REQUEST for a partition's malformed batches, UNKNOWN_TOPIC_OR_PARTITION
-    for a partition the topic lacks, else what the share-partition answers."""
+                            supports_renew: bool, readable: Callable[[str], bool]) -> AckResults:
+    """handleAcknowledgements: INVALID_REQUEST for a partition's malformed batches,
+    TOPIC_AUTHORIZATION_FAILED for a topic the client may not read, UNKNOWN_TOPIC_OR_PARTITION for a
+    partition the topic lacks, else what the share-partition answers."""
     results: AckResults = dict(erroneous)
     interested: AckBatches = {}
     for key, acks in batches.items():
@@ -85,6 +108,8 @@ def handle_acknowledgements(broker: Any, group_id: str, member_id: str, batches:
         topic = broker.metadata.topics_by_id.get(topic_id)
         if not _valid(acks, supports_renew):
             results[key] = (ErrorCode.invalid_request, None)
+        elif topic is not None and not readable(topic.name):
+            results[key] = (ErrorCode.topic_authorization_failed, None)
         elif topic is None or not 0 <= index < len(topic.partitions):
             results[key] = (ErrorCode.unknown_topic_or_partition, None)
         else:

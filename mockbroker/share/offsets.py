@@ -27,6 +27,8 @@ MESSAGES = {
     ErrorCode.not_coordinator: "This is not the correct coordinator.",
     ErrorCode.coordinator_load_in_progress: "The coordinator is loading and hence can't process requests.",
     ErrorCode.invalid_group_id: "The configured groupId is invalid.",
+    ErrorCode.topic_authorization_failed: "Topic authorization failed.",
+    ErrorCode.group_authorization_failed: "Group authorization failed.",
 }
 
 

@@ -1,12 +1,12 @@
 """franz-go for the integration tests: ``go build`` of tests/integration/go into bin/groupconsumers.
 
-One program, seven commands: the consumer group test's (main.go, test_franz_go_group.py),
+One program, nine commands: the consumer group test's (main.go, test_franz_go_group.py),
 ``groupconsumers control ...`` (control.go, test_control_franz_go.py), ``groupconsumers txn ...``
 (txn.go, test_transactions_franz_go.py; it also uses kadm), ``groupconsumers throttled ...``
-(throttled.go, test_throttle_clients.py), ``groupconsumers share ...`` (share.go,
-test_franz_go_share.py), ``groupconsumers kadm ...`` (kadm.go: the admin APIs through kadm,
-test_admin_tour.py and test_admin_kafka44.py) and ``groupconsumers tls ...`` (tls.go,
-test_tls_clients.py).
+(throttled.go, test_throttle_clients.py), ``groupconsumers share ...`` and ``groupconsumers share-acks ...``
+(share.go, test_franz_go_share.py and test_java_share_consumer.py), ``groupconsumers kadm ...`` (kadm.go: the
+admin APIs through kadm, test_admin_tour.py and test_admin_kafka44.py), ``groupconsumers tls ...`` (tls.go,
+test_tls_clients.py) and ``groupconsumers acl ...`` (acl.go, test_acl_clients.py).
 
 scripts/test.sh builds the program before pytest; ``franz_go_binary`` rebuilds it when it is missing
 or older than its sources.  Modules come from the Go module proxy into the usual caches

@@ -78,7 +78,7 @@ def start(nodes: int, version: str = KAFKA_VERSION,
     try:
         yield kafka
     finally:
-        kafka.stop()
+        kafka.stop(kill=True)  # nothing of it is kept: no controlled shutdown to wait for
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,9 @@ through confluent-kafka's AdminClient on both; then bob, through librdkafka, lis
 produces, consumes in groups, creates and deletes topics and starts a transaction; then clients
 with certificates (one allowed, one not, one from an unknown CA) produce over mTLS; then Kafka's
 Java Admin creates, describes, renews and expires delegation tokens and logs in with one; then
-Kafka's kafka-acls tool adds, lists and removes ACLs; kafka-python, aiokafka, kafkajs and Kafka's
-Java clients meet a denied topic, group and transactional id.  Every outcome (values, error codes,
+Kafka's kafka-acls tool adds, lists and removes ACLs; kafka-python, aiokafka, kafkajs, franz-go and
+Kafka's Java clients meet a denied topic, group and transactional id (and the Java Admin reads its
+authorized operations).  Every outcome (values, error codes,
 the tool's lines) must be the same on both."""
 
 from __future__ import annotations
@@ -331,12 +332,19 @@ def denied(kafka, mock) -> tuple[str, str]:
             f.result(timeout=30)
         acls = [AclBinding(ResourceType.TOPIC, "py-allowed", ResourcePatternType.LITERAL, "User:bob", "*", op,
                            AclPermissionType.ALLOW) for op in (AclOperation.READ, AclOperation.WRITE)]
+        acls.append(AclBinding(ResourceType.GROUP, "java-ops-g", ResourcePatternType.PREFIXED, "User:bob", "*",
+                               AclOperation.READ, AclPermissionType.ALLOW))  # the Java Admin's groups
         for f in admin.create_acls(acls).values():
             f.result(timeout=30)
         deadline = time.monotonic() + WAIT_S  # Kafka's broker applies the ACL once it has replayed it
-        as_filter = AclBindingFilter(ResourceType.TOPIC, "py-allowed", ResourcePatternType.LITERAL, None, None,
+        as_filter = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, "User:bob", None,
                                      AclOperation.ANY, AclPermissionType.ANY)
-        while len(admin.describe_acls(as_filter).result(timeout=30)) < len(acls) and time.monotonic() < deadline:
+
+        def applied() -> int:
+            return sum(1 for a in admin.describe_acls(as_filter).result(timeout=30)
+                       if a.name in ("py-allowed", "java-ops-g"))
+
+        while applied() < len(acls) and time.monotonic() < deadline:
             time.sleep(0.1)
     return both
 
@@ -432,14 +440,15 @@ def test_python_clients_denied_side_by_side(denied):
 def test_java_clients_denied_side_by_side(denied):
     """Kafka's Java producer, consumer and transactional producer (AclDenied.java, one JVM per
     broker) as bob against what he may not use: the same exceptions from mockbroker as from Kafka
-    4.4.0."""
+    4.4.0; then the Java Admin's authorized operations (includeAuthorizedOperations) of a topic, the
+    cluster and a group, the same on both."""
     from .javatools import JAVA_TIMEOUT_S, java_classpath
 
     cp = java_classpath("AclDenied")
 
     def run(bootstrap: str) -> list[str]:
         cmd = ["java", "-Xmx256m", "-cp", cp, "AclDenied", bootstrap, "bob", USERS["bob"], "py-denied",
-               "py-allowed", "java-g", "java-tx"]
+               "py-allowed", "java-g", "java-tx", "java-ops-g"]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
         lines = r.stdout.splitlines()
         assert r.returncode == 0 and lines[-1:] == ["DONE"], r.stdout + r.stderr[-3000:]
@@ -448,7 +457,12 @@ def test_java_clients_denied_side_by_side(denied):
     on_kafka, on_mock = (run(bootstrap) for bootstrap in denied)
     assert on_mock == on_kafka, "\n".join(f"{k!r:50} {m!r}" for k, m in zip(on_kafka, on_mock))
     assert on_mock == ["produce: TopicAuthorizationException", "consume in a group: GroupAuthorizationException",
-                       "initTransactions: TransactionalIdAuthorizationException", "DONE"], on_mock
+                       "initTransactions: TransactionalIdAuthorizationException",
+                       "topic operations: [DESCRIBE, READ, WRITE]",
+                       "describe the denied topic: TopicAuthorizationException",
+                       "cluster operations: []", "group operations: [DESCRIBE, READ]",
+                       "list config resources: ClusterAuthorizationException",
+                       "alter share group offsets: TopicAuthorizationException", "DONE"], on_mock
 
 
 def test_kafkajs_denied_side_by_side(denied):
@@ -475,3 +489,23 @@ def test_kafkajs_denied_side_by_side(denied):
     # not found"
     assert on_mock == ["produce: TOPIC_AUTHORIZATION_FAILED", "consume in a group: KafkaJSGroupCoordinatorNotFound",
                        "transaction: KafkaJSGroupCoordinatorNotFound", "DONE"], on_mock
+
+
+def test_franz_go_denied_side_by_side(denied):
+    """franz-go (go/acl.go) as bob against a denied topic, group and transactional id: the same
+    errors from mockbroker as from Kafka 4.4.0."""
+    from .gotools import franz_go_binary
+
+    binary = franz_go_binary()
+
+    def run(bootstrap: str) -> list[str]:
+        r = subprocess.run([binary, "acl", bootstrap, "bob", USERS["bob"], "py-denied", "py-allowed", "franz-g",
+                            "franz-tx"], capture_output=True, text=True, timeout=90)
+        lines = r.stdout.splitlines()
+        assert r.returncode == 0 and lines[-1:] == ["DONE"], r.stdout + r.stderr[-3000:]
+        return lines
+
+    on_kafka, on_mock = (run(bootstrap) for bootstrap in denied)
+    assert on_mock == on_kafka, "\n".join(f"{k!r:50} {m!r}" for k, m in zip(on_kafka, on_mock))
+    assert on_mock == ["produce: TOPIC_AUTHORIZATION_FAILED", "consume in a group: GROUP_AUTHORIZATION_FAILED",
+                       "transaction: TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "DONE"], on_mock

@@ -23,13 +23,28 @@ three members on one partition with no record delivered to two of them (how the 
 them differs from run to run and between the brokers; the union and disjointness do not); then the
 groups' start offsets and lag from Admin listShareGroupOffsets.  The same lines from mockbroker and from
 the real Kafka 4.4.0, and from mockbroker at 3 brokers (the topics' leaders, the group coordinator and
-the share coordinator spread over them).
+the share coordinator spread over them).  The 1-broker run's JVM adds lock expiry on mockbroker's manual clock
+(a second broker with ``mock.clock=manual``): a member holds three records unacknowledged, another member of
+the group is given nothing until the test advances that broker's clock by the lock duration (asked for over
+the program's stdout, answered on its stdin), then gets them with delivery count 2.
+
+confluent-kafka's ShareConsumer (librdkafka's preview) and franz-go's share consumer (kgo ShareGroup,
+tests/integration/go/share.go's ``share-acks``) each run one scenario, in this process and in one Go
+program: six records acknowledged on their first delivery ACCEPT, ACCEPT, RELEASE, RELEASE, REJECT,
+REJECT, then the released ones delivered again (delivery count 2) before a record produced after them,
+the rejected ones never; franz-go then acknowledges a record RENEW on a group with
+``share.renew.acknowledge.enable=false`` (INVALID_RECORD_STATE); the same lines from mockbroker and from
+the real Kafka 4.4.0.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
+import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -37,6 +52,7 @@ import pytest
 
 from mockbroker import MockBroker
 
+from .gotools import franz_go_binary
 from .javatools import JAVA_TIMEOUT_S, tail
 from .javatools import java_classpath as _java_classpath
 from .realkafka import kafka_tool, start
@@ -136,20 +152,53 @@ SCENARIOS = [
 ]
 
 
-def run_share_scenarios(java_classpath: str, bootstrap: str) -> list[str]:
+# the lock expiry on the manual clock (ShareScenarios' clock scenario, mockbroker only): A holds k0-k2 under the
+# default 30 s lock, B is given nothing until the clock moves past it, then all three with delivery count 2
+CLOCK = "CLOCK lock=30000 k0:1 k1:1 k2:1 | before: | again: k0:2 k1:2 k2:2 | failures:"
+
+
+def run_share_scenarios(java_classpath: str, bootstrap: str, clock_broker: MockBroker | None = None) -> list[str]:
+    """ShareScenarios' lines; with ``clock_broker`` (on its manual clock) its clock scenario too, the clock
+    advanced by the milliseconds each "ADVANCE ms" line asks for, a line on stdin saying it was."""
     cmd = [shutil.which("java") or "java", "-cp", java_classpath, "ShareScenarios", bootstrap]
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"ShareScenarios timed out after {JAVA_TIMEOUT_S}s\nstdout:\n{e.stdout}\nstderr:\n{e.stderr}")
-    assert r.returncode == 0, f"exit {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{tail(r.stderr, 40)}"
-    return r.stdout.splitlines()
+    if clock_broker is not None:
+        cmd.append(clock_broker.bootstrap_servers)
+    with tempfile.TemporaryFile("w+") as err, subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True) as proc:
+        timer = threading.Timer(JAVA_TIMEOUT_S, proc.kill)
+        timer.start()
+        lines, advanced = [], []
+        try:
+            assert proc.stdout is not None and proc.stdin is not None
+            for line in proc.stdout:
+                if line.startswith("ADVANCE ") and clock_broker is not None:
+                    clock_broker.advance(int(line.split()[1]))
+                    advanced.append(int(line.split()[1]))
+                    proc.stdin.write("advanced\n")
+                    proc.stdin.flush()
+                else:
+                    lines.append(line.rstrip("\n"))
+            rc = proc.wait()
+        finally:
+            timer.cancel()
+        err.seek(0)
+        report = f"exit {rc}\nstdout:\n" + "\n".join(lines) + f"\nstderr:\n{tail(err.read(), 40)}"
+    assert rc == 0, report
+    assert advanced == ([] if clock_broker is None else [30_000]), report
+    return lines
 
 
 @pytest.mark.parametrize("brokers", [1, 3])
 def test_java_share_scenarios_reject_limit_renew_and_members_sharing_a_partition(java_classpath, brokers):
-    with MockBroker(config={**SHARE_BROKER_CONFIG, "mock.num.brokers": brokers}) as b:
-        assert run_share_scenarios(java_classpath, b.bootstrap_servers) == SCENARIOS
+    # the manual-clock scenario once, in the 1-broker run's JVM, on a second broker with mock.clock=manual
+    clock_broker = MockBroker(config={**SHARE_BROKER_CONFIG, "mock.clock": "manual"}) if brokers == 1 else None
+    with MockBroker(config={**SHARE_BROKER_CONFIG, "mock.num.brokers": brokers}) as b, \
+            clock_broker or contextlib.nullcontext() as clock:
+        lines = run_share_scenarios(java_classpath, b.bootstrap_servers, clock)
+        assert lines == (SCENARIOS[:-2] + [CLOCK] + SCENARIOS[-2:] if clock else SCENARIOS)
+        if clock:
+            view = clock.share_group("sbs-clock")
+            assert view["acknowledgements"] == {"ACCEPT": 3}, view
         groups = ("sbs-reject", "sbs-limit", "sbs-renew", "sbs-norenew", "sbs-expire", "sbs-close", "sbs-batch",
                   "sbs-txn-rc", "sbs-txn-ru", "sbs-many")
         acks = {g: b.share_group(g)["acknowledgements"] for g in groups}
@@ -167,3 +216,105 @@ def test_java_share_scenarios_reject_limit_renew_and_members_sharing_a_partition
 
 def test_a_real_kafka_gives_the_same_scenarios(java_classpath, realkafka):
     assert run_share_scenarios(java_classpath, realkafka.bootstrap) == SCENARIOS
+
+
+# confluent-kafka's ShareConsumer (librdkafka's preview) and franz-go's (kgo ShareGroup): one scenario each,
+# the same outcome lines from mockbroker and from the real Kafka 4.4.0.  Six records s0-s5 on a topic of one
+# partition; on their first delivery s0, s1 accepted, s2, s3 released, s4, s5 rejected, the acknowledgements
+# committed; then "end" is produced and polled for: s2, s3 come again (delivery 2) before it, s4, s5 never.
+CLIENT_SHARE = ["first s0:1 s1:1 s2:1 s3:1 s4:1 s5:1", "commit ok", "then s2:2 s3:2 end:1"]
+# franz-go can express RENEW (KIP-1222): on its group share.renew.acknowledge.enable is false, so "r0" produced
+# last and acknowledged RENEW is refused for the partition (ShareAckCallback's error)
+GO_RENEW = ("renew r0:1 | 0:INVALID_RECORD_STATE: The record state is invalid. The acknowledgement of delivery"
+            " could not be completed.")
+CLIENT_GROUP_CONFIGS = {"share.auto.offset.reset": "earliest", "share.heartbeat.interval.ms": "1000"}
+FIRST_ACKS = {"s0": "ACCEPT", "s1": "ACCEPT", "s2": "RELEASE", "s3": "RELEASE", "s4": "REJECT", "s5": "REJECT"}
+CLIENT_DEADLINE_S = 30.0
+
+
+def share_topic_and_group(bootstrap: str, name: str, **configs: str) -> None:
+    """Topic ``name`` (one partition) and the configs of share group ``name`` (CLIENT_GROUP_CONFIGS and
+    ``configs``), through confluent-kafka's AdminClient (IncrementalAlterConfigs on the GROUP resource, as
+    kafka-configs --entity-type groups)."""
+    from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic,
+                                       ResourceType)
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(name, 1, 1)]).values():
+        f.result(30)
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+               for k, v in {**CLIENT_GROUP_CONFIGS, **configs}.items()]
+    for f in admin.incremental_alter_configs([ConfigResource(ResourceType.GROUP, name,
+                                                             incremental_configs=entries)]).values():
+        f.result(30)
+
+
+def deliveries(got: list[tuple[int, str, int]]) -> str:
+    """``value:deliveryCount`` in offset order."""
+    return " ".join(f"{v}:{n}" for _, v, n in sorted(got))
+
+
+def confluent_share_scenario(bootstrap: str) -> list[str]:
+    """The scenario with confluent-kafka's ShareConsumer in explicit mode; its outcome lines."""
+    from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+
+    topic = "cf-share"
+    share_topic_and_group(bootstrap, topic)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(6):
+        producer.produce(topic, value=b"s%d" % i)
+    assert producer.flush(10) == 0
+    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": topic,
+                              "share.acknowledgement.mode": "explicit"})
+    deadline = time.monotonic() + CLIENT_DEADLINE_S
+    first: list[tuple[int, str, int]] = []
+    then: list[tuple[int, str, int]] = []
+    try:
+        consumer.subscribe([topic])
+        while len(first) < len(FIRST_ACKS):
+            assert time.monotonic() < deadline, f"confluent: first deliveries {deliveries(first)}"
+            for m in consumer.poll(0.5):
+                assert m.error() is None, m.error()
+                first.append((m.offset(), m.value().decode(), m.delivery_count()))
+                consumer.acknowledge(m, getattr(AcknowledgeType, FIRST_ACKS[m.value().decode()]))
+        errors = [f"{tp.partition}:{e}" for tp, e in consumer.commit_sync(10).items() if e is not None]
+        producer.produce(topic, value=b"end")
+        assert producer.flush(10) == 0
+        while not any(v == "end" for _, v, _ in then):
+            assert time.monotonic() < deadline, f"confluent: then {deliveries(then)}"
+            for m in consumer.poll(0.5):
+                assert m.error() is None, m.error()
+                then.append((m.offset(), m.value().decode(), m.delivery_count()))
+                consumer.acknowledge(m, AcknowledgeType.ACCEPT)
+        consumer.commit_sync(10)
+    finally:
+        consumer.close()
+    return [f"first {deliveries(first)}", "commit " + (" ".join(errors) or "ok"), f"then {deliveries(then)}"]
+
+
+def franz_go_share_scenario(bootstrap: str) -> list[str]:
+    """The scenario with franz-go's share consumer (share.go's ``share-acks``); its outcome lines."""
+    topic = "go-share-acks"
+    share_topic_and_group(bootstrap, topic, **{"share.renew.acknowledge.enable": "false"})
+    try:
+        r = subprocess.run([franz_go_binary(), "share-acks", bootstrap, topic], capture_output=True, text=True,
+                           timeout=CLIENT_DEADLINE_S + 15)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"franz-go share-acks timed out\nstdout:\n{e.stdout}\nstderr:\n{tail(str(e.stderr), 40)}")
+    assert r.returncode == 0, f"exit {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{tail(r.stderr, 40)}"
+    return r.stdout.splitlines()
+
+
+@pytest.mark.parametrize("brokers", [1, 3])
+def test_confluent_and_franz_go_share_consumers_release_accept_reject(brokers):
+    with MockBroker(config={**SHARE_BROKER_CONFIG, "mock.num.brokers": brokers}) as b:
+        assert confluent_share_scenario(b.bootstrap_servers) == CLIENT_SHARE
+        assert franz_go_share_scenario(b.bootstrap_servers) == CLIENT_SHARE + [GO_RENEW]
+        assert b.share_group("cf-share")["acknowledgements"] == {"ACCEPT": 5, "RELEASE": 2, "REJECT": 2}
+        # the third RELEASE: r0, released as franz-go's client closes
+        assert b.share_group("go-share-acks")["acknowledgements"] == {"ACCEPT": 5, "RELEASE": 3, "REJECT": 2}
+
+
+def test_a_real_kafka_gives_the_same_to_confluent_and_franz_go(realkafka):
+    assert confluent_share_scenario(realkafka.bootstrap) == CLIENT_SHARE
+    assert franz_go_share_scenario(realkafka.bootstrap) == CLIENT_SHARE + [GO_RENEW]

@@ -22,7 +22,10 @@ whose stream thread's producer and consumer are under byte-rate quotas (throttle
 journal); two instances of a stateless application, one hung mid-transaction and closed with
 ``close(Duration.ZERO)`` (its tasks move once its poll interval expires, the coordinator aborts its
 transaction at its timeout, the woken zombie is fenced); and the word count against three brokers,
-the group coordinator's broker stopped and started over the admin HTTP API while it counts.
+the group coordinator's broker stopped and started over the admin HTTP API while it counts; and
+the word count whose producer meets CONCURRENT_TRANSACTIONS on EndTxn and TxnOffsetCommit (fault
+rules: retried, nothing else happens) and then PRODUCER_FENCED on EndTxn (a rule the JVM posts over
+the admin HTTP API: Streams' task migration, a new producer, a rejoin; the output still exact).
 The inputs and the expected outputs are built here (``TOPOLOGIES``), the JVM gets them as JSON.
 
 The fixture sets both initial rebalance delays to 0, as Kafka's own test setups do
@@ -55,8 +58,11 @@ VOCABULARY = ["kafka", "streams", "mock", "broker", "word", "count", "topic", "t
 PROTOCOLS = ["streams", "classic", "streams-eos", "streams-eos-failover"]
 WINDOW_MS = 10_000  # StreamsTopologies.WINDOW_MS
 # the topologies run's stream thread clients (with quota.window.num=2, a client moving B bytes is
-# throttled for about B/quota - 1 s: measured ~28 KB produced and ~17 KB fetched, ~1-3 s in all)
-THROTTLE_QUOTAS = {"producer": {"producer_byte_rate": 9000.0}, "consumer": {"consumer_byte_rate": 5000.0}}
+# throttled for about B/quota - 1 s: measured ~28 KB produced and ~17 KB fetched, ~2-5 s in all).
+# The producer's last ~18 KB go out in three requests within about 1 s on an idle machine: at 5000 B/s
+# they are over the quota even when a loaded machine spreads them over 3 s (at 9000 B/s, over 2 s was
+# enough to miss the throttle)
+THROTTLE_QUOTAS = {"producer": {"producer_byte_rate": 5000.0}, "consumer": {"consumer_byte_rate": 5000.0}}
 _BASE_TS = int(time.time() * 1000) // WINDOW_MS * WINDOW_MS - 60_000  # record timestamps, near now
 
 
@@ -112,14 +118,31 @@ def _restart() -> tuple[list[str], list[dict[str, Any]], int]:
     return ["in"], recs, len(THROTTLE_WORDS)
 
 
+def _txnfaults() -> tuple[list[str], list[dict[str, Any]], int]:
+    recs = [_rec("tp-txnfaults-in", i % 2, f"w{i}", w, _BASE_TS + i) for i, w in enumerate(THROTTLE_WORDS)]
+    return ["in"], recs, len(THROTTLE_WORDS)
+
+
+# StreamsTopologies' txnfaults run: its one stream thread's producer (transactional.id
+# tp-txnfaults-<process id>-1) gets CONCURRENT_TRANSACTIONS on its first EndTxn and TxnOffsetCommit
+# requests (rules added before the JVM starts), then PRODUCER_FENCED on one EndTxn (the rule posted by
+# the application's JVM once the first half is counted)
+TXN_PRODUCER = "tp-txnfaults-StreamThread-1-producer"
+CONCURRENT = 3
+TXN_RULES = [{"api": api, "client_id": TXN_PRODUCER, "errors": ["CONCURRENT_TRANSACTIONS"] * CONCURRENT}
+             for api in ("EndTxn", "TxnOffsetCommit")]
+FENCE_RULE = {"api": "EndTxn", "client_id": TXN_PRODUCER, "errors": ["PRODUCER_FENCED"]}
+
+
 def _coordinator(b: MockBroker, group: str) -> int:
     return int(b.call(lambda c: c.groups.find_coordinator(group).node_id))
 
 
 TOPOLOGIES = {"join": _join, "window": _window, "global": _global, "kill": _kill, "throttle": _throttle,
-              "restart": _restart}
+              "restart": _restart, "txnfaults": _txnfaults}
 # StreamsTopologies' runs: four topologies in one application under quotas (one start for four)
-RUNS = {"topologies": ["join", "window", "global", "throttle"], "kill": ["kill"], "restart": ["restart"]}
+RUNS = {"topologies": ["join", "window", "global", "throttle"], "kill": ["kill"], "txnfaults": ["txnfaults"],
+        "restart": ["restart"]}
 
 
 class _Records(logging.Handler):
@@ -145,7 +168,9 @@ def broker():
            # the hung member's transaction (StreamsTopologies' kill run: 3 s timeout) is aborted soon after
            "transaction.abort.timed.out.transaction.cleanup.interval.ms": 500,
            # quotas measured over 1-2 s rather than 10-11 s: the throttle run's quotas throttle at once
-           "quota.window.num": 2}
+           "quota.window.num": 2,
+           # StreamsTopologies' txnfaults run posts a fault rule
+           "mock.admin.listener": "127.0.0.1:0"}
     with MockBroker(config=cfg) as b:
         yield b
 
@@ -181,6 +206,8 @@ def java_run(java_classpath, broker, cluster, lines, tmp_path_factory):
         if run == "restart":  # the group coordinator's broker is the one stopped
             target = cluster
             spec.update(bootstrap=cluster.bootstrap_servers, admin=cluster.admin_url, stop=_coordinator(cluster, "tp-restart"))
+        if run == "txnfaults":
+            spec.update(admin=broker.admin_url, fence=FENCE_RULE)
         for name in builds:
             topics, inputs, expect = TOPOLOGIES[name]()
             for t in (*topics, "out"):
@@ -192,6 +219,8 @@ def java_run(java_classpath, broker, cluster, lines, tmp_path_factory):
         specs.append(str(tmp_path / f"{run}.json"))
     for suffix, values in THROTTLE_QUOTAS.items():
         broker.set_quota(client_id=f"tp-topologies-StreamThread-1-{suffix}", **values)
+    for rule in TXN_RULES:
+        broker.inject(rule)
     log = _Records()
     logger = logging.getLogger("mockbroker")
     level = logger.level
@@ -357,3 +386,45 @@ def test_broker_stopped_and_started_under_a_three_broker_cluster(java_run, clust
         expected[w] = expected.get(w, 0) + 1
     assert (res["state"], _by_key(res["out"], "tp-restart-out")) == (
         "RUNNING", {w: [str(i) for i in range(1, n + 1)] for w, n in expected.items()}), report
+
+
+def test_concurrent_transactions_and_producer_fenced_at_commit(java_run, broker):
+    """StreamsTopologies' txnfaults run (exactly_once_v2, one stream thread). Kafka 4.4's
+    TransactionManager retries an EndTxn or TxnOffsetCommit answered CONCURRENT_TRANSACTIONS (a
+    RetriableException: the handler re-enqueues it), so Streams never sees those three answers of
+    each: no rebalance, no new producer. PRODUCER_FENCED on EndTxn is fatal to the producer;
+    StreamsProducer.commitTransaction turns it into a TaskMigratedException, and StreamThread's
+    handleTaskMigrated closes every task dirty (TaskManager.handleLostAll: with exactly_once_v2 a new
+    producer, whose InitProducerId aborts the open transaction), unsubscribes and subscribes again: the
+    same thread rejoins and the application goes REBALANCING and back to RUNNING. The output,
+    read_committed, is every count 1..n once, in order: the fenced transaction's records never show."""
+    results, report, _log = java_run
+    res = results["txnfaults"]
+    expected: dict[str, int] = {}
+    for w in THROTTLE_WORDS:
+        expected[w] = expected.get(w, 0) + 1
+    assert (res["state"], _by_key(res["out"], "tp-txnfaults-out")) == (
+        "RUNNING", {w: [str(i) for i in range(1, n + 1)] for w, n in expected.items()}), report
+    # the retried CONCURRENT_TRANSACTIONS changed nothing: one start, one rebalance (the fence's)
+    assert res["before_fence"] == ["CREATED->REBALANCING", "REBALANCING->RUNNING"], res
+    assert res["transitions"] == [*res["before_fence"], "RUNNING->REBALANCING", "REBALANCING->RUNNING"], res
+    assert res["threads"] == ["StreamThread-1"], res  # migrated tasks, not a replaced thread
+    fired = {r["match"]["api"]: r["fired"] for r in broker.faults() if r["match"]["client_id"] == TXN_PRODUCER
+             and r["errors"][0]["error"] == "CONCURRENT_TRANSACTIONS"}
+    assert fired == {"END_TXN": CONCURRENT, "TXN_OFFSET_COMMIT": CONCURRENT}, broker.faults()
+    journal = broker.journal(client_id=TXN_PRODUCER)
+    end_txn = [e["error_code"] for e in journal if e["api"] == "END_TXN"]
+    assert end_txn[:CONCURRENT + 1] == [51] * CONCURRENT + [0], end_txn  # retried until it committed
+    assert end_txn.count(90) == 1 and set(end_txn) == {0, 51, 90}, end_txn
+    # transaction version 2: sendOffsetsToTransaction goes straight to TxnOffsetCommit, no AddOffsetsToTxn
+    assert not [e for e in journal if e["api"] == "ADD_OFFSETS_TO_TXN"]
+    offsets = [{p["error_code"] for p in e["partitions"]} for e in journal if e["api"] == "TXN_OFFSET_COMMIT"]
+    assert offsets[:CONCURRENT + 1] == [{51}] * CONCURRENT + [{0}], offsets
+    # one producer until the fence (InitProducerId at start), a new one after it; the open
+    # transaction of the fenced one aborted by the new one's InitProducerId, the last one committed
+    fence = next(e["seq"] for e in journal if e["api"] == "END_TXN" and e["error_code"] == 90)
+    inits = [(e["seq"] > fence, e["error_code"]) for e in journal if e["api"] == "INIT_PRODUCER_ID"]
+    assert [after for after, code in inits if code == 0] == [False, True], inits
+    txns = [(t["state"], t["producer_epoch"]) for t in broker.transactions()
+            if t["transactional_id"].startswith("tp-txnfaults-")]
+    assert [state for state, _ in txns] == ["CompleteCommit"], txns

@@ -4,12 +4,19 @@ Each run lasts 24 s.  The first (samples - 1) windows let a burst through (the p
 so byte rates are measured from 12 s to 24 s, when the sampled window has fully slid, and must be
 within 10% of the quota, measured at the client.  The request-rate throttle is capped at one
 window, which makes its rate cycle with the 11 s window: it is measured over two whole cycles.
+
+The five clients run at once against one broker, each under its own client-id's quota (quotas are
+per entity, so they pace each other no more than the machine does): one 24 s run for the module,
+each test asserting its client's figures.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 
@@ -18,6 +25,10 @@ from protocol.registry import ApiKey
 
 RUN_S = 24.0
 MEASURE_FROM_S = 12.0
+PRODUCER_QUOTA, CONSUMER_QUOTA, REQUEST_QUOTA = 100_000, 200_000, 20
+QUOTAS = (f"clients/conv-p:producer_byte_rate={PRODUCER_QUOTA};clients/conv-ck:producer_byte_rate={PRODUCER_QUOTA};"
+          f"clients/conv-ak:producer_byte_rate={PRODUCER_QUOTA};clients/conv-c:consumer_byte_rate={CONSUMER_QUOTA};"
+          f"clients/conv-r:request_rate={REQUEST_QUOTA}")
 
 
 def rate_between(points, t0, t1):
@@ -27,120 +38,143 @@ def rate_between(points, t0, t1):
     return (vb - va) / (tb - ta)
 
 
-def test_kafka_python_producer_converges_to_producer_byte_rate():
+def kafka_python_producer(b: MockBroker) -> dict[str, float]:
     from kafka import KafkaProducer
 
-    quota = 100_000
-    with MockBroker(config={"mock.quotas": f"clients/conv-p:producer_byte_rate={quota}"}) as b:
-        b.create_topic("conv-p", 1)
-        p = KafkaProducer(bootstrap_servers=b.bootstrap_servers, client_id="conv-p", acks=1, linger_ms=5,
-                          batch_size=16_384, max_in_flight_requests_per_connection=1)
-        acked = [0]
-        points: list[tuple[float, int]] = []
-        lock = threading.Lock()
+    p = KafkaProducer(bootstrap_servers=b.bootstrap_servers, client_id="conv-p", acks=1, linger_ms=5,
+                      batch_size=16_384, max_in_flight_requests_per_connection=1)
+    acked = [0]
+    points: list[tuple[float, int]] = []
+    lock = threading.Lock()
 
-        def on_ack(_md, n=1000):
-            with lock:
-                acked[0] += n
+    def on_ack(_md, n=1000):
+        with lock:
+            acked[0] += n
 
-        start = time.monotonic()
-        payload = b"x" * 1000
-        sent = 0
-        while (now := time.monotonic() - start) < RUN_S:
-            with lock:
-                points.append((now, acked[0]))
-                backlog = sent - acked[0]
-            if backlog > 2 * quota:  # keep about 2 s of records queued: busy but bounded
-                time.sleep(0.02)
-                continue
-            for _ in range(50):
-                p.send("conv-p", payload).add_callback(on_ack)
-            sent += 50 * len(payload)
-        # Kafka's byte-rate metric for the entity, while the client is still sending
-        charged = b.quota_metrics()["Produce"][("", "conv-p")]["byte-rate"]
-        p.close(timeout=5)
-        rate = rate_between(points, MEASURE_FROM_S, RUN_S)
-        # the broker charges whole requests (headers and batch overhead), the client counts record
-        # values, so the client's rate sits a little below the quota
-        print(f"\nkafka-python producer: {rate:.0f} B/s at the client, broker byte-rate {charged:.0f}, quota {quota}")
-        assert 0.9 * quota * 0.9 <= rate <= 1.1 * quota, (rate, charged)
-        assert 0.9 * quota <= charged <= 1.1 * quota, (rate, charged)
-
-
-def test_confluent_producer_converges_to_producer_byte_rate():
-    """librdkafka ignores throttle times (no KIP-219): the broker's muting alone paces it."""
-    confluent_kafka = pytest.importorskip("confluent_kafka")
-    quota = 100_000
-    with MockBroker(config={"mock.quotas": f"clients/conv-ck:producer_byte_rate={quota}"}) as b:
-        b.create_topic("conv-ck", 1)
-        acked = [0]
-        points: list[tuple[float, int]] = []
-        p = confluent_kafka.Producer({"bootstrap.servers": b.bootstrap_servers, "client.id": "conv-ck",
-                                      "linger.ms": 5, "batch.size": 16_384, "message.timeout.ms": 60_000})
-
-        def on_ack(err, msg):
-            if err is None:
-                acked[0] += len(msg.value())
-
-        start = time.monotonic()
-        sent = 0
-        while (now := time.monotonic() - start) < RUN_S:
-            p.poll(0)
+    start = time.monotonic()
+    payload = b"x" * 1000
+    sent = 0
+    while (now := time.monotonic() - start) < RUN_S:
+        with lock:
             points.append((now, acked[0]))
-            if sent - acked[0] > 2 * quota:
-                time.sleep(0.02)
-                continue
-            for _ in range(50):
-                p.produce("conv-ck", b"x" * 1000, on_delivery=on_ack)
-            sent += 50_000
-        p.flush(30)
-        rate = rate_between(points, MEASURE_FROM_S, RUN_S)
-        print(f"\nconfluent-kafka producer: {rate:.0f} B/s at the client, quota {quota}")
-        assert 0.9 * quota * 0.9 <= rate <= 1.1 * quota, rate
+            backlog = sent - acked[0]
+        if backlog > 2 * PRODUCER_QUOTA:  # keep about 2 s of records queued: busy but bounded
+            time.sleep(0.02)
+            continue
+        for _ in range(50):
+            p.send("conv-p", payload).add_callback(on_ack)
+        sent += 50 * len(payload)
+    # Kafka's byte-rate metric for the entity, while the client is still sending
+    charged = b.quota_metrics()["Produce"][("", "conv-p")]["byte-rate"]
+    p.close(timeout=5)
+    return {"rate": rate_between(points, MEASURE_FROM_S, RUN_S), "charged": charged}
 
 
-def test_aiokafka_producer_converges_to_producer_byte_rate():
-    """aiokafka ignores throttle times too: muting paces it."""
+def confluent_producer(b: MockBroker) -> dict[str, float]:
+    import confluent_kafka
+
+    acked = [0]
+    points: list[tuple[float, int]] = []
+    p = confluent_kafka.Producer({"bootstrap.servers": b.bootstrap_servers, "client.id": "conv-ck",
+                                  "linger.ms": 5, "batch.size": 16_384, "message.timeout.ms": 60_000})
+
+    def on_ack(err, msg):
+        if err is None:
+            acked[0] += len(msg.value())
+
+    start = time.monotonic()
+    sent = 0
+    while (now := time.monotonic() - start) < RUN_S:
+        p.poll(0)
+        points.append((now, acked[0]))
+        if sent - acked[0] > 2 * PRODUCER_QUOTA:
+            time.sleep(0.02)
+            continue
+        for _ in range(50):
+            p.produce("conv-ck", b"x" * 1000, on_delivery=on_ack)
+        sent += 50_000
+    p.flush(30)
+    return {"rate": rate_between(points, MEASURE_FROM_S, RUN_S)}
+
+
+def aiokafka_producer(b: MockBroker) -> dict[str, float]:
     import asyncio
 
     from aiokafka import AIOKafkaProducer
 
-    quota = 100_000
-    with MockBroker(config={"mock.quotas": f"clients/conv-ak:producer_byte_rate={quota}"}) as b:
-        b.create_topic("conv-ak", 1)
-        points: list[tuple[float, int]] = []
+    points: list[tuple[float, int]] = []
 
-        async def run():
-            p = AIOKafkaProducer(bootstrap_servers=b.bootstrap_servers, client_id="conv-ak", linger_ms=5,
-                                 max_batch_size=16_384, request_timeout_ms=60_000)
-            await p.start()
-            acked = 0
-            try:
-                start = time.monotonic()
-                while (now := time.monotonic() - start) < RUN_S:
-                    points.append((now, acked))
-                    futs = [await p.send("conv-ak", b"x" * 1000) for _ in range(50)]
-                    for f in futs:
-                        await f
-                        acked += 1000
-            finally:
-                await p.stop()
+    async def run():
+        p = AIOKafkaProducer(bootstrap_servers=b.bootstrap_servers, client_id="conv-ak", linger_ms=5,
+                             max_batch_size=16_384, request_timeout_ms=60_000)
+        await p.start()
+        acked = 0
+        try:
+            start = time.monotonic()
+            while (now := time.monotonic() - start) < RUN_S:
+                points.append((now, acked))
+                futs = [await p.send("conv-ak", b"x" * 1000) for _ in range(50)]
+                for f in futs:
+                    await f
+                    acked += 1000
+        finally:
+            await p.stop()
 
-        asyncio.run(run())
-        rate = rate_between(points, MEASURE_FROM_S, RUN_S)
-        print(f"\naiokafka producer: {rate:.0f} B/s at the client, quota {quota}")
-        assert 0.9 * quota * 0.9 <= rate <= 1.1 * quota, rate
+    asyncio.run(run())
+    return {"rate": rate_between(points, MEASURE_FROM_S, RUN_S)}
 
 
-def test_kafka_python_consumer_converges_to_consumer_byte_rate():
-    confluent_kafka = pytest.importorskip("confluent_kafka")
+def kafka_python_consumer(b: MockBroker) -> dict[str, float]:
     from kafka import KafkaConsumer, TopicPartition
 
-    quota = 200_000
-    with MockBroker(config={"mock.quotas": f"clients/conv-c:consumer_byte_rate={quota}"}) as b:
-        b.create_topic("conv-c", 1)
+    c = KafkaConsumer(bootstrap_servers=b.bootstrap_servers, client_id="conv-c", auto_offset_reset="earliest",
+                      enable_auto_commit=False, max_partition_fetch_bytes=64 * 1024, fetch_max_bytes=64 * 1024)
+    c.assign([TopicPartition("conv-c", 0)])
+    got = 0
+    points = []
+    start = time.monotonic()
+    while (now := time.monotonic() - start) < RUN_S:
+        for msgs in c.poll(timeout_ms=100).values():
+            got += sum(len(m.value) for m in msgs)
+        points.append((now, got))
+    c.close()
+    return {"rate": rate_between(points, MEASURE_FROM_S, RUN_S)}
+
+
+def kafka_python_request_rate(b: MockBroker) -> dict[str, float]:
+    from kafka import KafkaProducer
+
+    p = KafkaProducer(bootstrap_servers=b.bootstrap_servers, client_id="conv-r", acks=1, linger_ms=0,
+                      max_in_flight_requests_per_connection=1)
+    start = time.monotonic()
+    while time.monotonic() - start < RUN_S:
+        p.send("conv-r", b"r").get(timeout=10)  # one record per request, back to back
+    p.close(timeout=5)
+    times = [e["received_ns"] for e in b.journal(ApiKey.PRODUCE, client_id="conv-r")]
+    t0 = times[0]
+    points = [((t - t0) / 1e9, i + 1) for i, t in enumerate(times)]
+    # Kafka's request-rate throttle is capped at one window: after the padded-window burst the
+    # client pays it back at about one request per window until the burst leaves the 11 s
+    # window, then bursts again.  So the rate converges over whole 11 s cycles, not within one.
+    cycles = 2 * 11.0
+    return {"rate": sum(1 for t, _ in points if t < cycles) / cycles}
+
+
+CLIENTS: dict[str, Callable[[MockBroker], dict[str, float]]] = {
+    "kafka-python producer": kafka_python_producer, "confluent-kafka producer": confluent_producer,
+    "aiokafka producer": aiokafka_producer, "kafka-python consumer": kafka_python_consumer,
+    "kafka-python request rate": kafka_python_request_rate}
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, Any]:
+    """The five clients' figures (or the exception one raised), from one run of them all at once."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    with MockBroker(config={"mock.quotas": QUOTAS}) as b:
+        for topic in ("conv-p", "conv-ck", "conv-ak", "conv-c", "conv-r"):
+            b.create_topic(topic, 1)
         p = confluent_kafka.Producer({"bootstrap.servers": b.bootstrap_servers, "linger.ms": 20})
-        for _ in range(int(quota * (RUN_S + 14) / 1000)):
+        for _ in range(int(CONSUMER_QUOTA * (RUN_S + 14) / 1000)):  # what the consumer can read and more
             while True:
                 try:
                     p.produce("conv-c", b"y" * 1000)
@@ -148,46 +182,56 @@ def test_kafka_python_consumer_converges_to_consumer_byte_rate():
                 except BufferError:
                     p.poll(0.05)
         assert p.flush(60) == 0
-        c = KafkaConsumer(bootstrap_servers=b.bootstrap_servers, client_id="conv-c", auto_offset_reset="earliest",
-                          enable_auto_commit=False, max_partition_fetch_bytes=64 * 1024, fetch_max_bytes=64 * 1024)
-        c.assign([TopicPartition("conv-c", 0)])
-        got = 0
-        points = []
-        start = time.monotonic()
-        while (now := time.monotonic() - start) < RUN_S:
-            for msgs in c.poll(timeout_ms=100).values():
-                got += sum(len(m.value) for m in msgs)
-            points.append((now, got))
-        c.close()
-        rate = rate_between(points, MEASURE_FROM_S, RUN_S)
-        print(f"\nkafka-python consumer: {rate:.0f} B/s at the client, quota {quota}")
-        # Below the quota as on a real broker: each Fetch carries one whole ~1 MB batch (KIP-74) and a
-        # throttled fetch's bytes count in its ~5 s throttle before being un-recorded, so the client gets
-        # 2 MB bursts about 15 s apart and this 12-24 s window holds exactly one of them.
-        # bench/quota_vs_kafka.py runs this workload against a real Kafka 4.1.1 side by side: 5 runs,
-        # Kafka 165,577-167,007 B/s, mockbroker 165,746-167,110 B/s, the same throttle sequence.
-        assert 0.9 * quota * 0.9 <= rate <= 1.1 * quota, rate
+        results: dict[str, Any] = {}
+        with ThreadPoolExecutor(len(CLIENTS)) as pool:
+            futures = {name: pool.submit(run, b) for name, run in CLIENTS.items()}
+            for name, f in futures.items():
+                try:
+                    results[name] = f.result(timeout=RUN_S + 90)
+                except Exception as e:  # noqa: BLE001 - reported by that client's test
+                    results[name] = e
+        return results
 
 
-def test_kafka_python_producer_converges_to_request_rate():
-    from kafka import KafkaProducer
+def figures(runs: dict[str, Any], name: str) -> dict[str, float]:
+    got = runs[name]
+    if isinstance(got, BaseException):
+        raise got
+    print(f"\n{name}: {got}")
+    return got
 
-    quota = 20  # requests per second (KIP-124's request_rate)
-    with MockBroker(config={"mock.quotas": f"clients/conv-r:request_rate={quota}"}) as b:
-        b.create_topic("conv-r", 1)
-        p = KafkaProducer(bootstrap_servers=b.bootstrap_servers, client_id="conv-r", acks=1, linger_ms=0,
-                          max_in_flight_requests_per_connection=1)
-        start = time.monotonic()
-        while time.monotonic() - start < RUN_S:
-            p.send("conv-r", b"r").get(timeout=10)  # one record per request, back to back
-        p.close(timeout=5)
-        times = [e["received_ns"] for e in b.journal(ApiKey.PRODUCE, client_id="conv-r")]
-        t0 = times[0]
-        points = [((t - t0) / 1e9, i + 1) for i, t in enumerate(times)]
-        # Kafka's request-rate throttle is capped at one window: after the padded-window burst the
-        # client pays it back at about one request per window until the burst leaves the 11 s
-        # window, then bursts again.  So the rate converges over whole 11 s cycles, not within one.
-        cycles = 2 * 11.0
-        rate = sum(1 for t, _ in points if t < cycles) / cycles
-        print(f"\nkafka-python producer: {rate:.1f} requests/s over two 11 s cycles, quota {quota}")
-        assert 0.9 * quota <= rate <= 1.1 * quota, rate
+
+def test_kafka_python_producer_converges_to_producer_byte_rate(runs):
+    got = figures(runs, "kafka-python producer")
+    rate, charged = got["rate"], got["charged"]
+    # the broker charges whole requests (headers and batch overhead), the client counts record
+    # values, so the client's rate sits a little below the quota
+    assert 0.9 * PRODUCER_QUOTA * 0.9 <= rate <= 1.1 * PRODUCER_QUOTA, (rate, charged)
+    assert 0.9 * PRODUCER_QUOTA <= charged <= 1.1 * PRODUCER_QUOTA, (rate, charged)
+
+
+def test_confluent_producer_converges_to_producer_byte_rate(runs):
+    """librdkafka ignores throttle times (no KIP-219): the broker's muting alone paces it."""
+    rate = figures(runs, "confluent-kafka producer")["rate"]
+    assert 0.9 * PRODUCER_QUOTA * 0.9 <= rate <= 1.1 * PRODUCER_QUOTA, rate
+
+
+def test_aiokafka_producer_converges_to_producer_byte_rate(runs):
+    """aiokafka ignores throttle times too: muting paces it."""
+    rate = figures(runs, "aiokafka producer")["rate"]
+    assert 0.9 * PRODUCER_QUOTA * 0.9 <= rate <= 1.1 * PRODUCER_QUOTA, rate
+
+
+def test_kafka_python_consumer_converges_to_consumer_byte_rate(runs):
+    rate = figures(runs, "kafka-python consumer")["rate"]
+    # Below the quota as on a real broker: each Fetch carries one whole ~1 MB batch (KIP-74) and a
+    # throttled fetch's bytes count in its ~5 s throttle before being un-recorded, so the client gets
+    # 2 MB bursts about 15 s apart and this 12-24 s window holds exactly one of them.
+    # bench/quota_vs_kafka.py runs this workload against a real Kafka 4.1.1 side by side: 5 runs,
+    # Kafka 165,577-167,007 B/s, mockbroker 165,746-167,110 B/s, the same throttle sequence.
+    assert 0.9 * CONSUMER_QUOTA * 0.9 <= rate <= 1.1 * CONSUMER_QUOTA, rate
+
+
+def test_kafka_python_producer_converges_to_request_rate(runs):
+    rate = figures(runs, "kafka-python request rate")["rate"]
+    assert 0.9 * REQUEST_QUOTA <= rate <= 1.1 * REQUEST_QUOTA, rate

@@ -123,30 +123,34 @@ def _report(journal: Path, out: Path, master: str) -> str:
     return p.stderr
 
 
-#: Run in a child process (a SparkSession of its own, beside the tests' shared one): each table's
-#: schema and rows as JSON lines in the file's order.
+#: Run in a child process (a SparkSession of its own, beside the tests' shared one): for each
+#: tables directory named, each table's schema and rows as JSON lines in the file's order.
 _READ = """
 import json, os, sys
 from mockbroker.report import job
 spark = job.spark_session("local[1]", "test-report-cluster-read")
-out = {}
-for t in sorted(os.listdir(sys.argv[1])):
-    files = [f for f in os.listdir(os.path.join(sys.argv[1], t)) if f.endswith(".parquet")]
-    df = spark.read.parquet(*(os.path.join(sys.argv[1], t, f) for f in files))
-    out[t] = [len(files), df.schema.json(), df.toJSON().collect()]
+out = []
+for tables in sys.argv[1:]:
+    out.append({})
+    for t in sorted(os.listdir(tables)):
+        files = [f for f in os.listdir(os.path.join(tables, t)) if f.endswith(".parquet")]
+        df = spark.read.parquet(*(os.path.join(tables, t, f) for f in files))
+        out[-1][t] = [len(files), df.schema.json(), df.toJSON().collect()]
 print(json.dumps(out))
 """
 
 
-def _tables(out: Path) -> dict[str, tuple[str, list[str]]]:
-    """Each table's schema and rows, from its one Parquet file."""
+def _tables(*outs: Path) -> list[dict[str, tuple[str, list[str]]]]:
+    """For each report directory, each table's schema and rows, from its one Parquet file (one JVM)."""
     env = _env(os.path.dirname(__import__("pyspark").__file__))
-    p = subprocess.run([sys.executable, "-c", _READ, str(out / "tables")], check=False, capture_output=True,
-                       text=True, timeout=REPORT_S, env=env)
+    p = subprocess.run([sys.executable, "-c", _READ, *(str(out / "tables") for out in outs)], check=False,
+                       capture_output=True, text=True, timeout=REPORT_S, env=env)
     assert p.returncode == 0, p.stderr[-4000:]
-    got = json.loads(p.stdout.strip().splitlines()[-1])
-    assert all(n == 1 for n, _, _ in got.values()), {t: n for t, (n, _, _) in got.items()}
-    return {t: (schema, rows) for t, (_, schema, rows) in got.items()}
+    read = []
+    for got in json.loads(p.stdout.strip().splitlines()[-1]):
+        assert all(n == 1 for n, _, _ in got.values()), {t: n for t, (n, _, _) in got.items()}
+        read.append({t: (schema, rows) for t, (_, schema, rows) in got.items()})
+    return read
 
 
 @pytest.mark.timeout(900)  # the cluster's start and two reports on a loaded two-core machine
@@ -160,7 +164,7 @@ def test_the_report_on_a_standalone_cluster_equals_local(cluster, tmp_path):
     _report(journal, local, "local[2]")
     err = _report(journal, remote, cluster)
     assert f"Spark master {cluster}" in err
-    a, b = _tables(local), _tables(remote)
+    a, b = _tables(local, remote)
     assert set(a) == {"acks_all", "api_verdicts", "connections", "error_codes", "long_poll", "quota_rates", "rate",
                       "requests", "throttles", "verdicts", "windowed_rate"}
     assert a == b

@@ -37,10 +37,10 @@ def kafka() -> Iterator[Any]:
     try:
         k.start()
     except (RuntimeError, OSError) as e:
-        k.stop()
+        k.stop(kill=True)
         pytest.fail(f"Kafka 4.4.0 did not start: {e}", pytrace=False)
     yield k
-    k.stop()
+    k.stop(kill=True)  # nothing of it is kept: no controlled shutdown to wait for
 
 
 def _until(m: Member, done: Callable[[Any], bool], attempts: int = 60) -> Any:

@@ -14,7 +14,9 @@ in test_spark_quotas_faults.py.
 
 Short windows (quota.window.num=2, 1 s samples) keep the burst allowance small, so 100 KB at
 20 KB/s throttle each client for a few seconds.  Each client sends with one request in flight, so
-nothing is pipelined and every throttle followed by a request is judged.
+nothing is pipelined and every throttle followed by a request is judged.  The seven clients run at
+once against each mode's broker, each under its own client-id's quota (quotas are per entity; a
+client slowed by the others is late, never early), and each test checks its client's outcome.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ import json
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 
@@ -79,11 +84,11 @@ def run(cmd: list[str], what: str, cwd: str | None = None) -> str:
     return r.stdout
 
 
-def test_kafka_python_reports_and_honours_throttle(throttling):
+def kafka_python(b: MockBroker) -> dict[str, Any]:
     from kafka import KafkaProducer
 
-    quota(throttling, "kp-q", "thr-kp")
-    p = KafkaProducer(bootstrap_servers=throttling.bootstrap_servers, client_id="kp-q", acks=1, linger_ms=5,
+    quota(b, "kp-q", "thr-kp")
+    p = KafkaProducer(bootstrap_servers=b.bootstrap_servers, client_id="kp-q", acks=1, linger_ms=5,
                       batch_size=4096, max_in_flight_requests_per_connection=1)  # no pipelining
     t0 = time.monotonic()
     for _ in range(N):
@@ -92,21 +97,16 @@ def test_kafka_python_reports_and_honours_throttle(throttling):
     elapsed = time.monotonic() - t0
     metrics = p.metrics()
     p.close()
-    assert metrics["producer-metrics"]["throttle-time-max"] > 0  # kafka-python 3.0 names it so
-    events = produce_events(throttling, "kp-q")
-    assert events and all(e["client_should_throttle"] for e in events)  # Produce v9 >= v6
-    # kafka-python backs off itself (KafkaConnection._maybe_throttle): never before the deadline
-    verdict_of(throttling, "kp-q", "honours")
-    # and the throttling paces it near the quota (tolerance: one window of slack)
-    assert elapsed >= (N * len(PAYLOAD) - 2 * QUOTA_BPS) / QUOTA_BPS - 1.0
+    return {"elapsed": elapsed, "metrics": metrics}
 
 
-def test_confluent_throttle_callback_fires_and_it_ignores_the_throttle(throttling):
-    confluent_kafka = pytest.importorskip("confluent_kafka")
-    quota(throttling, "ck-q", "thr-ck")
+def confluent(b: MockBroker) -> dict[str, Any]:
+    import confluent_kafka
+
+    quota(b, "ck-q", "thr-ck")
     seen: list[float] = []
     stats: list[dict] = []
-    p = confluent_kafka.Producer({"bootstrap.servers": throttling.bootstrap_servers, "client.id": "ck-q",
+    p = confluent_kafka.Producer({"bootstrap.servers": b.bootstrap_servers, "client.id": "ck-q",
                                   "statistics.interval.ms": 500, "stats_cb": lambda s: stats.append(json.loads(s)),
                                   "acks": 1, "linger.ms": 5, "batch.size": 4096,
                                   "max.in.flight.requests.per.connection": 1,
@@ -114,25 +114,19 @@ def test_confluent_throttle_callback_fires_and_it_ignores_the_throttle(throttlin
     for _ in range(N):
         p.produce("thr-ck", PAYLOAD)
         p.poll(0)
-    assert p.flush(60) == 0
+    unflushed = p.flush(60)
     p.poll(0.5)
-    assert seen and max(seen) > 0  # ThrottleEvent.throttle_time is in seconds
-    # librdkafka's statistics: the broker's throttle window counts the non-zero throttles
-    p.poll(0.6)
-    assert any(b["throttle"]["cnt"] > 0 and b["throttle"]["max"] > 0
-               for st in stats for b in st["brokers"].values() if b["nodeid"] >= 0)
-    # librdkafka has no KIP-219 back-off (INTRODUCTION.md: KIP-219 not supported): even with one
-    # request in flight it sends the next as soon as the throttled response is in
-    verdict_of(throttling, "ck-q", "ignores")
+    p.poll(0.6)  # one more statistics interval, after the last throttle
+    return {"unflushed": unflushed, "seen": seen, "stats": stats}
 
 
-def test_aiokafka_ignores_the_throttle(throttling):
-    pytest.importorskip("aiokafka")
+def aiokafka(b: MockBroker) -> None:
     from aiokafka import AIOKafkaProducer
-    quota(throttling, "aio-q", "thr-aio")
+
+    quota(b, "aio-q", "thr-aio")
 
     async def produce() -> None:
-        p = AIOKafkaProducer(bootstrap_servers=throttling.bootstrap_servers, client_id="aio-q", acks=1,
+        p = AIOKafkaProducer(bootstrap_servers=b.bootstrap_servers, client_id="aio-q", acks=1,
                              linger_ms=5, max_batch_size=4096)
         await p.start()
         try:
@@ -142,58 +136,129 @@ def test_aiokafka_ignores_the_throttle(throttling):
         finally:
             await p.stop()
     asyncio.run(produce())
+
+
+def java_producer(b: MockBroker) -> str:
+    cp = java_classpath("Throttled")
+    quota(b, "java-p-q", "thr-javap")
+    return run([shutil.which("java") or "java", "-cp", cp, "Throttled", "producer", b.bootstrap_servers,
+                "thr-javap", "java-p-q", str(N), str(len(PAYLOAD))], "the Java producer")
+
+
+def java_consumer(b: MockBroker) -> str:
+    from kafka import KafkaProducer
+
+    cp = java_classpath("Throttled")
+    quota(b, "java-c-q", "thr-javac", consumer=True)
+    p = KafkaProducer(bootstrap_servers=b.bootstrap_servers, client_id="java-c-fill", acks=1)
+    for _ in range(N):
+        p.send("thr-javac", PAYLOAD, partition=0)
+    p.flush(30)
+    p.close()
+    return run([shutil.which("java") or "java", "-cp", cp, "Throttled", "consumer", b.bootstrap_servers,
+                "thr-javac", "java-c-q", str(N)], "the Java consumer")
+
+
+def kafkajs(b: MockBroker) -> str:
+    node = node_with_kafkajs()
+    quota(b, "kjs-q", "thr-kjs")
+    return run([node, str(JS_DIR / "throttled.js"), b.bootstrap_servers, "thr-kjs", "kjs-q", str(N),
+                str(len(PAYLOAD))], "kafkajs", cwd=str(JS_DIR))
+
+
+def franz_go(b: MockBroker) -> str:
+    binary = franz_go_binary()
+    quota(b, "kgo-q", "thr-kgo")
+    return run([binary, "throttled", b.bootstrap_servers, "thr-kgo", "kgo-q", str(N), str(len(PAYLOAD))],
+               "franz-go")
+
+
+CLIENTS: dict[str, Callable[[MockBroker], Any]] = {
+    "kafka-python": kafka_python, "confluent-kafka": confluent, "aiokafka": aiokafka,
+    "java producer": java_producer, "java consumer": java_consumer, "kafkajs": kafkajs, "franz-go": franz_go}
+
+
+@pytest.fixture(scope="module")
+def ran(throttling) -> dict[str, Any]:
+    """Each client's outcome (or what it raised: a failure, or a skip for a missing toolchain), all
+    seven run at once against the mode's broker."""
+    got: dict[str, Any] = {}
+    with ThreadPoolExecutor(len(CLIENTS)) as pool:
+        futures = {name: pool.submit(client, throttling) for name, client in CLIENTS.items()}
+        for name, f in futures.items():
+            try:
+                got[name] = f.result(timeout=2 * RUN_TIMEOUT_S)
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as e:  # noqa: BLE001 - pytest's skip and fail too: raised by that client's test
+                got[name] = e
+    return got
+
+
+def outcome(ran: dict[str, Any], name: str) -> Any:
+    got = ran[name]
+    if isinstance(got, BaseException):
+        raise got
+    return got
+
+
+def test_kafka_python_reports_and_honours_throttle(throttling, ran):
+    got = outcome(ran, "kafka-python")
+    assert got["metrics"]["producer-metrics"]["throttle-time-max"] > 0  # kafka-python 3.0 names it so
+    events = produce_events(throttling, "kp-q")
+    assert events and all(e["client_should_throttle"] for e in events)  # Produce v9 >= v6
+    # kafka-python backs off itself (KafkaConnection._maybe_throttle): never before the deadline
+    verdict_of(throttling, "kp-q", "honours")
+    # and the throttling paces it near the quota (tolerance: one window of slack)
+    assert got["elapsed"] >= (N * len(PAYLOAD) - 2 * QUOTA_BPS) / QUOTA_BPS - 1.0
+
+
+def test_confluent_throttle_callback_fires_and_it_ignores_the_throttle(throttling, ran):
+    pytest.importorskip("confluent_kafka")
+    got = outcome(ran, "confluent-kafka")
+    assert got["unflushed"] == 0
+    assert got["seen"] and max(got["seen"]) > 0  # ThrottleEvent.throttle_time is in seconds
+    # librdkafka's statistics: the broker's throttle window counts the non-zero throttles
+    assert any(b["throttle"]["cnt"] > 0 and b["throttle"]["max"] > 0
+               for st in got["stats"] for b in st["brokers"].values() if b["nodeid"] >= 0)
+    # librdkafka has no KIP-219 back-off (INTRODUCTION.md: KIP-219 not supported): even with one
+    # request in flight it sends the next as soon as the throttled response is in
+    verdict_of(throttling, "ck-q", "ignores")
+
+
+def test_aiokafka_ignores_the_throttle(throttling, ran):
+    pytest.importorskip("aiokafka")
+    outcome(ran, "aiokafka")
     # aiokafka parses throttle_time_ms and does nothing with it
     verdict_of(throttling, "aio-q", "ignores")
 
 
-@pytest.fixture(scope="module")
-def java_cp() -> str:
-    return java_classpath("Throttled")
-
-
-def test_java_producer_honours_the_throttle(throttling, java_cp):
-    quota(throttling, "java-p-q", "thr-javap")
-    out = run([shutil.which("java") or "java", "-cp", java_cp, "Throttled", "producer", throttling.bootstrap_servers,
-               "thr-javap", "java-p-q", str(N), str(len(PAYLOAD))], "the Java producer")
+def test_java_producer_honours_the_throttle(throttling, ran):
+    out = outcome(ran, "java producer")
     assert out.strip().endswith(f"DONE {N}"), out
     assert produce_events(throttling, "java-p-q")
     # NetworkClient.maybeThrottle: the node is not ready (canSendRequest) until the throttle has passed
     verdict_of(throttling, "java-p-q", "honours")
 
 
-def test_java_consumer_honours_the_throttle(throttling, java_cp):
-    from kafka import KafkaProducer
-    quota(throttling, "java-c-q", "thr-javac", consumer=True)
-    p = KafkaProducer(bootstrap_servers=throttling.bootstrap_servers, client_id="java-c-fill", acks=1)
-    for _ in range(N):
-        p.send("thr-javac", PAYLOAD, partition=0)
-    p.flush(30)
-    p.close()
-    out = run([shutil.which("java") or "java", "-cp", java_cp, "Throttled", "consumer", throttling.bootstrap_servers,
-               "thr-javac", "java-c-q", str(N)], "the Java consumer")
+def test_java_consumer_honours_the_throttle(throttling, ran):
+    out = outcome(ran, "java consumer")
     assert out.strip().endswith(f"DONE {N}"), out
     events = throttling.throttle_events("java-c-q")
     assert events and {e["api_key"] for e in events} == {1}, events  # Fetch, the consumer byte quota
     verdict_of(throttling, "java-c-q", "honours")
 
 
-def test_kafkajs_honours_the_throttle(throttling):
-    node = node_with_kafkajs()
-    quota(throttling, "kjs-q", "thr-kjs")
-    out = run([node, str(JS_DIR / "throttled.js"), throttling.bootstrap_servers, "thr-kjs", "kjs-q", str(N),
-               str(len(PAYLOAD))], "kafkajs", cwd=str(JS_DIR))
-    got = json.loads(out.strip().splitlines()[-1])
+def test_kafkajs_honours_the_throttle(throttling, ran):
+    got = json.loads(outcome(ran, "kafkajs").strip().splitlines()[-1])
     assert got["ok"] and got["records"] == N, got
     # requestQueue.maybeThrottle held requests back: visible as their pendingDuration
     assert got["throttled_ms"], got
     verdict_of(throttling, "kjs-q", "honours")
 
 
-def test_franz_go_honours_the_throttle(throttling):
-    binary = franz_go_binary()
-    quota(throttling, "kgo-q", "thr-kgo")
-    out = run([binary, "throttled", throttling.bootstrap_servers, "thr-kgo", "kgo-q", str(N), str(len(PAYLOAD))],
-              "franz-go")
+def test_franz_go_honours_the_throttle(throttling, ran):
+    out = outcome(ran, "franz-go")
     words = out.split()
     assert words[:2] == ["DONE", str(N)] and int(words[3]) > 0, out  # HookBrokerThrottle saw throttles
     verdict_of(throttling, "kgo-q", "honours")

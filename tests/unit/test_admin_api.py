@@ -68,7 +68,7 @@ def test_every_endpoint_conforms_and_never_fails(api_broker):
     tested below), so the operations themselves are reached."""
     cmd = [sys.executable, "-m", "schemathesis.cli", "run", api_broker.admin_url + "/openapi.json",
            "--checks", "all", "--exclude-checks", "positive_data_acceptance", "--max-examples", "25",
-           "--generation-deterministic", "--max-time", "60", "--request-timeout", "10",
+           "--generation-deterministic", "--max-time", "30", "--request-timeout", "10",
            "--workers", "1", "--no-color", "--suppress-health-check", "all",
            "--header", "Content-Type: application/json"]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=300,

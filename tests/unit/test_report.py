@@ -44,7 +44,7 @@ def _need_spark() -> None:
 def spark():
     _need_spark()
     from mockbroker.report import job
-    s = job.spark_session("local[2]", "test-report")
+    s = job.spark_session("local[2]", "test-report", small=True)  # the journals here are small
     yield s
     s.stop()
 

@@ -158,8 +158,14 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "share" {
 		os.Exit(shareMain(os.Args[2:])) // share.go, for test_franz_go_share.py
 	}
+	if len(os.Args) > 1 && os.Args[1] == "share-acks" {
+		os.Exit(shareAcksMain(os.Args[2:])) // share.go, for test_java_share_consumer.py
+	}
 	if len(os.Args) > 1 && os.Args[1] == "kadm" {
 		os.Exit(kadmMain(os.Args[2:])) // kadm.go, for test_admin_tour.py and test_admin_kafka44.py
+	}
+	if len(os.Args) > 1 && os.Args[1] == "acl" {
+		os.Exit(aclMain(os.Args[2:])) // acl.go, for test_acl_clients.py
 	}
 	if len(os.Args) > 1 && os.Args[1] == "tls" {
 		os.Exit(tlsMain(os.Args[2:])) // tls.go, for test_tls_clients.py

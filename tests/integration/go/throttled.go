@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -36,7 +37,7 @@ func throttledMain(args []string) int {
 	records, _ := strconv.Atoi(args[3])
 	size, _ := strconv.Atoi(args[4])
 	hooks := &throttleCount{}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ClientID(clientID), kgo.WithHooks(hooks),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...), kgo.ClientID(clientID), kgo.WithHooks(hooks),
 		kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(),
 		kgo.ProducerBatchCompression(kgo.NoCompression()))

@@ -36,7 +36,7 @@ func tlsMain(args []string) int {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(ca)
 	cfg := &tls.Config{RootCAs: pool, ServerName: "localhost"}
-	opts := []kgo.Opt{kgo.SeedBrokers(bootstrap), kgo.ClientID(clientID), kgo.DialTLSConfig(cfg),
+	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(bootstrap, ",")...), kgo.ClientID(clientID), kgo.DialTLSConfig(cfg),
 		kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks())}
 	if len(args) == 7 {

@@ -18,6 +18,9 @@ import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -40,7 +43,7 @@ import java.util.concurrent.TimeUnit;
  * (one partition) each, every scenario on its own thread(s) so the members' first assignments (a share member
  * gets its partitions on its second heartbeat, share.heartbeat.interval.ms apart) overlap.
  *
- * Usage: ShareScenarios bootstrap
+ * Usage: ShareScenarios bootstrap [clockBootstrap]
  * Creates the topics, sets the groups' configs with Admin incrementalAlterConfigs (share.auto.offset.reset
  * earliest and share.heartbeat.interval.ms 1000, which needs the broker's group.share.min.heartbeat.interval.ms
  * at 1000; share.delivery.count.limit 2 on sbs-limit), produces, then prints one line per scenario, each
@@ -70,6 +73,10 @@ import java.util.concurrent.TimeUnit;
  *     delivered; deliveries == union means no record went to two members (the split itself differs run to run,
  *     it goes to stderr).</li>
  * </ul>
+ * With a clockBootstrap (a second mockbroker, on its manual clock), "CLOCK lock=... ... | before: ... | again: ..."
+ * (explicit): member A holds k0-k2 unacknowledged, member B is given nothing, the test advances that broker's clock
+ * by A's lock duration when asked ("ADVANCE ms" on stdout, any line back on stdin), then B gets k0-k2 with
+ * delivery count 2 (no sleeping through the lock).
  * Then, every member gone, "OFFSETS <group>=<start offset>/lag=<lag> ..." from Admin listShareGroupOffsets (the
  * share coordinator's persisted start offsets, DescribeShareGroupOffsets v1; sbs-many's lag only), then "DONE". Exits 1 with "TIMEOUT ..." after 60 s, or with the failure.
  */
@@ -257,7 +264,10 @@ public class ShareScenarios {
         String commitFailures;
         String lock;
         String lock2;
-        try (KafkaShareConsumer<String, String> c =
+        Properties ap = new Properties();
+        ap.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        try (Admin admin = Admin.create(ap);
+             KafkaShareConsumer<String, String> c =
                  new KafkaShareConsumer<>(consumerProps(bootstrap, "sbs-expire", "explicit"))) {
             c.subscribe(List.of("sbs-expire"));
             ConsumerRecords<String, String> records = ConsumerRecords.empty();
@@ -266,22 +276,21 @@ public class ShareScenarios {
                 records = c.poll(POLL);
                 records.forEach(first::add);
             }
+            long acquired = System.currentTimeMillis();
             lock = c.acquisitionLockTimeoutMs().map(String::valueOf).orElse("-");
+            // the redelivery under a 30 s lock (a group config is read at each acquisition, so the records
+            // held now keep their 1 s lock): set while they are held, by an Admin already connected, so
+            // the consumer's background ShareFetch cannot take them again under the old 1 s lock once
+            // they expire, however slow this machine is between that fetch and the commit
+            admin.incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.GROUP, "sbs-expire"),
+                List.of(new AlterConfigOp(new ConfigEntry("share.record.lock.duration.ms", "30000"),
+                    AlterConfigOp.OpType.SET)))).all().get(30, TimeUnit.SECONDS);
             // held past the group's 1 s lock (with 1 s to spare for the broker's timer): back to Available
-            Thread.sleep(EXPIRE_HOLD_MS);
+            Thread.sleep(Math.max(0, acquired + EXPIRE_HOLD_MS - System.currentTimeMillis()));
             for (ConsumerRecord<String, String> r : records) {
                 c.acknowledge(r, AcknowledgeType.ACCEPT);
             }
             commitFailures = failures(c.commitSync()) + " | again:";
-            // the redelivery under a 30 s lock (a group config is read at each acquisition): no second expiry
-            // however slow this machine is between that poll and its commit
-            Properties ap = new Properties();
-            ap.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-            try (Admin admin = Admin.create(ap)) {
-                admin.incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.GROUP, "sbs-expire"),
-                    List.of(new AlterConfigOp(new ConfigEntry("share.record.lock.duration.ms", "30000"),
-                        AlterConfigOp.OpType.SET)))).all().get(30, TimeUnit.SECONDS);
-            }
             while (again.size() < 3) {
                 check(deadline, "expired " + sorted(again));
                 ConsumerRecords<String, String> next = c.poll(POLL);
@@ -419,9 +428,75 @@ public class ShareScenarios {
         return "MANY union=" + union.size() + " deliveries=" + deliveries + " maxDelivery=" + maxDelivery[0];
     }
 
+    /**
+     * Lock expiry on mockbroker's manual clock ({@code clockBootstrap}, a broker started with mock.clock=manual):
+     * member A acquires k0-k2 and holds them unacknowledged; member B of the same group polls for a while and is
+     * given nothing; then "ADVANCE <A's lock duration>" asks the test to move the broker's clock past the lock
+     * (a line on stdout, answered by a line on stdin once done), and B gets k0-k2 again with delivery count 2.
+     */
+    static String clock(String clockBootstrap, BufferedReader advanced, long deadline) throws Exception {
+        Properties ap = new Properties();
+        ap.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, clockBootstrap);
+        try (Admin admin = Admin.create(ap)) {
+            admin.createTopics(List.of(new NewTopic("sbs-clock", 1, (short) 1))).all().get(30, TimeUnit.SECONDS);
+            admin.incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.GROUP, "sbs-clock"), List.of(
+                new AlterConfigOp(new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET),
+                new AlterConfigOp(new ConfigEntry("share.heartbeat.interval.ms", "1000"), AlterConfigOp.OpType.SET))))
+                .all().get(30, TimeUnit.SECONDS);
+        }
+        Properties pp = new Properties();
+        pp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, clockBootstrap);
+        pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        pp.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(pp)) {
+            for (int i = 0; i < 3; i++) {
+                producer.send(new ProducerRecord<>("sbs-clock", "k" + i));
+            }
+        }
+        List<ConsumerRecord<String, String>> held = new ArrayList<>();
+        List<ConsumerRecord<String, String>> before = new ArrayList<>();
+        List<ConsumerRecord<String, String>> again = new ArrayList<>();
+        String commitFailures = "";
+        try (KafkaShareConsumer<String, String> a =
+                 new KafkaShareConsumer<>(consumerProps(clockBootstrap, "sbs-clock", "explicit"));
+             KafkaShareConsumer<String, String> b =
+                 new KafkaShareConsumer<>(consumerProps(clockBootstrap, "sbs-clock", "explicit"))) {
+            a.subscribe(List.of("sbs-clock"));
+            while (held.size() < 3) {
+                check(deadline, "clock " + sorted(held));
+                a.poll(POLL).forEach(held::add);  // held: never acknowledged, A polls no more
+            }
+            long lock = a.acquisitionLockTimeoutMs().orElseThrow();
+            b.subscribe(List.of("sbs-clock"));
+            for (int i = 0; i < 10; i++) {  // B joins and fetches while A's locks hold: nothing for B
+                b.poll(POLL).forEach(before::add);
+            }
+            synchronized (System.out) {
+                System.out.println("ADVANCE " + lock);
+                System.out.flush();
+            }
+            if (advanced.readLine() == null) {
+                throw new IllegalStateException("stdin closed before the clock advanced");
+            }
+            while (again.size() < 3) {
+                check(deadline, "clock again " + sorted(again));
+                ConsumerRecords<String, String> records = b.poll(POLL);
+                for (ConsumerRecord<String, String> r : records) {
+                    again.add(r);
+                    b.acknowledge(r, AcknowledgeType.ACCEPT);
+                }
+                if (!records.isEmpty()) {
+                    commitFailures += failures(b.commitSync());
+                }
+            }
+            return "CLOCK lock=" + lock + " " + sorted(held) + " | before:" + (before.isEmpty() ? "" : " " + sorted(before))
+                + " | again: " + sorted(again) + " | failures:" + commitFailures;
+        }
+    }
+
     public static void main(String[] args) {
         try {
-            run(args[0]);
+            run(args[0], args.length > 1 ? args[1] : null);
         } catch (Throwable t) {  // a scenario's TIMEOUT or failure: the consumers' threads must not keep the JVM
             t.printStackTrace();
             System.out.println("FAILED " + t);
@@ -430,7 +505,7 @@ public class ShareScenarios {
         System.exit(0);
     }
 
-    static void run(String bootstrap) throws Exception {
+    static void run(String bootstrap, String clockBootstrap) throws Exception {
         long deadline = System.currentTimeMillis() + DEADLINE_MS;
         Properties ap = new Properties();
         ap.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -512,7 +587,6 @@ public class ShareScenarios {
                 }
                 txn.commitTransaction();
             }
-            ExecutorService pool = Executors.newFixedThreadPool(10);
             List<Callable<String>> scenarios = List.of(
                 () -> reject(bootstrap, deadline),
                 () -> limit(bootstrap, producer, deadline),
@@ -524,6 +598,12 @@ public class ShareScenarios {
                 () -> txn(bootstrap, "sbs-txn-rc", 2, deadline),
                 () -> txn(bootstrap, "sbs-txn-ru", 5, deadline),
                 () -> many(bootstrap, deadline));
+            if (clockBootstrap != null) {
+                BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+                scenarios = new ArrayList<>(scenarios);
+                scenarios.add(() -> clock(clockBootstrap, stdin, deadline));
+            }
+            ExecutorService pool = Executors.newFixedThreadPool(scenarios.size());
             List<Future<String>> results = new ArrayList<>();
             long started = System.currentTimeMillis();
             for (Callable<String> s : scenarios) {
@@ -538,7 +618,9 @@ public class ShareScenarios {
                 lines.add(f.get(Math.max(1, deadline + 5_000 - System.currentTimeMillis()), TimeUnit.MILLISECONDS));
             }
             pool.shutdownNow();
-            lines.forEach(System.out::println);
+            synchronized (System.out) {
+                lines.forEach(System.out::println);
+            }
         }
         try (Admin admin = Admin.create(ap)) {
             StringBuilder offsets = new StringBuilder("OFFSETS");

@@ -63,7 +63,14 @@ import org.apache.kafka.streams.kstream.TimeWindows;
  *   <li>{@code restart}: the word count against a cluster of three ({@code "bootstrap"} and {@code "admin"}
  *       in the spec, internal topics with replication factor 3): once the first half is counted, the
  *       broker {@code "stop"} is stopped through the admin HTTP API ({@code POST /brokers/N/stop}),
- *       the second half is produced, and once half of it is counted the broker is started again.
+ *       the second half is produced, and once half of it is counted the broker is started again;
+ *   <li>{@code txnfaults}: the word count, one stream thread, its producer's first EndTxn and
+ *       TxnOffsetCommit requests answered CONCURRENT_TRANSACTIONS by fault rules the test added (the
+ *       producer retries them); once the first half is counted, the rule {@code "fence"} of the spec
+ *       (PRODUCER_FENCED on EndTxn) is posted to {@code "admin"} ({@code POST /faults}) and the second
+ *       half produced: Streams takes the fence for a missed rebalance (TaskMigratedException), closes
+ *       its tasks dirty, makes a new producer and rejoins; the state transitions and thread names are
+ *       reported.
  * </ul>
  *
  * Prints per run {@code RESULT <run> <json>}: the output records as [topic, partition, key, value] in the
@@ -133,6 +140,7 @@ public class StreamsTopologies {
           });
         }
         case "restart" -> count(builder, "tp-restart-in", "tp-restart-out");
+        case "txnfaults" -> count(builder, "tp-txnfaults-in", "tp-txnfaults-out");
         default -> throw new IllegalArgumentException(run);
       }
       List<JsonNode> inputs = new ArrayList<>();
@@ -153,13 +161,35 @@ public class StreamsTopologies {
           try (KafkaStreams streams = streams(builder, p)) {
             streams.start();
             read(out, seen, half, start);
-            post(node + "/stop");
+            post(node + "/stop", "{}");
             produce(bootstrap, inputs.subList(half, inputs.size()));
             read(out, seen, half + (inputs.size() - half) / 2, start);
-            post(node + "/start");
+            post(node + "/start", "{}");
             read(out, seen, expect, start);
             settle(out, seen);
             result.put("state", streams.state().toString());
+            streams.close(Duration.ofSeconds(20));
+          }
+        } else if (run.equals("txnfaults")) {
+          // CONCURRENT_TRANSACTIONS at the first commits (rules the test added), then, once the first
+          // half is counted, PRODUCER_FENCED at a commit: the rule posted here through the admin HTTP API
+          int half = inputs.size() / 2;
+          produce(bootstrap, inputs.subList(0, half));
+          List<String> transitions = java.util.Collections.synchronizedList(new ArrayList<>());
+          try (KafkaStreams streams = streams(builder, props(bootstrap, app, stateDir + "/" + run))) {
+            streams.setStateListener((now, before) -> transitions.add(before + "->" + now));
+            streams.start();
+            read(out, seen, half, start);
+            result.put("before_fence", List.copyOf(transitions));
+            post(spec.get("admin").asText() + "/faults", spec.get("fence").toString());
+            produce(bootstrap, inputs.subList(half, inputs.size()));
+            read(out, seen, expect, start);
+            settle(out, seen);
+            result.put("state", streams.state().toString());
+            result.put("transitions", List.copyOf(transitions));
+            List<String> threads = new ArrayList<>();
+            streams.metadataForLocalThreads().forEach(t -> threads.add(t.threadName().replaceAll(".*-StreamThread", "StreamThread")));
+            result.put("threads", threads);
             streams.close(Duration.ofSeconds(20));
           }
         } else if (run.equals("kill")) {
@@ -220,12 +250,12 @@ public class StreamsTopologies {
         .to(out);
   }
 
-  static void post(String url) throws Exception {
+  static void post(String url, String body) throws Exception {
     HttpResponse<String> r = HttpClient.newHttpClient().send(
         HttpRequest.newBuilder(URI.create(url)).header("Content-Type", "application/json")
-            .POST(HttpRequest.BodyPublishers.ofString("{}")).build(),
+            .POST(HttpRequest.BodyPublishers.ofString(body)).build(),
         HttpResponse.BodyHandlers.ofString());
-    if (r.statusCode() != 200) {
+    if (r.statusCode() / 100 != 2) {
       throw new IllegalStateException(url + ": " + r.statusCode() + " " + r.body());
     }
   }
