@@ -78,6 +78,7 @@ log = logging.getLogger("mockbroker.connection")
 # Reasons that stop reading the socket at once.  RESPONSE_PENDING pauses lazily, only
 # when more bytes arrive (no epoll churn per long poll); HELD never pauses.
 _PAUSE_EAGERLY = MuteReason.THROTTLED | MuteReason.MEMORY | MuteReason.CLOSING
+_NOT_RESPONSE_PENDING = ~MuteReason.RESPONSE_PENDING  # computed once: a Flag operation is a Python call
 
 _CONNECTION_IDS = itertools.count(1)
 
@@ -402,7 +403,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         # RESPONSE_SENT: the request is done, its memory goes back to the pool;
         # reading resumes unless muted otherwise.
         self._release_inflight()
-        self.mute &= ~MuteReason.RESPONSE_PENDING
+        self.mute &= _NOT_RESPONSE_PENDING
         if not self._processing:
             self._update_reading()
             if self.mute == MuteReason.NONE:

@@ -16,17 +16,23 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .fetch_session import CachedPartition
+from .log import PartitionLog
 from .metadata import ClusterMetadata, Topic
 from .purgatory import DelayedOperation, no_callback
 
 READ_COMMITTED = 1
 
 
+def _log_bytes_available(log: PartitionLog, offset: int, upper: int, cap: int) -> int:
+    return log.bytes_available(offset, upper, cap)
+
+
 class DelayedFetch(DelayedOperation):
     PURGATORY = "Fetch"
 
     def __init__(self, delay_ms: int, partitions: list[CachedPartition], by_id: bool, isolation: int,
-                 min_bytes: int, node_id: int, metadata: ClusterMetadata, on_complete: Callable[[], None]) -> None:
+                 min_bytes: int, node_id: int, metadata: ClusterMetadata, on_complete: Callable[[], None],
+                 bytes_available: Callable[[PartitionLog, int, int, int], int] | None = None) -> None:
         super().__init__(delay_ms)
         self.partitions = partitions
         self.by_id = by_id
@@ -35,6 +41,8 @@ class DelayedFetch(DelayedOperation):
         self.node_id = node_id
         self.metadata = metadata
         self._on_complete = on_complete
+        # the replica manager's reader, shared by the fetches checked in one pass; else the log's own
+        self._available = bytes_available or _log_bytes_available
 
     def try_complete(self) -> bool:
         accumulated = 0
@@ -51,7 +59,7 @@ class DelayedFetch(DelayedOperation):
             if cp.fetch_offset > log.log_end_offset or cp.fetch_offset < log.log_start_offset:
                 return self.force_complete()  # truncated or retention passed it: answer with the error
             if cp.fetch_offset < end:
-                accumulated += log.bytes_available(cp.fetch_offset, end, cp.max_bytes)
+                accumulated += self._available(log, cp.fetch_offset, end, cp.max_bytes)
         if accumulated >= self.min_bytes:
             return self.force_complete()
         return False

@@ -27,6 +27,19 @@ _DETAILS = (("acks", "acks"), ("timeout", "timeout_ms"), ("max_wait", "max_wait_
 _QUOTA_KEY: dict[int, str] = {ApiKey.PRODUCE: "producer_byte_rate", ApiKey.FETCH: "consumer_byte_rate"}
 
 
+_DETAILS_BY_TYPE: dict[type, tuple[tuple[str, str], ...]] = {}
+
+
+def _details_of(request_type: type) -> tuple[tuple[str, str], ...]:
+    """The ``_DETAILS`` a request class has among its own fields (the version's fields, not the
+    defaults of others'), found once per class."""
+    found = _DETAILS_BY_TYPE.get(request_type)
+    if found is None:
+        own = getattr(request_type, "__dataclass_fields__", ())
+        found = _DETAILS_BY_TYPE[request_type] = tuple((a, n) for a, n in _DETAILS if a in own)
+    return found
+
+
 class Peer(Protocol):
     """What the record says of the connection, read when the record is written (ApiVersions may
     have told the client's software meanwhile, SaslAuthenticate the principal)."""
@@ -121,12 +134,14 @@ class RequestRecorder:
             rec.purgatory = op.PURGATORY or None
             rec.completed_by = ("timeout" if op.expired else "condition") if op.is_completed else None
         request = flight.request
-        own = getattr(request, "__dataclass_fields__", ())  # the version's fields, not the defaults of others'
-        for attr, name in _DETAILS:
-            value = getattr(request, attr) if attr in own else None
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
+        for attr, name in _details_of(type(request)):
+            value = getattr(request, attr)
+            if value is None:
+                continue
+            kind = type(value)
+            if kind is int or kind is float or isinstance(value, (int, float)) and not isinstance(value, bool):
                 rec.details[name] = value
-            elif value is not None and hasattr(value, "total_seconds"):  # kio timedelta fields
+            elif hasattr(value, "total_seconds"):  # kio timedelta fields
                 rec.details[name] = int(value.total_seconds() * 1000)
         if isinstance(answer, Response):
             rec.error_code = answer.top_error

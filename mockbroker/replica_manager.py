@@ -87,11 +87,14 @@ from .cluster_view import TopicPartition
 from .delayed_fetch import READ_COMMITTED, DelayedFetch
 from .delayed_produce import DelayedProduce, PartitionResponse, ProducePartitionStatus
 from .fetch_session import CachedPartition
-from .log import AbortedTxn, FetchSlice, OffsetOutOfRange
+from .log import AbortedTxn, FetchSlice, OffsetOutOfRange, PartitionLog
 from .metadata import INTERNAL_TOPICS, ClusterMetadata, Partition
 from .purgatory import DelayedOperationPurgatory, Timer
 from .replication import ReplicationSimulator
 from .shared_encodings import SharedEncodings
+
+# a partition's record set in a fetch: one stored batch, or several sent unjoined
+Records = bytes | memoryview | RecordChunks
 
 log = logging.getLogger("mockbroker.replica_manager")
 
@@ -543,7 +546,7 @@ class ReplicaManager:
             return None
         op = DelayedFetch(params.max_wait_ms, list(partitions), params.by_topic_id, params.isolation_level,
                           params.min_bytes, self.node_id, self.metadata,
-                          lambda: on_done(self.read_from_local_log(params, partitions)))
+                          lambda: on_done(self.read_from_local_log(params, partitions)), self.bytes_available)
         self.fetch_purgatory.try_complete_else_watch(op, [(cp.topic, cp.partition) for cp in partitions])
         return op
 
@@ -584,15 +587,9 @@ class ReplicaManager:
             result.error = ErrorCode.offset_out_of_range
             return result
         upper = log.last_stable_offset if params.isolation_level == READ_COMMITTED else log.high_watermark
-        sl = log.read(cp.fetch_offset, min(cp.max_bytes, limit), upper, min_one)
-        # ReplicaManager.readFromLog: "For FetchRequest version 3, we replace incomplete message sets
-        # with an empty one" (every Fetch version served is >= 4: no hard max bytes limit) -- a
-        # partition whose first batch does not fit in what the response has left answers no records
-        # (a consumer fails on records without one complete batch), and takes nothing from the limit
-        if sl.first_entry_incomplete:
-            sl = FetchSlice([], 0, cp.fetch_offset)
+        sl, records = self._read_log(log, cp.fetch_offset, min(cp.max_bytes, limit), upper, min_one)
         if sl.size_bytes:
-            result.records = sl.chunks[0] if len(sl.chunks) == 1 else RecordChunks(sl.chunks, sl.size_bytes)
+            result.records = records
             result.size_bytes = sl.size_bytes
         if params.isolation_level == READ_COMMITTED:
             # LocalLog.read with FetchIsolation.TXN_COMMITTED: nothing read, an empty list; else the
@@ -600,6 +597,35 @@ class ReplicaManager:
             result.aborted_transactions = (
                 log.collect_aborted_transactions(cp.fetch_offset, sl.next_offset) if sl.size_bytes else [])
         return result
+
+    def _read_log(self, log: PartitionLog, offset: int, max_bytes: int, upper: int,
+                  min_one: bool) -> tuple[FetchSlice, Records]:
+        """``log.read`` and the record set it gives, read once per completion pass for the fetches
+        woken at the same offset with the same bounds (outside a pass: read each time).  The key
+        holds the log's end, start and upper bound, so a read made before the log moved is not reused."""
+        def read() -> tuple[FetchSlice, Records, PartitionLog]:
+            sl = log.read(offset, max_bytes, upper, min_one)
+            # ReplicaManager.readFromLog: "For FetchRequest version 3, we replace incomplete message sets
+            # with an empty one" (every Fetch version served is >= 4: no hard max bytes limit) -- a
+            # partition whose first batch does not fit in what the response has left answers no records
+            # (a consumer fails on records without one complete batch), and takes nothing from the limit
+            if sl.first_entry_incomplete:
+                sl = FetchSlice([], 0, offset)
+            records: Records = b""
+            if sl.size_bytes:
+                records = sl.chunks[0] if len(sl.chunks) == 1 else RecordChunks(sl.chunks, sl.size_bytes)
+            return sl, records, log  # the log held: its id in the key is not reused in the pass
+
+        sl, records, _log = self.shared_encodings.read(
+            ("read", id(log), offset, max_bytes, upper, min_one, log.log_end_offset, log.log_start_offset), read)
+        return sl, records
+
+    def bytes_available(self, log: PartitionLog, offset: int, upper: int, cap: int) -> int:
+        """``log.bytes_available`` (DelayedFetch's accumulatedSize), once per completion pass for the
+        fetches parked at the same offset with the same cap."""
+        return int(self.shared_encodings.read(
+            ("available", id(log), offset, upper, cap, log.log_end_offset, log.log_start_offset),
+            lambda: log.bytes_available(offset, upper, cap)))
 
     def shutdown(self) -> None:
         """The process stops: nothing in the purgatories expires any more."""

@@ -7,6 +7,9 @@ correlation id, the throttle time and the session id.  Kafka shares the record b
 response's ``FileRecords`` views the same segment); here the whole encoded body is built once
 in the pass and the others reuse it (``fetch_response.py``), with their own first bytes.
 
+The log reads of the pass are shared the same way (``read``): the fetches parked at one offset
+read the same batches, so the log is read once for them, and once for their completion check.
+
 The sharing lasts one pass (``with shared:`` around ``check_and_complete``) and no longer, so an
 encoding pins nothing past the pass that built it; outside a pass nothing is kept.  An entry
 holds the objects its key names by identity (the record sets), so no id in a key is reused
@@ -20,12 +23,13 @@ from typing import Any
 
 
 class SharedEncodings:
-    __slots__ = ("_entries", "_depth", "hits")
+    __slots__ = ("_entries", "_depth", "hits", "read_hits")
 
     def __init__(self) -> None:
         self._entries: dict[Hashable, Any] = {}
         self._depth = 0
         self.hits = 0  # responses that reused an encoding (for tests and benchmarks)
+        self.read_hits = 0  # log reads reused (``ReplicaManager._read_log``, ``bytes_available``)
 
     def __enter__(self) -> SharedEncodings:
         self._depth += 1
@@ -38,11 +42,21 @@ class SharedEncodings:
 
     def get(self, key: Hashable, make: Callable[[], Any]) -> Any:
         """The value for ``key``: made once in a pass, made each time outside one."""
+        value, reused = self._get(key, make)
+        self.hits += reused
+        return value
+
+    def read(self, key: Hashable, make: Callable[[], Any]) -> Any:
+        """``get`` for a log read shared by the fetches of a pass (counted in ``read_hits``)."""
+        value, reused = self._get(key, make)
+        self.read_hits += reused
+        return value
+
+    def _get(self, key: Hashable, make: Callable[[], Any]) -> tuple[Any, bool]:
         if not self._depth:
-            return make()
+            return make(), False
         value = self._entries.get(key)
         if value is None:
             value = self._entries[key] = make()
-        else:
-            self.hits += 1
-        return value
+            return value, False
+        return value, True

@@ -159,7 +159,10 @@ CLOCK = "CLOCK lock=30000 k0:1 k1:1 k2:1 | before: | again: k0:2 k1:2 k2:2 | fai
 
 def run_share_scenarios(java_classpath: str, bootstrap: str, clock_broker: MockBroker | None = None) -> list[str]:
     """ShareScenarios' lines; with ``clock_broker`` (on its manual clock) its clock scenario too, the clock
-    advanced by the milliseconds each "ADVANCE ms" line asks for, a line on stdin saying it was."""
+    advanced by the milliseconds each "ADVANCE ms" line asks for, a line on stdin saying it was.  After
+    that jump the clock ticks at about real speed (50 ms every 50 ms): a ShareFetch long-poll parked on a
+    stopped clock would never end, and the consumer, which sends its commitSync's ShareAcknowledge only
+    once its fetch to that node is answered, would meet its own request timeout (a NetworkException)."""
     cmd = [shutil.which("java") or "java", "-cp", java_classpath, "ShareScenarios", bootstrap]
     if clock_broker is not None:
         cmd.append(clock_broker.bootstrap_servers)
@@ -168,6 +171,13 @@ def run_share_scenarios(java_classpath: str, bootstrap: str, clock_broker: MockB
         timer = threading.Timer(JAVA_TIMEOUT_S, proc.kill)
         timer.start()
         lines, advanced = [], []
+        done = threading.Event()
+
+        def tick(broker: MockBroker) -> None:
+            while not done.wait(0.05):
+                broker.advance(50)
+
+        ticker = None
         try:
             assert proc.stdout is not None and proc.stdin is not None
             for line in proc.stdout:
@@ -176,11 +186,17 @@ def run_share_scenarios(java_classpath: str, bootstrap: str, clock_broker: MockB
                     advanced.append(int(line.split()[1]))
                     proc.stdin.write("advanced\n")
                     proc.stdin.flush()
+                    ticker = ticker or threading.Thread(target=tick, args=(clock_broker,), daemon=True)
+                    if not ticker.is_alive():
+                        ticker.start()
                 else:
                     lines.append(line.rstrip("\n"))
             rc = proc.wait()
         finally:
             timer.cancel()
+            done.set()
+            if ticker is not None and ticker.is_alive():
+                ticker.join(5)
         err.seek(0)
         report = f"exit {rc}\nstdout:\n" + "\n".join(lines) + f"\nstderr:\n{tail(err.read(), 40)}"
     assert rc == 0, report

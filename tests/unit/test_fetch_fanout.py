@@ -80,28 +80,36 @@ def test_outside_a_pass_nothing_is_kept_and_a_changed_body_is_encoded_afresh():
     assert bytes(throttled) == bytes(want) and shared.hits == 0
 
 
+def park(c, topic, partition_max_bytes=1 << 20):
+    """A Fetch v12 of partition 0 from offset 0 that waits up to 20 s for one byte; its correlation id."""
+    return c.send(1, 12, {
+        "replica_id": -1, "max_wait": 20_000, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+        "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [],
+        "topics": [{"topic": topic, "partitions": [{"partition": 0, "fetch_offset": 0,
+                                                    "partition_max_bytes": partition_max_bytes,
+                                                    "log_start_offset": -1, "current_leader_epoch": -1}]}]})
+
+
+def wait_parked(broker, n):
+    deadline = time.monotonic() + 10
+    while broker.call(lambda c: c.broker().replica_manager.fetch_purgatory.num_delayed()) < n:
+        assert time.monotonic() < deadline, "the fetches did not park"
+        time.sleep(0.01)
+
+
 def test_fetches_one_append_wakes_share_one_encoding(raw, broker):
     """Four consumers parked at the log end; one append answers them all with the same records,
     one body encoded once (three reuse it), each with its own correlation id."""
     broker.create_topic("fan", 1)
     hits = lambda: broker.call(lambda c: c.broker().replica_manager.shared_encodings.hits)  # noqa: E731
-    parked = lambda: broker.call(lambda c: c.broker().replica_manager.fetch_purgatory.num_delayed())  # noqa: E731
     before = hits()
     consumers = [raw() for _ in range(4)]
     corrs = []
     for i, c in enumerate(consumers):
         for _ in range(i):  # different correlation ids
             fetch(c, "fan", [])
-        corrs.append(c.send(1, 12, {
-            "replica_id": -1, "max_wait": 20_000, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
-            "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [],
-            "topics": [{"topic": "fan", "partitions": [{"partition": 0, "fetch_offset": 0,
-                                                        "partition_max_bytes": 1 << 20, "log_start_offset": -1,
-                                                        "current_leader_epoch": -1}]}]}))
-    deadline = time.monotonic() + 10
-    while parked() < 4:
-        assert time.monotonic() < deadline, "the fetches did not park"
-        time.sleep(0.01)
+        corrs.append(park(c, "fan"))
+    wait_parked(broker, 4)
     produce(raw(), "fan", 0, n=5, value=b"x" * 300)
     stored = fetch(raw(), "fan", [(0, 0, 1 << 20)]).responses[0].partitions[0].records
     for c, corr in zip(consumers, corrs):
@@ -138,3 +146,24 @@ def test_a_woken_fetch_is_freed_by_reference_counting(raw, broker):
         assert len(refs) == 3 and [r() for r in refs] == [None, None, None]
     finally:
         gc.enable()
+
+
+def test_fetches_one_append_wakes_share_their_log_reads(raw, broker):
+    """The fetches parked at one offset with the same bounds read the log once in the completion
+    pass (their completion check and their read); one with another partition_max_bytes reads its own."""
+    broker.create_topic("fanread", 1)
+    shared = lambda: broker.call(lambda c: c.broker().replica_manager.shared_encodings.read_hits)  # noqa: E731
+    before = shared()
+    consumers = [raw() for _ in range(4)]
+    for i, c in enumerate(consumers):
+        park(c, "fanread", 1 << 20 if i < 3 else 100)
+    wait_parked(broker, 4)
+    produce(raw(), "fanread", 0, n=5, value=b"x" * 300)
+    stored = fetch(raw(), "fanread", [(0, 0, 1 << 20)]).responses[0].partitions[0].records
+    for c in consumers:
+        _, r = decode_response(1, 12, 1, c.recv_frame())
+        p = r.responses[0].partitions[0]
+        # the 100-byte one gets the first batch whole all the same (KIP-74)
+        assert (r.error_code, p.error_code, p.high_watermark, p.records) == (0, 0, 5, stored)
+    # two of the three alike reuse the first's completion check and its read: 2 + 2
+    assert shared() - before == 4
