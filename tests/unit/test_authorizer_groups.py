@@ -9,17 +9,13 @@ import uuid
 import pytest
 
 from mockbroker import MockBroker
-from protocol.client import RawKafkaClient
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from .test_sasl import login_plain
+from .test_authorizer import CONFIG
+from .test_authorizer import login  # noqa: F401 - a fixture (over this module's broker, b)
 
 E = ErrorCode
-CONFIG = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0",
-          "mock.sasl.users": ["admin:admin-secret", "bob:bob-secret"],
-          "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-          "super.users": "User:admin", "auto.create.topics.enable": False}
 
 
 @pytest.fixture(scope="module")
@@ -31,21 +27,6 @@ def b():
         b.add_acl("GROUP", "sg", "User:bob", "READ", pattern_type="PREFIXED")
         b.add_acl("GROUP", "sg", "User:bob", "DELETE", pattern_type="PREFIXED")
         yield b
-
-
-@pytest.fixture
-def login(b):
-    clients = []
-
-    def connect(user):
-        c = RawKafkaClient.connect(b.bootstrap_servers)
-        login_plain(c, user, f"{user}-secret")
-        clients.append(c)
-        return c
-
-    yield connect
-    for c in clients:
-        c.close()
 
 
 def ids(b):
