@@ -142,6 +142,7 @@ class Broker:
                             shared.quota_store),
             FaultActions(shared.faults, node_id, shared.metadata, self.fetch_manager),
             ThrottleDelivery(cfg.throttle_mode, self.clock, shared.throttle_events))
+        self.apis.recorder.pass_scope = self.replica_manager.shared_encodings
         # ConnectionOwner (what connections see)
         self.max_request_bytes: int = cfg["socket.request.max.bytes"]
         # KIP-72: one request memory pool per broker (SocketServer's), MemoryPool.NONE when disabled

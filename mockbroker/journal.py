@@ -133,6 +133,20 @@ class RequestJournal:
         for sink in self.sinks:
             sink(entry)
 
+    def record_many(self, entries: list[RequestRecord]) -> None:
+        """``record`` each of ``entries`` in order (a completion pass's, in one step)."""
+        seq = self.recorded
+        for entry in entries:
+            seq += 1
+            entry.seq = seq
+        self.recorded = seq
+        self.entries.extend(entries)
+        sinks = self.sinks
+        if sinks:
+            for entry in entries:
+                for sink in sinks:
+                    sink(entry)
+
     def select(self, api_key: int | None = None, client_id: str | None = None,
                since_clock_ns: int | None = None, until_clock_ns: int | None = None,
                limit: int | None = None) -> list[RequestRecord]:

@@ -19,6 +19,7 @@ from .purgatory import DelayedOperation
 from .quota.entities import QuotaStore
 from .request import NoResponse, RequestContext, Response
 from .request_stats import RequestStats
+from .shared_encodings import SharedEncodings
 
 # Request fields worth keeping in the journal (acks=all waits, long polls), whatever the API.
 _DETAILS = (("acks", "acks"), ("timeout", "timeout_ms"), ("max_wait", "max_wait_ms"), ("min_bytes", "min_bytes"),
@@ -83,6 +84,11 @@ class RequestRecorder:
         self.stats = stats
         self.quota_store = quota_store
         self.in_flight: dict[int, InFlight] = {}  # connection id -> the request it waits on
+        # a completion pass (``SharedEncodings``) answers thousands of parked requests at once:
+        # their records go to the journal and the statistics in one step when the pass ends, in
+        # the order written (nothing reads the journal inside the pass: it runs on the loop)
+        self.pass_scope: SharedEncodings | None = None
+        self._pending: list[RequestRecord] = []
 
     def begin(self, flight: InFlight) -> None:
         self.in_flight[flight.ctx.conn_id] = flight
@@ -162,8 +168,20 @@ class RequestRecorder:
         if outcome in ("response", "no_response", "closed"):  # a dropped one stays: the connection waits on it
             if self.in_flight.get(ctx.conn_id) is flight:
                 del self.in_flight[ctx.conn_id]
+        scope = self.pass_scope
+        if scope is not None and scope.in_pass:
+            if not self._pending:
+                scope.at_end(self._flush)
+            self._pending.append(rec)
+            return
         self.journal.record(rec)
         self.stats.record(rec)
+
+    def _flush(self) -> None:
+        """The records of a completion pass, in one step."""
+        pending, self._pending = self._pending, []
+        self.journal.record_many(pending)
+        self.stats.record_many(pending)
 
 
 def bytes_moved(answer: Response | NoResponse) -> list[PartitionRecord]:

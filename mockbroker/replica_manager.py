@@ -581,21 +581,34 @@ class ReplicaManager:
             return LogReadResult(ErrorCode.fenced_leader_epoch if req_epoch < p.leader_epoch
                                  else ErrorCode.unknown_leader_epoch, partition=p)
         log = p.log
-        result = LogReadResult(high_watermark=log.high_watermark, last_stable_offset=log.last_stable_offset,
-                               log_start_offset=log.log_start_offset, partition=p)
-        if cp.fetch_offset < log.log_start_offset or cp.fetch_offset > log.log_end_offset:
-            result.error = ErrorCode.offset_out_of_range
-            return result
-        upper = log.last_stable_offset if params.isolation_level == READ_COMMITTED else log.high_watermark
-        sl, records = self._read_log(log, cp.fetch_offset, min(cp.max_bytes, limit), upper, min_one)
-        if sl.size_bytes:
-            result.records = records
-            result.size_bytes = sl.size_bytes
-        if params.isolation_level == READ_COMMITTED:
-            # LocalLog.read with FetchIsolation.TXN_COMMITTED: nothing read, an empty list; else the
-            # aborted transactions from the fetch offset up to the offset after the data read
-            result.aborted_transactions = (
-                log.collect_aborted_transactions(cp.fetch_offset, sl.next_offset) if sl.size_bytes else [])
+        offset, isolation = cp.fetch_offset, params.isolation_level
+        max_bytes = min(cp.max_bytes, limit)
+
+        def read() -> tuple[LogReadResult, PartitionLog]:
+            result = LogReadResult(high_watermark=log.high_watermark, last_stable_offset=log.last_stable_offset,
+                                   log_start_offset=log.log_start_offset, partition=p)
+            if offset < log.log_start_offset or offset > log.log_end_offset:
+                result.error = ErrorCode.offset_out_of_range
+                return result, log
+            upper = log.last_stable_offset if isolation == READ_COMMITTED else log.high_watermark
+            sl, records = self._read_log(log, offset, max_bytes, upper, min_one)
+            if sl.size_bytes:
+                result.records = records
+                result.size_bytes = sl.size_bytes
+            if isolation == READ_COMMITTED:
+                # LocalLog.read with FetchIsolation.TXN_COMMITTED: nothing read, an empty list; else the
+                # aborted transactions from the fetch offset up to the offset after the data read
+                result.aborted_transactions = (
+                    log.collect_aborted_transactions(offset, sl.next_offset) if sl.size_bytes else [])
+            return result, log  # the log held: its id in the key is not reused in the pass
+
+        # the fetches of one completion pass parked at the same place share their result (the
+        # response builder then finds it by identity); the key holds what the result reads from the
+        # log, so a result read before the log moved is not reused
+        result: LogReadResult
+        result, _log = self.shared_encodings.read(
+            ("partition", id(log), offset, max_bytes, min_one, isolation, log.log_end_offset, log.log_start_offset,
+             log.high_watermark, log.last_stable_offset), read)
         return result
 
     def _read_log(self, log: PartitionLog, offset: int, max_bytes: int, upper: int,

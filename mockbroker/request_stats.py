@@ -24,6 +24,14 @@ class LatencyHistogram:
         self.total_ms += ms
         self.count += 1
 
+    def observe_many(self, values: list[float]) -> None:
+        counts, total = self.counts, self.total_ms
+        for ms in values:
+            counts[bisect.bisect_left(LATENCY_BUCKETS_MS, ms)] += 1
+            total += ms  # in order: the same sum as one observe at a time
+        self.total_ms = total
+        self.count += len(values)
+
 
 class RequestStats:
     def __init__(self) -> None:
@@ -45,3 +53,32 @@ class RequestStats:
         if h is None:
             h = self.latency[key] = LatencyHistogram()
         h.observe(rec.held_ms)
+
+    def record_many(self, recs: list[RequestRecord]) -> None:
+        """``record`` each of ``recs`` (a completion pass's): the same counts, a dictionary step per
+        request type rather than per request."""
+        if len(recs) < 2:
+            for rec in recs:
+                self.record(rec)
+            return
+        counts: dict[tuple[str, int], list[float]] = {}
+        errors = self.errors
+        for rec in recs:
+            key = (rec.api, rec.api_version)
+            held = counts.get(key)
+            if held is None:
+                held = counts[key] = []
+            held.append(rec.held_ms)
+            if rec.error_code:
+                ek = (rec.api, rec.error_code)
+                errors[ek] = errors.get(ek, 0) + 1
+            for p in rec.partitions:
+                if p.error_code:
+                    ek = (rec.api, p.error_code)
+                    errors[ek] = errors.get(ek, 0) + 1
+        for key, held in counts.items():
+            self.requests[key] = self.requests.get(key, 0) + len(held)
+            h = self.latency.get(key)
+            if h is None:
+                h = self.latency[key] = LatencyHistogram()
+            h.observe_many(held)

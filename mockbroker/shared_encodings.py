@@ -23,11 +23,12 @@ from typing import Any
 
 
 class SharedEncodings:
-    __slots__ = ("_entries", "_depth", "hits", "read_hits")
+    __slots__ = ("_entries", "_depth", "_at_end", "hits", "read_hits")
 
     def __init__(self) -> None:
         self._entries: dict[Hashable, Any] = {}
         self._depth = 0
+        self._at_end: list[Callable[[], None]] = []  # run once when the pass ends (``at_end``)
         self.hits = 0  # responses that reused an encoding (for tests and benchmarks)
         self.read_hits = 0  # log reads reused (``ReplicaManager._read_log``, ``bytes_available``)
 
@@ -39,6 +40,17 @@ class SharedEncodings:
         self._depth -= 1
         if not self._depth:
             self._entries.clear()
+            at_end, self._at_end = self._at_end, []
+            for step in at_end:
+                step()
+
+    @property
+    def in_pass(self) -> bool:
+        return self._depth > 0
+
+    def at_end(self, step: Callable[[], None]) -> None:
+        """Run ``step`` once the pass is over (the journal's one step per pass); only in a pass."""
+        self._at_end.append(step)
 
     def get(self, key: Hashable, make: Callable[[], Any]) -> Any:
         """The value for ``key``: made once in a pass, made each time outside one."""

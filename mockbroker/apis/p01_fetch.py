@@ -46,6 +46,7 @@ Version notes:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from protocol.codec import timedelta_ms
@@ -58,6 +59,7 @@ from ..journal import PartitionRecord
 from ..metadata import ClusterMetadata
 from ..replica_manager import FetchParams, LogReadResult
 from ..request import Body, Deferred, Outcome, RequestContext, Response
+from ..shared_encodings import SharedEncodings
 from ..authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from .common import ZERO_UUID, authorized, leader_info, node_endpoints, partition_errors
 
@@ -128,37 +130,26 @@ def _respond(ctx: RequestContext, fctx: FetchContext, by_id: bool, read_committe
     as Kafka decides the quota before the session is touched."""
     broker = ctx.broker
     pairs = list(zip(fctx.partitions, results))
-    sizes = {(cp.topic, cp.partition): r.size_bytes for cp, r in pairs if r.size_bytes}
     session = fctx.session if fctx.kind == "incremental" else None
     if session is not None:  # only the partitions with news (CachedPartition.maybeUpdateResponseData)
-        sent = [(cp, r) for cp, r in pairs
-                if cp.needs_response(r.error, r.high_watermark, r.log_start_offset, r.size_bytes > 0)]
+        sent = [cp.needs_response(r.error, r.high_watermark, r.log_start_offset, r.size_bytes > 0) for cp, r in pairs]
         session_id = session.session_id
     else:
-        sent, session_id = pairs, 0
-
-    # group partition entries by topic, keeping request order
-    metadata = ctx.metadata
-    leaders: dict[int, Any] = {}
-    topics: list[dict[str, Any]] = []
-    index: dict[Any, dict[str, Any]] = {}
-    for cp, r in sent:
-        key = cp.topic_id if by_id else cp.topic
-        t = index.get(key)
-        if t is None:
-            t = index[key] = {"topic": cp.topic, "topic_id": cp.topic_id or ZERO_UUID, "partitions": []}
-            topics.append(t)
-        t["partitions"].append(_partition_entry(cp, r, read_committed, leaders, metadata))
+        sent, session_id = [True] * len(pairs), 0
+    # The fetches one completion pass answers from the same results (ReplicaManager shares them
+    # by identity) build their topics, journal partitions and encoder once (``shared_encodings``);
+    # the key names each result by identity and the entry holds them, so no id is reused in the pass
+    shared = broker.replica_manager.shared_encodings
+    topics, node_list, partitions, encode, _held = shared.get(
+        ("respond", by_id, read_committed, ctx.listener_name,
+         tuple((cp.topic, cp.topic_id, cp.partition, id(r), s) for (cp, r), s in zip(pairs, sent))),
+        lambda: _topics(ctx, pairs, sent, by_id, read_committed, shared))
     body = {
         "error_code": ErrorCode.none,
         "session_id": session_id,
         "responses": topics,
-        "node_endpoints": node_endpoints(leaders.values(), ctx.listener_name),
+        "node_endpoints": node_list,
     }
-    partitions = partition_errors(topics, "partitions", topic="topic", sizes=sizes)
-    listed = {(p.topic, p.partition) for p in partitions}
-    # read but not in the response (an incremental fetch): the bytes, no error
-    partitions += [PartitionRecord(t, i, 0, n) for (t, i), n in sizes.items() if (t, i) not in listed]
 
     def finish() -> Body:
         for cp, r in pairs:
@@ -177,8 +168,36 @@ def _respond(ctx: RequestContext, fctx: FetchContext, by_id: bool, read_committe
     def if_throttled() -> Body:
         return {"error_code": ErrorCode.none, "session_id": session_id, "responses": []}
 
-    return Response(body, partitions, finish=finish, if_throttled=if_throttled,
-                    encode=encoder(broker.replica_manager.shared_encodings, topics))
+    return Response(body, partitions, finish=finish, if_throttled=if_throttled, encode=encode)
+
+
+def _topics(ctx: RequestContext, pairs: list[tuple[CachedPartition, LogReadResult]], sent: list[bool], by_id: bool,
+            read_committed: bool, shared: SharedEncodings) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
+                                                                     list[PartitionRecord],
+                                                                     Callable[[RequestContext, Body], Any], list[Any]]:
+    """What a response says of the partitions it sends (grouped by topic, in request order), its
+    node endpoints, the journal's partitions (each read partition with its bytes, sent or not) and
+    its encoder."""
+    metadata = ctx.metadata
+    leaders: dict[int, Any] = {}
+    topics: list[dict[str, Any]] = []
+    index: dict[Any, dict[str, Any]] = {}
+    for (cp, r), s in zip(pairs, sent):
+        if not s:
+            continue
+        key = cp.topic_id if by_id else cp.topic
+        t = index.get(key)
+        if t is None:
+            t = index[key] = {"topic": cp.topic, "topic_id": cp.topic_id or ZERO_UUID, "partitions": []}
+            topics.append(t)
+        t["partitions"].append(_partition_entry(cp, r, read_committed, leaders, metadata))
+    sizes = {(cp.topic, cp.partition): r.size_bytes for cp, r in pairs if r.size_bytes}
+    partitions = partition_errors(topics, "partitions", topic="topic", sizes=sizes)
+    listed = {(p.topic, p.partition) for p in partitions}
+    # read but not in the response (an incremental fetch): the bytes, no error
+    partitions += [PartitionRecord(t, i, 0, n) for (t, i), n in sizes.items() if (t, i) not in listed]
+    return (topics, node_endpoints(leaders.values(), ctx.listener_name), partitions, encoder(shared, topics),
+            [r for _, r in pairs])
 
 
 def _from_follower(ctx: RequestContext, req: FetchRequest) -> bool:

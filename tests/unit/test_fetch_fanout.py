@@ -116,7 +116,8 @@ def test_fetches_one_append_wakes_share_one_encoding(raw, broker):
         got, r = decode_response(1, 12, 1, c.recv_frame())
         p = r.responses[0].partitions[0]
         assert (got, r.error_code, p.error_code, p.high_watermark, p.records) == (corr, 0, 0, 5, stored)
-    assert hits() - before == 3
+    # three reuse the first's encoding, three the response it built (its topics, journal partitions)
+    assert hits() - before == 6
 
 
 def test_a_woken_fetch_is_freed_by_reference_counting(raw, broker):
@@ -167,3 +168,60 @@ def test_fetches_one_append_wakes_share_their_log_reads(raw, broker):
         assert (r.error_code, p.error_code, p.high_watermark, p.records) == (0, 0, 5, stored)
     # two of the three alike reuse the first's completion check and its read: 2 + 2
     assert shared() - before == 4
+
+
+def test_a_passs_records_reach_the_journal_and_statistics_in_one_step_at_its_end(raw, broker):
+    """The records of the fetches one append wakes go to the journal (its sinks) and the request
+    statistics when the completion pass is over, in the order written and numbered on: the same
+    records, each once, as when written one at a time."""
+    broker.create_topic("fanrec", 1)
+    seen = []
+
+    def install(c):
+        b = c.broker()
+        scope = b.replica_manager.shared_encodings
+        b.apis.recorder.journal.sinks.append(lambda rec: seen.append((rec.seq, rec.api, rec.outcome, scope.in_pass)))
+        return b.request_stats.requests.get(("FETCH", 12), 0)
+
+    fetches_before = broker.call(install)
+    consumers = [raw() for _ in range(3)]
+    for c in consumers:
+        park(c, "fanrec")
+    wait_parked(broker, 3)
+    produce(raw(), "fanrec", 0, n=1)
+    for c in consumers:
+        decode_response(1, 12, 1, c.recv_frame())
+    broker.call(lambda c: None)  # the loop is past the completion pass
+    fetched = [s for s in seen if s[1] == "FETCH"]
+    assert [(api, outcome, in_pass) for _, api, outcome, in_pass in fetched] == [("FETCH", "response", False)] * 3
+    seqs = [s[0] for s in fetched]
+    assert seqs == list(range(seqs[0], seqs[0] + 3))
+    stats = broker.call(lambda c: (c.broker().request_stats.requests[("FETCH", 12)],
+                                   c.broker().request_stats.latency[("FETCH", 12)].count))
+    assert stats[0] - fetches_before == 3 and stats[1] == stats[0]
+    assert [r["seq"] for r in broker.journal() if r["api"] == "FETCH"][-3:] == seqs
+
+
+def test_statistics_in_one_step_count_as_one_at_a_time():
+    """``RequestStats.record_many``: the counts, errors and latency histogram (its sum to the last
+    bit) of recording the same records one by one."""
+    from mockbroker.journal import PartitionRecord, RequestRecord
+    from mockbroker.request_stats import RequestStats
+
+    def rec(i):
+        return RequestRecord(broker=0, connection=i, peer="p", client_id="c", principal="User:ANONYMOUS",
+                             client_software_name=None, client_software_version=None, api_key=1,
+                             api="FETCH" if i % 3 else "PRODUCE", api_version=12, correlation_id=i,
+                             request_bytes=10, arrived_clock_ns=0, received_clock_ns=i * 1_234_567,
+                             received_wall_ns=0, sent_clock_ns=i * 7_654_321 + 11, error_code=i % 2,
+                             partitions=[PartitionRecord("t", 0, 6 if i % 5 == 0 else 0, 3)])
+
+    one, many = RequestStats(), RequestStats()
+    recs = [rec(i) for i in range(40)]
+    for r in recs:
+        one.record(r)
+    many.record_many(recs[:1])
+    many.record_many(recs[1:])
+    assert (one.requests, one.errors) == (many.requests, many.errors)
+    assert {k: (h.counts, h.total_ms, h.count) for k, h in one.latency.items()} == \
+        {k: (h.counts, h.total_ms, h.count) for k, h in many.latency.items()}
