@@ -52,23 +52,20 @@ class SharedEncodings:
         """Run ``step`` once the pass is over (the journal's one step per pass); only in a pass."""
         self._at_end.append(step)
 
-    def get(self, key: Hashable, make: Callable[[], Any]) -> Any:
-        """The value for ``key``: made once in a pass, made each time outside one."""
-        value, reused = self._get(key, make)
-        self.hits += reused
+    def get(self, key: Hashable, make: Callable[[], Any], read: bool = False) -> Any:
+        """The value for ``key``: made once in a pass, made each time outside one; a reuse is
+        counted in ``hits``, or ``read_hits`` for a log read."""
+        if not self._depth:
+            return make()
+        value = self._entries.get(key)
+        if value is None:
+            value = self._entries[key] = make()
+        elif read:
+            self.read_hits += 1
+        else:
+            self.hits += 1
         return value
 
     def read(self, key: Hashable, make: Callable[[], Any]) -> Any:
         """``get`` for a log read shared by the fetches of a pass (counted in ``read_hits``)."""
-        value, reused = self._get(key, make)
-        self.read_hits += reused
-        return value
-
-    def _get(self, key: Hashable, make: Callable[[], Any]) -> tuple[Any, bool]:
-        if not self._depth:
-            return make(), False
-        value = self._entries.get(key)
-        if value is None:
-            value = self._entries[key] = make()
-            return value, False
-        return value, True
+        return self.get(key, make, read=True)
