@@ -41,8 +41,17 @@ N=100 row is noisy; the N=10,000 row is the figure to read.
 The client shares the machine's cores with the broker: latencies include
 this process's time to drain N sockets (one ``recv`` per ready socket).
 
-Run: ``.venv/bin/python bench/longpoll.py [--conns N]`` (default 10,000;
-well under 3 minutes).
+``--kafka``: then the same N against the real Kafka 4.4.0 (``bench/brokers.py``'s ``RealKafka``,
+the launcher ``bench/sidebyside.py`` uses: one KRaft broker+controller, -Xmx1g G1; its jars via
+Maven, ``scripts/toolchains.sh``'s ``toolchain_realkafka``), the same client, Fetch and Produce
+requests, and rounds; its JVM is "quiet" under KAFKA_QUIET_PCT % of a core (its controller ticks
+when idle).  Printed at the end: both brokers' medians over the rounds at N and their ratios
+(all answered, p50, broker CPU from the Produce to the last answer, and that per woken fetch).
+Broker CPU is psutil's (the process, all threads; clock-tick resolution, 10 ms): read it at
+N=10,000, not at N=100.
+
+Run: ``.venv/bin/python bench/longpoll.py [--conns N] [--kafka]`` (default 10,000;
+well under 3 minutes, about 2 more with ``--kafka``).
 """
 
 from __future__ import annotations
@@ -54,6 +63,7 @@ import os
 import resource
 import selectors
 import socket
+import statistics
 import struct
 import subprocess
 import sys
@@ -70,6 +80,9 @@ from protocol.codec import build_request, decode_response, encode_request  # noq
 from protocol.records import build_batch  # noqa: E402
 from protocol.registry import ApiKey, any_spec  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "bench"))
+from brokers import KAFKA_VERSION, RealKafka, Unavailable, kafka_classpath  # noqa: E402  bench/brokers.py
+
 MOCKBROKER = str(ROOT / ".venv" / "bin" / "mockbroker")
 TOPIC = "longpoll"
 BASELINE_N = 100
@@ -79,7 +92,9 @@ CONNECT_BATCH = 100
 FETCH_V = 12
 PRODUCE_V = 9
 TIME_BUDGET_S = 170.0  # the whole run; later rounds are skipped past it
+KAFKA_BUDGET_S = 150.0  # --kafka: the Kafka case's own budget, from its start
 QUIET_PCT = 2.0
+KAFKA_QUIET_PCT = 8.0
 _I32 = struct.Struct(">i")
 
 FETCH_SPEC = any_spec(ApiKey.FETCH)
@@ -153,15 +168,18 @@ class BrokerProc:
         t = self.proc.cpu_times()
         return t.user + t.system
 
+    quiet_pct = QUIET_PCT
+    name = "mockbroker"
+
     def wait_quiet(self, timeout: float = 30.0) -> float:
-        """Wait for two consecutive 0.5 s windows under QUIET_PCT % CPU; returns seconds waited."""
+        """Wait for two consecutive 0.5 s windows under ``quiet_pct`` % CPU; returns seconds waited."""
         t0 = time.monotonic()
         quiet = 0
         while time.monotonic() - t0 < timeout:
             c0, w0 = self.cpu_s(), time.monotonic()
             time.sleep(0.5)
             pct = 100 * (self.cpu_s() - c0) / (time.monotonic() - w0)
-            quiet = quiet + 1 if pct < QUIET_PCT else 0
+            quiet = quiet + 1 if pct < self.quiet_pct else 0
             if quiet >= 2:
                 return time.monotonic() - t0
         log(f"warning: broker CPU not quiet after {timeout:.0f} s")
@@ -182,6 +200,36 @@ class BrokerProc:
         lines = Path(self.stderr_path).read_text(errors="replace").splitlines()
         bad = [ln for ln in lines if any(w in ln for w in (" WARNING ", " ERROR ", " CRITICAL ", "Traceback", "Error"))]
         return len(lines), bad
+
+
+class KafkaProc(BrokerProc):
+    """The real Kafka (``bench/brokers.py``'s ``RealKafka``: one KRaft broker+controller, Kafka
+    4.4.0's jars, -Xmx1g G1) in place of mockbroker, for the same N parked fetches.  Its JVM does
+    some work when idle (the controller's heartbeats, timers), so "quiet" is under KAFKA_QUIET_PCT."""
+
+    quiet_pct = KAFKA_QUIET_PCT
+    name = "Kafka " + KAFKA_VERSION
+
+    def __init__(self, tag: str) -> None:  # noqa: ARG002 - one broker per case, as mockbroker
+        self.kafka = RealKafka(kafka_classpath())
+        self.kafka.start()
+        assert self.kafka.proc is not None
+        self.popen = self.kafka.proc
+        self.addr = ("127.0.0.1", self.kafka.port)
+        self.proc = psutil.Process(self.popen.pid)
+        self.stderr_path = str(self.kafka.nodes[0].log)
+
+    def stop(self) -> None:
+        try:  # its log is read before its directory goes
+            self.log_lines = Path(self.stderr_path).read_text(errors="replace").splitlines()
+        except OSError:
+            self.log_lines = []
+        self.kafka.stop()
+        self.stderr_path += " (removed)"
+
+    def stderr_problems(self) -> tuple[int, list[str]]:
+        lines = self.log_lines
+        return len(lines), [ln for ln in lines if " ERROR " in ln or "Exception" in ln]
 
 
 # -- client connections -------------------------------------------------------------------------
@@ -283,10 +331,10 @@ def pct(sorted_vals: list[float], q: float) -> float:
 
 
 # -- one case -------------------------------------------------------------------------------------
-def run_case(n: int, rounds: int) -> dict:
-    log(f"case N={n}: starting broker")
-    broker = BrokerProc(str(n))
-    res: dict = {"n": n, "rounds": [], "problems": [], "stderr_path": broker.stderr_path}
+def run_case(n: int, rounds: int, broker_class: type[BrokerProc] = BrokerProc) -> dict:
+    log(f"case N={n}: starting {broker_class.name}")
+    broker = broker_class(str(n))
+    res: dict = {"n": n, "rounds": [], "problems": [], "stderr_path": broker.stderr_path, "broker": broker.name}
     conns: list[Conn] = []
     admin = producer = None
     try:
@@ -295,7 +343,7 @@ def run_case(n: int, rounds: int) -> dict:
             "topics": [{"name": TOPIC, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}],
             "timeout": 30_000, "validate_only": False})
         assert r.topics[0].error_code == 0, r.topics[0]
-        leo = list_end_offset(admin)
+        leo = list_end_offset(admin)  # Kafka: once the new partition has its leader
         producer = socket.create_connection(broker.addr, timeout=30)
         producer.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         broker.wait_quiet()
@@ -403,14 +451,21 @@ def run_case(n: int, rounds: int) -> dict:
     return res
 
 
-def list_end_offset(sock: socket.socket) -> int:
-    r = blocking_request(sock, ApiKey.LIST_OFFSETS, 7, 2, {
-        "replica_id": -1, "isolation_level": 0,
-        "topics": [{"name": TOPIC, "partitions": [
-            {"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}]}]})
-    p = r.topics[0].partitions[0]
-    assert p.error_code == 0, p
-    return p.offset
+def list_end_offset(sock: socket.socket, timeout: float = 30.0) -> int:
+    """The topic's log end offset, asked again while the partition has no leader yet (Kafka)."""
+    deadline = time.monotonic() + timeout
+    corr = 2
+    while True:
+        r = blocking_request(sock, ApiKey.LIST_OFFSETS, 7, corr, {
+            "replica_id": -1, "isolation_level": 0,
+            "topics": [{"name": TOPIC, "partitions": [
+                {"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}]}]})
+        p = r.topics[0].partitions[0]
+        if p.error_code == 0:
+            return p.offset
+        assert time.monotonic() < deadline, p
+        corr += 1
+        time.sleep(0.2)
 
 
 # -- main -------------------------------------------------------------------------------------------
@@ -439,10 +494,32 @@ def fmt_bytes(b: float) -> str:
     return f"{b / 1e6:.1f} MB"
 
 
+def compare(cases: list[dict], n: int) -> None:
+    """mockbroker against Kafka at the same N: medians over the rounds, and their ratios."""
+    mock = next((c for c in cases if c["broker"] == BrokerProc.name and c["n"] == n and c["rounds"]), None)
+    kafka = next((c for c in cases if c["broker"] == KafkaProc.name and c["rounds"]), None)
+    print()
+    if mock is None or kafka is None:
+        print(f"side by side at N={n}: not both measured")
+        return
+    print(f"Side by side, N={n} parked fetches, one Produce (median over the rounds; ratio mockbroker / Kafka, "
+          "under 1 = mockbroker better)")
+    for label, key, unit, scale in (("all answered (max)", "max", "ms", 1.0), ("p50", "p50", "ms", 1.0),
+                                    ("broker CPU, Produce to last answer", "cpu_s", "s", 1.0),
+                                    ("broker CPU per woken fetch", "cpu_s", "µs", 1e6 / n)):
+        m = statistics.median(r[key] for r in mock["rounds"]) * scale
+        k = statistics.median(r[key] for r in kafka["rounds"]) * scale
+        print(f"  {label:<36} mockbroker {m:>10.3f} {unit:<2} | {KafkaProc.name} {k:>10.3f} {unit:<2} | "
+              f"ratio {m / k if k else float('nan'):.2f}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--conns", type=int, default=10_000, help="parked fetches in the main case (default 10000)")
+    ap.add_argument("--kafka", action="store_true",
+                    help=f"also the real Kafka {KAFKA_VERSION} (bench/brokers.py's RealKafka) with the same N")
     args = ap.parse_args()
+    global TIME_BUDGET_S
     n = raise_nofile(args.conns)
     cpus = psutil.cpu_count()
     print(f"machine: {cpus} CPUs; Python {sys.version.split()[0]}; max_wait {MAX_WAIT_MS} ms, min_bytes 1, "
@@ -451,31 +528,37 @@ def main() -> int:
     cases = [run_case(BASELINE_N, ROUNDS)]
     if n != BASELINE_N:
         cases.append(run_case(n, ROUNDS))
+    if args.kafka:
+        TIME_BUDGET_S = time.monotonic() - START + KAFKA_BUDGET_S
+        try:
+            cases.append(run_case(n, ROUNDS, KafkaProc))
+        except Unavailable as e:
+            print(f"Kafka not measured: {e}")
 
     print()
     print("Memory and idle CPU of the broker (RSS via psutil; per-item = delta / N)")
-    print(f"{'N':>7} | {'RSS before':>10} | {'RSS idle':>10} | {'RSS parked':>10} | {'B/idle conn':>11} | "
+    print(f"{'broker':>11} | {'N':>7} | {'RSS before':>10} | {'RSS idle':>10} | {'RSS parked':>10} | {'B/idle conn':>11} | "
           f"{'B/parked fetch':>14} | {'connect s':>9} | {'CPU% parked (3 s)':>17} | {'ctx sw (3 s)':>12}")
-    print("-" * 126)
+    print("-" * 140)
     for c in cases:
         if "rss_parked" not in c:
-            print(f"{c['n']:>7} | (incomplete)")
+            print(f"{c['broker']:>11} | {c['n']:>7} | (incomplete)")
             continue
         per_conn = (c["rss_idle"] - c["rss_before"]) / c["n"]
         per_fetch = (c["rss_parked"] - c["rss_idle"]) / c["n"]
-        print(f"{c['n']:>7} | {fmt_bytes(c['rss_before']):>10} | {fmt_bytes(c['rss_idle']):>10} | "
+        print(f"{c['broker']:>11} | {c['n']:>7} | {fmt_bytes(c['rss_before']):>10} | {fmt_bytes(c['rss_idle']):>10} | "
               f"{fmt_bytes(c['rss_parked']):>10} | {per_conn:>11,.0f} | {per_fetch:>14,.0f} | "
               f"{c['connect_s']:>9.1f} | {c['parked_cpu_pct']:>17.2f} | {c['parked_ctx_switches']:>12}")
 
     print()
     print("Wake-up: one Produce (acks=1, 1 record) -> every parked Fetch answered (ms from the Produce send)")
-    print(f"{'N':>7} | {'round':>5} | {'answered':>8} | {'first':>7} | {'p50':>7} | {'p99':>7} | {'max (all)':>9} | "
+    print(f"{'broker':>11} | {'N':>7} | {'round':>5} | {'answered':>8} | {'first':>7} | {'p50':>7} | {'p99':>7} | {'max (all)':>9} | "
           f"{'produce ack':>11} | {'per fetch µs':>12} | {'broker CPU s':>12} | {'RSS parked':>10}")
-    print("-" * 126)
+    print("-" * 140)
     for c in cases:
         for r in c["rounds"]:
             per = 1000 * r["max"] / max(r["answered"], 1)
-            print(f"{c['n']:>7} | {r['round']:>5} | {r['answered']:>8} | {r['first']:>7.2f} | {r['p50']:>7.2f} | "
+            print(f"{c['broker']:>11} | {c['n']:>7} | {r['round']:>5} | {r['answered']:>8} | {r['first']:>7.2f} | {r['p50']:>7.2f} | "
                   f"{r['p99']:>7.2f} | {r['max']:>9.2f} | {r['ack']:>11.2f} | {per:>12.1f} | "
                   f"{r['cpu_s']:>12.3f} | {fmt_bytes(r['rss_parked']):>10}")
     print("(max (all) = time until all N were answered; per fetch µs = max / N; "
@@ -491,6 +574,8 @@ def main() -> int:
         for p in c["problems"]:
             ok = False
             print(f"  PROBLEM: {p}")
+    if args.kafka:
+        compare(cases, n)
     print(f"total {time.monotonic() - START:.1f} s; {'OK' if ok else 'problems above'}")
     return 0 if ok else 1
 
