@@ -253,9 +253,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self.owner.loop.call_soon(self._process)
 
     def _needs_pause(self) -> bool:
-        eager = self.mute & _PAUSE_EAGERLY
-        if eager:
-            return not (self._watching and eager == MuteReason.THROTTLED)
+        mute = self.mute
+        if mute is not MuteReason.NONE:  # (a Flag operation is a Python call: none when unmuted)
+            eager = mute & _PAUSE_EAGERLY
+            if eager:
+                return not (self._watching and eager == MuteReason.THROTTLED)
         frame = self._frame
         if frame is not None and self._frame_pos < len(frame):
             return False  # a request with its memory: read its body
@@ -403,10 +405,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
         # RESPONSE_SENT: the request is done, its memory goes back to the pool;
         # reading resumes unless muted otherwise.
         self._release_inflight()
-        self.mute &= _NOT_RESPONSE_PENDING
+        # muted for this response alone (the usual case): unmuted without a Flag operation
+        mute = self.mute
+        self.mute = MuteReason.NONE if mute is MuteReason.RESPONSE_PENDING else mute & _NOT_RESPONSE_PENDING
         if not self._processing:
             self._update_reading()
-            if self.mute == MuteReason.NONE:
+            if self.mute is MuteReason.NONE:
                 self.owner.loop.call_soon(self._process)
 
     # -- throttling (KIP-219), called by throttled_channel.ThrottledChannel ----------------------
