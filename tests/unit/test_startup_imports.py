@@ -3,10 +3,12 @@
 In a fresh interpreter, ``import mockbroker.cli`` and a started ``MockBroker`` that answered one
 Metadata v12 request have not imported hypothesis (kio would import it for its phantom types:
 protocol/__init__.py hides it), PySpark (the report subcommand only), aiohttp or prometheus_client
-(the admin listener only), re2 (the first KIP-848 regex only), cryptography (TLS listeners only), and no kio message module but the
-Metadata v12 request and response, and no generated message module (protocol/codec.py loads a
-message's module on first use; protocol/schema_table.py and protocol/generated/index.py spare the
-registry the rest).
+(the admin listener only), re2 (the first KIP-848 regex only), cryptography (TLS listeners only),
+crc32c (the first record batch or telemetry subscription: its __init__ reads its own version through
+importlib.metadata), no kio message module but the Metadata v12 request and response, no API
+handler module but Metadata's (mockbroker/apis/ imports one on its key's first request), and no
+generated message module (protocol/codec.py loads a message's module on first use;
+protocol/schema_table.py and protocol/generated/index.py spare the registry the rest).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 from protocol.client import metadata_all_topics_request
 
 ROOT = Path(__file__).resolve().parents[2]
-UNWANTED = ("hypothesis", "pyspark", "aiohttp", "prometheus_client", "re2", "cryptography")
+UNWANTED = ("hypothesis", "pyspark", "aiohttp", "prometheus_client", "re2", "cryptography", "crc32c")
 METADATA_V12 = metadata_all_topics_request(12, "imports")
 
 REPORT = """
@@ -30,6 +32,7 @@ print(json.dumps({
     "unwanted": sorted({m.split(".")[0] for m in mods} & set(sys.argv[1].split(","))),
     "messages": [m for m in mods if m.startswith(("kio.schema.", "protocol.generated."))
                  and m.rsplit(".", 1)[-1] in ("request", "response")],
+    "handlers": [m.rsplit(".", 1)[1] for m in mods if m.startswith("mockbroker.apis.p")],
 }))
 """
 
@@ -65,13 +68,14 @@ def broker_code(config: dict[str, str]) -> str:
 
 
 def test_cli_import_loads_no_broker_extras():
-    assert loaded("import mockbroker.cli") == {"unwanted": [], "messages": []}
+    assert loaded("import mockbroker.cli") == {"unwanted": [], "messages": [], "handlers": []}
 
 
 def test_a_broker_that_answered_metadata_loaded_only_what_it_used():
     assert loaded(broker_code({})) == {
         "unwanted": [],
         "messages": ["kio.schema.metadata.v12.request", "kio.schema.metadata.v12.response"],
+        "handlers": ["p03_metadata"],  # mockbroker/apis: a handler module loads on its key's first request
     }
 
 
