@@ -19,7 +19,9 @@ consumer reading them back from offset 0); a fresh broker per variant and round.
 Each round runs every variant once, the order rotated from round to round so that machine noise
 hits all alike.  Printed per run: records/s of each phase and the broker's CPU per record
 (psutil, user+system); then per variant and phase the median and range of records/s, and the ratio
-to ``none`` of the same round (median, min..max): a ratio of 0.9 is 10 % off throughput.
+to ``none`` of the same round (median, min..max): a ratio of 0.9 is 10 % off throughput; and the
+broker's CPU per record (median) with its ratio to ``none``'s, steadier than the rates when other
+processes share the cores.
 
     .venv/bin/python bench/observing.py [--rounds 3] [--records 200000]
 """
@@ -156,6 +158,7 @@ def main() -> None:
           f"linger.ms=5; produce then consume; scrape every {args.scrape_interval:g} s; "
           f"{args.rounds} round(s), order rotated per round; load {' '.join(f'{x:.2f}' for x in psutil.getloadavg())}")
     rates: dict[str, dict[str, list[float]]] = {v: {p: [] for p in PHASES} for v in names}
+    cpu_us: dict[str, dict[str, list[float]]] = {v: {p: [] for p in PHASES} for v in names}
     for rnd in range(args.rounds):
         order = names[rnd % len(names):] + names[:rnd % len(names)]
         for variant in order:
@@ -163,20 +166,24 @@ def main() -> None:
             print(f"round {rnd + 1} {variant:<8} " + "   ".join(
                 f"{p} {n:,} in {s:.2f} s ({n / s:,.0f}/s, broker CPU {cpu / n * 1e6:.2f} µs/record)"
                 for p, (n, s, cpu) in rows.items()) + note)
-            for p, (n, s, _cpu) in rows.items():
+            for p, (n, s, cpu) in rows.items():
                 rates[variant][p].append(n / s)
+                cpu_us[variant][p].append(cpu / n * 1e6)
     print()
     print(f"records/s over {args.rounds} round(s): median (min..max); ratio to none in the same round: "
-          "median (min..max)")
-    head = f"{'variant':<8} {'phase':<8} {'records/s':>10} {'range':>21} {'ratio':>6} {'ratio range':>13}"
+          "median (min..max); the broker's CPU µs per record: median, and its ratio to none's median")
+    head = (f"{'variant':<8} {'phase':<8} {'records/s':>10} {'range':>21} {'ratio':>6} {'ratio range':>13} "
+            f"{'CPU µs/rec':>10} {'ratio':>6}")
     print(head)
     print("-" * len(head))
     for variant in names:
         for p in PHASES:
             r = rates[variant][p]
             ratios = sorted(x / y for x, y in zip(r, rates["none"][p]))
+            cpu = statistics.median(cpu_us[variant][p])
             print(f"{variant:<8} {p:<8} {statistics.median(r):>10,.0f} {min(r):>10,.0f}..{max(r):<10,.0f} "
-                  f"{statistics.median(ratios):>6.3f} {ratios[0]:>6.3f}..{ratios[-1]:<6.3f}")
+                  f"{statistics.median(ratios):>6.3f} {ratios[0]:>6.3f}..{ratios[-1]:<6.3f} "
+                  f"{cpu:>10.2f} {cpu / statistics.median(cpu_us['none'][p]):>6.3f}")
 
 
 if __name__ == "__main__":
