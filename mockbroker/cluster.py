@@ -99,8 +99,8 @@ class Cluster:
         self.config_catalog.on_change.append(self._broker_configs_changed)
         self.groups = GroupCoordinatorService(self.metadata, self.clock, config)
         self.controller.on_topic_deleted(self.groups.delete_topic_offsets)
-        self.groups.streams.group_configs = lambda gid: self.config_catalog.groups.get(gid, {})
-        self.groups.consumer.group_configs = self.groups.streams.group_configs
+        # the groups' own configs: the streams coordinator, built on first use, takes the consumer's
+        self.groups.consumer.group_configs = lambda gid: self.config_catalog.groups.get(gid, {})
         # KIP-932: the share coordinator's state (cluster-wide, as its __share_group_state log) and
         # the share groups' coordinator (its groups live in the group registry)
         first_node = config["node.id"]
@@ -254,8 +254,7 @@ class Cluster:
             await b.stop()
             self.metadata.broker_down(b.node_id)
             self.quorum.node_stopped(b.node_id)
-            b.replica_manager.shutdown()
-            b.share_partitions.shutdown()
+            b.shutdown()
         self.groups.shutdown()
         self.txn.shutdown()
         if self.journal_writer is not None:  # after the brokers: every request answered is in it

@@ -36,15 +36,14 @@ from .channel import MuteReason
 from .clock import ManualClock
 from .faults import FaultRule, FaultRuleError, api_key_of
 from .group.group import GroupType
-from .group.streams_group import StreamsGroup
 from .metadata import Partition, Topic
 from .quota.entities import QUOTA_KEYS, validate_quota
 from .quota.verdict import verdict
-from .share.view import share_group_view
 
 if TYPE_CHECKING:
     from .broker import Broker
     from .cluster import Cluster
+    from .group.streams_group import StreamsGroup  # built with the first streams group
 
 
 MAX_ADVANCE_MS = 30 * 86_400_000  # one clock advance (periodic tasks fire at each of their instants)
@@ -400,6 +399,8 @@ class ControlPlane:
         elif g.group_type is GroupType.STREAMS:
             out.update(self._streams_view(g))
         elif g.group_type is GroupType.SHARE:
+            from .share.view import share_group_view  # with the share-partition modules: a share group's
+
             sg: Any = g  # a share group (KIP-932)
             out.update(share_group_view(sg, self.cluster.metadata,
                                         (b.share_partitions for b in self.cluster.brokers.values()),
