@@ -21,10 +21,13 @@ and walks its points, the two brokers one after the other at each point:
   (KIP-848, v1, client-generated member ids) subscribed to a topic of max(M, 8) partitions, each
   heartbeating every ``HB_PAUSE_S`` (at once when its assignment changed, to report it reconciled;
   owned := assigned at once, as a member with nothing to commit does); the time until the group is
-  stable (every member at the group's epoch, owning what it was assigned, every partition owned once),
+  stable (every member at the group's epoch, owning what it was assigned, every partition owned once,
+  and ConsumerGroupDescribe answering Stable with the assignment epoch at the group epoch),
   then rounds of heartbeats from all members for ``--seconds`` (p99, broker CPU per heartbeat), RSS
   per member; the members leave
-  (epoch -1) before the next point.
+  (epoch -1) before the next point.  Both brokers run with ``group.consumer.assignment.interval.ms=0``
+  (Kafka 4.3+'s default 1000 ms would make every point at least a second: the figure is then the
+  coordinator's own cost).
 * simulated brokers B (1, 3): ``mock.num.brokers`` = B (Kafka: a B-node KRaft cluster), a topic of 6
   partitions, 6 connections each to its partition's leader, the Produce loop above: records/s and p99.
   mockbroker simulates its brokers in one process, so this is the cost of the simulation, not a speed-up.
@@ -79,7 +82,7 @@ STABLE_LIMIT_S = 60.0
 CONNECT_BATCH = 200
 _I32 = struct.Struct(">i")
 VERSIONS = {ApiKey.PRODUCE: 9, ApiKey.METADATA: 12, ApiKey.CREATE_TOPICS: 7, ApiKey.API_VERSIONS: 3,
-            ApiKey.CONSUMER_GROUP_HEARTBEAT: 1, ApiKey.FIND_COORDINATOR: 4}
+            ApiKey.CONSUMER_GROUP_HEARTBEAT: 1, ApiKey.FIND_COORDINATOR: 4, ApiKey.CONSUMER_GROUP_DESCRIBE: 0}
 READY_LIMIT_S = 60.0
 SETTLE_S = 0.5  # between two RSS readings that must agree within 1 %
 RETRIABLE_COORDINATOR = (14, 15, 16)  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR
@@ -231,12 +234,13 @@ class Broker:
 def start(kind: str, brokers: int = 1) -> Iterator[Broker]:
     if kind == "mockbroker":
         with serve_mockbroker([f"mock.num.brokers={brokers}", "group.consumer.heartbeat.interval.ms=1000",
-                               "auto.create.topics.enable=false"]) as (proc, bootstrap):
+                               "auto.create.topics.enable=false", "group.consumer.assignment.interval.ms=0"]) \
+                as (proc, bootstrap):
             yield Broker(kind, bootstrap, proc.pid)
         return
     kafka = RealKafka(kafka_classpath(), nodes=brokers, extra_props={
         "group.consumer.heartbeat.interval.ms": "1000", "group.consumer.min.heartbeat.interval.ms": "1000",
-        "auto.create.topics.enable": "false", "num.partitions": "1"})
+        "auto.create.topics.enable": "false", "num.partitions": "1", "group.consumer.assignment.interval.ms": "0"})
     kafka.start()
     try:
         assert kafka.proc is not None
@@ -381,6 +385,7 @@ async def point_members(b: Broker, m: int, seconds: float) -> dict[str, Any]:
     group = f"scale-group-{m}"
     chost, cport = await coordinator(admin, group)
     admin.close()
+    admin = await Conn.open(chost, cport, "scale-admin")
     rss0 = b.rss()
     conns = await open_many(chost, cport, m, f"scale-member-{m}")
     members = [Member(c, group, topic) for c in conns]
@@ -393,18 +398,23 @@ async def point_members(b: Broker, m: int, seconds: float) -> dict[str, Any]:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(stop.wait(), HB_PAUSE_S)
 
-    def stable() -> bool:
+    async def stable() -> bool:
         top = max(x.epoch for x in members)
         owned = [tp for x in members for tp in x.owned]
-        return (all(x.epoch == top and not x.changed for x in members)
-                and len(owned) == parts == len(set(owned)))
+        if not (all(x.epoch == top and not x.changed for x in members) and len(owned) == parts == len(set(owned))):
+            return False
+        resp, _ = await admin.call(ApiKey.CONSUMER_GROUP_DESCRIBE, {"group_ids": [group],
+                                                                    "include_authorized_operations": False})
+        g = resp.groups[0]  # the coordinator's word: its target is computed and every member reached it
+        return (g.group_state == "Stable" and g.group_epoch == g.assignment_epoch == top
+                and len(g.members) == m)
 
     t0 = time.perf_counter()
     tasks = [asyncio.create_task(run(x)) for x in members]
     stable_s = float("nan")
     while time.perf_counter() - t0 < STABLE_LIMIT_S:
         await asyncio.sleep(0.02)
-        if stable():
+        if await stable():
             stable_s = time.perf_counter() - t0
             break
         for t in tasks:
@@ -422,6 +432,7 @@ async def point_members(b: Broker, m: int, seconds: float) -> dict[str, Any]:
     await asyncio.gather(*(x.heartbeat(leave=True) for x in members))
     for x in members:
         x.conn.close()
+    admin.close()
     return {"x": m, "stable_s": stable_s, "p99_ms": pct(lat, 0.99) * 1000,
             "cpu_us_per_req": cpu / len(lat) * 1e6, "mem_per": (rss1 - rss0) / m, "epoch": members[0].epoch}
 

@@ -369,8 +369,8 @@ def test_expel_over_http_fences_a_share_groups_member():
     import uuid
 
     from .test_share_cluster import heartbeat
-    with MockBroker(config={**ADMIN, "mock.topics": "t:2"}, clock=ManualClock()) as b, \
-            RawKafkaClient.connect(b.bootstrap_servers) as c:
+    cfg = {**ADMIN, "mock.topics": "t:2", "group.share.assignment.interval.ms": 0}
+    with MockBroker(config=cfg, clock=ManualClock()) as b, RawKafkaClient.connect(b.bootstrap_servers) as c:
         a, m2 = str(uuid.uuid4()), str(uuid.uuid4())
         ea = heartbeat(c, "sg", a, 0, ["t"]).member_epoch
         e2 = heartbeat(c, "sg", m2, 0, ["t"]).member_epoch
