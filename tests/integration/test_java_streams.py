@@ -25,7 +25,11 @@ transaction at its timeout, the woken zombie is fenced); and the word count agai
 the group coordinator's broker stopped and started over the admin HTTP API while it counts; and
 the word count whose producer meets CONCURRENT_TRANSACTIONS on EndTxn and TxnOffsetCommit (fault
 rules: retried, nothing else happens) and then PRODUCER_FENCED on EndTxn (a rule the JVM posts over
-the admin HTTP API: Streams' task migration, a new producer, a rejoin; the output still exact).
+the admin HTTP API: Streams' task migration, a new producer, a rejoin; the output still exact);
+and the word count with ``streams.num.standby.replicas=1`` on the group (IncrementalAlterConfigs),
+two instances: the standbys catch up (store lag 0), one instance stops and is expelled over the
+admin HTTP API, the other takes over from its standby restoring next to nothing, and the
+repartition topic is purged (DeleteRecords) up to the committed offsets on the way.
 The inputs and the expected outputs are built here (``TOPOLOGIES``), the JVM gets them as JSON.
 
 The fixture sets both initial rebalance delays to 0, as Kafka's own test setups do
@@ -118,6 +122,15 @@ def _restart() -> tuple[list[str], list[dict[str, Any]], int]:
     return ["in"], recs, len(THROTTLE_WORDS)
 
 
+_rng = random.Random(28)
+WORDS = [_rng.choice(VOCABULARY) for _ in range(400)]  # (THROTTLE_WORDS is one word 400 times)
+
+
+def _standby() -> tuple[list[str], list[dict[str, Any]], int]:
+    recs = [_rec("tp-standby-in", i % 2, f"w{i}", w, _BASE_TS + i) for i, w in enumerate(WORDS)]
+    return ["in"], recs, len(WORDS)
+
+
 def _txnfaults() -> tuple[list[str], list[dict[str, Any]], int]:
     recs = [_rec("tp-txnfaults-in", i % 2, f"w{i}", w, _BASE_TS + i) for i, w in enumerate(THROTTLE_WORDS)]
     return ["in"], recs, len(THROTTLE_WORDS)
@@ -139,10 +152,10 @@ def _coordinator(b: MockBroker, group: str) -> int:
 
 
 TOPOLOGIES = {"join": _join, "window": _window, "global": _global, "kill": _kill, "throttle": _throttle,
-              "restart": _restart, "txnfaults": _txnfaults}
+              "restart": _restart, "txnfaults": _txnfaults, "standby": _standby}
 # StreamsTopologies' runs: four topologies in one application under quotas (one start for four)
 RUNS = {"topologies": ["join", "window", "global", "throttle"], "kill": ["kill"], "txnfaults": ["txnfaults"],
-        "restart": ["restart"]}
+        "restart": ["restart"], "standby": ["standby"]}
 
 
 class _Records(logging.Handler):
@@ -208,6 +221,8 @@ def java_run(java_classpath, broker, cluster, lines, tmp_path_factory):
             spec.update(bootstrap=cluster.bootstrap_servers, admin=cluster.admin_url, stop=_coordinator(cluster, "tp-restart"))
         if run == "txnfaults":
             spec.update(admin=broker.admin_url, fence=FENCE_RULE)
+        if run == "standby":  # streams.num.standby.replicas, set on the group by the JVM
+            spec.update(admin=broker.admin_url, standbys=1)
         for name in builds:
             topics, inputs, expect = TOPOLOGIES[name]()
             for t in (*topics, "out"):
@@ -428,3 +443,58 @@ def test_concurrent_transactions_and_producer_fenced_at_commit(java_run, broker)
     txns = [(t["state"], t["producer_epoch"]) for t in broker.transactions()
             if t["transactional_id"].startswith("tp-txnfaults-")]
     assert [state for state, _ in txns] == ["CompleteCommit"], txns
+
+
+def _expected_counts(words: list[str]) -> dict[str, list[str]]:
+    expected: dict[str, int] = {}
+    for w in words:
+        expected[w] = expected.get(w, 0) + 1
+    return {w: [str(i) for i in range(1, n + 1)] for w, n in expected.items()}
+
+
+def test_standby_tasks_catch_up_and_take_over_without_restoring(java_run, broker):
+    """StreamsTopologies' standby run: ``streams.num.standby.replicas=1`` set on the group through
+    IncrementalAlterConfigs (GROUP resource); two instances of the word count. The broker gives each
+    instance the other's stateful task (subtopology 1, the count) as a standby, as the instances
+    report them too (``metadataForLocalThreads``); the standby stores catch up with the changelogs
+    (``allLocalStorePartitionLags``: lag 0). Instance a then stops without leaving and its member is
+    expelled over the admin HTTP API: b turns its standby into the active task and restores next to
+    nothing of that changelog (its restore listener), and the output stays exact."""
+    results, report, _log = java_run
+    res = results["standby"]
+    assert (res["state"], _by_key(res["out"], "tp-standby-out")) == ("RUNNING", _expected_counts(WORDS)), report
+    # each instance: one standby, the count task the other runs (a stateless task gets none)
+    stateful_a = [t for t in res["active_a"] if t.startswith("1_")]
+    assert (len(stateful_a), res["standby_b"]) == (1, stateful_a), res
+    assert len(res["standby_a"]) == 1 and res["standby_a"][0].startswith("1_") and res["standby_a"] != stateful_a, res
+    # the broker's view (GET /streams-groups/tp-standby) agrees
+    view = {m["client_id"].split("-")[2]: {s: ps for s, ps in m["standby"].items()} for m in res["group"]}
+    assert view == {n: {"1": [int(res[f"standby_{n}"][0][2:])]} for n in "ab"}, res["group"]
+    # b's stores (its active count task's and its standby's) caught up: lag 0
+    (store, lags), = res["lags_b"].items()
+    assert store.startswith("KSTREAM-AGGREGATE-STATE-STORE") and sorted(lags) == ["0", "1"], res["lags_b"]
+    assert all(lag == 0 and end > 0 for _pos, end, lag in lags.values()), res["lags_b"]
+    # after the expel b runs a's count task; of its changelog partition it restored next to nothing
+    assert res["standby_b"][0] in res["active_b"], res
+    part = int(res["standby_b"][0][2:])
+    changelog = f"tp-standby-{store}-changelog"
+    size = lags[str(part)][1]  # that changelog partition's records when a stopped
+    restored = res["restored_after"].get(f"{changelog}-{part}", 0) - res["restored_before"].get(f"{changelog}-{part}", 0)
+    assert size >= 40 and restored <= size // 10, (restored, size, res)
+    print({"standby_restored": restored, "changelog_records": size, "ms": res["ms"]})
+
+
+@pytest.mark.usefixtures("java_run")
+def test_repartition_topic_purged_up_to_the_committed_offsets(broker):
+    """The standby run's instances purge their repartition topic every 200 ms
+    (``repartition.purge.interval.ms``; Kafka's default 30 s): TaskManager.maybePurgeCommittedRecords
+    sends DeleteRecords up to the offsets the group committed. The broker answered them without error
+    and each partition's log start offset moved up, never past the group's committed offset."""
+    topic, = broker.call(lambda c: [n for n in c.metadata.topics if n.startswith("tp-standby-")
+                                    and n.endswith("-repartition")])
+    deletes = [p for e in broker.journal("DeleteRecords") for p in e["partitions"] if p["topic"] == topic]
+    assert deletes and {p["error_code"] for p in deletes} == {0}, deletes
+    committed = broker.committed_offsets("tp-standby")
+    starts = {p: broker.partition_state(topic, p)["log_start_offset"] for p in range(PARTITIONS)}
+    assert all(0 < starts[p] <= committed[(topic, p)] for p in range(PARTITIONS)), (starts, committed)
+    print({"purges": len(deletes), "log_start": starts, "committed": committed})
