@@ -29,7 +29,9 @@ the admin HTTP API: Streams' task migration, a new producer, a rejoin; the outpu
 and the word count with ``streams.num.standby.replicas=1`` on the group (IncrementalAlterConfigs),
 two instances: the standbys catch up (store lag 0), one instance stops and is expelled over the
 admin HTTP API, the other takes over from its standby restoring next to nothing, and the
-repartition topic is purged (DeleteRecords) up to the committed offsets on the way.
+repartition topic is purged (DeleteRecords) up to the committed offsets on the way;
+and the word count against the three brokers while its group's coordinator moves, every broker up
+(``POST /groups/{g}/coordinator``: NOT_COORDINATOR from the old one, FindCoordinator, the new one).
 The inputs and the expected outputs are built here (``TOPOLOGIES``), the JVM gets them as JSON.
 
 The fixture sets both initial rebalance delays to 0, as Kafka's own test setups do
@@ -131,6 +133,11 @@ def _standby() -> tuple[list[str], list[dict[str, Any]], int]:
     return ["in"], recs, len(WORDS)
 
 
+def _move() -> tuple[list[str], list[dict[str, Any]], int]:
+    recs = [_rec("tp-move-in", i % 2, f"w{i}", w, _BASE_TS + i) for i, w in enumerate(WORDS)]
+    return ["in"], recs, len(WORDS)
+
+
 def _txnfaults() -> tuple[list[str], list[dict[str, Any]], int]:
     recs = [_rec("tp-txnfaults-in", i % 2, f"w{i}", w, _BASE_TS + i) for i, w in enumerate(THROTTLE_WORDS)]
     return ["in"], recs, len(THROTTLE_WORDS)
@@ -152,10 +159,10 @@ def _coordinator(b: MockBroker, group: str) -> int:
 
 
 TOPOLOGIES = {"join": _join, "window": _window, "global": _global, "kill": _kill, "throttle": _throttle,
-              "restart": _restart, "txnfaults": _txnfaults, "standby": _standby}
+              "restart": _restart, "txnfaults": _txnfaults, "standby": _standby, "move": _move}
 # StreamsTopologies' runs: four topologies in one application under quotas (one start for four)
 RUNS = {"topologies": ["join", "window", "global", "throttle"], "kill": ["kill"], "txnfaults": ["txnfaults"],
-        "restart": ["restart"], "standby": ["standby"]}
+        "restart": ["restart"], "standby": ["standby"], "move": ["move"]}
 
 
 class _Records(logging.Handler):
@@ -190,7 +197,7 @@ def broker():
 
 @pytest.fixture(scope="module")
 def cluster():
-    """Three brokers for StreamsTopologies' restart run, steered over the admin HTTP API."""
+    """Three brokers for StreamsTopologies' restart and move runs, steered over the admin HTTP API."""
     cfg = {"group.initial.rebalance.delay.ms": 0, "group.streams.initial.rebalance.delay.ms": 0,
            "group.streams.heartbeat.interval.ms": 500, "mock.num.brokers": 3, "mock.admin.listener": "127.0.0.1:0"}
     with MockBroker(config=cfg) as b:
@@ -219,6 +226,10 @@ def java_run(java_classpath, broker, cluster, lines, tmp_path_factory):
         if run == "restart":  # the group coordinator's broker is the one stopped
             target = cluster
             spec.update(bootstrap=cluster.bootstrap_servers, admin=cluster.admin_url, stop=_coordinator(cluster, "tp-restart"))
+        if run == "move":  # the group coordinator moves to the next broker, every broker up
+            target = cluster
+            spec.update(bootstrap=cluster.bootstrap_servers, admin=cluster.admin_url,
+                        to=(_coordinator(cluster, "tp-move") + 1) % 3)
         if run == "txnfaults":
             spec.update(admin=broker.admin_url, fence=FENCE_RULE)
         if run == "standby":  # streams.num.standby.replicas, set on the group by the JVM
@@ -498,3 +509,28 @@ def test_repartition_topic_purged_up_to_the_committed_offsets(broker):
     starts = {p: broker.partition_state(topic, p)["log_start_offset"] for p in range(PARTITIONS)}
     assert all(0 < starts[p] <= committed[(topic, p)] for p in range(PARTITIONS)), (starts, committed)
     print({"purges": len(deletes), "log_start": starts, "committed": committed})
+
+
+def test_coordinator_moves_while_the_application_runs(java_run, cluster):
+    """StreamsTopologies' move run (three brokers, exactly_once_v2): once the first half is counted the
+    group's coordinator moves to another broker, every broker staying up (POST
+    /groups/tp-move/coordinator: the leadership of its __consumer_offsets partition moves). The old
+    coordinator answers the members' next group request NOT_COORDINATOR, they find the new one with
+    FindCoordinator and carry on there; every count 1..n once, in order."""
+    results, report, _log = java_run
+    res = results["move"]
+    assert (res["state"], _by_key(res["out"], "tp-move-out")) == ("RUNNING", _expected_counts(WORDS)), report
+    new = _coordinator(cluster, "tp-move")
+    old = (new - 1) % 3
+    journal = [e for e in cluster.journal() if e["client_id"].startswith("tp-move-")]
+    group_apis = ("STREAMS_GROUP_HEARTBEAT", "OFFSET_COMMIT", "TXN_OFFSET_COMMIT", "OFFSET_FETCH")
+    not_coordinator = [e for e in journal if e["api"] in group_apis and e["broker"] == old and 16 in
+                       {e["error_code"], *(p["error_code"] for p in e["partitions"])}]
+    assert not_coordinator, sorted({(e["api"], e["broker"], e["error_code"]) for e in journal})
+    first = min(e["seq"] for e in not_coordinator)
+    # after it: FindCoordinator, then the members' heartbeats answered by the new coordinator
+    assert [e for e in journal if e["api"] == "FIND_COORDINATOR" and e["seq"] > first], journal[-5:]
+    after = [e["broker"] for e in journal if e["api"] == "STREAMS_GROUP_HEARTBEAT" and e["seq"] > first
+             and e["error_code"] == 0]
+    assert after and set(after) == {new}, after
+    print({"not_coordinator": len(not_coordinator), "ms": res["ms"]})

@@ -79,6 +79,10 @@ import org.apache.kafka.streams.processor.StateRestoreListener;
  *       half produced: Streams takes the fence for a missed rebalance (TaskMigratedException), closes
  *       its tasks dirty, makes a new producer and rejoins; the state transitions and thread names are
  *       reported;
+ *   <li>{@code move}: the word count against the cluster of three (internal topics with replication
+ *       factor 3): once the first half is counted, the group's coordinator moves to broker {@code "to"}
+ *       ({@code POST /groups/{app}/coordinator}: its __consumer_offsets partition's leadership moves,
+ *       every broker stays up) and the second half is produced;
  *   <li>{@code standby}: the word count at_least_once, {@code streams.num.standby.replicas} of the
  *       spec ({@code "standbys"}) set on the group through IncrementalAlterConfigs, two instances
  *       {@code a} and {@code b} purging the repartition topic every 200 ms: once the first half is
@@ -156,6 +160,7 @@ public class StreamsTopologies {
         case "restart" -> count(builder, "tp-restart-in", "tp-restart-out");
         case "txnfaults" -> count(builder, "tp-txnfaults-in", "tp-txnfaults-out");
         case "standby" -> count(builder, "tp-standby-in", "tp-standby-out");
+        case "move" -> count(builder, "tp-move-in", "tp-move-out");
         default -> throw new IllegalArgumentException(run);
       }
       List<JsonNode> inputs = new ArrayList<>();
@@ -180,6 +185,22 @@ public class StreamsTopologies {
             produce(bootstrap, inputs.subList(half, inputs.size()));
             read(out, seen, half + (inputs.size() - half) / 2, start);
             post(node + "/start", "{}");
+            read(out, seen, expect, start);
+            settle(out, seen);
+            result.put("state", streams.state().toString());
+            streams.close(Duration.ofSeconds(20));
+          }
+        } else if (run.equals("move")) {
+          // the group's coordinator moves to broker "to" (every broker up) once the first half is counted
+          int half = inputs.size() / 2;
+          produce(bootstrap, inputs.subList(0, half));
+          Properties p = props(bootstrap, app, stateDir + "/" + run);
+          p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 3);
+          try (KafkaStreams streams = streams(builder, p)) {
+            streams.start();
+            read(out, seen, half, start);
+            post(spec.get("admin").asText() + "/groups/" + app + "/coordinator", "{\"broker\": " + spec.get("to").asInt() + "}");
+            produce(bootstrap, inputs.subList(half, inputs.size()));
             read(out, seen, expect, start);
             settle(out, seen);
             result.put("state", streams.state().toString());
