@@ -43,6 +43,7 @@ one that gets its tasks.  Skips without java, javac or mvn, fails under CI (see 
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import random
@@ -111,36 +112,17 @@ def _kill() -> tuple[list[str], list[dict[str, Any]], int]:
     return ["in"], recs, KILL_RECORDS
 
 
+# (a new Random per pick: one word 400 times, so these runs count a single key; the throttle run's
+# quotas were calibrated on these records)
 THROTTLE_WORDS = [random.Random(27).choice(VOCABULARY) for _ in range(400)]
-
-
-def _throttle() -> tuple[list[str], list[dict[str, Any]], int]:
-    recs = [_rec("tp-throttle-in", i % 2, f"w{i}", w, _BASE_TS + i) for i, w in enumerate(THROTTLE_WORDS)]
-    return ["in"], recs, len(THROTTLE_WORDS)
-
-
-def _restart() -> tuple[list[str], list[dict[str, Any]], int]:
-    recs = [_rec("tp-restart-in", i % 2, f"w{i}", w, _BASE_TS + i) for i, w in enumerate(THROTTLE_WORDS)]
-    return ["in"], recs, len(THROTTLE_WORDS)
-
-
 _rng = random.Random(28)
-WORDS = [_rng.choice(VOCABULARY) for _ in range(400)]  # (THROTTLE_WORDS is one word 400 times)
+WORDS = [_rng.choice(VOCABULARY) for _ in range(400)]  # ten words: both partitions of a repartition
 
 
-def _standby() -> tuple[list[str], list[dict[str, Any]], int]:
-    recs = [_rec("tp-standby-in", i % 2, f"w{i}", w, _BASE_TS + i) for i, w in enumerate(WORDS)]
-    return ["in"], recs, len(WORDS)
-
-
-def _move() -> tuple[list[str], list[dict[str, Any]], int]:
-    recs = [_rec("tp-move-in", i % 2, f"w{i}", w, _BASE_TS + i) for i, w in enumerate(WORDS)]
-    return ["in"], recs, len(WORDS)
-
-
-def _txnfaults() -> tuple[list[str], list[dict[str, Any]], int]:
-    recs = [_rec("tp-txnfaults-in", i % 2, f"w{i}", w, _BASE_TS + i) for i, w in enumerate(THROTTLE_WORDS)]
-    return ["in"], recs, len(THROTTLE_WORDS)
+def _words(name: str, words: list[str]) -> tuple[list[str], list[dict[str, Any]], int]:
+    """A word count's input ``tp-<name>-in``: one record per word, alternating partitions."""
+    recs = [_rec(f"tp-{name}-in", i % 2, f"w{i}", w, _BASE_TS + i) for i, w in enumerate(words)]
+    return ["in"], recs, len(words)
 
 
 # StreamsTopologies' txnfaults run: its one stream thread's producer (transactional.id
@@ -158,8 +140,9 @@ def _coordinator(b: MockBroker, group: str) -> int:
     return int(b.call(lambda c: c.groups.find_coordinator(group).node_id))
 
 
-TOPOLOGIES = {"join": _join, "window": _window, "global": _global, "kill": _kill, "throttle": _throttle,
-              "restart": _restart, "txnfaults": _txnfaults, "standby": _standby, "move": _move}
+TOPOLOGIES = {"join": _join, "window": _window, "global": _global, "kill": _kill,
+              **{n: functools.partial(_words, n, THROTTLE_WORDS) for n in ("throttle", "restart", "txnfaults")},
+              **{n: functools.partial(_words, n, WORDS) for n in ("standby", "move")}}
 # StreamsTopologies' runs: four topologies in one application under quotas (one start for four)
 RUNS = {"topologies": ["join", "window", "global", "throttle"], "kill": ["kill"], "txnfaults": ["txnfaults"],
         "restart": ["restart"], "standby": ["standby"], "move": ["move"]}
