@@ -7,13 +7,16 @@ Measured, N runs each, interleaved so that machine noise hits all alike (medians
   ``python -c "from mockbroker import MockBroker"`` (the broker's modules) and
   ``python -c "import mockbroker.cli"`` (what ``mockbroker`` loads before parsing its arguments),
   each spawned and waited for until exit;
-* ``mockbroker serve --port 0``: spawn -> its ``mockbroker ready bootstrap=...`` stdout line, and
+* ``mockbroker serve --port 0``: spawn -> its ``mockbroker ready bootstrap=...`` stdout line (and
+  the process's CPU time, user+system, read when that line arrives: steadier than the wall time
+  when other processes share the cores), and
   spawn -> the complete Metadata v12 response (all topics) on a raw socket connected after it;
   the same with the admin listener on (``-c mock.admin.listener=127.0.0.1:0``: aiohttp and
   prometheus_client are imported then, and only then);
 * in-process: a fresh interpreter times itself from before ``import mockbroker`` to a started
   ``MockBroker()`` having answered that Metadata request (and the import's share), with and without
-  the admin listener.  The spawn of that interpreter is not in it (the floor row is).
+  the admin listener; and, on its own clock reading, from ``MockBroker()`` (the modules imported)
+  to that answer: what a test that already imported mockbroker waits for each broker.  The spawn of that interpreter is not in it (the floor row is).
 
 Child interpreters cache bytecode in a temporary ``PYTHONPYCACHEPREFIX`` (as an installed package
 would have its ``.pyc``; nothing is written into the tree), after one warm-up run.  An environment
@@ -30,7 +33,7 @@ cannot resolve Kafka, the reason is printed and that part skipped.
 Idle memory: RSS (psutil) of each broker process ``--idle`` seconds after it answered that
 Metadata request: mockbroker serve, with and without the admin listener, and Kafka's JVM.
 
-``--baseline DIR`` adds the import and spawn -> ready of another checkout (run from DIR).
+``--baseline DIR`` adds the import, spawn -> ready and CPU at ready of another checkout (run from DIR).
 """
 
 from __future__ import annotations
@@ -60,8 +63,9 @@ PYTHON = str(ROOT / ".venv" / "bin" / "python")
 ADMIN = ("-c", "mock.admin.listener=127.0.0.1:0")
 METADATA_V12 = metadata_all_topics_request(12, "bench")
 
-# Run by a fresh interpreter: seconds from before `import mockbroker` to the Metadata answer, then
-# the import's share.  argv: the Metadata request (hex), "admin" or "plain".
+# Run by a fresh interpreter: seconds from before `import mockbroker` to the Metadata answer, the
+# import's share, and from `MockBroker()` to the answer (timed on its own, not as a difference of
+# two medians).  argv: the Metadata request (hex), "admin" or "plain".
 IN_PROCESS = """
 import time
 t0 = time.perf_counter()
@@ -70,6 +74,7 @@ from mockbroker import MockBroker
 t_import = time.perf_counter() - t0
 import socket, struct, sys
 config = {"mock.admin.listener": "127.0.0.1:0"} if sys.argv[2] == "admin" else {}
+t1 = time.perf_counter()
 broker = MockBroker(config=config).start()
 host, _, port = broker.bootstrap_servers.split(",")[0].rpartition(":")
 with socket.create_connection((host.strip("[]"), int(port)), timeout=10) as s:
@@ -83,8 +88,8 @@ with socket.create_connection((host.strip("[]"), int(port)), timeout=10) as s:
             buf += chunk
         return buf
     recv(struct.unpack(">i", recv(4))[0])
-t_total = time.perf_counter() - t0
-print(t_total, t_import)
+t_end = time.perf_counter()
+print(t_end - t0, t_import, t_end - t1)
 broker.stop()
 """
 
@@ -129,16 +134,20 @@ class Bench:
         subprocess.run([PYTHON, "-c", code], check=True, cwd=cwd, env=self.env)
         return time.perf_counter() - t0
 
-    def in_process(self, mode: str) -> tuple[float, float]:
-        """(import mockbroker -> Metadata answered, import's share), as the child timed them."""
+    def in_process(self, mode: str) -> tuple[float, float, float]:
+        """(import mockbroker -> Metadata answered, import's share, MockBroker() -> Metadata answered),
+        as the child timed them."""
         out = subprocess.run([PYTHON, "-c", IN_PROCESS, METADATA_V12.hex(), mode], check=True, cwd=ROOT,
                              env=self.env, capture_output=True, text=True).stdout.split()
-        return float(out[0]), float(out[1])
+        return float(out[0]), float(out[1]), float(out[2])
 
     def broker(self, extra: tuple[str, ...] = (), cwd: Path = ROOT, idle_s: float = 0.0,
-               pyc: bool = True) -> tuple[float, float, int]:
-        """(spawn -> ready line, spawn -> first Metadata response, RSS after ``idle_s`` idle) of one
-        ``mockbroker serve`` (RSS 0 when ``idle_s`` is 0)."""
+               pyc: bool = True) -> tuple[float, float, int, float]:
+        """(spawn -> ready line, spawn -> first Metadata response, RSS after ``idle_s`` idle, the
+        process's CPU seconds at the ready line) of one ``mockbroker serve`` (RSS 0 when ``idle_s``
+        is 0)."""
+        import psutil
+
         t0 = time.perf_counter()
         proc = subprocess.Popen(
             [PYTHON, "-m", "mockbroker", "serve", "--port", "0", "--log-level", "WARNING", *extra],
@@ -147,6 +156,7 @@ class Bench:
         try:
             line = proc.stdout.readline()
             t_ready = time.perf_counter() - t0
+            cpu = psutil.Process(proc.pid).cpu_times()
             if not line.startswith("mockbroker ready bootstrap="):
                 raise RuntimeError(f"unexpected first line: {line!r}")
             host, _, port = line.split("=", 1)[1].split()[0].split(",")[0].rpartition(":")
@@ -154,14 +164,12 @@ class Bench:
             t_meta = time.perf_counter() - t0
             rss = 0
             if idle_s:
-                import psutil
-
                 time.sleep(idle_s)
                 rss = psutil.Process(proc.pid).memory_info().rss
         finally:
             proc.terminate()
             proc.wait(timeout=10)
-        return t_ready, t_meta, rss
+        return t_ready, t_meta, rss, cpu.user + cpu.system
 
 
 def kafka_runs(runs: int, idle_s: float) -> dict[str, list[float]] | str:
@@ -246,17 +254,20 @@ def report(bench: Bench, args: argparse.Namespace) -> None:
         "python -c 'from mockbroker import MockBroker'": [],
         "python -c 'import mockbroker.cli'": [],
         "serve: spawn -> ready line": [],
+        "serve: CPU of the process at its ready line": [],
         "serve: spawn -> Metadata answered": [],
         "serve + admin: spawn -> ready line": [],
         "serve + admin: spawn -> Metadata answered": [],
         "in-process: import -> MockBroker answered": [],
         "  of which: import mockbroker, MockBroker": [],
+        "in-process: MockBroker() -> Metadata answered": [],
         "in-process + admin: import -> answered": [],
         "serve, no .pyc: spawn -> ready line": [],
     }
     if args.baseline:
         rows["baseline checkout: import mockbroker.cli"] = []
         rows["baseline checkout: spawn -> ready line"] = []
+        rows["baseline checkout: CPU at its ready line"] = []
     names = list(rows)
     # warm-up: bytecode caches written, files in the page cache
     bench.python_exit_seconds("import mockbroker.cli")
@@ -269,20 +280,24 @@ def report(bench: Bench, args: argparse.Namespace) -> None:
         rows[names[1]].append(bench.python_exit_seconds("import mockbroker"))
         rows[names[2]].append(bench.python_exit_seconds("from mockbroker import MockBroker"))
         rows[names[3]].append(bench.python_exit_seconds("import mockbroker.cli"))
-        ready, meta, _ = bench.broker()
+        ready, meta, _, cpu = bench.broker()
         rows[names[4]].append(ready)
-        rows[names[5]].append(meta)
-        ready, meta, _ = bench.broker(ADMIN)
-        rows[names[6]].append(ready)
-        rows[names[7]].append(meta)
-        total, imported = bench.in_process("plain")
-        rows[names[8]].append(total)
-        rows[names[9]].append(imported)
-        rows[names[10]].append(bench.in_process("admin")[0])
-        rows[names[11]].append(bench.broker(pyc=False)[0])
+        rows[names[5]].append(cpu)
+        rows[names[6]].append(meta)
+        ready, meta, _, _ = bench.broker(ADMIN)
+        rows[names[7]].append(ready)
+        rows[names[8]].append(meta)
+        total, imported, served = bench.in_process("plain")
+        rows[names[9]].append(total)
+        rows[names[10]].append(imported)
+        rows[names[11]].append(served)
+        rows[names[12]].append(bench.in_process("admin")[0])
+        rows[names[13]].append(bench.broker(pyc=False)[0])
         if args.baseline:
-            rows[names[12]].append(bench.python_exit_seconds("import mockbroker.cli", args.baseline.resolve()))
-            rows[names[13]].append(bench.broker(cwd=args.baseline.resolve())[0])
+            rows[names[14]].append(bench.python_exit_seconds("import mockbroker.cli", args.baseline.resolve()))
+            ready, _, _, cpu = bench.broker(cwd=args.baseline.resolve())
+            rows[names[15]].append(ready)
+            rows[names[16]].append(cpu)
 
     rss: dict[str, list[float]] = {"mockbroker serve": [], "mockbroker serve + admin": []}
     for _ in range(3):

@@ -22,6 +22,7 @@ import ssl
 from collections.abc import Callable
 from collections import deque
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from protocol.registry import ApiRegistry
 
@@ -33,7 +34,6 @@ from .config import SASL_PROTOCOLS, BrokerConfig, Listener
 from .config_catalog import ConfigCatalog
 from .share.config import share_group_configs
 from .share.coordinator import ShareGroupCoordinator
-from .share.manager import SharePartitionManager
 from .share.persister import SharePersister
 from .connection import KafkaConnection
 from .controller import Controller
@@ -62,6 +62,9 @@ from .sasl_mechanisms import CredentialStore
 from .throttled_channel import ThrottleDelivery
 from .tls import TlsHandshake, peer_subject
 from .txn.coordinator import TransactionCoordinator
+
+if TYPE_CHECKING:
+    from .share.manager import SharePartitionManager
 
 log = logging.getLogger("mockbroker.broker")
 
@@ -126,12 +129,11 @@ class Broker:
             node_id, shared.metadata, shared.replication, shared.actions, self.clock,
             cfg["producer.purgatory.purge.interval.requests"], cfg["fetch.purgatory.purge.interval.requests"],
             shared.txn_verifier, cfg["mock.produce.check.records"])
-        # KIP-932: this broker's share-partitions and share sessions (SharePartitionManager)
+        # KIP-932: this broker's share-partitions and share sessions (SharePartitionManager), built on
+        # first use (``share_partitions``)
         self.share_groups: ShareGroupCoordinator = shared.share_groups
-        self.share_partitions = SharePartitionManager(
-            node_id, shared.metadata, self.replica_manager, shared.share_persister,
-            share_group_configs(shared.config_catalog, node_id), self.clock,
-            int(shared.config_catalog.broker_value(node_id, "group.share.max.share.sessions") or 2000))
+        self._shared = shared
+        self._share_partitions: SharePartitionManager | None = None
         # KIP-714: this broker's client telemetry (BrokerServer's ClientMetricsManager)
         self.client_metrics = ClientMetricsManager(node_id, shared.config_catalog.client_metrics, self.clock,
                                                    cfg["telemetry.max.bytes"])
@@ -151,6 +153,20 @@ class Broker:
         self.connections: set[KafkaConnection] = set()
         self._servers: list[asyncio.AbstractServer] = []
         self._handshakes: set[asyncio.Task[None]] = set()  # TLS handshakes under way (tls.TlsHandshake)
+
+    @property
+    def share_partitions(self) -> SharePartitionManager:
+        """This broker's SharePartitionManager, built (and its modules imported) when a share request,
+        a metrics scrape or a share-group view first asks for it: until then it would hold nothing."""
+        if self._share_partitions is None:
+            from .share.manager import SharePartitionManager
+
+            shared, node_id = self._shared, self.node_id
+            self._share_partitions = SharePartitionManager(
+                node_id, shared.metadata, self.replica_manager, shared.share_persister,
+                share_group_configs(shared.config_catalog, node_id), self.clock,
+                int(shared.config_catalog.broker_value(node_id, "group.share.max.share.sessions") or 2000))
+        return self._share_partitions
 
     def __repr__(self) -> str:
         bound = ",".join(f"{lst.name}://{lst.host}:{self.ports[lst.name]}" for lst in self.listeners)
@@ -212,7 +228,14 @@ class Broker:
         self._close_servers()
         for conn in list(self.connections):
             conn.close(CloseReason.BROKER_STOPPED)
-        self.share_partitions.broker_stopped()  # its share-partitions and locks were in its memory
+        if self._share_partitions is not None:
+            self._share_partitions.broker_stopped()  # its share-partitions and locks were in its memory
+
+    def shutdown(self) -> None:
+        """The process stops: no delayed operation of this broker fires any more."""
+        self.replica_manager.shutdown()
+        if self._share_partitions is not None:
+            self._share_partitions.shutdown()
 
     @property
     def running(self) -> bool:
@@ -238,7 +261,8 @@ class Broker:
     def connection_closed(self, conn: KafkaConnection) -> None:
         self.connections.discard(conn)
         self.apis.connection_closed(conn)
-        self.share_partitions.connection_closed(conn.conn_id)
+        if self._share_partitions is not None:
+            self._share_partitions.connection_closed(conn.conn_id)
         self.client_metrics.connection_closed(conn.conn_id)
 
     # -- housekeeping (called by the cluster's timers) ----------------------------------------

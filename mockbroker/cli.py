@@ -51,9 +51,19 @@ def _report_arguments(r: argparse.ArgumentParser) -> None:
                    help="the broker's quota.window.size.seconds (default 1, Kafka's)")
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the version is looked up when asked for (importlib.metadata costs ~12 ms of
+    every start otherwise)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, _namespace: argparse.Namespace, _values: object,
+                 _option_string: str | None = None) -> None:
+        print(f"mockbroker {_version()}")  # to stdout, as argparse's own "version" action
+        parser.exit()
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mockbroker", description="A Kafka-compatible mock broker.")
-    p.add_argument("--version", action="version", version=f"mockbroker {_version()}")
+    p.add_argument("--version", action=_VersionAction, nargs=0, help="show program's version number and exit")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="run the broker")
     s.add_argument("--host", help="bind address (default: from listeners, 127.0.0.1)")

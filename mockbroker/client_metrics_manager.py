@@ -34,10 +34,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-import crc32c
-
 from protocol.compression import DecompressionError, decompress
 from protocol.errors import ErrorCode
+from protocol.records import crc32c
 
 from .clock import Clock
 from .quorum import kafka_uuid
@@ -145,7 +144,7 @@ class PushedMetrics:
 def subscription_id(metrics: tuple[str, ...], interval_ms: int, instance_id: uuid.UUID) -> int:
     """``computeSubscriptionId``: CRC32C of the metrics list and the interval, XOR the id's hash
     (``Uuid.hashCode``).  Kafka prints a HashSet (its iteration order); here the names are sorted."""
-    crc = crc32c.crc32c(("[" + ", ".join(metrics) + "]" + str(interval_ms)).encode())
+    crc = crc32c(("[" + ", ".join(metrics) + "]" + str(interval_ms)).encode())
     bits = instance_id.int
     xor = (bits >> 64) ^ (bits & ((1 << 64) - 1))
     h = ((xor >> 32) ^ xor) & 0xFFFFFFFF

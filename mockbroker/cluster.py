@@ -43,7 +43,7 @@ from .config import (
     routable_address,
 )
 from .config_catalog import ConfigCatalog
-from .group.group import initial_group_epoch
+from .group.group import assignment_interval_applies, initial_group_epoch
 from .share.config import share_group_configs
 from .share.coordinator import ShareGroupCoordinator
 from .share.persister import SharePersister
@@ -99,8 +99,8 @@ class Cluster:
         self.config_catalog.on_change.append(self._broker_configs_changed)
         self.groups = GroupCoordinatorService(self.metadata, self.clock, config)
         self.controller.on_topic_deleted(self.groups.delete_topic_offsets)
-        self.groups.streams.group_configs = lambda gid: self.config_catalog.groups.get(gid, {})
-        self.groups.consumer.group_configs = self.groups.streams.group_configs
+        # the groups' own configs: the streams coordinator, built on first use, takes the consumer's
+        self.groups.consumer.group_configs = lambda gid: self.config_catalog.groups.get(gid, {})
         # KIP-932: the share coordinator's state (cluster-wide, as its __share_group_state log) and
         # the share groups' coordinator (its groups live in the group registry)
         first_node = config["node.id"]
@@ -111,7 +111,8 @@ class Cluster:
         self.share_groups = ShareGroupCoordinator(self.groups.registry, self.metadata, self.clock,
                                                   self.groups.heartbeat_purgatory,
                                                   share_group_configs(catalog, first_node), self.share_persister,
-                                                  initial_group_epoch(config["mock.kafka.version"]))
+                                                  initial_group_epoch(config["mock.kafka.version"]),
+                                                  assignment_interval_applies(config["mock.kafka.version"]))
         # the transaction coordinator, at the transaction.version ApiVersions finalizes
         # (mock.transaction.version, by default the release's: 2 on 4.x)
         self.txn = TransactionCoordinator(
@@ -254,8 +255,7 @@ class Cluster:
             await b.stop()
             self.metadata.broker_down(b.node_id)
             self.quorum.node_stopped(b.node_id)
-            b.replica_manager.shutdown()
-            b.share_partitions.shutdown()
+            b.shutdown()
         self.groups.shutdown()
         self.txn.shutdown()
         if self.journal_writer is not None:  # after the brokers: every request answered is in it

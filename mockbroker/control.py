@@ -36,15 +36,14 @@ from .channel import MuteReason
 from .clock import ManualClock
 from .faults import FaultRule, FaultRuleError, api_key_of
 from .group.group import GroupType
-from .group.streams_group import StreamsGroup
 from .metadata import Partition, Topic
 from .quota.entities import QUOTA_KEYS, validate_quota
 from .quota.verdict import verdict
-from .share.view import share_group_view
 
 if TYPE_CHECKING:
     from .broker import Broker
     from .cluster import Cluster
+    from .group.streams_group import StreamsGroup  # built with the first streams group
 
 
 MAX_ADVANCE_MS = 30 * 86_400_000  # one clock advance (periodic tasks fire at each of their instants)
@@ -400,6 +399,8 @@ class ControlPlane:
         elif g.group_type is GroupType.STREAMS:
             out.update(self._streams_view(g))
         elif g.group_type is GroupType.SHARE:
+            from .share.view import share_group_view  # with the share-partition modules: a share group's
+
             sg: Any = g  # a share group (KIP-932)
             out.update(share_group_view(sg, self.cluster.metadata,
                                         (b.share_partitions for b in self.cluster.brokers.values()),
@@ -512,6 +513,20 @@ class ControlPlane:
             raise NotFound(f"no member {mid!r} in group {gid!r}", "member_id")
         log.info("[GroupId %s] Member %s expelled through the admin API (its session timeout brought forward).",
                  gid, mid)
+        return self._group_view(gid)
+
+    def move_coordinator(self, group_id: Any, broker: Any) -> dict[str, Any]:
+        """Move the group's coordinator to ``broker`` while every broker stays up: the leadership of
+        its ``__consumer_offsets`` partition moves to that replica (as a preferred-replica election or
+        a reassignment would), with the partition's other groups; the old coordinator answers
+        NOT_COORDINATOR and clients find the new one with FindCoordinator. The group view after it."""
+        gid, nid = _str(group_id, "group_id"), _int(broker, "broker")
+        if self.cluster.groups.get_group(gid) is None:
+            raise NotFound(f"no group {gid!r}", "group_id")
+        try:
+            self.cluster.groups.move_coordinator(gid, nid)
+        except ValueError as e:
+            raise InvalidArgument(str(e), "broker") from None
         return self._group_view(gid)
 
     def inject_coordinator_loading(self, group_id: Any, duration_ms: Any) -> None:

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias
 
 from protocol.errors import ErrorCode
 from protocol.registry import ApiRegistry, ApiSpec
@@ -76,8 +76,10 @@ from .authorizer import StandardAuthorizer
 from .delegation_tokens import DelegationTokenManager
 from .sasl_mechanisms import CredentialStore
 from .share.coordinator import ShareGroupCoordinator
-from .share.manager import SharePartitionManager
 from .txn.coordinator import TransactionCoordinator
+
+if TYPE_CHECKING:
+    from .share.manager import SharePartitionManager  # built on first use (Broker.share_partitions)
 
 Body: TypeAlias = dict[str, Any]
 
@@ -202,8 +204,12 @@ class BrokerServices(Protocol):
     delegation_tokens: DelegationTokenManager  # the cluster's delegation tokens (DelegationTokenControlManager)
     authorizer: StandardAuthorizer | None  # the cluster's ACLs (StandardAuthorizer); None: no authorizer
     share_groups: ShareGroupCoordinator  # share groups' membership (ShareGroupHeartbeat/Describe, KIP-932)
-    share_partitions: SharePartitionManager  # this broker's share-partitions and share sessions
     client_metrics: ClientMetricsManager  # this broker's KIP-714 client telemetry (ClientMetricsManager)
+
+    @property
+    def share_partitions(self) -> SharePartitionManager:
+        """This broker's share-partitions and share sessions."""
+        ...
 
 
 class RequestContext(NamedTuple):

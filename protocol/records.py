@@ -164,13 +164,18 @@ def split_batches(buf: bytes | memoryview) -> list[memoryview]:
 
 
 def compute_crc(batch: bytes | bytearray | memoryview) -> int:
-    crc: int = _crc32c()(memoryview(batch)[ATTRIBUTES_OFFSET:])
+    return crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:])
+
+
+def crc32c(data: bytes | bytearray | memoryview) -> int:
+    """CRC-32C (Castagnoli) of ``data``, Kafka's ``Crc32C.compute``."""
+    crc: int = _crc32c()(data)
     return crc
 
 
 @cache
 def _crc32c() -> Any:
-    # Imported on the first batch, not at start-up: crc32c's __init__ reads its own version
+    # Imported on the first use, not at start-up: crc32c's __init__ reads its own version
     # through importlib.metadata and imports argparse for its CLI (~20-35 ms).
     from crc32c import crc32c
 

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from gen_kafka_messages import SCHEMA_DIR, read_json  # noqa: E402
 
-from mockbroker.apis import MODULES  # noqa: E402
+from mockbroker.apis import all_modules  # noqa: E402
 from protocol.kafka_releases import RECORDED  # noqa: E402
 from protocol.registry import DEFAULT_KAFKA_RELEASE, ApiRegistry  # noqa: E402
 
@@ -78,7 +78,7 @@ def render() -> str:
         d = read_json(path.read_text())
         schemas[int(d["apiKey"])] = (_camel_to_title(d["name"]), list(d.get("listeners", [])))
     advertised = dict(RECORDED["4.4"]["api_keys"])
-    modules = {m.API_KEY: m.__name__.rsplit(".", 1)[1] for m in MODULES}
+    modules = {m.API_KEY: m.__name__.rsplit(".", 1)[1] for m in all_modules()}
     registry = ApiRegistry(DEFAULT_KAFKA_RELEASE, set(modules), client_telemetry=True)
     rows = []
     for key in sorted(schemas):

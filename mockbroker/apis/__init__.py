@@ -3,7 +3,8 @@
 Each module has ``API_KEY`` and ``handle(ctx, request)`` (the contract is in
 ``mockbroker/request.py``); its docstring opens with the served versions,
 then Behavior (including what differs from Kafka) and Version notes.
-``build_handlers`` makes the table per broker instance.
+``build_handlers`` makes the table per broker instance; a module is imported on its
+key's first request (``handler_module``), not at start-up.
 """
 
 from __future__ import annotations
@@ -98,12 +99,41 @@ NAMES = (
     "p93_streams_group_topology_description_update",
     "p94_unregister_controller",
 )
-MODULES: tuple[ModuleType, ...] = tuple(import_module(f"{__name__}.{name}") for name in NAMES)
+# API key -> its module's name: "p03_metadata" serves key 3.  A module is imported when its key's
+# first request comes (or an error rule for it is added), not at start-up: a run that never sends
+# DescribeAcls never loads its handler (bench/startup.py measures what that saves).
+_NAME_BY_KEY: dict[int, str] = {int(name[1:3]): name for name in NAMES}
+
+
+@cache
+def handler_module(api_key: int) -> ModuleType | None:
+    """The handler module of ``api_key`` (imported on first use), None for a key not served."""
+    name = _NAME_BY_KEY.get(api_key)
+    return None if name is None else import_module(f"{__name__}.{name}")
+
+
+def all_modules() -> tuple[ModuleType, ...]:
+    """Every handler module, imported, in key order (the contract tests and the API docs read them all)."""
+    return tuple(m for m in map(handler_module, sorted(_NAME_BY_KEY)) if m is not None)
 
 
 def build_handlers() -> dict[int, Handler]:
-    """API key -> handler, in key order (a new dict per broker: nothing shared between brokers)."""
-    return {int(m.API_KEY): m.handle for m in sorted(MODULES, key=lambda m: int(m.API_KEY))}
+    """API key -> handler, in key order (a new dict per broker: nothing shared between brokers).
+    Each entry loads its module on the first request and then replaces itself with the module's
+    ``handle``."""
+    handlers: dict[int, Handler] = {}
+    for key in sorted(_NAME_BY_KEY):
+        handlers[key] = _loader(handlers, key)
+    return handlers
+
+
+def _loader(handlers: dict[int, Handler], api_key: int) -> Handler:
+    def first_request(ctx: RequestContext, req: Any) -> Any:
+        handle: Handler = import_module(f"{__name__}.{_NAME_BY_KEY[api_key]}").handle
+        handlers[api_key] = handle
+        return handle(ctx, req)
+
+    return first_request
 
 
 def _top_level_error(ctx: RequestContext, req: Any, error: ErrorCode) -> Response:
@@ -116,17 +146,13 @@ def _has_top_level_error(api_key: int) -> bool:
                for v in schema_versions(api_key))
 
 
-def _module(api_key: int) -> ModuleType | None:
-    return next((m for m in MODULES if int(m.API_KEY) == api_key), None)
-
-
 @cache
 def error_responder(api_key: int) -> ErrorResponder | None:
     """How an API answers an injected error when its handler does not serve partitions apart
     (``HANDLES_INJECTED_ERRORS``: those see ``ctx.injected`` themselves, and get None): the
     module's ``error_response``, else its top-level error code.  Looked up when a rule first fires
     (the top-level check reads every version's schema)."""
-    m = _module(api_key)
+    m = handler_module(api_key)
     if m is None or getattr(m, "HANDLES_INJECTED_ERRORS", False):
         return None
     if hasattr(m, "error_response"):
@@ -136,7 +162,7 @@ def error_responder(api_key: int) -> ErrorResponder | None:
 
 
 def handles_injected_errors(api_key: int) -> bool:
-    m = _module(api_key)
+    m = handler_module(api_key)
     return m is not None and bool(getattr(m, "HANDLES_INJECTED_ERRORS", False))
 
 

@@ -24,7 +24,7 @@ responses.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 
@@ -38,8 +38,9 @@ from .group import DescribedGroup, Group, GroupType, ListedGroup, OffsetAndMetad
 from .classic_group import JoinGroupResult, SyncGroupResult
 from .offsets import OffsetMetadataManager
 from .registry import GroupRegistry
-from .streams_coordinator import StreamsGroupCoordinator, StreamsGroupHeartbeatResult
-from .streams_description import attach_description
+
+if TYPE_CHECKING:
+    from .streams_coordinator import StreamsGroupCoordinator, StreamsGroupHeartbeatResult
 
 
 class GroupCoordinatorService:
@@ -52,8 +53,23 @@ class GroupCoordinatorService:
         self.classic = ClassicGroupCoordinator(self.registry, clock, self.heartbeat_purgatory,
                                                self.rebalance_purgatory, config)
         self.consumer = ConsumerGroupCoordinator(self.registry, cluster, clock, self.heartbeat_purgatory, config)
-        self.streams = StreamsGroupCoordinator(self.registry, cluster, clock, self.heartbeat_purgatory, config)
+        self._cluster = cluster
+        self._config = config
+        self._streams: StreamsGroupCoordinator | None = None
         self.offsets = OffsetMetadataManager(self.registry, self.classic, clock, config)
+
+    @property
+    def streams(self) -> StreamsGroupCoordinator:
+        """KIP-1071's coordinator, built (its modules imported) on first use: a run without streams
+        groups never loads them (Kafka's shards build every coordinator at start; nothing a client
+        sees differs, since a coordinator without groups holds nothing)."""
+        if self._streams is None:
+            from .streams_coordinator import StreamsGroupCoordinator
+
+            self._streams = StreamsGroupCoordinator(self.registry, self._cluster, self.clock,
+                                                    self.heartbeat_purgatory, self._config)
+            self._streams.group_configs = self.consumer.group_configs
+        return self._streams
 
     # -- FindCoordinator ---------------------------------------------------------------------------
     def find_coordinator(self, group_id: str) -> BrokerView | None:
@@ -103,6 +119,8 @@ class GroupCoordinatorService:
                                include_topology_description: bool = False) -> list[dict[str, Any]]:
         """Wire-shaped StreamsGroupDescribeResponse groups (v1: with their topology descriptions
         when asked)."""
+        from .streams_description import attach_description
+
         groups = [self.streams.describe(node_id, gid) for gid in group_ids]
         return [attach_description(self.registry, g) for g in groups] if include_topology_description else groups
 
@@ -235,6 +253,11 @@ class GroupCoordinatorService:
     def on_brokers_changed(self) -> None:
         """A broker stopped or started: groups whose coordinator changed move (classic ones reload)."""
         self.registry.on_brokers_changed()
+
+    def move_coordinator(self, group_id: str, node_id: int) -> None:
+        """The group's __consumer_offsets partition's leadership moves to ``node_id`` (a live replica;
+        ValueError otherwise): its groups move as when a broker stops (classic ones reload)."""
+        self.registry.move_coordinator(group_id, node_id)
 
     def inject_loading(self, group_id: str, duration_ms: int) -> None:
         """Fault: the group's coordinator answers COORDINATOR_LOAD_IN_PROGRESS for ``duration_ms``."""

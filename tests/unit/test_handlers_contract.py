@@ -9,7 +9,7 @@ import typing
 
 import pytest
 
-from mockbroker.apis import MODULES, build_handlers
+from mockbroker.apis import NAMES, all_modules, build_handlers
 from mockbroker.request import RequestContext
 from protocol import request_types
 from protocol.codec import (
@@ -26,6 +26,9 @@ from protocol.registry import DEFAULT_KAFKA_RELEASE, ApiKey, ApiRegistry, schema
 HEADLINE = re.compile(r"^(?P<name>[A-Za-z]+) \(key (?P<key>\d+)\): v(?P<min>\d+)-(?P<max>\d+)\b")
 
 
+MODULES = all_modules()
+
+
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__.rsplit(".", 1)[1])
 def test_docstring_headline_states_the_served_range(module):
     """Each handler's first docstring line is what a reviewer reads first: its version range must be
@@ -38,7 +41,7 @@ def test_docstring_headline_states_the_served_range(module):
     spec = registry.get(module.API_KEY)
     assert spec is not None, f"{module.__name__} is not served"
     assert int(m["key"]) == module.API_KEY
-    assert re.sub(r"(?<!^)(?=[A-Z])", "_", m["name"]).upper() == spec.name  # SyncGroup ~ SYNC_GROUP
+    assert int(module.__name__.rsplit(".", 1)[1][1:3]) == module.API_KEY  # apis/ finds it by its name    assert re.sub(r"(?<!^)(?=[A-Z])", "_", m["name"]).upper() == spec.name  # SyncGroup ~ SYNC_GROUP
     assert (int(m["min"]), int(m["max"])) == (spec.min_version, spec.max_version), module.__name__
 
 
@@ -61,7 +64,7 @@ def test_every_handler_module_is_in_the_static_table():
 
     files = {p.stem for p in pathlib.Path(apis.__file__).parent.glob("p[0-9][0-9]_*.py")}
     assert files == {m.__name__.rsplit(".", 1)[1] for m in MODULES}
-    assert len(build_handlers()) == len(MODULES)  # one module per key
+    assert len(build_handlers()) == len(MODULES) == len(NAMES)  # one module per key
 
 
 class TestStrictKeys:
