@@ -207,7 +207,10 @@ def run_share_scenarios(java_classpath: str, bootstrap: str, clock_broker: MockB
 @pytest.mark.parametrize("brokers", [1, 3])
 def test_java_share_scenarios_reject_limit_renew_and_members_sharing_a_partition(java_classpath, brokers):
     # the manual-clock scenario once, in the 1-broker run's JVM, on a second broker with mock.clock=manual
-    clock_broker = MockBroker(config={**SHARE_BROKER_CONFIG, "mock.clock": "manual"}) if brokers == 1 else None
+    # (its share assignment interval 0: on the stopped clock Kafka 4.3+'s 1 s interval would never pass, and
+    # the partitions initialized after the first heartbeat would never be assigned)
+    clock_broker = MockBroker(config={**SHARE_BROKER_CONFIG, "mock.clock": "manual",
+                                      "group.share.assignment.interval.ms": 0}) if brokers == 1 else None
     with MockBroker(config={**SHARE_BROKER_CONFIG, "mock.num.brokers": brokers}) as b, \
             clock_broker or contextlib.nullcontext() as clock:
         lines = run_share_scenarios(java_classpath, b.bootstrap_servers, clock)

@@ -22,7 +22,9 @@ def rows(stdout: str) -> list[list[str]]:
 
 
 def test_kafka_share_groups_tool():
-    with MockBroker() as b, RawKafkaClient.connect(b.bootstrap_servers, client_id="cli") as c:
+    # the partitions initialized at the next heartbeat, not one assignment interval later (Kafka 4.3+: 1 s)
+    with MockBroker(config={"group.share.assignment.interval.ms": 0}) as b, \
+            RawKafkaClient.connect(b.bootstrap_servers, client_id="cli") as c:
         b.create_topic("q", 2)
         body = {"acks": 1, "timeout": 1000, "topic_data": [{"name": "q", "partition_data": [
             {"index": 0, "records": build_batch([(b"k", b"v", [])] * 5, base_timestamp=1)}]}]}
