@@ -43,7 +43,7 @@ from .config import (
     routable_address,
 )
 from .config_catalog import ConfigCatalog
-from .group.group import initial_group_epoch
+from .group.group import assignment_interval_applies, initial_group_epoch
 from .share.config import share_group_configs
 from .share.coordinator import ShareGroupCoordinator
 from .share.persister import SharePersister
@@ -111,7 +111,8 @@ class Cluster:
         self.share_groups = ShareGroupCoordinator(self.groups.registry, self.metadata, self.clock,
                                                   self.groups.heartbeat_purgatory,
                                                   share_group_configs(catalog, first_node), self.share_persister,
-                                                  initial_group_epoch(config["mock.kafka.version"]))
+                                                  initial_group_epoch(config["mock.kafka.version"]),
+                                                  assignment_interval_applies(config["mock.kafka.version"]))
         # the transaction coordinator, at the transaction.version ApiVersions finalizes
         # (mock.transaction.version, by default the release's: 2 on 4.x)
         self.txn = TransactionCoordinator(

@@ -341,6 +341,10 @@ CONFIG_DEF: dict[str, ConfigKey] = {
         ConfigKey("group.consumer.session.timeout.ms", _int, 45000,
                   "A KIP-848 member without a heartbeat this long is fenced (group config "
                   "consumer.session.timeout.ms).", 1),
+        ConfigKey("group.consumer.assignment.interval.ms", _int, 1000,
+                  "Least time between two target assignments of a KIP-848 consumer group, from Kafka 4.3 "
+                  "(group config consumer.assignment.interval.ms; 0 computes one on every epoch bump, as "
+                  "earlier releases did).", 0),
         ConfigKey("group.consumer.max.size", _int, 2147483647, "Members a KIP-848 consumer group may have.", 1),
         ConfigKey("group.consumer.assignors", _assignors, ["uniform", "range"],
                   "Server-side assignors of KIP-848 groups, the first the default: uniform, range."),
@@ -399,6 +403,9 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "Smallest share.heartbeat.interval.ms a group may set.", 1),
         ConfigKey("group.share.max.heartbeat.interval.ms", _int, 15000,
                   "Largest share.heartbeat.interval.ms a group may set.", 1),
+        ConfigKey("group.share.assignment.interval.ms", _int, 1000,
+                  "Least time between two target assignments of a share group, from Kafka 4.3 (group config "
+                  "share.assignment.interval.ms; 0 computes one on every epoch bump).", 0),
         ConfigKey("group.share.session.timeout.ms", _int, 45000,
                   "A share group member without a heartbeat this long is fenced (group config "
                   "share.session.timeout.ms).", 1),

@@ -514,6 +514,20 @@ class ControlPlane:
                  gid, mid)
         return self._group_view(gid)
 
+    def move_coordinator(self, group_id: Any, broker: Any) -> dict[str, Any]:
+        """Move the group's coordinator to ``broker`` while every broker stays up: the leadership of
+        its ``__consumer_offsets`` partition moves to that replica (as a preferred-replica election or
+        a reassignment would), with the partition's other groups; the old coordinator answers
+        NOT_COORDINATOR and clients find the new one with FindCoordinator. The group view after it."""
+        gid, nid = _str(group_id, "group_id"), _int(broker, "broker")
+        if self.cluster.groups.get_group(gid) is None:
+            raise NotFound(f"no group {gid!r}", "group_id")
+        try:
+            self.cluster.groups.move_coordinator(gid, nid)
+        except ValueError as e:
+            raise InvalidArgument(str(e), "broker") from None
+        return self._group_view(gid)
+
     def inject_coordinator_loading(self, group_id: Any, duration_ms: Any) -> None:
         """The group's coordinator answers COORDINATOR_LOAD_IN_PROGRESS for ``duration_ms``."""
         self.cluster.groups.inject_loading(_str(group_id, "group_id"), _int(duration_ms, "duration_ms", 0))

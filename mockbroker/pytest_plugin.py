@@ -202,9 +202,14 @@ class _TestCapture:
 
 # What the fixtures' brokers start with unless configured otherwise: a group's first rebalance is not
 # held back (Kafka's default 3000 ms, kept by `mockbroker serve`, delays every consumer group and Kafka
-# Streams application by 3 s); Kafka's own test setups set these to 0 too.
+# Streams application by 3 s); Kafka's own test setups set these to 0 too.  And a KIP-848 consumer or
+# share group gets a new target assignment at the heartbeat that changed its membership, as before
+# Kafka 4.3 (4.3+: at most once per 1 s assignment interval, which on the manual clock's fixture would
+# wait until the test advances the clock).
 FIXTURE_DEFAULTS: dict[str, Any] = {"group.initial.rebalance.delay.ms": 0,
-                                    "group.streams.initial.rebalance.delay.ms": 0}
+                                    "group.streams.initial.rebalance.delay.ms": 0,
+                                    "group.consumer.assignment.interval.ms": 0,
+                                    "group.share.assignment.interval.ms": 0}
 
 class _State:
     def __init__(self, config: pytest.Config) -> None:

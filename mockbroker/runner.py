@@ -307,6 +307,14 @@ class MockBroker:
         there is no such group or member."""
         return self.control(lambda c: c.expel_member(group_id, member_id))
 
+    def move_coordinator(self, group_id: str, node_id: int) -> dict[str, Any]:
+        """Move the group's coordinator to broker ``node_id`` (``POST /groups/{group}/coordinator``):
+        the leadership of its __consumer_offsets partition moves to that live replica, every broker
+        stays up; the old coordinator answers NOT_COORDINATOR and the clients find the new one. The
+        group view after it; LookupError for no such group, ValueError for a broker that is not a
+        live replica."""
+        return self.control(lambda c: c.move_coordinator(group_id, node_id))
+
     def inject_coordinator_loading(self, group_id: str, duration_ms: int) -> None:
         """Fault: the group's coordinator answers COORDINATOR_LOAD_IN_PROGRESS for ``duration_ms``
         (Heartbeat answers NONE and SyncGroup REBALANCE_IN_PROGRESS meanwhile, as Kafka does)."""

@@ -262,6 +262,10 @@ paths = {
                                 op_id="listClientMetrics")},
  "/groups/{group}/loading": {"post": op("Its coordinator answers COORDINATOR_LOAD_IN_PROGRESS for a while", None,
                                         [group_p], ref("LoadingSet"), status="204", op_id="injectLoading")},
+ "/groups/{group}/coordinator": {"post": op(
+     "Move the group's coordinator to a broker (a live replica of its __consumer_offsets partition), every "
+     "broker staying up: the old coordinator answers NOT_COORDINATOR", ref("Group"), [group_p], ref("Elect"),
+     errors=(400, 404), op_id="moveCoordinator")},
  "/groups/{group}/members/{member}": {"delete": op(
      "Expel a member as its session timeout would, at once: a classic member is removed and the group "
      "rebalances; a consumer, streams or share member is fenced and its partitions or tasks go to the others",

@@ -339,6 +339,12 @@ def build_app(cluster: Cluster, control: ControlPlane, guard: Guard | None = Non
 
     r.add_post("/groups/{group}/loading", loading)
 
+    async def move_coordinator(q: web.Request) -> web.Response:
+        b = await _body(q, "broker", required=("broker",))
+        return _json(c.move_coordinator(q.match_info["group"], b["broker"]))
+
+    r.add_post("/groups/{group}/coordinator", move_coordinator)
+
     async def expel(q: web.Request) -> web.Response:
         _query(q)
         return _json(c.expel_member(q.match_info["group"], q.match_info["member"]))

@@ -8,7 +8,8 @@ protocol (``consumerGroupHeartbeat``, ``consumerGroupDescribe``) and its
   its subscription, or when a subscribed topic's partition count changes; the
   target assignment is then recomputed by the server-side assignor (``uniform``
   by default, or ``range``; ``assignors.py``) and the assignment epoch set to
-  the group epoch;
+  the group epoch, at most once per ``consumer.assignment.interval.ms`` (Kafka
+  4.3+, 1 s by default; inside it a heartbeat gets the last target);
 * each member reconciles towards its target on its own heartbeats:
   partitions it must give up are revoked first (UNREVOKED_PARTITIONS, the
   member keeps its epoch until it stops reporting them), partitions still
@@ -57,7 +58,7 @@ from .consumer_group import (
     MemberState,
     topic_regex,
 )
-from .group import GroupType, initial_group_epoch
+from .group import GroupType, assignment_interval_applies, can_compute_next_target_assignment, initial_group_epoch
 from .registry import GroupRegistry
 
 log = logging.getLogger("mockbroker.group")
@@ -104,6 +105,7 @@ def revocation_key(group_id: str, member_id: str) -> tuple[str, str, str]:
 GROUP_CONFIG_FALLBACK = {
     "consumer.session.timeout.ms": "group.consumer.session.timeout.ms",
     "consumer.heartbeat.interval.ms": "group.consumer.heartbeat.interval.ms",
+    "consumer.assignment.interval.ms": "group.consumer.assignment.interval.ms",
 }
 
 
@@ -246,8 +248,9 @@ class ConsumerGroupCoordinator:
             bump = True
         if bump:
             group.group_epoch += 1
-        if group.group_epoch > group.assignment_epoch:
-            self._compute_target(group)
+        if group.group_epoch > group.assignment_epoch and can_compute_next_target_assignment(
+                group.assignment_timestamp_ms, self._assignment_interval_ms(group.group_id), now):
+            self._compute_target(group, now)
         before = copy_assignment(member.assigned, drop_empty=True)
         if (member.member_epoch != group.assignment_epoch or member.state is not MemberState.STABLE):
             self._reconcile(group, member, owned)
@@ -327,7 +330,11 @@ class ConsumerGroupCoordinator:
             names |= group.subscribed_names(m, topics)
         return {n: (topics[n].topic_id, len(topics[n].partitions)) for n in sorted(names) if n in topics}
 
-    def _compute_target(self, group: ConsumerGroup) -> None:
+    def _assignment_interval_ms(self, group_id: str) -> int:
+        applies = assignment_interval_applies(self.config["mock.kafka.version"])
+        return self.group_config(group_id, "consumer.assignment.interval.ms") if applies else 0
+
+    def _compute_target(self, group: ConsumerGroup, now_ms: int) -> None:
         topics = self.cluster.topics
         assignor = next((m.server_assignor for m in group.members.values() if m.server_assignor), None)
         assignor = assignor or self.assignors[0]
@@ -335,6 +342,7 @@ class ConsumerGroupCoordinator:
         group.target = ASSIGNORS[assignor](subs, group.subscription_metadata, group.target)
         group.preferred_assignor = assignor
         group.assignment_epoch = group.group_epoch
+        group.assignment_timestamp_ms = now_ms  # ConsumerGroupTargetAssignmentMetadataValue.assignmentTimestamp
 
     def _reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember, owned: Assignment | None) -> None:
         """CurrentAssignmentBuilder.build."""

@@ -127,6 +127,7 @@ class ConsumerGroup:
         self.group_id = group_id
         self.group_epoch = initial_epoch  # ModernGroup's: 1 from Kafka 4.3 (group.group.initial_group_epoch)
         self.assignment_epoch = 0
+        self.assignment_timestamp_ms = 0  # when the target was last computed (0: never)
         self.members: dict[str, ConsumerGroupMember] = {}
         self.static_members: dict[str, str] = {}
         self.target: dict[str, Assignment] = {}

@@ -154,6 +154,23 @@ class Group(Protocol):
         ...
 
 
+def can_compute_next_target_assignment(assignment_timestamp_ms: int, interval_ms: int, now_ms: int) -> bool:
+    """GroupMetadataManager.canComputeNextTargetAssignment (Kafka 4.3+): a modern group's target
+    assignment is recomputed at most once per assignment interval (``group.consumer.assignment.interval.ms``
+    and its share and streams kin, 1000 ms by default); the first one (timestamp 0) and an interval of 0
+    never wait.  Until then a heartbeat that bumped the group epoch answers the last target."""
+    if assignment_timestamp_ms == 0 or interval_ms == 0:
+        return True
+    return now_ms >= assignment_timestamp_ms + interval_ms
+
+
+def assignment_interval_applies(release: str) -> bool:
+    """Kafka 4.3 added the assignment intervals of consumer and share groups (before it the target was
+    recomputed on every epoch bump: an effective interval of 0)."""
+    major, minor = (int(x) for x in release.split(".")[:2])
+    return (major, minor) >= (4, 3)
+
+
 def initial_group_epoch(release: str) -> int:
     """The epoch of a new consumer or share group before its first member (``mock.kafka.version``):
     Kafka 4.3 and later start ModernGroup's at 1 (its first member gets epoch 2), earlier ones at 0."""

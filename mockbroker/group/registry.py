@@ -48,8 +48,9 @@ class OffsetsTopicLeaders:
     without racks); the first live replica leads.  A stopped leader's
     partitions move to the next live replica; a partition with no live
     replica has no leader (COORDINATOR_NOT_AVAILABLE) until one returns.
-    Leadership does not move back by itself when a broker returns (as with
-    no preferred-leader election yet).
+    Leadership does not move back by itself when a broker returns; ``elect``
+    moves it to another live replica, as a preferred-replica election or a
+    reassignment of the partition does.
     """
 
     def __init__(self, cluster: ClusterView, num_partitions: int, replication_factor: int) -> None:
@@ -81,6 +82,15 @@ class OffsetsTopicLeaders:
             if lead >= 0 or partition in self.leaders:
                 self.leaders[partition] = lead
         return lead
+
+    def elect(self, partition: int, node_id: int) -> None:
+        """Leadership of ``partition`` moves to ``node_id``, which must be a live replica of it
+        (ValueError otherwise): what a preferred-replica election or a reassignment does to a
+        ``__consumer_offsets`` partition while every broker stays up."""
+        replicas = self.replicas(partition)
+        if node_id not in replicas or not self._alive(node_id):
+            raise ValueError(f"broker {node_id} is not a live replica {replicas} of partition {partition}")
+        self.leaders[partition] = node_id
 
     def _alive(self, node_id: int) -> bool:
         node = self.cluster.brokers.get(node_id)
@@ -175,8 +185,17 @@ class GroupRegistry:
     def add_listener(self, listener: CoordinatorMoveListener) -> None:
         self._listeners.append(listener)
 
+    def move_coordinator(self, group_id: str, node_id: int) -> None:
+        """The leadership of the group's ``__consumer_offsets`` partition moves to ``node_id`` (a live
+        replica; ValueError otherwise), with every group of that partition: the old coordinator
+        resigns and answers NOT_COORDINATOR, the new one loads them (Kafka's ``onResignation`` /
+        ``onElection``), and the clients find it with FindCoordinator."""
+        self.leaders.elect(self.partition_for(group_id), node_id)
+        self.on_brokers_changed()
+
     def on_brokers_changed(self) -> None:
-        """A broker stopped or started: tell the listeners of every group whose coordinator changed."""
+        """A broker stopped or started, or a partition's leadership moved: tell the listeners of every
+        group whose coordinator changed."""
         for gid in list(self.groups):
             new = self.coordinator_id(gid)
             old = self._owner.get(gid)

@@ -236,6 +236,11 @@ class GroupCoordinatorService:
         """A broker stopped or started: groups whose coordinator changed move (classic ones reload)."""
         self.registry.on_brokers_changed()
 
+    def move_coordinator(self, group_id: str, node_id: int) -> None:
+        """The group's __consumer_offsets partition's leadership moves to ``node_id`` (a live replica;
+        ValueError otherwise): its groups move as when a broker stops (classic ones reload)."""
+        self.registry.move_coordinator(group_id, node_id)
+
     def inject_loading(self, group_id: str, duration_ms: int) -> None:
         """Fault: the group's coordinator answers COORDINATOR_LOAD_IN_PROGRESS for ``duration_ms``."""
         self.registry.inject_loading(group_id, duration_ms)

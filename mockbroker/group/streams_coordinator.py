@@ -43,7 +43,7 @@ from protocol.errors import ErrorCode
 from ..clock import Clock
 from ..cluster_view import ClusterView
 from ..purgatory import DelayedDeadline, DelayedOperationPurgatory
-from .group import GroupType
+from .group import GroupType, can_compute_next_target_assignment
 from .registry import GroupRegistry
 from .streams_checks import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -316,7 +316,7 @@ class StreamsGroupCoordinator:
             return group.assignment_epoch, group.target
         now = self.clock.time_ms()
         interval = self.group_config(group.group_id, "streams.assignment.interval.ms")
-        if group.assignment_timestamp != 0 and interval != 0 and now < group.assignment_timestamp + interval:
+        if not can_compute_next_target_assignment(group.assignment_timestamp, interval, now):
             if statuses is not None:
                 statuses.append(_status(Status.ASSIGNMENT_DELAYED,
                                         "Assignment delayed due to the configured assignment interval."))

@@ -67,6 +67,9 @@ class ShareGroupConfigs:
     def session_timeout_ms(self, group_id: str) -> int:
         return self._int(group_id, "share.session.timeout.ms")
 
+    def assignment_interval_ms(self, group_id: str) -> int:
+        return self._int(group_id, "share.assignment.interval.ms")
+
     def heartbeat_interval_ms(self, group_id: str) -> int:
         return self._int(group_id, "share.heartbeat.interval.ms")
 

@@ -29,6 +29,7 @@ from protocol.errors import ErrorCode
 
 from ..clock import Clock
 from ..group.assignors import Assignment
+from ..group.group import can_compute_next_target_assignment
 from ..group.registry import GroupRegistry
 from ..metadata import ClusterMetadata
 from ..purgatory import DelayedDeadline, DelayedOperationPurgatory
@@ -88,9 +89,10 @@ class ShareGroupCoordinator:
 
     def __init__(self, registry: GroupRegistry, metadata: ClusterMetadata, clock: Clock,
                  heartbeat_purgatory: DelayedOperationPurgatory, configs: ShareGroupConfigs,
-                 persister: SharePersister, initial_epoch: int = 1) -> None:
+                 persister: SharePersister, initial_epoch: int = 1, assignment_interval: bool = True) -> None:
         self.registry = registry
         self.initial_epoch = initial_epoch  # a new group's epoch (group.group.initial_group_epoch)
+        self.assignment_interval = assignment_interval  # share.assignment.interval.ms applies (Kafka 4.3+)
         self.metadata = metadata
         self.clock = clock
         self.heartbeat_purgatory = heartbeat_purgatory
@@ -162,7 +164,8 @@ class ShareGroupCoordinator:
         if bump:
             group.group_epoch += 1
             self.rebalances += 1
-        if group.group_epoch > group.assignment_epoch:
+        if group.group_epoch > group.assignment_epoch and can_compute_next_target_assignment(
+                group.assignment_timestamp_ms, self._assignment_interval_ms(group_id), self.clock.time_ms()):
             self._compute_target(group)
         # a share member takes its target at once (no revocation first)
         target = group.target.get(member_id, {})
@@ -231,6 +234,10 @@ class ShareGroupCoordinator:
             for tid, ps in a.items():
                 assigned.setdefault(tid, set()).update(ps)
         return any(assigned.get(tid) != ps for tid, ps in self._subscribed_initialized(group).items())
+
+    def _assignment_interval_ms(self, group_id: str) -> int:
+        """share.assignment.interval.ms (Kafka 4.3+; 0 before, ``assignment_interval_applies``)."""
+        return self.configs.assignment_interval_ms(group_id) if self.assignment_interval else 0
 
     def _compute_target(self, group: ShareGroup) -> None:
         subscriptions = {}

@@ -14,8 +14,8 @@ The output is checked exactly: each word's counts are 1, 2, ..., n in order (not
 counted twice, no count restarting after the failover), and the broker's view afterwards: the internal topics with the partition counts and
 configs Kafka would give them, the group Empty once the application closed.
 
-The same JVM then runs tests/integration/java/src/StreamsTopologies.java, every application under
-``streams`` and ``exactly_once_v2``, each output read read_committed and checked exactly: one
+The same JVM then runs tests/integration/java/src/StreamsTopologies.java, every application (but the
+matrix runs below) under ``streams`` and ``exactly_once_v2``, each output read read_committed and checked exactly: one
 application of four sub-topologies (a stream-table join, a windowed count suppressed until its
 window closes with stream time driven by the record timestamps, a global table lookup, a word count)
 whose stream thread's producer and consumer are under byte-rate quotas (throttle_time_ms in the
@@ -25,7 +25,13 @@ transaction at its timeout, the woken zombie is fenced); and the word count agai
 the group coordinator's broker stopped and started over the admin HTTP API while it counts; and
 the word count whose producer meets CONCURRENT_TRANSACTIONS on EndTxn and TxnOffsetCommit (fault
 rules: retried, nothing else happens) and then PRODUCER_FENCED on EndTxn (a rule the JVM posts over
-the admin HTTP API: Streams' task migration, a new producer, a rejoin; the output still exact).
+the admin HTTP API: Streams' task migration, a new producer, a rejoin; the output still exact);
+and the word count with ``streams.num.standby.replicas=1`` on the group (IncrementalAlterConfigs),
+two instances: the standbys catch up (store lag 0), one instance stops and is expelled over the
+admin HTTP API, the other takes over from its standby restoring next to nothing, and the
+repartition topic is purged (DeleteRecords) up to the committed offsets on the way;
+and the word count against the three brokers while its group's coordinator moves, every broker up
+(``POST /groups/{g}/coordinator``: NOT_COORDINATOR from the old one, FindCoordinator, the new one).
 The inputs and the expected outputs are built here (``TOPOLOGIES``), the JVM gets them as JSON.
 
 The four-sub-topology application runs again, unthrottled, against the cluster of three (``MATRIX``:
@@ -44,6 +50,8 @@ each) is covered pairwise instead, one application start per row::
                             classic         at_least_once         1   (StreamsWordCount)
                             streams         exactly_once_v2       1   (and with a failover)
                             streams         exactly_once_v2       3   (a broker restarted)
+                            streams         exactly_once_v2       3   (the coordinator moved)
+                            streams         exactly_once_v2       1   (standbys, two instances)
     stateless               streams         exactly_once_v2       1   (a member hung, two instances)
 
 Every pair of values of protocol, guarantee and brokers meets in a run of the four sub-topologies
@@ -63,6 +71,7 @@ one that gets its tasks.  Skips without java, javac or mvn, fails under CI (see 
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import random
@@ -131,22 +140,17 @@ def _kill() -> tuple[list[str], list[dict[str, Any]], int]:
     return ["in"], recs, KILL_RECORDS
 
 
+# (a new Random per pick: one word 400 times, so these runs count a single key; the throttle run's
+# quotas were calibrated on these records)
 THROTTLE_WORDS = [random.Random(27).choice(VOCABULARY) for _ in range(400)]
+_rng = random.Random(28)
+WORDS = [_rng.choice(VOCABULARY) for _ in range(400)]  # ten words: both partitions of a repartition
 
 
-def _throttle() -> tuple[list[str], list[dict[str, Any]], int]:
-    recs = [_rec("tp-throttle-in", i % 2, f"w{i}", w, _BASE_TS + i) for i, w in enumerate(THROTTLE_WORDS)]
-    return ["in"], recs, len(THROTTLE_WORDS)
-
-
-def _restart() -> tuple[list[str], list[dict[str, Any]], int]:
-    recs = [_rec("tp-restart-in", i % 2, f"w{i}", w, _BASE_TS + i) for i, w in enumerate(THROTTLE_WORDS)]
-    return ["in"], recs, len(THROTTLE_WORDS)
-
-
-def _txnfaults() -> tuple[list[str], list[dict[str, Any]], int]:
-    recs = [_rec("tp-txnfaults-in", i % 2, f"w{i}", w, _BASE_TS + i) for i, w in enumerate(THROTTLE_WORDS)]
-    return ["in"], recs, len(THROTTLE_WORDS)
+def _words(name: str, words: list[str]) -> tuple[list[str], list[dict[str, Any]], int]:
+    """A word count's input ``tp-<name>-in``: one record per word, alternating partitions."""
+    recs = [_rec(f"tp-{name}-in", i % 2, f"w{i}", w, _BASE_TS + i) for i, w in enumerate(words)]
+    return ["in"], recs, len(words)
 
 
 # StreamsTopologies' txnfaults run: its one stream thread's producer (transactional.id
@@ -164,8 +168,9 @@ def _coordinator(b: MockBroker, group: str) -> int:
     return int(b.call(lambda c: c.groups.find_coordinator(group).node_id))
 
 
-TOPOLOGIES = {"join": _join, "window": _window, "global": _global, "kill": _kill, "throttle": _throttle,
-              "restart": _restart, "txnfaults": _txnfaults}
+TOPOLOGIES = {"join": _join, "window": _window, "global": _global, "kill": _kill,
+              **{n: functools.partial(_words, n, THROTTLE_WORDS) for n in ("throttle", "restart", "txnfaults")},
+              **{n: functools.partial(_words, n, WORDS) for n in ("standby", "move")}}
 FOUR = ["join", "window", "global", "throttle"]  # StreamsTopologies' application of four sub-topologies
 # the four-sub-topology application's matrix runs on the cluster of three, each against its own topics
 # (tp-<run>-join-customers, ...): group.protocol and processing.guarantee (no quotas, no fault)
@@ -173,7 +178,7 @@ MATRIX = {"classic-alos": ("classic", "at_least_once"), "streams-alos": ("stream
           "classic-eos": ("classic", "exactly_once_v2")}
 # StreamsTopologies' runs: four topologies in one application under quotas (one start for four)
 RUNS = {"topologies": FOUR, "kill": ["kill"], "txnfaults": ["txnfaults"], **{run: FOUR for run in MATRIX},
-        "restart": ["restart"]}
+        "restart": ["restart"], "standby": ["standby"], "move": ["move"]}
 FOUR_RUNS = ["topologies", *MATRIX]
 
 
@@ -214,7 +219,7 @@ def broker():
 
 @pytest.fixture(scope="module")
 def cluster():
-    """Three brokers for StreamsTopologies' restart run, steered over the admin HTTP API."""
+    """Three brokers for StreamsTopologies' restart and move runs, steered over the admin HTTP API."""
     cfg = {"group.initial.rebalance.delay.ms": 0, "group.streams.initial.rebalance.delay.ms": 0,
            "group.streams.heartbeat.interval.ms": 500, "mock.num.brokers": 3, "mock.admin.listener": "127.0.0.1:0"}
     with MockBroker(config=cfg) as b:
@@ -243,18 +248,27 @@ def java_run(java_classpath, broker, cluster, lines, tmp_path_factory):
         if run == "restart":  # the group coordinator's broker is the one stopped
             target = cluster
             spec.update(bootstrap=cluster.bootstrap_servers, admin=cluster.admin_url, stop=_coordinator(cluster, "tp-restart"))
+        if run == "move":  # the group coordinator moves to the next broker, every broker up
+            target = cluster
+            spec.update(bootstrap=cluster.bootstrap_servers, admin=cluster.admin_url,
+                        to=(_coordinator(cluster, "tp-move") + 1) % 3)
         if run == "txnfaults":
             spec.update(admin=broker.admin_url, fence=FENCE_RULE)
+        if run == "standby":  # streams.num.standby.replicas, set on the group by the JVM
+            spec.update(admin=broker.admin_url, standbys=1)
         if run in MATRIX:
             target = cluster
             protocol, guarantee = MATRIX[run]
             spec.update(topology="topologies", prefix=f"tp-{run}-", bootstrap=cluster.bootstrap_servers,
                         protocol=protocol, guarantee=guarantee, replication=3)
         for name in builds:
-            topics, inputs, expect = TOPOLOGIES[name]()
+            # (a matrix run counts WORDS, ten words over both partitions of its repartition topic,
+            # where the throttled run's quotas were calibrated on THROTTLE_WORDS, one word)
+            topics, inputs, expect = _words(name, WORDS) if run in MATRIX and name == "throttle" else TOPOLOGIES[name]()
             inputs = [dict(r, topic=_topic(run, r["topic"].removeprefix("tp-"))) for r in inputs]
             for t in (*topics, "out"):
-                target.create_topic(_topic(run, f"{name}-{t}"), PARTITIONS, replication_factor=3 if target is cluster else 1)
+                target.create_topic(_topic(run, f"{name}-{t}"), PARTITIONS,
+                                    replication_factor=3 if target is cluster else 1)
             spec["inputs"] += inputs
             spec["outputs"].append(_topic(run, f"{name}-out"))
             spec["expect"] += expect
@@ -330,10 +344,10 @@ def test_word_count_with_a_repartition_under_both_group_protocols(java_run, brok
     print({p: res["ms"] for p, res in results.items()})
 
 
-def _word_counts() -> dict[str, list[str]]:
-    """The word count of THROTTLE_WORDS as its output shows it: each word's counts 1..n, in order."""
+def _expected_counts(words: list[str]) -> dict[str, list[str]]:
+    """A word count of ``words`` as its output shows it: each word's counts 1..n, in order."""
     expected: dict[str, int] = {}
-    for w in THROTTLE_WORDS:
+    for w in words:
         expected[w] = expected.get(w, 0) + 1
     return {w: [str(i) for i in range(1, n + 1)] for w, n in expected.items()}
 
@@ -418,7 +432,8 @@ def test_member_hung_mid_transaction_its_tasks_move_and_the_output_is_exact(java
 def test_throttled_application_output_is_exact(java_run, broker):
     results, report, _log = java_run
     res = results["topologies"]
-    assert (res["state"], _by_key(res["out"], "tp-throttle-out")) == ("RUNNING", _word_counts()), report
+    assert (res["state"], _by_key(res["out"], "tp-throttle-out")) == (
+        "RUNNING", _expected_counts(THROTTLE_WORDS)), report
     for suffix, api in (("producer", "Produce"), ("consumer", "Fetch")):
         throttled = [e["throttle_time_ms"] for e in broker.journal(api, f"tp-topologies-StreamThread-1-{suffix}")
                      if e["throttle_time_ms"] > 0]
@@ -431,7 +446,8 @@ def test_broker_stopped_and_started_under_a_three_broker_cluster(java_run, clust
     second half is counted, started again; every count 1..n once, in order."""
     results, report, _log = java_run
     res = results["restart"]
-    assert (res["state"], _by_key(res["out"], "tp-restart-out")) == ("RUNNING", _word_counts()), report
+    assert (res["state"], _by_key(res["out"], "tp-restart-out")) == (
+        "RUNNING", _expected_counts(THROTTLE_WORDS)), report
 
 
 def test_concurrent_transactions_and_producer_fenced_at_commit(java_run, broker):
@@ -446,7 +462,8 @@ def test_concurrent_transactions_and_producer_fenced_at_commit(java_run, broker)
     read_committed, is every count 1..n once, in order: the fenced transaction's records never show."""
     results, report, _log = java_run
     res = results["txnfaults"]
-    assert (res["state"], _by_key(res["out"], "tp-txnfaults-out")) == ("RUNNING", _word_counts()), report
+    assert (res["state"], _by_key(res["out"], "tp-txnfaults-out")) == (
+        "RUNNING", _expected_counts(THROTTLE_WORDS)), report
     # the retried CONCURRENT_TRANSACTIONS changed nothing: one start, one rebalance (the fence's)
     assert res["before_fence"] == ["CREATED->REBALANCING", "REBALANCING->RUNNING"], res
     assert res["transitions"] == [*res["before_fence"], "RUNNING->REBALANCING", "REBALANCING->RUNNING"], res
@@ -472,6 +489,79 @@ def test_concurrent_transactions_and_producer_fenced_at_commit(java_run, broker)
     assert [state for state, _ in txns] == ["CompleteCommit"], txns
 
 
+def test_standby_tasks_catch_up_and_take_over_without_restoring(java_run, broker):
+    """StreamsTopologies' standby run: ``streams.num.standby.replicas=1`` set on the group through
+    IncrementalAlterConfigs (GROUP resource); two instances of the word count. The broker gives each
+    instance the other's stateful task (subtopology 1, the count) as a standby, as the instances
+    report them too (``metadataForLocalThreads``); the standby stores catch up with the changelogs
+    (``allLocalStorePartitionLags``: lag 0). Instance a then stops without leaving and its member is
+    expelled over the admin HTTP API: b turns its standby into the active task and restores next to
+    nothing of that changelog (its restore listener), and the output stays exact."""
+    results, report, _log = java_run
+    res = results["standby"]
+    assert (res["state"], _by_key(res["out"], "tp-standby-out")) == ("RUNNING", _expected_counts(WORDS)), report
+    # each instance: one standby, the count task the other runs (a stateless task gets none)
+    stateful_a = [t for t in res["active_a"] if t.startswith("1_")]
+    assert (len(stateful_a), res["standby_b"]) == (1, stateful_a), res
+    assert len(res["standby_a"]) == 1 and res["standby_a"][0].startswith("1_") and res["standby_a"] != stateful_a, res
+    # the broker's view (GET /streams-groups/tp-standby) agrees
+    view = {m["client_id"].split("-")[2]: {s: ps for s, ps in m["standby"].items()} for m in res["group"]}
+    assert view == {n: {"1": [int(res[f"standby_{n}"][0][2:])]} for n in "ab"}, res["group"]
+    # b's stores (its active count task's and its standby's) caught up: lag 0
+    (store, lags), = res["lags_b"].items()
+    assert store.startswith("KSTREAM-AGGREGATE-STATE-STORE") and sorted(lags) == ["0", "1"], res["lags_b"]
+    assert all(lag == 0 and end > 0 for _pos, end, lag in lags.values()), res["lags_b"]
+    # after the expel b runs a's count task; of its changelog partition it restored next to nothing
+    assert res["standby_b"][0] in res["active_b"], res
+    part = int(res["standby_b"][0][2:])
+    changelog = f"tp-standby-{store}-changelog"
+    size = lags[str(part)][1]  # that changelog partition's records when a stopped
+    restored = res["restored_after"].get(f"{changelog}-{part}", 0) - res["restored_before"].get(f"{changelog}-{part}", 0)
+    assert size >= 40 and restored <= size // 10, (restored, size, res)
+    print({"standby_restored": restored, "changelog_records": size, "ms": res["ms"]})
+
+
+@pytest.mark.usefixtures("java_run")
+def test_repartition_topic_purged_up_to_the_committed_offsets(broker):
+    """The standby run's instances purge their repartition topic every 200 ms
+    (``repartition.purge.interval.ms``; Kafka's default 30 s): TaskManager.maybePurgeCommittedRecords
+    sends DeleteRecords up to the offsets the group committed. The broker answered them without error
+    and each partition's log start offset moved up, never past the group's committed offset."""
+    topic, = broker.call(lambda c: [n for n in c.metadata.topics if n.startswith("tp-standby-")
+                                    and n.endswith("-repartition")])
+    deletes = [p for e in broker.journal("DeleteRecords") for p in e["partitions"] if p["topic"] == topic]
+    assert deletes and {p["error_code"] for p in deletes} == {0}, deletes
+    committed = broker.committed_offsets("tp-standby")
+    starts = {p: broker.partition_state(topic, p)["log_start_offset"] for p in range(PARTITIONS)}
+    assert all(0 < starts[p] <= committed[(topic, p)] for p in range(PARTITIONS)), (starts, committed)
+    print({"purges": len(deletes), "log_start": starts, "committed": committed})
+
+
+def test_coordinator_moves_while_the_application_runs(java_run, cluster):
+    """StreamsTopologies' move run (three brokers, exactly_once_v2): once the first half is counted the
+    group's coordinator moves to another broker, every broker staying up (POST
+    /groups/tp-move/coordinator: the leadership of its __consumer_offsets partition moves). The old
+    coordinator answers the members' next group request NOT_COORDINATOR, they find the new one with
+    FindCoordinator and carry on there; every count 1..n once, in order."""
+    results, report, _log = java_run
+    res = results["move"]
+    assert (res["state"], _by_key(res["out"], "tp-move-out")) == ("RUNNING", _expected_counts(WORDS)), report
+    new = _coordinator(cluster, "tp-move")
+    old = (new - 1) % 3
+    journal = [e for e in cluster.journal() if e["client_id"].startswith("tp-move-")]
+    group_apis = ("STREAMS_GROUP_HEARTBEAT", "OFFSET_COMMIT", "TXN_OFFSET_COMMIT", "OFFSET_FETCH")
+    not_coordinator = [e for e in journal if e["api"] in group_apis and e["broker"] == old and 16 in
+                       {e["error_code"], *(p["error_code"] for p in e["partitions"])}]
+    assert not_coordinator, sorted({(e["api"], e["broker"], e["error_code"]) for e in journal})
+    first = min(e["seq"] for e in not_coordinator)
+    # after it: FindCoordinator, then the members' heartbeats answered by the new coordinator
+    assert [e for e in journal if e["api"] == "FIND_COORDINATOR" and e["seq"] > first], journal[-5:]
+    after = [e["broker"] for e in journal if e["api"] == "STREAMS_GROUP_HEARTBEAT" and e["seq"] > first
+             and e["error_code"] == 0]
+    assert after and set(after) == {new}, after
+    print({"not_coordinator": len(not_coordinator), "ms": res["ms"]})
+
+
 # the four-sub-topology application's internal topics (after the application id and a dash) as
 # Kafka Streams declares them: the join's table, the windowed count and its suppression buffer, the
 # word count's store and repartition; each with the partitions of its sources. The windowed store's
@@ -493,18 +583,21 @@ def test_four_sub_topologies_on_three_brokers(java_run, cluster, run):
     client's StreamsPartitionAssignor, the client creating its internal topics with CreateTopics)
     under at_least_once and exactly_once_v2, and with the streams protocol (the broker creating them
     from the topology the member registered) under at_least_once. No failure is injected, so
-    at-least-once must be exact too: the word count 1..n once per word, in order. The internal topics
-    are the same under every run: Kafka's names, the partition counts of their sources, replication
-    factor 3, the configs Streams asks for."""
+    at-least-once must be exact too: the word count (of ten words, over both partitions of the
+    repartition topic) 1..n once per word, in order. The internal topics are the same under every run:
+    Kafka's names, the partition counts of their sources, replication factor 3, the configs Streams
+    asks for."""
     results, report, _log = java_run
     res = results[run]
-    assert (res["state"], _by_key(res["out"], _topic(run, "throttle-out"))) == ("RUNNING", _word_counts()), report
+    counts = _by_key(res["out"], _topic(run, "throttle-out"))
+    assert (res["state"], counts) == ("RUNNING", _expected_counts(WORDS)), report
     app = f"tp-{run}"
     internal = {}
     for name, t in cluster.call(lambda c: dict(c.metadata.topics)).items():
         if name.startswith(app + "-") and name.endswith(("-changelog", "-repartition")):
-            internal[name.removeprefix(app + "-")] = (len(t.partitions), {len(p.replicas) for p in t.partitions},
-                                                      t.overrides.get("cleanup.policy"), t.overrides.get("retention.ms"))
+            internal[name.removeprefix(app + "-")] = (
+                len(t.partitions), {len(p.replicas) for p in t.partitions},
+                t.overrides.get("cleanup.policy"), t.overrides.get("retention.ms"))
     assert internal == {name.format(app=app): (PARTITIONS, {3}, policy, retention)
                         for name, (policy, retention) in FOUR_INTERNAL.items()}, internal
     # at_least_once: no transactional producer; exactly_once_v2: one (one stream thread), its last
@@ -515,11 +608,11 @@ def test_four_sub_topologies_on_three_brokers(java_run, cluster, run):
     if MATRIX[run][0] == "classic":
         # one member (one thread) holding every partition of every source and of the repartition topic;
         # Streams does not leave on close under the classic protocol, so it is still there
-        assert (group["type"], group["protocol_type"], group.get("protocol_name")) == ("classic", "consumer", "stream"), group
+        assert (group["type"], group["protocol_type"], group.get("protocol_name")) == (
+            "classic", "consumer", "stream"), group
         sources = [_topic(run, f"{name}-{t}") for name in FOUR for t in TOPOLOGIES[name]()[0] if t != "products"]
-        assert [m["assigned"] for m in group["members"]] == [
-            {t: list(range(PARTITIONS)) for t in sorted([*sources, f"{app}-KSTREAM-AGGREGATE-STATE-STORE-0000000024-repartition"])}
-        ], group
+        topics = sorted([*sources, f"{app}-KSTREAM-AGGREGATE-STATE-STORE-0000000024-repartition"])
+        assert [m["assigned"] for m in group["members"]] == [{t: list(range(PARTITIONS)) for t in topics}], group
         assert cluster.streams_group(app) is None
     else:
         # the topology the member registered: the global table is no subtopology of the group (2 is its

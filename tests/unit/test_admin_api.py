@@ -260,6 +260,7 @@ def admin():
     ("GET", "/topics/t/partitions/x", None, 400, "partition"),
     ("GET", "/groups/nope", None, 404, "group_id"),
     ("DELETE", "/groups/nope/members/m-1", None, 404, "group_id"),
+    ("POST", "/groups/nope/coordinator", {"broker": 0}, 404, "group_id"),
     ("POST", "/brokers/9/stop", None, 404, "broker"),
     ("DELETE", "/faults/99", None, 404, "rule"),
     ("POST", "/faults/release", {"rule": 99}, 404, "rule"),
@@ -365,12 +366,28 @@ def test_expel_over_http_fences_a_consumer_groups_member():
         assert (status, err["field"]) == (404, "member_id")
 
 
+def test_coordinator_moved_over_http():
+    with MockBroker(config={**ADMIN, "mock.num.brokers": 2, "mock.topics": "t:1"}, clock=ManualClock()) as b:
+        node = b.call(lambda c: c.groups.find_coordinator("mv").node_id)
+        with RawKafkaClient.connect(b.bootstrap_servers.split(",")[node]) as c:
+            c.request(8, 8, {"group_id": "mv", "generation_id_or_member_epoch": -1, "member_id": "",
+                             "topics": [{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 1}]}]})
+        status, err = http(f"{b.admin_url}/groups/mv/coordinator", "POST", {"broker": 5})
+        assert (status, err["field"]) == (400, "broker")
+        status, g = http(f"{b.admin_url}/groups/mv/coordinator", "POST", {"broker": 1 - node})
+        assert (status, g["coordinator"]) == (200, 1 - node)
+        with RawKafkaClient.connect(b.bootstrap_servers.split(",")[node]) as c:
+            r = c.request(9, 7, {"group_id": "mv", "topics": [{"name": "t", "partition_indexes": [0]}],
+                                 "require_stable": False})
+            assert r.error_code == E.not_coordinator
+
+
 def test_expel_over_http_fences_a_share_groups_member():
     import uuid
 
     from .test_share_cluster import heartbeat
-    with MockBroker(config={**ADMIN, "mock.topics": "t:2"}, clock=ManualClock()) as b, \
-            RawKafkaClient.connect(b.bootstrap_servers) as c:
+    cfg = {**ADMIN, "mock.topics": "t:2", "group.share.assignment.interval.ms": 0}
+    with MockBroker(config=cfg, clock=ManualClock()) as b, RawKafkaClient.connect(b.bootstrap_servers) as c:
         a, m2 = str(uuid.uuid4()), str(uuid.uuid4())
         ea = heartbeat(c, "sg", a, 0, ["t"]).member_epoch
         e2 = heartbeat(c, "sg", m2, 0, ["t"]).member_epoch

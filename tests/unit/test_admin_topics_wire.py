@@ -29,7 +29,8 @@ DELAY = 300
 
 @pytest.fixture(scope="module")
 def b():
-    cfg = {"group.initial.rebalance.delay.ms": DELAY, "log.retention.check.interval.ms": 1000}
+    cfg = {"group.initial.rebalance.delay.ms": DELAY, "log.retention.check.interval.ms": 1000,
+           "group.consumer.assignment.interval.ms": 0}  # a new target at the heartbeat that bumps the epoch
     with MockBroker(config=cfg, clock=ManualClock(start_wall_ms=1_800_000_000_000)) as broker:
         yield broker
 

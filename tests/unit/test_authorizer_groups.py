@@ -20,7 +20,8 @@ E = ErrorCode
 
 @pytest.fixture(scope="module")
 def b():
-    with MockBroker(config=CONFIG) as b:
+    # the share member's second heartbeat gets the initialized partitions at once (Kafka 4.3+: 1 s later)
+    with MockBroker(config={**CONFIG, "group.share.assignment.interval.ms": 0}) as b:
         for name in ("open", "closed"):
             b.create_topic(name, 1)
         b.add_acl("TOPIC", "open", "User:bob", "READ")

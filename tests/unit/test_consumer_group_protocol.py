@@ -58,8 +58,10 @@ class Member:
 
 @pytest.fixture
 def b():
+    # the reconciliation steps one heartbeat at a time: a target on every epoch bump (TestAssignmentInterval
+    # has Kafka 4.3+'s 1 s interval)
     cfg = {"group.consumer.session.timeout.ms": SESSION, "group.consumer.heartbeat.interval.ms": INTERVAL,
-           "mock.topics": ["t:4"]}
+           "mock.topics": ["t:4"], "group.consumer.assignment.interval.ms": 0}
     with MockBroker(config=cfg, clock=ManualClock()) as broker:
         yield broker
 
@@ -327,3 +329,52 @@ class TestGroupConfigs:
         assert len(describe(b, "gc3").members) == 1
         b.advance(1)
         assert describe(b, "gc3").members == []
+
+
+class TestAssignmentInterval:
+    """Kafka 4.3+ (GroupMetadataManager.maybeUpdateTargetAssignment, canComputeNextTargetAssignment):
+    a bumped group epoch gets a new target assignment at most once per consumer.assignment.interval.ms
+    (1000 ms by default); inside the interval a heartbeat answers the last target, the group ASSIGNING.
+    The sequence is the one a real Kafka 4.4.0 answered bench/scaling.py's three members joining at once."""
+
+    @pytest.fixture
+    def kb(self):
+        cfg = {"group.consumer.session.timeout.ms": SESSION, "group.consumer.heartbeat.interval.ms": INTERVAL,
+               "mock.topics": ["t:4"]}
+        with MockBroker(config=cfg, clock=ManualClock()) as broker:
+            yield broker
+
+    def test_a_join_inside_the_interval_waits_for_the_next_target(self, kb):
+        a, m2 = Member(kb, "ai"), Member(kb, "ai")
+        assert (a.hb().member_epoch, a.partitions()) == (2, [0, 1, 2, 3])  # the first target: no wait
+        r = m2.hb()
+        # group epoch 3, but no new target yet: m2 is at the assignment epoch 2 with nothing
+        assert (r.error_code, r.member_epoch, m2.partitions()) == (E.none, 2, [])
+        d = describe(kb, "ai")
+        assert (d.state, d.group_epoch, d.assignment_epoch) == ("Assigning", 3, 2)
+        kb.advance(999)
+        assert (a.hb().member_epoch, a.partitions(), describe(kb, "ai").state) == (2, [0, 1, 2, 3], "Assigning")
+        kb.advance(1)  # the interval since the first target has passed: this heartbeat computes the next
+        r = a.hb()
+        assert (r.member_epoch, len(a.partitions())) == (2, 2)  # a revokes two first, keeping epoch 2
+        assert describe(kb, "ai").assignment_epoch == 3
+        assert a.hb().member_epoch == 3
+        assert m2.hb().member_epoch == 3 and sorted(a.partitions() + m2.partitions()) == [0, 1, 2, 3]
+        assert describe(kb, "ai").state == "Stable"
+
+    @pytest.mark.parametrize("how", ["release 4.2", "group config 0"])
+    def test_no_interval_before_kafka_4_3_or_at_0(self, how):
+        cfg = {"mock.topics": ["t:4"], "mock.kafka.version": "4.2" if how == "release 4.2" else "4.4"}
+        with MockBroker(config=cfg, clock=ManualClock()) as kb:
+            if how == "group config 0":
+                kb.call(lambda c: c.config_catalog.groups.setdefault("ni", {}).update(
+                    {"consumer.assignment.interval.ms": "0"}))  # as kafka-configs --entity-type groups would set it
+            a, m2 = Member(kb, "ni"), Member(kb, "ni")
+            try:
+                a.hb()
+                m2.hb()
+                d = describe(kb, "ni")
+                assert (d.state, d.assignment_epoch) == ("Reconciling", d.group_epoch)
+            finally:
+                a.c.close()
+                m2.c.close()

@@ -128,6 +128,33 @@ def test_a_coordinator_move_notifies_the_listeners_once():
     assert moved[1:] == [("hello", 2, -1), ("my-group", 0, -1)]
 
 
+def test_a_leadership_move_moves_every_group_of_the_partition_and_stays():
+    reg, cluster, clock = registry(n_brokers=3)
+    moved: list[tuple[str, int, int]] = []
+    reg.add_listener(lambda g, old, new: moved.append((g.group_id, old, new)))
+    # "hello" and "g85" share partition 22 (replicas 1, 2, 0); "my-group" is on partition 12 (broker 0)
+    assert reg.partition_for("g85") == reg.partition_for("hello") == 22
+    for gid in ("hello", "g85", "my-group"):
+        reg.put(GroupMetadata(gid, clock.time_ms()))
+    reg.move_coordinator("hello", 0)
+    assert sorted(moved) == [("g85", 1, 0), ("hello", 1, 0)]
+    assert (reg.validate_group_status("hello", 1), reg.validate_group_status("hello", 0)) == (E.not_coordinator, None)
+    reg.on_brokers_changed()  # it stays where it was moved
+    assert len(moved) == 2 and reg.coordinator_id("g85") == 0
+    cluster.brokers[2].alive = False
+    with pytest.raises(ValueError):  # a stopped replica cannot lead
+        reg.move_coordinator("hello", 2)
+    assert reg.coordinator_id("hello") == 0 and len(moved) == 2
+
+
+def test_only_a_replica_can_take_the_leadership():
+    reg, _, _ = registry(n_brokers=3, rf=2)  # partition 22: replicas 1 and 2
+    with pytest.raises(ValueError):
+        reg.move_coordinator("hello", 0)
+    reg.move_coordinator("hello", 2)
+    assert reg.coordinator_id("hello") == 2
+
+
 def test_a_replaced_group_keeps_its_owner_and_a_removed_one_forgets_it():
     reg, cluster, clock = registry(n_brokers=3)
     reg.put(GroupMetadata("hello", clock.time_ms()))

@@ -481,6 +481,37 @@ class TestCoordinatorMove:
             assert (g["state"], g["generation_id"], g["members"]) == ("Empty", gen + 1, [])
             c.close()
 
+    def test_not_coordinator_then_move_on_a_leadership_move(self):
+        """The leadership of the group's __consumer_offsets partition moves (move_coordinator, as a
+        preferred-replica election would) while every broker stays up: the old coordinator answers
+        NOT_COORDINATOR, FindCoordinator names the new one, which loaded the group as stored."""
+        cfg = {"mock.num.brokers": 3, "group.initial.rebalance.delay.ms": 0}
+        with MockBroker(config=cfg, clock=ManualClock()) as b:
+            addrs = b.bootstrap_servers.split(",")
+            c = RawKafkaClient.connect(addrs[0])
+            node = c.request(ApiKey.FIND_COORDINATOR, 6, {"key_type": 0, "coordinator_keys": ["mv"]}).coordinators[0].node_id
+            m = Member(b, "mv", "m", addr=addrs[node])
+            m.join_new()
+            members(b, "mv", 1)
+            b.advance(1)
+            assert m.join_response().error_code == E.none
+            m.sync_response(m.sync({m.member_id: b"x"}))
+            gen = b.group("mv")["generation_id"]
+            new = (node + 1) % 3
+            with pytest.raises(ValueError):  # broker 7 is no replica; the coordinator stays
+                b.move_coordinator("mv", 7)
+            assert b.group("mv")["coordinator"] == node
+            assert b.move_coordinator("mv", new)["coordinator"] == new
+            assert m.heartbeat() == E.not_coordinator  # the old one, still up
+            r = c.request(ApiKey.FIND_COORDINATOR, 6, {"key_type": 0, "coordinator_keys": ["mv"]})
+            assert (r.coordinators[0].node_id, r.coordinators[0].error_code) == (new, E.none)
+            m2 = Member(b, "mv", "m", addr=addrs[new])
+            m2.member_id, m2.generation = m.member_id, gen
+            assert m2.heartbeat() == E.none
+            assert m2.sync_response(m2.sync()).assignment == b"x"
+            assert b.group("mv")["state"] == "Stable"
+            c.close()
+
 
 class TestInjectedLoading:
     def test_coordinator_load_in_progress_only_when_injected(self, b):

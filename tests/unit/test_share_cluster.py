@@ -21,7 +21,9 @@ LOCK_MS = 30_000
 
 @pytest.fixture(scope="module")
 def b():
-    with MockBroker(config={"mock.num.brokers": 3, "mock.replication.lag.ms": 0}, clock=ManualClock()) as broker:
+    cfg = {"mock.num.brokers": 3, "mock.replication.lag.ms": 0,
+           "group.share.assignment.interval.ms": 0}  # the initialized partitions at the next heartbeat
+    with MockBroker(config=cfg, clock=ManualClock()) as broker:
         yield broker
 
 

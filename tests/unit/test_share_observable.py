@@ -21,7 +21,8 @@ from tests.unit.test_share_wire import SF, ACCEPT, REJECT, RELEASE, Member, acqu
 
 @pytest.fixture(scope="module")
 def b():
-    cfg = {"mock.topics": ["t:1"], "mock.admin.listener": "127.0.0.1:0"}
+    cfg = {"mock.topics": ["t:1"], "mock.admin.listener": "127.0.0.1:0",
+           "group.share.assignment.interval.ms": 0}  # the initialized partitions at the next heartbeat
     with MockBroker(config=cfg, clock=ManualClock()) as broker:
         yield broker
 

@@ -25,7 +25,9 @@ SESSION_MS = 45_000  # group.share.session.timeout.ms
 
 @pytest.fixture(scope="module")
 def b():
-    with MockBroker(config={"mock.topics": ["t:1", "two:2"]}, clock=ManualClock()) as broker:
+    # the initialized partitions at the next heartbeat (test_share_assignment_interval: Kafka 4.3+'s 1 s)
+    cfg = {"mock.topics": ["t:1", "two:2"], "group.share.assignment.interval.ms": 0}
+    with MockBroker(config=cfg, clock=ManualClock()) as broker:
         yield broker
 
 
@@ -116,6 +118,22 @@ def test_membership_assigns_after_the_state_is_initialized(b):
     assert (listed[0].protocol_type, listed[0].group_type, listed[0].state) == ("share", "share", "Stable")
     assert m.hb(epoch=-1).member_epoch == -1 and m2.hb(epoch=-1).error_code == E.none
     assert b.call(lambda c: c.groups.registry.get("g-join").state) == "Empty"
+
+
+def test_share_assignment_interval():
+    """Kafka 4.3+: a share group's target is recomputed at most once per share.assignment.interval.ms
+    (1000 ms): the partitions initialized after the first heartbeat come with the first heartbeat past
+    the interval, not the next one (a real share consumer gets its records about a second later)."""
+    with MockBroker(config={"mock.topics": ["t:1"]}, clock=ManualClock()) as kb:
+        m = Member(kb, "g-interval")
+        try:
+            assert (m.hb().member_epoch, m.assigned) == (2, {})  # the first target (nothing initialized yet)
+            kb.advance(999)
+            assert (m.hb().member_epoch, m.assigned) == (2, {})  # epoch 3 waits for the interval
+            kb.advance(1)
+            assert (m.hb().member_epoch, m.assigned) == (3, {topic_id(kb, "t"): [0]})
+        finally:
+            m.c.close()
 
 
 def test_session_timeout_fences_a_silent_member(b):

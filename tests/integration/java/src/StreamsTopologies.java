@@ -12,6 +12,10 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
 import java.util.concurrent.CountDownLatch;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -19,10 +23,13 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.streams.CloseOptions;
 import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.LagInfo;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
@@ -32,12 +39,13 @@ import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.processor.StateRestoreListener;
 
 /**
  * Kafka Streams 4.4 topologies beyond the word count, each under {@code group.protocol=streams} with
  * {@code exactly_once_v2} unless its spec says otherwise, one after the other in this one JVM
- * (StreamsWordCount runs them after its own runs, so that the JVM is warm).  A run is named by its spec, a JSON file written by the test:
- * {@code {"run": ..., "inputs": [{"topic", "partition", "key", "value", "ts"}], "outputs": [topic],
+ * (StreamsWordCount runs them after its own runs, so that the JVM is warm).  A run is named by its
+ * spec, a JSON file written by the test: {@code {"run": ..., "inputs": [{"topic", "partition", "key", "value", "ts"}], "outputs": [topic],
  * "expect": n}}; the inputs are produced in order (before the application {@code tp-<run>} starts,
  * except the kill run's second half), the application runs, and the outputs are read
  * (read_committed) until they hold {@code expect} records and then once more for {@link #SETTLE_MS},
@@ -76,7 +84,17 @@ import org.apache.kafka.streams.kstream.TimeWindows;
  *       (PRODUCER_FENCED on EndTxn) is posted to {@code "admin"} ({@code POST /faults}) and the second
  *       half produced: Streams takes the fence for a missed rebalance (TaskMigratedException), closes
  *       its tasks dirty, makes a new producer and rejoins; the state transitions and thread names are
- *       reported.
+ *       reported;
+ *   <li>{@code move}: the word count against the cluster of three (internal topics with replication
+ *       factor 3): once the first half is counted, the group's coordinator moves to broker {@code "to"}
+ *       ({@code POST /groups/{app}/coordinator}: its __consumer_offsets partition's leadership moves,
+ *       every broker stays up) and the second half is produced;
+ *   <li>{@code standby}: the word count at_least_once, {@code streams.num.standby.replicas} of the
+ *       spec ({@code "standbys"}) set on the group through IncrementalAlterConfigs, two instances
+ *       {@code a} and {@code b} purging the repartition topic every 200 ms: once the first half is
+ *       counted and the standby stores have caught up, {@code a} stops without leaving and its member
+ *       is expelled through {@code "admin"} ({@code DELETE /groups/{app}/members/{member}}); {@code b}
+ *       takes over from its standby and counts the second half (see {@link #standby}).
  * </ul>
  *
  * Prints per run {@code RESULT <run> <json>}: the output records as [topic, partition, key, value] in the
@@ -149,6 +167,8 @@ public class StreamsTopologies {
         }
         case "restart" -> count(builder, "tp-restart-in", "tp-restart-out");
         case "txnfaults" -> count(builder, "tp-txnfaults-in", "tp-txnfaults-out");
+        case "standby" -> count(builder, "tp-standby-in", "tp-standby-out");
+        case "move" -> count(builder, "tp-move-in", "tp-move-out");
         default -> throw new IllegalArgumentException(run);
       }
       List<JsonNode> inputs = new ArrayList<>();
@@ -178,6 +198,22 @@ public class StreamsTopologies {
             result.put("state", streams.state().toString());
             streams.close(Duration.ofSeconds(20));
           }
+        } else if (run.equals("move")) {
+          // the group's coordinator moves to broker "to" (every broker up) once the first half is counted
+          int half = inputs.size() / 2;
+          produce(bootstrap, inputs.subList(0, half));
+          Properties p = props(bootstrap, app, stateDir + "/" + run);
+          p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 3);
+          try (KafkaStreams streams = streams(builder, p)) {
+            streams.start();
+            read(out, seen, half, start);
+            post(spec.get("admin").asText() + "/groups/" + app + "/coordinator", "{\"broker\": " + spec.get("to").asInt() + "}");
+            produce(bootstrap, inputs.subList(half, inputs.size()));
+            read(out, seen, expect, start);
+            settle(out, seen);
+            result.put("state", streams.state().toString());
+            streams.close(Duration.ofSeconds(20));
+          }
         } else if (run.equals("txnfaults")) {
           // CONCURRENT_TRANSACTIONS at the first commits (rules the test added), then, once the first
           // half is counted, PRODUCER_FENCED at a commit: the rule posted here through the admin HTTP API
@@ -200,6 +236,8 @@ public class StreamsTopologies {
             result.put("threads", threads);
             streams.close(Duration.ofSeconds(20));
           }
+        } else if (run.equals("standby")) {
+          standby(spec, app, bootstrap, builder, inputs, stateDir + "/" + run, out, seen, result, start);
         } else if (run.equals("kill")) {
           int half = expect / 2;
           produce(bootstrap, inputs.subList(0, half));
@@ -254,6 +292,125 @@ public class StreamsTopologies {
     }
   }
 
+  /**
+   * The standby run: {@code streams.num.standby.replicas=1} set on the group (IncrementalAlterConfigs
+   * on the GROUP resource, as Kafka 4.4's kafka-configs.sh --group does), two instances a and b of the
+   * word count (one thread each), repartition topics purged every 200 ms.  Once the first half is
+   * counted and each instance's standby stores have caught up (lag 0), the broker's view of the group
+   * is taken ({@code GET /streams-groups}), a stops as if it crashed (no leave) and its member is
+   * expelled ({@code DELETE /groups/{app}/members/{member}}); b takes over a's tasks from its standbys
+   * and counts the second half.  Reports the standby tasks each instance held, b's store lags when
+   * caught up, a's changelog end offsets, and what b's restore listener saw after the expel.
+   */
+  static void standby(JsonNode spec, String app, String bootstrap, StreamsBuilder builder, List<JsonNode> inputs,
+                      String stateDir, KafkaConsumer<String, String> out, List<List<Object>> seen,
+                      Map<String, Object> result, long start) throws Exception {
+    String admin = spec.get("admin").asText();
+    try (Admin client = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+      client.incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.GROUP, app), List.of(
+          new AlterConfigOp(new ConfigEntry("streams.num.standby.replicas", spec.get("standbys").asText()),
+              AlterConfigOp.OpType.SET)))).all().get();
+    }
+    int half = inputs.size() / 2;
+    produce(bootstrap, inputs.subList(0, half));
+    Map<String, KafkaStreams> instances = new TreeMap<>();
+    Map<String, Long> restored = new java.util.concurrent.ConcurrentHashMap<>();
+    for (String name : List.of("a", "b")) {
+      Properties p = props(bootstrap, app, stateDir + "-" + name);
+      p.put(StreamsConfig.CLIENT_ID_CONFIG, app + "-" + name);
+      p.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, 200);
+      // at_least_once: no transaction markers in the changelogs, so a standby that has every record
+      // is at lag 0 (under exactly_once_v2 the end offset counts the last commit marker: lag 1)
+      p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.AT_LEAST_ONCE);
+      KafkaStreams s = streams(builder, p);
+      if (name.equals("b")) {
+        s.setGlobalStateRestoreListener(new StateRestoreListener() {
+          @Override
+          public void onRestoreStart(TopicPartition tp, String store, long from, long to) {
+          }
+
+          @Override
+          public void onBatchRestored(TopicPartition tp, String store, long batchEnd, long n) {
+            restored.merge(tp.topic() + "-" + tp.partition(), n, Long::sum);
+          }
+
+          @Override
+          public void onRestoreEnd(TopicPartition tp, String store, long total) {
+          }
+        });
+      }
+      instances.put(name, s);
+    }
+    KafkaStreams a = instances.get("a");
+    KafkaStreams b = instances.get("b");
+    try {
+      a.start();
+      b.start();
+      read(out, seen, half, start);
+      // each instance holds standby tasks and its standby stores have caught up with the changelogs
+      long until = System.currentTimeMillis() + 15_000;
+      while (System.currentTimeMillis() < until && !(caughtUp(a) && caughtUp(b))) {
+        Thread.sleep(50);
+      }
+      result.put("standby_a", tasks(a, false));
+      result.put("standby_b", tasks(b, false));
+      result.put("active_a", tasks(a, true));
+      result.put("lags_b", lags(b));
+      result.put("lags_a", lags(a));
+      JsonNode group = new ObjectMapper().readTree(call("GET", admin + "/streams-groups/" + app, null));
+      result.put("group", group.get("members"));
+      Map<String, Long> before = new TreeMap<>(restored);
+      result.put("restored_before", before);
+      String member = null;
+      for (JsonNode m : group.get("members")) {
+        if (m.get("client_id").asText().startsWith(app + "-a-")) {
+          member = m.get("member_id").asText();
+        }
+      }
+      // a crashes (no leave) and is expelled at once: b takes over its tasks
+      a.close(CloseOptions.groupMembershipOperation(CloseOptions.GroupMembershipOperation.REMAIN_IN_GROUP)
+          .withTimeout(Duration.ofSeconds(20)));
+      call("DELETE", admin + "/groups/" + app + "/members/" + member, null);
+      produce(bootstrap, inputs.subList(half, inputs.size()));
+      read(out, seen, spec.get("expect").asInt(), start);
+      settle(out, seen);
+      result.put("active_b", tasks(b, true));
+      result.put("restored_after", new TreeMap<>(restored));
+      result.put("state", b.state().toString());
+    } finally {
+      b.close(Duration.ofSeconds(20));
+      a.close(Duration.ofSeconds(20));
+    }
+  }
+
+  /** The instance's active (or standby) task ids, sorted. */
+  static List<String> tasks(KafkaStreams s, boolean active) {
+    List<String> out = new ArrayList<>();
+    s.metadataForLocalThreads().forEach(t ->
+        (active ? t.activeTasks() : t.standbyTasks()).forEach(task -> out.add(task.taskId().toString())));
+    java.util.Collections.sort(out);
+    return out;
+  }
+
+  /** Standby tasks held and every local store partition's lag 0 (of a changelog that has records). */
+  static boolean caughtUp(KafkaStreams s) {
+    if (tasks(s, false).isEmpty()) {
+      return false;
+    }
+    Map<String, Map<Integer, LagInfo>> lags = s.allLocalStorePartitionLags();
+    return !lags.isEmpty() && lags.values().stream().flatMap(m -> m.values().stream())
+        .allMatch(l -> l.offsetLag() == 0 && l.endOffsetPosition() > 0);
+  }
+
+  /** Every local store partition's [position, end offset, lag]: {store: {partition: [...]}}. */
+  static Map<String, Map<Integer, List<Long>>> lags(KafkaStreams s) {
+    Map<String, Map<Integer, List<Long>>> out = new TreeMap<>();
+    s.allLocalStorePartitionLags().forEach((store, parts) -> parts.forEach((p, l) ->
+        out.computeIfAbsent(store, k -> new TreeMap<>())
+            .put(p, List.of(l.currentOffsetPosition(), l.endOffsetPosition(), l.offsetLag()))));
+    return out;
+  }
+
   /** Counts the words of {@code in} (the values) into {@code out}: a repartition and a changelog. */
   static void count(StreamsBuilder builder, String in, String out) {
     builder.<String, String>stream(in)
@@ -265,13 +422,20 @@ public class StreamsTopologies {
   }
 
   static void post(String url, String body) throws Exception {
+    call("POST", url, body);
+  }
+
+  /** An admin HTTP API call (body: JSON or null); its answer's body, or an exception unless 2xx. */
+  static String call(String method, String url, String body) throws Exception {
     HttpResponse<String> r = HttpClient.newHttpClient().send(
         HttpRequest.newBuilder(URI.create(url)).header("Content-Type", "application/json")
-            .POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+            .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body))
+            .build(),
         HttpResponse.BodyHandlers.ofString());
     if (r.statusCode() / 100 != 2) {
-      throw new IllegalStateException(url + ": " + r.statusCode() + " " + r.body());
+      throw new IllegalStateException(method + " " + url + ": " + r.statusCode() + " " + r.body());
     }
+    return r.body();
   }
 
   static Properties props(String bootstrap, String app, String stateDir) {
