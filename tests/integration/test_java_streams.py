@@ -14,8 +14,8 @@ The output is checked exactly: each word's counts are 1, 2, ..., n in order (not
 counted twice, no count restarting after the failover), and the broker's view afterwards: the internal topics with the partition counts and
 configs Kafka would give them, the group Empty once the application closed.
 
-The same JVM then runs tests/integration/java/src/StreamsTopologies.java, every application under
-``streams`` and ``exactly_once_v2``, each output read read_committed and checked exactly: one
+The same JVM then runs tests/integration/java/src/StreamsTopologies.java, every application (but the
+matrix runs below) under ``streams`` and ``exactly_once_v2``, each output read read_committed and checked exactly: one
 application of four sub-topologies (a stream-table join, a windowed count suppressed until its
 window closes with stream time driven by the record timestamps, a global table lookup, a word count)
 whose stream thread's producer and consumer are under byte-rate quotas (throttle_time_ms in the
@@ -33,6 +33,34 @@ repartition topic is purged (DeleteRecords) up to the committed offsets on the w
 and the word count against the three brokers while its group's coordinator moves, every broker up
 (``POST /groups/{g}/coordinator``: NOT_COORDINATOR from the old one, FindCoordinator, the new one).
 The inputs and the expected outputs are built here (``TOPOLOGIES``), the JVM gets them as JSON.
+
+The four-sub-topology application runs again, unthrottled, against the cluster of three (``MATRIX``:
+each run its own topics, ``tp-<run>-join-customers``, ...), the same outputs checked exactly, and
+the broker's view: the classic group with ``protocol_type`` consumer or the streams group's
+topology, the internal topics with their partition counts and configs, the transactions. The issue's
+matrix (five topologies x two group protocols x two guarantees x one and three brokers: 40 runs, ~4 s
+each) is covered pairwise instead, one application start per row::
+
+    topologies              group.protocol  processing.guarantee  brokers
+    join, window, global,   streams         exactly_once_v2       1   (under quotas)
+      word count            classic         at_least_once         3
+                            streams         at_least_once         3
+                            classic         exactly_once_v2       3
+    word count              streams         at_least_once         1   (StreamsWordCount)
+                            classic         at_least_once         1   (StreamsWordCount)
+                            streams         exactly_once_v2       1   (and with a failover)
+                            streams         exactly_once_v2       3   (a broker restarted)
+                            streams         exactly_once_v2       3   (the coordinator moved)
+                            streams         exactly_once_v2       1   (standbys, two instances)
+    stateless               streams         exactly_once_v2       1   (a member hung, two instances)
+
+Every pair of values of protocol, guarantee and brokers meets in a run of the four sub-topologies
+but (classic, 1 broker) and (at_least_once, 1 broker), which the word count's runs hold: what the
+protocol changes (who assigns the tasks and creates the internal topics), what the guarantee changes
+(transactions, TxnOffsetCommit from a classic or a streams member) and what three brokers change
+(coordinators and partition leaders on different nodes, replicated internal topics) each meet the
+other two; the topologies differ in the processors the client runs, which the broker does not see
+beyond their topics.
 
 The fixture sets both initial rebalance delays to 0, as Kafka's own test setups do
 (``group.initial.rebalance.delay.ms``, ``group.streams.initial.rebalance.delay.ms``; Kafka's default
@@ -143,9 +171,20 @@ def _coordinator(b: MockBroker, group: str) -> int:
 TOPOLOGIES = {"join": _join, "window": _window, "global": _global, "kill": _kill,
               **{n: functools.partial(_words, n, THROTTLE_WORDS) for n in ("throttle", "restart", "txnfaults")},
               **{n: functools.partial(_words, n, WORDS) for n in ("standby", "move")}}
+FOUR = ["join", "window", "global", "throttle"]  # StreamsTopologies' application of four sub-topologies
+# the four-sub-topology application's matrix runs on the cluster of three, each against its own topics
+# (tp-<run>-join-customers, ...): group.protocol and processing.guarantee (no quotas, no fault)
+MATRIX = {"classic-alos": ("classic", "at_least_once"), "streams-alos": ("streams", "at_least_once"),
+          "classic-eos": ("classic", "exactly_once_v2")}
 # StreamsTopologies' runs: four topologies in one application under quotas (one start for four)
-RUNS = {"topologies": ["join", "window", "global", "throttle"], "kill": ["kill"], "txnfaults": ["txnfaults"],
+RUNS = {"topologies": FOUR, "kill": ["kill"], "txnfaults": ["txnfaults"], **{run: FOUR for run in MATRIX},
         "restart": ["restart"], "standby": ["standby"], "move": ["move"]}
+FOUR_RUNS = ["topologies", *MATRIX]
+
+
+def _topic(run: str, name: str) -> str:
+    """A topic of a StreamsTopologies run (``tp-join-out``; a matrix run's ``tp-<run>-join-out``)."""
+    return f"tp-{run}-{name}" if run in MATRIX else f"tp-{name}"
 
 
 class _Records(logging.Handler):
@@ -217,12 +256,21 @@ def java_run(java_classpath, broker, cluster, lines, tmp_path_factory):
             spec.update(admin=broker.admin_url, fence=FENCE_RULE)
         if run == "standby":  # streams.num.standby.replicas, set on the group by the JVM
             spec.update(admin=broker.admin_url, standbys=1)
+        if run in MATRIX:
+            target = cluster
+            protocol, guarantee = MATRIX[run]
+            spec.update(topology="topologies", prefix=f"tp-{run}-", bootstrap=cluster.bootstrap_servers,
+                        protocol=protocol, guarantee=guarantee, replication=3)
         for name in builds:
-            topics, inputs, expect = TOPOLOGIES[name]()
+            # (a matrix run counts WORDS, ten words over both partitions of its repartition topic,
+            # where the throttled run's quotas were calibrated on THROTTLE_WORDS, one word)
+            topics, inputs, expect = _words(name, WORDS) if run in MATRIX and name == "throttle" else TOPOLOGIES[name]()
+            inputs = [dict(r, topic=_topic(run, r["topic"].removeprefix("tp-"))) for r in inputs]
             for t in (*topics, "out"):
-                target.create_topic(f"tp-{name}-{t}", PARTITIONS, replication_factor=3 if target is cluster else 1)
+                target.create_topic(_topic(run, f"{name}-{t}"), PARTITIONS,
+                                    replication_factor=3 if target is cluster else 1)
             spec["inputs"] += inputs
-            spec["outputs"].append(f"tp-{name}-out")
+            spec["outputs"].append(_topic(run, f"{name}-out"))
             spec["expect"] += expect
         (tmp_path / f"{run}.json").write_text(json.dumps(spec))
         specs.append(str(tmp_path / f"{run}.json"))
@@ -296,6 +344,14 @@ def test_word_count_with_a_repartition_under_both_group_protocols(java_run, brok
     print({p: res["ms"] for p, res in results.items()})
 
 
+def _expected_counts(words: list[str]) -> dict[str, list[str]]:
+    """A word count of ``words`` as its output shows it: each word's counts 1..n, in order."""
+    expected: dict[str, int] = {}
+    for w in words:
+        expected[w] = expected.get(w, 0) + 1
+    return {w: [str(i) for i in range(1, n + 1)] for w, n in expected.items()}
+
+
 def _by_key(out: list[list[Any]], topic: str) -> dict[str, list[str]]:
     """An output topic's values per key, in the order read (one key: one output partition, in order)."""
     got: dict[str, list[str]] = {}
@@ -305,9 +361,10 @@ def _by_key(out: list[list[Any]], topic: str) -> dict[str, list[str]]:
     return got
 
 
-def test_stream_table_join(java_run):
+@pytest.mark.parametrize("run", FOUR_RUNS)
+def test_stream_table_join(java_run, run):
     results, report, _log = java_run
-    res = results["topologies"]
+    res = results[run]
     expected: dict[str, list[str]] = {}
     for j in range(42):
         c = j % 7
@@ -316,12 +373,13 @@ def test_stream_table_join(java_run):
         # orders of c1 after its rename (timestamp 1205) carry the new name
         name = "name1-v2" if c == 1 and 1000 + 10 * j > 1205 else f"name{c}"
         expected.setdefault(f"c{c}", []).append(f"{name}:o{j}")
-    assert (res["state"], _by_key(res["out"], "tp-join-out")) == ("RUNNING", expected), report
+    assert (res["state"], _by_key(res["out"], _topic(run, "join-out"))) == ("RUNNING", expected), report
 
 
-def test_windowed_count_suppressed_until_the_window_closes(java_run):
+@pytest.mark.parametrize("run", FOUR_RUNS)
+def test_windowed_count_suppressed_until_the_window_closes(java_run, run):
     results, report, _log = java_run
-    res = results["topologies"]
+    res = results[run]
     counts: dict[str, int] = {}
     for e in range(60):
         start = (_BASE_TS + 500 * e) // WINDOW_MS * WINDOW_MS
@@ -332,18 +390,19 @@ def test_windowed_count_suppressed_until_the_window_closes(java_run):
     expected: dict[str, list[str]] = {}
     for key, n in counts.items():
         expected[key] = [str(n)]
-    assert (res["state"], _by_key(res["out"], "tp-window-out")) == ("RUNNING", expected), report
-    assert len(_by_key(res["out"], "tp-window-out")) == len(counts) == 12, report
+    assert (res["state"], _by_key(res["out"], _topic(run, "window-out"))) == ("RUNNING", expected), report
+    assert len(_by_key(res["out"], _topic(run, "window-out"))) == len(counts) == 12, report
 
 
-def test_global_table_lookup(java_run):
+@pytest.mark.parametrize("run", FOUR_RUNS)
+def test_global_table_lookup(java_run, run):
     results, report, _log = java_run
-    res = results["topologies"]
+    res = results[run]
     expected: dict[str, list[str]] = {}
     for i in range(30):
         if i % 6 != 5:
             expected.setdefault(f"u{i % 3}", []).append(f"product-{i % 6}")
-    assert (res["state"], _by_key(res["out"], "tp-global-out")) == ("RUNNING", expected), report
+    assert (res["state"], _by_key(res["out"], _topic(run, "global-out"))) == ("RUNNING", expected), report
 
 
 def test_member_hung_mid_transaction_its_tasks_move_and_the_output_is_exact(java_run, broker):
@@ -373,11 +432,8 @@ def test_member_hung_mid_transaction_its_tasks_move_and_the_output_is_exact(java
 def test_throttled_application_output_is_exact(java_run, broker):
     results, report, _log = java_run
     res = results["topologies"]
-    expected: dict[str, int] = {}
-    for w in THROTTLE_WORDS:
-        expected[w] = expected.get(w, 0) + 1
     assert (res["state"], _by_key(res["out"], "tp-throttle-out")) == (
-        "RUNNING", {w: [str(i) for i in range(1, n + 1)] for w, n in expected.items()}), report
+        "RUNNING", _expected_counts(THROTTLE_WORDS)), report
     for suffix, api in (("producer", "Produce"), ("consumer", "Fetch")):
         throttled = [e["throttle_time_ms"] for e in broker.journal(api, f"tp-topologies-StreamThread-1-{suffix}")
                      if e["throttle_time_ms"] > 0]
@@ -390,11 +446,8 @@ def test_broker_stopped_and_started_under_a_three_broker_cluster(java_run, clust
     second half is counted, started again; every count 1..n once, in order."""
     results, report, _log = java_run
     res = results["restart"]
-    expected: dict[str, int] = {}
-    for w in THROTTLE_WORDS:
-        expected[w] = expected.get(w, 0) + 1
     assert (res["state"], _by_key(res["out"], "tp-restart-out")) == (
-        "RUNNING", {w: [str(i) for i in range(1, n + 1)] for w, n in expected.items()}), report
+        "RUNNING", _expected_counts(THROTTLE_WORDS)), report
 
 
 def test_concurrent_transactions_and_producer_fenced_at_commit(java_run, broker):
@@ -409,11 +462,8 @@ def test_concurrent_transactions_and_producer_fenced_at_commit(java_run, broker)
     read_committed, is every count 1..n once, in order: the fenced transaction's records never show."""
     results, report, _log = java_run
     res = results["txnfaults"]
-    expected: dict[str, int] = {}
-    for w in THROTTLE_WORDS:
-        expected[w] = expected.get(w, 0) + 1
     assert (res["state"], _by_key(res["out"], "tp-txnfaults-out")) == (
-        "RUNNING", {w: [str(i) for i in range(1, n + 1)] for w, n in expected.items()}), report
+        "RUNNING", _expected_counts(THROTTLE_WORDS)), report
     # the retried CONCURRENT_TRANSACTIONS changed nothing: one start, one rebalance (the fence's)
     assert res["before_fence"] == ["CREATED->REBALANCING", "REBALANCING->RUNNING"], res
     assert res["transitions"] == [*res["before_fence"], "RUNNING->REBALANCING", "REBALANCING->RUNNING"], res
@@ -437,13 +487,6 @@ def test_concurrent_transactions_and_producer_fenced_at_commit(java_run, broker)
     txns = [(t["state"], t["producer_epoch"]) for t in broker.transactions()
             if t["transactional_id"].startswith("tp-txnfaults-")]
     assert [state for state, _ in txns] == ["CompleteCommit"], txns
-
-
-def _expected_counts(words: list[str]) -> dict[str, list[str]]:
-    expected: dict[str, int] = {}
-    for w in words:
-        expected[w] = expected.get(w, 0) + 1
-    return {w: [str(i) for i in range(1, n + 1)] for w, n in expected.items()}
 
 
 def test_standby_tasks_catch_up_and_take_over_without_restoring(java_run, broker):
@@ -517,3 +560,75 @@ def test_coordinator_moves_while_the_application_runs(java_run, cluster):
              and e["error_code"] == 0]
     assert after and set(after) == {new}, after
     print({"not_coordinator": len(not_coordinator), "ms": res["ms"]})
+
+
+# the four-sub-topology application's internal topics (after the application id and a dash) as
+# Kafka Streams declares them: the join's table, the windowed count and its suppression buffer, the
+# word count's store and repartition; each with the partitions of its sources. The windowed store's
+# changelog keeps the window (10 s, no grace) plus windowstore.changelog.additional.retention.ms (1 day);
+# a repartition topic keeps its records until Streams deletes them (retention.ms -1, DeleteRecords)
+FOUR_INTERNAL = {
+    "{app}-join-customers-STATE-STORE-0000000000-changelog": ("compact", None),
+    "KSTREAM-AGGREGATE-STATE-STORE-0000000008-changelog": ("compact,delete", str(WINDOW_MS + 86_400_000)),
+    "KTABLE-SUPPRESS-STATE-STORE-0000000011-changelog": ("compact", None),
+    "KSTREAM-AGGREGATE-STATE-STORE-0000000024-changelog": ("compact", None),
+    "KSTREAM-AGGREGATE-STATE-STORE-0000000024-repartition": ("delete", "-1"),
+}
+
+
+@pytest.mark.parametrize("run", list(MATRIX))
+def test_four_sub_topologies_on_three_brokers(java_run, cluster, run):
+    """StreamsTopologies' matrix runs: the application of four sub-topologies (whose join, window and
+    global outputs the tests above check) on the cluster of three, with the classic protocol (the
+    client's StreamsPartitionAssignor, the client creating its internal topics with CreateTopics)
+    under at_least_once and exactly_once_v2, and with the streams protocol (the broker creating them
+    from the topology the member registered) under at_least_once. No failure is injected, so
+    at-least-once must be exact too: the word count (of ten words, over both partitions of the
+    repartition topic) 1..n once per word, in order. The internal topics are the same under every run:
+    Kafka's names, the partition counts of their sources, replication factor 3, the configs Streams
+    asks for."""
+    results, report, _log = java_run
+    res = results[run]
+    counts = _by_key(res["out"], _topic(run, "throttle-out"))
+    assert (res["state"], counts) == ("RUNNING", _expected_counts(WORDS)), report
+    app = f"tp-{run}"
+    internal = {}
+    for name, t in cluster.call(lambda c: dict(c.metadata.topics)).items():
+        if name.startswith(app + "-") and name.endswith(("-changelog", "-repartition")):
+            internal[name.removeprefix(app + "-")] = (
+                len(t.partitions), {len(p.replicas) for p in t.partitions},
+                t.overrides.get("cleanup.policy"), t.overrides.get("retention.ms"))
+    assert internal == {name.format(app=app): (PARTITIONS, {3}, policy, retention)
+                        for name, (policy, retention) in FOUR_INTERNAL.items()}, internal
+    # at_least_once: no transactional producer; exactly_once_v2: one (one stream thread), its last
+    # transaction committed
+    txns = [t["state"] for t in cluster.transactions() if t["transactional_id"].startswith(app + "-")]
+    assert txns == ([] if MATRIX[run][1] == "at_least_once" else ["CompleteCommit"]), txns
+    group = cluster.group(app)
+    if MATRIX[run][0] == "classic":
+        # one member (one thread) holding every partition of every source and of the repartition topic;
+        # Streams does not leave on close under the classic protocol, so it is still there
+        assert (group["type"], group["protocol_type"], group.get("protocol_name")) == (
+            "classic", "consumer", "stream"), group
+        sources = [_topic(run, f"{name}-{t}") for name in FOUR for t in TOPOLOGIES[name]()[0] if t != "products"]
+        topics = sorted([*sources, f"{app}-KSTREAM-AGGREGATE-STATE-STORE-0000000024-repartition"])
+        assert [m["assigned"] for m in group["members"]] == [{t: list(range(PARTITIONS)) for t in topics}], group
+        assert cluster.streams_group(app) is None
+    else:
+        # the topology the member registered: the global table is no subtopology of the group (2 is its
+        # node group's number), the word count is two (4 writes the repartition topic 5 reads)
+        g = cluster.streams_group(app)
+        assert (g["type"], g["state"], g["members"]) == ("streams", "Empty", []), g
+        topology = [(s["subtopology_id"], s["source_topics"], s["repartition_sink_topics"],
+                     [r["name"] for r in s["repartition_source_topics"]],
+                     [c["name"].removeprefix(app + "-") for c in s["state_changelog_topics"]])
+                    for s in g["topology"]["subtopologies"]]
+        changelog = [name.format(app=app) for name in FOUR_INTERNAL if name.endswith("-changelog")]
+        repartition = f"{app}-KSTREAM-AGGREGATE-STATE-STORE-0000000024-repartition"
+        assert topology == [
+            ("0", [_topic(run, "join-customers"), _topic(run, "join-orders")], [], [], changelog[:1]),
+            ("1", [_topic(run, "window-in")], [], [], changelog[1:3]),
+            ("3", [_topic(run, "global-in")], [], [], []),
+            ("4", [_topic(run, "throttle-in")], [repartition], [], []),
+            ("5", [], [], [repartition], changelog[3:]),
+        ], topology

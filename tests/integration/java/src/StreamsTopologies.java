@@ -43,9 +43,9 @@ import org.apache.kafka.streams.processor.StateRestoreListener;
 
 /**
  * Kafka Streams 4.4 topologies beyond the word count, each under {@code group.protocol=streams} with
- * {@code exactly_once_v2}, one after the other in this one JVM (StreamsWordCount runs them after its
- * own runs, so that the JVM is warm).  A run is named by its spec, a JSON file written by the test:
- * {@code {"run": ..., "inputs": [{"topic", "partition", "key", "value", "ts"}], "outputs": [topic],
+ * {@code exactly_once_v2} unless its spec says otherwise, one after the other in this one JVM
+ * (StreamsWordCount runs them after its own runs, so that the JVM is warm).  A run is named by its
+ * spec, a JSON file written by the test: {@code {"run": ..., "inputs": [{"topic", "partition", "key", "value", "ts"}], "outputs": [topic],
  * "expect": n}}; the inputs are produced in order (before the application {@code tp-<run>} starts,
  * except the kill run's second half), the application runs, and the outputs are read
  * (read_committed) until they hold {@code expect} records and then once more for {@link #SETTLE_MS},
@@ -60,6 +60,12 @@ import org.apache.kafka.streams.processor.StateRestoreListener;
  *       without grace, suppressed until the window closes (one final count per window, stream time
  *       driven by the record timestamps); purchases looked up in a global table of products; a word
  *       count with a repartition;
+ *   <li>a matrix run ({@code "topology": "topologies"} in its spec): the same application of four
+ *       sub-topologies, its topics under the spec's {@code "prefix"} ({@code tp-<run>-join-customers},
+ *       ...), against the spec's {@code "bootstrap"} (the cluster of three), under its
+ *       {@code "protocol"} ({@code group.protocol}) and {@code "guarantee"}
+ *       ({@code processing.guarantee}), internal topics with replication factor {@code "replication"};
+ *       no quotas and no fault;
  *   <li>{@code kill}: two instances of a stateless application ({@code a} and {@code b}, one thread
  *       each); once the first half is through, the second half is produced, and {@code a}'s thread
  *       hangs on its first record of that half right after sending its output: a transaction left
@@ -111,35 +117,37 @@ public class StreamsTopologies {
       String run = spec.get("run").asText();
       String bootstrap = bootstrap0;
       String app = "tp-" + run;
+      // the topologies' topics: tp-join-customers, ... (a matrix run's under its own prefix: tp-<run>-join-customers)
+      String tp = spec.path("prefix").asText("tp-");
       List<List<Object>> seen = new ArrayList<>();
       Map<String, Object> result = new TreeMap<>();
       long start = System.currentTimeMillis();
       int expect = spec.get("expect").asInt();
       StreamsBuilder builder = new StreamsBuilder();
       CountDownLatch hang = new CountDownLatch(1);
-      switch (run) {
+      switch (spec.path("topology").asText(run)) {
         case "topologies" -> {
           // a stream-table join
-          KTable<String, String> customers = builder.table("tp-join-customers");
-          builder.<String, String>stream("tp-join-orders")
+          KTable<String, String> customers = builder.table(tp + "join-customers");
+          builder.<String, String>stream(tp + "join-orders")
               .join(customers, (order, name) -> name + ":" + order)
-              .to("tp-join-out");
+              .to(tp + "join-out");
           // a windowed count, suppressed until its window closes
-          builder.<String, String>stream("tp-window-in")
+          builder.<String, String>stream(tp + "window-in")
               .groupByKey()
               .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMillis(WINDOW_MS)))
               .count(Materialized.with(Serdes.String(), Serdes.Long()))  // suppress needs the key serde
               .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
               .toStream((w, c) -> w.key() + "@" + w.window().start())
               .mapValues(String::valueOf)
-              .to("tp-window-out");
+              .to(tp + "window-out");
           // a global table lookup
-          GlobalKTable<String, String> products = builder.globalTable("tp-global-products");
-          builder.<String, String>stream("tp-global-in")
+          GlobalKTable<String, String> products = builder.globalTable(tp + "global-products");
+          builder.<String, String>stream(tp + "global-in")
               .join(products, (user, product) -> product, (product, name) -> name)
-              .to("tp-global-out");
-          // a count with a repartition (the clients of this application run under quotas)
-          count(builder, "tp-throttle-in", "tp-throttle-out");
+              .to(tp + "global-out");
+          // a count with a repartition (the clients of the topologies run run under quotas)
+          count(builder, tp + "throttle-in", tp + "throttle-out");
         }
         case "kill" -> {
           int half = expect / 2;
@@ -263,6 +271,12 @@ public class StreamsTopologies {
         } else {
           produce(bootstrap, inputs);
           Properties p = props(bootstrap, app, stateDir + "/" + run);
+          // a matrix run's group protocol and processing guarantee (else streams, exactly_once_v2)
+          p.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, spec.path("protocol").asText("streams"));
+          p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, spec.path("guarantee").asText(StreamsConfig.EXACTLY_ONCE_V2));
+          if (spec.has("replication")) {
+            p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, spec.get("replication").asInt());
+          }
           try (KafkaStreams streams = streams(builder, p)) {
             streams.start();
             read(out, seen, expect, start);
