@@ -43,3 +43,7 @@ class ClusterView(Protocol):
 
     @property
     def topics(self) -> Mapping[str, TopicView]: ...
+
+    @property
+    def topics_version(self) -> int:
+        """Changes whenever ``topics`` gains or loses a topic or a topic gains partitions."""

@@ -174,6 +174,7 @@ class ClusterMetadata:
         self.topics: dict[str, Topic] = {}
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
         self._topic_seq = 0
+        self.topics_version = 0  # bumped when a topic is created or deleted or gains partitions
 
     # -- brokers -----------------------------------------------------------------
     def broker_up(self, node_id: int, endpoints: dict[str, tuple[str, int]]) -> None:
@@ -300,6 +301,7 @@ class ClusterMetadata:
             )
         self.topics[name] = topic
         self.topics_by_id[topic.topic_id] = topic
+        self.topics_version += 1
         return topic
 
     def add_partitions(self, topic: Topic, replicas: list[list[int]]) -> list[Partition]:
@@ -310,6 +312,7 @@ class ClusterMetadata:
         start = len(topic.partitions)
         added = [Partition(topic, start + i, list(r), list(r), r[0], PartitionLog(now)) for i, r in enumerate(replicas)]
         topic.partitions.extend(added)
+        self.topics_version += 1
         return added
 
     def place_replicas(self, first_partition: int, partitions: int, replication_factor: int) -> list[list[int]]:
@@ -329,6 +332,7 @@ class ClusterMetadata:
     def delete_topic(self, topic: Topic) -> None:
         self.topics.pop(topic.name, None)
         self.topics_by_id.pop(topic.topic_id, None)
+        self.topics_version += 1
 
     def partition(self, topic: str, index: int) -> Partition | None:
         t = self.topics.get(topic)

@@ -9,6 +9,7 @@ count) and the previous target assignment, and returns the new target.
 
 from __future__ import annotations
 
+import heapq
 import uuid
 from collections.abc import Callable
 
@@ -36,49 +37,61 @@ def assign_uniform(members: dict[str, set[str]], topics: dict[str, tuple[uuid.UU
     result: dict[str, Assignment] = {m: {} for m in ids}
     if not ids:
         return result
-    parts = [(name, tid, p) for name, (tid, n) in sorted(topics.items()) for p in range(n)
-             if any(name in subs for subs in members.values())]
+    subscribed = set().union(*members.values())
+    parts = [(name, tid, p) for name, (tid, n) in sorted(topics.items()) if name in subscribed for p in range(n)]
     homogeneous = len({frozenset(s) for s in members.values()}) == 1
     count = {m: 0 for m in ids}
-    taken: set[tuple[uuid.UUID, int]] = set()
     if homogeneous:
         min_quota, extras = divmod(len(parts), len(ids))
     else:
         min_quota, extras = 0, 0
 
-    extras_left = [extras]
-    valid = {(tid, p) for _, tid, p in parts}
+    extras_left = extras
+    # topics by index (a UUID hashes in Python: millions of times in a group of a thousand)
+    index = {tid: i for i, (_, (tid, _n)) in enumerate(sorted(topics.items()))}
+    tids = [tid for _, (tid, _n) in sorted(topics.items())]
+    valid = {(index[tid], p) for _, tid, p in parts}
+    taken: set[tuple[int, int]] = set()
+    got: dict[str, dict[int, set[int]]] = {m: {} for m in ids}
+    name_of = {tid: name for name, (tid, _) in topics.items()}
     for m in ids:  # sticky: keep previous partitions up to the quota
-        for tid, ps in sorted(previous.get(m, {}).items(), key=lambda kv: str(kv[0])):
+        for tid, ps in sorted(previous.get(m, {}).items(), key=lambda kv: kv[0].hex):
+            if name_of.get(tid) not in members[m]:
+                continue
+            t = index[tid]
             for p in sorted(ps):
-                if (tid, p) not in valid or (tid, p) in taken:
-                    continue
-                name = next(n for n, (t, _) in topics.items() if t == tid)
-                if name not in members[m]:
+                if (t, p) not in valid or (t, p) in taken:
                     continue
                 if homogeneous:
-                    if count[m] >= min_quota + 1 or (count[m] >= min_quota and extras_left[0] == 0):
+                    if count[m] >= min_quota + 1 or (count[m] >= min_quota and extras_left == 0):
                         continue
                     if count[m] == min_quota:
-                        extras_left[0] -= 1
-                result[m].setdefault(tid, set()).add(p)
+                        extras_left -= 1
+                got[m].setdefault(t, set()).add(p)
                 count[m] += 1
-                taken.add((tid, p))
+                taken.add((t, p))
+    # each free partition to the least-loaded member that subscribes to it, the first in id order on a
+    # tie; in a homogeneous group that member is below the minimum quota if any is, else one at it
+    # while extras are left (which it uses up), so one heap over (count, order) serves every choice
+    order = {m: i for i, m in enumerate(ids)}
+    heap = [(count[m], i, m) for i, m in enumerate(ids)] if homogeneous else []
+    heapq.heapify(heap)
     for name, tid, p in parts:
-        if (tid, p) in taken:
+        t = index[tid]
+        if (t, p) in taken:
             continue
-        eligible = [m for m in ids if name in members[m]]
         if homogeneous:
-            below = [m for m in eligible if count[m] < min_quota]
-            if not below:
-                below = [m for m in eligible if count[m] == min_quota and extras_left[0] > 0]
-                if below:
-                    extras_left[0] -= 1
-            eligible = below or eligible
-        m = min(eligible, key=lambda x: (count[x], ids.index(x)))
-        result[m].setdefault(tid, set()).add(p)
+            c, i, m = heapq.heappop(heap)
+            if c == min_quota and extras_left > 0:
+                extras_left -= 1
+            heapq.heappush(heap, (c + 1, i, m))
+        else:
+            m = min((x for x in ids if name in members[x]), key=lambda x: (count[x], order[x]))
+        got[m].setdefault(t, set()).add(p)
         count[m] += 1
-        taken.add((tid, p))
+        taken.add((t, p))
+    for m in ids:
+        result[m] = {tids[t]: ps for t, ps in got[m].items()}
     return result
 
 

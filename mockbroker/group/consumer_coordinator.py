@@ -1,15 +1,13 @@
 """KIP-848 consumer groups: ConsumerGroupHeartbeat and ConsumerGroupDescribe.
 
-Mirrors the part of Kafka 4.x's ``GroupMetadataManager`` that serves the new
-protocol (``consumerGroupHeartbeat``, ``consumerGroupDescribe``) and its
-``CurrentAssignmentBuilder``, at the level a client can observe:
+Mirrors the part of Kafka 4.x's ``GroupMetadataManager`` that serves the new protocol
+(``consumerGroupHeartbeat``, ``consumerGroupDescribe``) and its ``CurrentAssignmentBuilder``:
 
 * the group epoch is bumped when a member joins, leaves, is fenced or changes
   its subscription, or when a subscribed topic's partition count changes; the
   target assignment is then recomputed by the server-side assignor (``uniform``
-  by default, or ``range``; ``assignors.py``) and the assignment epoch set to
-  the group epoch, at most once per ``consumer.assignment.interval.ms`` (Kafka
-  4.3+, 1 s by default; inside it a heartbeat gets the last target);
+  by default, or ``range``; ``assignors.py``) and the assignment epoch set to the group
+  epoch, at most once per ``consumer.assignment.interval.ms`` (Kafka 4.3+, 1 s by default);
 * each member reconciles towards its target on its own heartbeats:
   partitions it must give up are revoked first (UNREVOKED_PARTITIONS, the
   member keeps its epoch until it stops reporting them), partitions still
@@ -242,10 +240,11 @@ class ConsumerGroupCoordinator:
         if regex is not None and regex != (member.subscribed_topic_regex or None):
             member.subscribed_topic_regex = regex or None
             bump = True
-        metadata = self._subscription_metadata(group)
-        if metadata != group.subscription_metadata:
-            group.subscription_metadata = metadata
-            bump = True
+        if bump or group.metadata_version != self.cluster.topics_version:  # else nothing it reads changed
+            metadata = self._subscription_metadata(group)
+            if metadata != group.subscription_metadata:
+                group.subscription_metadata = metadata
+                bump = True
         if bump:
             group.group_epoch += 1
         if group.group_epoch > group.assignment_epoch and can_compute_next_target_assignment(
@@ -324,6 +323,7 @@ class ConsumerGroupCoordinator:
                                      f"abandon all its partitions and rejoin.")
 
     def _subscription_metadata(self, group: ConsumerGroup) -> dict[str, tuple[uuid.UUID, int]]:
+        group.metadata_version = self.cluster.topics_version
         topics = self.cluster.topics
         names: set[str] = set()
         for m in group.members.values():

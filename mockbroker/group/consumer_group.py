@@ -132,6 +132,7 @@ class ConsumerGroup:
         self.static_members: dict[str, str] = {}
         self.target: dict[str, Assignment] = {}
         self.subscription_metadata: dict[str, tuple[uuid.UUID, int]] = {}
+        self.metadata_version: int | None = None  # the cluster's topics_version it was computed at
         self.offsets: dict[TopicPartition, OffsetAndMetadata] = {}
         self.state_timestamp_ms: int | None = now_ms  # when it last became empty
         self.preferred_assignor = DEFAULT_ASSIGNOR
