@@ -65,10 +65,10 @@ def tail(text: str, n: int = 20) -> str:
 # --- mockbroker serve -----------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def serve_mockbroker(config: list[str], cwd: Path = ROOT) -> Iterator[tuple[subprocess.Popen, str]]:
+def serve_mockbroker(config: list[str], cwd: Path = ROOT, port: int = 0) -> Iterator[tuple[subprocess.Popen, str]]:
     """``mockbroker serve --port 0 -c key=value ...`` from the checkout ``cwd``: (process, bootstrap)
-    once it printed its ready line; terminated on exit."""
-    args = [sys.executable, "-m", "mockbroker", "serve", "--port", "0", "--log-level", "WARNING"]
+    once it printed its ready line; terminated on exit. ``port``: another than a free one."""
+    args = [sys.executable, "-m", "mockbroker", "serve", "--port", str(port), "--log-level", "WARNING"]
     for item in config:
         args += ["-c", item]
     proc = subprocess.Popen(args, cwd=cwd, stdout=subprocess.PIPE, text=True)  # stderr passes through

@@ -1,0 +1,240 @@
+"""How often a fenced Kafka Streams 4.4 member's stream thread dies with ``IllegalStateException:
+Consumer is not subscribed to any topics or assigned any partitions``, on mockbroker and on Apache
+Kafka 4.4.0, the same way on both (issue 26).
+
+Two instances of a word count (group.protocol=streams, exactly_once_v2, one stream thread each,
+records flowing) reach the broker through a TCP proxy on 127.0.0.1 (``StallProxy``; the broker
+advertises the proxy's address, so every connection goes through it). The proxy tells instance B's
+connections by the client id of their first request (``fenB-...``). Once both instances own tasks,
+the driver (bench/java/StreamsFenced.java) asks for a stall: the proxy holds all of B's traffic,
+both ways, for ``--stall-ms`` (longer than the group's 2 s session timeout), so B stops heartbeating
+without closing; the broker expires its session, fences it and gives its tasks to A; then B's
+traffic flows again and B learns it was fenced. ``--modes`` may add ``expel`` (mockbroker only):
+``DELETE /groups/{group}/members/{B's member}`` instead of the stall, as docs/streams.md's JUnit
+example does.
+
+Both brokers get the same group settings: no initial rebalance delay, a 500 ms streams heartbeat
+interval and a 2 s streams session timeout (Kafka needs its floors,
+``group.streams.min.heartbeat.interval.ms`` and ``group.streams.min.session.timeout.ms``, lowered).
+Every stream-thread death is caught by an uncaught-exception handler answering REPLACE_THREAD and
+printed with its top frames; the table counts per broker and mode the runs whose fenced instance's
+thread died with that exception. Out of CI (a rate, not a check).
+
+  python bench/streams_fenced.py [--runs 8] [--brokers mockbroker,kafka] [--modes stall,expel]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from brokers import RealKafka, Unavailable, free_port, kafka_classpath, serve_mockbroker, tail  # bench/brokers.py
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE = ROOT / "bench" / "java" / "StreamsFenced.java"
+CLIENT_CP = ROOT / "tests" / "integration" / "java" / "cp.txt"  # kafka-streams 4.4.0 (toolchain_maven)
+GROUP_CONFIG = {"group.initial.rebalance.delay.ms": "0", "group.streams.initial.rebalance.delay.ms": "0",
+                "group.streams.heartbeat.interval.ms": "500", "group.streams.session.timeout.ms": "2000"}
+KAFKA_ONLY = {"group.streams.min.heartbeat.interval.ms": "500", "group.streams.min.session.timeout.ms": "1000"}
+MESSAGE = "Consumer is not subscribed to any topics"
+
+
+class StallProxy:
+    """A TCP proxy on 127.0.0.1 in front of one broker port. A connection whose first request's
+    client id starts with ``tag`` is stalled (nothing forwarded either way) while ``stall(ms)`` is in
+    effect; every other connection flows through untouched."""
+
+    def __init__(self, target_port: int, tag: str, port: int = 0) -> None:
+        self.target_port = target_port
+        self.tag = tag.encode()
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", port))
+        self.listener.listen(64)
+        self.port = self.listener.getsockname()[1]
+        self.stalled_until = 0.0
+        self.stalls = 0
+        self.tagged = 0
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def stall(self, ms: int) -> None:
+        self.stalled_until = time.monotonic() + ms / 1000.0
+        self.stalls += 1
+
+    def close(self) -> None:
+        self.closed = True
+        self.listener.close()
+
+    def _accept(self) -> None:
+        while not self.closed:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            except OSError:
+                client.close()
+                continue
+            conn = {"tagged": None}
+            threading.Thread(target=self._pump, args=(client, upstream, conn, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, conn, False), daemon=True).start()
+
+    def _hold(self, conn: dict) -> None:
+        while conn["tagged"] and time.monotonic() < self.stalled_until:
+            time.sleep(0.01)
+
+    def _pump(self, src: socket.socket, dst: socket.socket, conn: dict, from_client: bool) -> None:
+        head = b""
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                if from_client and conn["tagged"] is None:
+                    head += data
+                    # request frame: size int32, api_key int16, api_version int16, correlation_id int32,
+                    # client_id int16-length string (RequestHeader v1 and v2 alike)
+                    if len(head) < 14:
+                        continue
+                    (n,) = struct.unpack(">h", head[12:14])
+                    if len(head) < 14 + max(n, 0):
+                        continue
+                    conn["tagged"] = n > 0 and head[14:14 + n].startswith(self.tag)
+                    self.tagged += bool(conn["tagged"])
+                    data, head = head, b""
+                self._hold(conn)
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                s.close()
+
+
+def compile_driver(out: Path) -> str:
+    if not CLIENT_CP.is_file():
+        raise Unavailable(f"{CLIENT_CP} missing: bash -c 'source scripts/toolchains.sh; toolchain_maven'")
+    cp = CLIENT_CP.read_text().strip()
+    r = subprocess.run(["javac", "-cp", cp, "-d", str(out), str(SOURCE)], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        raise RuntimeError(f"javac failed:\n{r.stdout}\n{r.stderr}")
+    return f"{cp}:{out}"
+
+
+def drive(cp: str, proxy: StallProxy, mode: str, args: argparse.Namespace, admin: str = "") -> list[dict]:
+    """Run the driver's ``args.runs`` runs in one JVM against ``proxy``: its results."""
+    with tempfile.TemporaryDirectory(prefix="streams-fenced-") as state:
+        proc = subprocess.Popen(
+            ["java", "-Xmx512m", "-cp", cp, "StreamsFenced", f"127.0.0.1:{proxy.port}", mode, str(args.runs),
+             str(args.stall_ms), str(args.observe_ms), state, admin],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+        err: list[str] = []
+
+        def read_err() -> None:
+            for line in proc.stderr or []:
+                if line.startswith("STALL "):
+                    proxy.stall(int(line.split()[1]))
+                else:
+                    err.append(line)
+
+        reader = threading.Thread(target=read_err, daemon=True)
+        reader.start()
+        results = []
+        deadline = time.monotonic() + args.runs * 90
+        for line in proc.stdout or []:
+            if line.startswith("RESULT "):
+                res = json.loads(line.split(" ", 1)[1])
+                results.append(res)
+                print(f"  {mode} run {res['run']}: {summary(res)}", flush=True)
+            if time.monotonic() > deadline:
+                break
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        reader.join(5)
+        if len(results) < args.runs:
+            print(f"  {mode}: {len(results)} of {args.runs} runs (exit {proc.returncode}):\n{tail(''.join(err))}")
+        return results
+
+
+def died_unsubscribed(res: dict) -> bool:
+    return any(d["instance"] == "B" and MESSAGE in d["message"] for d in res["deaths"])
+
+
+def summary(res: dict) -> str:
+    deaths = "; ".join(f"{d['instance']} {d['exception'].rsplit('.', 1)[-1]}: {d['message'][:60]} "
+                       f"({' < '.join(d['frames'][:2])})" for d in res["deaths"]) or "no thread died"
+    return (f"A took all tasks: {res.get('a_took_all_tasks')}, B states {res.get('b_states_after')}, "
+            f"active A/B at end {res.get('a_active')}/{res.get('b_active')}; {deaths}")
+
+
+def on_mockbroker(cp: str, mode: str, args: argparse.Namespace) -> list[dict]:
+    port = free_port()
+    proxy = StallProxy(port, "fenB")
+    config = [f"{k}={v}" for k, v in GROUP_CONFIG.items()]
+    config += [f"advertised.listeners=PLAINTEXT://127.0.0.1:{proxy.port}", "mock.admin.listener=127.0.0.1:0"]
+    try:
+        with serve_mockbroker(config, port=port) as (_proc, ready):  # "H:P admin=H:P", H:P the proxy's
+            return drive(cp, proxy, mode, args, "http://" + ready.split("admin=", 1)[1].strip())
+    finally:
+        proxy.close()
+
+
+def on_kafka(cp: str, args: argparse.Namespace, kafka_cp: str) -> list[dict]:
+    kafka = RealKafka(kafka_cp, extra_props={**GROUP_CONFIG, **KAFKA_ONLY})
+    proxy = StallProxy(kafka.port, "fenB")
+    kafka.extra_props["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{proxy.port}"
+    try:
+        kafka.start()
+        return drive(cp, proxy, "stall", args)
+    finally:
+        kafka.stop()
+        proxy.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=8)
+    ap.add_argument("--brokers", default="mockbroker,kafka")
+    ap.add_argument("--modes", default="stall,expel", help="stall (both brokers), expel (mockbroker only)")
+    ap.add_argument("--stall-ms", type=int, default=5000)
+    ap.add_argument("--observe-ms", type=int, default=6000, help="how long to watch after the stall ends")
+    args = ap.parse_args(argv)
+    counts: dict[str, tuple[int, int]] = {}
+    with tempfile.TemporaryDirectory(prefix="streams-fenced-classes-") as classes:
+        cp = compile_driver(Path(classes))
+        for broker in args.brokers.split(","):
+            for mode in args.modes.split(","):
+                if broker == "kafka" and mode != "stall":
+                    continue
+                print(f"{broker} {mode}:", flush=True)
+                try:
+                    res = on_kafka(cp, args, kafka_classpath()) if broker == "kafka" else on_mockbroker(cp, mode, args)
+                except Unavailable as e:
+                    print(f"  unavailable: {e}")
+                    continue
+                counts[f"{broker} {mode}"] = (sum(map(died_unsubscribed, res)), len(res))
+    print(f"\nfenced instance's stream thread died with '{MESSAGE} ...' (runs):")
+    for key, (died, n) in counts.items():
+        print(f"  {key:18} {died} of {n}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
