@@ -354,6 +354,16 @@ CONFIG_DEF: dict[str, ConfigKey] = {
         ConfigKey("group.streams.session.timeout.ms", _int, 45000,
                   "A streams group member without a heartbeat this long is fenced (group config "
                   "streams.session.timeout.ms).", 1),
+        ConfigKey("group.streams.min.session.timeout.ms", _int, 45000,
+                  "Smallest streams.session.timeout.ms a group may set (the broker's own "
+                  "group.streams.session.timeout.ms is not held to it here).", 1),
+        ConfigKey("group.streams.max.session.timeout.ms", _int, 60000,
+                  "Largest streams.session.timeout.ms a group may set.", 1),
+        ConfigKey("group.streams.min.heartbeat.interval.ms", _int, 5000,
+                  "Smallest streams.heartbeat.interval.ms a group may set (the broker's own "
+                  "group.streams.heartbeat.interval.ms is not held to it here).", 1),
+        ConfigKey("group.streams.max.heartbeat.interval.ms", _int, 15000,
+                  "Largest streams.heartbeat.interval.ms a group may set.", 1),
         ConfigKey("group.streams.num.standby.replicas", _int, 0,
                   "Standby replicas of each stateful task of a streams group (group config "
                   "streams.num.standby.replicas).", 0),

@@ -33,7 +33,10 @@ GROUP = "wc"
 @pytest.fixture(scope="module")
 def kafka() -> Iterator[Any]:
     k = brokers.RealKafka(kafka_classpath(), nodes=1, jvm_opts=JVM_OPTS,
-                          extra_props={"group.streams.initial.rebalance.delay.ms": "0"})
+                          extra_props={"group.streams.initial.rebalance.delay.ms": "0",
+                                       # floors only (the defaults stand): a group may set a 1 s session
+                                       "group.streams.min.session.timeout.ms": "1000",
+                                       "group.streams.min.heartbeat.interval.ms": "500"})
     try:
         k.start()
     except (RuntimeError, OSError) as e:
@@ -57,18 +60,23 @@ def _statuses(r: Any) -> list[tuple[int, str]]:
     return [(s.status_code, s.status_detail) for s in r.status or ()]
 
 
-def scenario(bootstrap: str) -> list[tuple[Any, ...]]:
+def _prepare(bootstrap: str, group: str) -> None:
+    """The input topic (2 partitions; it may be there from another scenario) and ``group``'s coordinator."""
     with RawKafkaClient.connect(bootstrap) as c:
         r = c.request(ApiKey.CREATE_TOPICS, 7, {"topics": [{"name": "input", "num_partitions": 2,
                                                              "replication_factor": 1, "assignments": [],
                                                              "configs": []}],
                                                 "timeout": 10_000, "validate_only": False})
-        assert r.topics[0].error_code == 0
+        assert r.topics[0].error_code in (0, 36)  # 36: TOPIC_ALREADY_EXISTS
         for _ in range(60):  # Kafka creates __consumer_offsets on the first FindCoordinator
-            coordinator = c.request(ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [GROUP]})
+            coordinator = c.request(ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]})
             if coordinator.coordinators[0].error_code == 0:
                 break
             time.sleep(0.25)
+
+
+def scenario(bootstrap: str) -> list[tuple[Any, ...]]:
+    _prepare(bootstrap, GROUP)
     a, b = Member(bootstrap, process="pa"), Member(bootstrap, process="pb")
     steps: list[tuple[Any, ...]] = []
     r = _until(a, lambda r: r.error_code == 0)
@@ -105,3 +113,53 @@ def test_membership_sequence_matches_kafka(kafka):
     assert [s[0] for s in got] == ["a joins", "a gets its tasks", "b joins", "a revokes", "a reaches the next epoch",
                                    "b gets its tasks", "describe", "a leaves", "b takes every task", "describe"]
     assert got[3] == ("a revokes", 3, {"0": [0], "1": [0]})
+
+
+def fenced_scenario(bootstrap: str) -> list[tuple[Any, ...]]:
+    """A member that stops heartbeating (a stalled instance) past its group's 1 s session timeout:
+    what the broker answers it afterwards, the half of issue 26's race that the broker decides. Kafka
+    Streams' thread sees the commit fail (TaskMigratedException: it unsubscribes and subscribes again)
+    and its heartbeat fenced (StreamsMembershipManager.onFenced), then it rejoins at epoch 0."""
+    group = "fenced"
+    _prepare(bootstrap, group)
+    with RawKafkaClient.connect(bootstrap, client_id="admin") as c:
+        r = c.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [{
+            "resource_type": 32, "resource_name": group, "configs": [
+                {"name": "streams.session.timeout.ms", "config_operation": 0, "value": "1000"},
+                {"name": "streams.heartbeat.interval.ms", "config_operation": 0, "value": "500"}]}],
+            "validate_only": False})
+        assert r.responses[0].error_code == 0, r.responses[0].error_message
+    a = Member(bootstrap, group=group, process="pa")
+
+    def commit() -> list[int]:
+        r = a.c.request(ApiKey.OFFSET_COMMIT, 9, {
+            "group_id": group, "generation_id_or_member_epoch": a.epoch, "member_id": a.member_id,
+            "topics": [{"name": "input", "partitions": [{"partition_index": 0, "committed_offset": 0}]}]})
+        return [p.error_code for t in r.topics for p in t.partitions]
+
+    steps: list[tuple[Any, ...]] = []
+    r = _until(a, lambda r: bool(a.active))
+    joined = r.member_epoch
+    steps.append(("a gets its tasks", r.heartbeat_interval, a.active))
+    steps.append(("a commits", commit()))
+    time.sleep(2.5)  # no heartbeat for 2.5 session timeouts: the broker expires the member and fences it
+    steps.append(("the fenced member commits", commit()))
+    r = a.hb()
+    steps.append(("the fenced member heartbeats", r.error_code))
+    r = a.hb(epoch=0)  # what StreamsMembershipManager.transitionToJoining sends: the same member id, epoch 0
+    steps.append(("it rejoins", r.error_code, r.member_epoch > joined))
+    r = _until(a, lambda r: bool(a.active))
+    steps.append(("it gets its tasks back", a.active))
+    d = describe(a)[0]
+    steps.append(("describe", d.group_state, [m.member_id == a.member_id for m in d.members]))
+    return steps
+
+
+def test_a_fenced_member_is_answered_as_kafka_answers_it(kafka):
+    expected = fenced_scenario(kafka.bootstrap)
+    with MockBroker(config={"group.streams.initial.rebalance.delay.ms": 0, "mock.kafka.version": "4.4",
+                            "group.streams.min.session.timeout.ms": 1000,
+                            "group.streams.min.heartbeat.interval.ms": 500}) as b:
+        got = fenced_scenario(b.bootstrap_servers)
+    assert got == expected
+    assert got[2:4] == [("the fenced member commits", [25]), ("the fenced member heartbeats", 25)]
