@@ -11,7 +11,9 @@ both ways, for ``--stall-ms`` (longer than the group's 2 s session timeout), so 
 without closing; the broker expires its session, fences it and gives its tasks to A; then B's
 traffic flows again and B learns it was fenced. ``--modes`` may add ``expel`` (mockbroker only):
 ``DELETE /groups/{group}/members/{B's member}`` instead of the stall, as docs/streams.md's JUnit
-example does.
+example does. ``stall-consumer`` holds only B's main consumer (``fenB-StreamThread-1-consumer``: its
+heartbeats) while its producer goes on committing transactions: the broker fences the member while
+it still processes, as the expel does, and its commits learn it before its heartbeats do.
 
 Both brokers get the same group settings: no initial rebalance delay, a 500 ms streams heartbeat
 interval and a 2 s streams session timeout (Kafka needs its floors,
@@ -46,6 +48,8 @@ GROUP_CONFIG = {"group.initial.rebalance.delay.ms": "0", "group.streams.initial.
                 "group.streams.heartbeat.interval.ms": "500", "group.streams.session.timeout.ms": "2000"}
 KAFKA_ONLY = {"group.streams.min.heartbeat.interval.ms": "500", "group.streams.min.session.timeout.ms": "1000"}
 MESSAGE = "Consumer is not subscribed to any topics"
+# the client ids whose connections a mode stalls (StreamsFenced names instance B's clients fenB-...)
+TAGS = {"stall": "fenB", "stall-consumer": "fenB-StreamThread-1-consumer", "expel": "fenB"}
 
 
 class StallProxy:
@@ -186,7 +190,7 @@ def summary(res: dict) -> str:
 
 def on_mockbroker(cp: str, mode: str, args: argparse.Namespace) -> list[dict]:
     port = free_port()
-    proxy = StallProxy(port, "fenB")
+    proxy = StallProxy(port, TAGS[mode])
     config = [f"{k}={v}" for k, v in GROUP_CONFIG.items()]
     config += [f"advertised.listeners=PLAINTEXT://127.0.0.1:{proxy.port}", "mock.admin.listener=127.0.0.1:0"]
     try:
@@ -196,13 +200,13 @@ def on_mockbroker(cp: str, mode: str, args: argparse.Namespace) -> list[dict]:
         proxy.close()
 
 
-def on_kafka(cp: str, args: argparse.Namespace, kafka_cp: str) -> list[dict]:
+def on_kafka(cp: str, mode: str, args: argparse.Namespace, kafka_cp: str) -> list[dict]:
     kafka = RealKafka(kafka_cp, extra_props={**GROUP_CONFIG, **KAFKA_ONLY})
-    proxy = StallProxy(kafka.port, "fenB")
+    proxy = StallProxy(kafka.port, TAGS[mode])
     kafka.extra_props["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{proxy.port}"
     try:
         kafka.start()
-        return drive(cp, proxy, "stall", args)
+        return drive(cp, proxy, mode, args)
     finally:
         kafka.stop()
         proxy.close()
@@ -212,7 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=8)
     ap.add_argument("--brokers", default="mockbroker,kafka")
-    ap.add_argument("--modes", default="stall,expel", help="stall (both brokers), expel (mockbroker only)")
+    ap.add_argument("--modes", default="stall,stall-consumer,expel",
+                    help="stall, stall-consumer (both brokers), expel (mockbroker only)")
     ap.add_argument("--stall-ms", type=int, default=5000)
     ap.add_argument("--observe-ms", type=int, default=6000, help="how long to watch after the stall ends")
     args = ap.parse_args(argv)
@@ -221,11 +226,11 @@ def main(argv: list[str] | None = None) -> int:
         cp = compile_driver(Path(classes))
         for broker in args.brokers.split(","):
             for mode in args.modes.split(","):
-                if broker == "kafka" and mode != "stall":
+                if broker == "kafka" and mode == "expel":
                     continue
                 print(f"{broker} {mode}:", flush=True)
                 try:
-                    res = on_kafka(cp, args, kafka_classpath()) if broker == "kafka" else on_mockbroker(cp, mode, args)
+                    res = on_kafka(cp, mode, args, kafka_classpath()) if broker == "kafka" else on_mockbroker(cp, mode, args)
                 except Unavailable as e:
                     print(f"  unavailable: {e}")
                     continue

@@ -35,7 +35,8 @@ import org.apache.kafka.common.serialization.Serdes;
  * have client ids {@code fenB-...}. Mode {@code stall}: once both own active tasks, it prints
  * {@code STALL <ms>} on stderr and the proxy holds all of B's traffic for that long (longer than the
  * group's session timeout): B stops heartbeating without closing, the broker expires its session
- * and gives its tasks to A; then B's traffic flows again and B learns it was fenced. Mode
+ * and gives its tasks to A; then B's traffic flows again and B learns it was fenced ({@code
+ * stall-consumer}: the proxy holds only B's main consumer, its producer goes on committing). Mode
  * {@code expel}: mockbroker's {@code DELETE /groups/{g}/members/{B's member}} instead.
  *
  * <p>Every thread death is recorded by the uncaught-exception handler, which answers REPLACE_THREAD.
@@ -132,7 +133,7 @@ public class StreamsFenced {
       Thread.sleep(1000);   // commits under way on both
       int statesBefore = bStates.size();
       long fencedAt = System.currentTimeMillis();
-      if (mode.equals("stall")) {
+      if (mode.startsWith("stall")) {
         System.err.println("STALL " + stallMs);
         System.err.flush();
       } else {
@@ -191,7 +192,7 @@ public class StreamsFenced {
 
   static String http(String admin, String method, String path) throws Exception {
     var r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(admin + path))
-        .method(method, HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
+        .header("Content-Type", "application/json").method(method, HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
     if (r.statusCode() / 100 != 2) {
       throw new IllegalStateException(method + " " + path + ": " + r.statusCode() + " " + r.body());
     }
