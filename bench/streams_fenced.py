@@ -11,9 +11,12 @@ both ways, for ``--stall-ms`` (longer than the group's 2 s session timeout), so 
 without closing; the broker expires its session, fences it and gives its tasks to A; then B's
 traffic flows again and B learns it was fenced. ``--modes`` may add ``expel`` (mockbroker only):
 ``DELETE /groups/{group}/members/{B's member}`` instead of the stall, as docs/streams.md's JUnit
-example does. ``stall-consumer`` holds only B's main consumer (``fenB-StreamThread-1-consumer``: its
-heartbeats) while its producer goes on committing transactions: the broker fences the member while
-it still processes, as the expel does, and its commits learn it before its heartbeats do.
+example does. ``stall-heartbeat`` holds only B's main consumer's connection to the group
+coordinator (``fenB-StreamThread-1-consumer``, the connection that carries its StreamsGroupHeartbeats)
+while its fetches and its producer's transactions go on, and lets it go the moment the broker answers
+one of B's commits (TxnOffsetCommit) UNKNOWN_MEMBER_ID (or after ``--stall-ms``): the member learns
+of the fence from a commit first and from its heartbeat a moment later, as after the expel, which
+Kafka has no API for (no admin call removes a streams group member in 4.4).
 
 Both brokers get the same group settings: no initial rebalance delay, a 500 ms streams heartbeat
 interval and a 2 s streams session timeout (Kafka needs its floors,
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import socket
 import struct
 import subprocess
@@ -49,17 +53,26 @@ GROUP_CONFIG = {"group.initial.rebalance.delay.ms": "0", "group.streams.initial.
 KAFKA_ONLY = {"group.streams.min.heartbeat.interval.ms": "500", "group.streams.min.session.timeout.ms": "1000"}
 MESSAGE = "Consumer is not subscribed to any topics"
 # the client ids whose connections a mode stalls (StreamsFenced names instance B's clients fenB-...)
-TAGS = {"stall": "fenB", "stall-consumer": "fenB-StreamThread-1-consumer", "expel": "fenB"}
+TAGS = {"stall": "fenB", "stall-heartbeat": "fenB-StreamThread-1-consumer", "expel": "fenB"}
+WATCH = {"stall-heartbeat": "fenB-StreamThread-1-producer"}
+ONLY_API = {"stall-heartbeat": 88}  # StreamsGroupHeartbeat: the consumer's coordinator connection
 
 
 class StallProxy:
     """A TCP proxy on 127.0.0.1 in front of one broker port. A connection whose first request's
     client id starts with ``tag`` is stalled (nothing forwarded either way) while ``stall(ms)`` is in
-    effect; every other connection flows through untouched."""
+    effect; every other connection flows through untouched (and, with ``release_on_fenced_commit``, is
+    watched for a commit answered UNKNOWN_MEMBER_ID, which ends the stall)."""
 
-    def __init__(self, target_port: int, tag: str, port: int = 0) -> None:
+    def __init__(self, target_port: int, tag: str, port: int = 0, release_on_fenced_commit: str = "",
+                 only_api: int | None = None) -> None:
         self.target_port = target_port
         self.tag = tag.encode()
+        self.only_api = only_api  # stall only a tagged connection that carried a request of this api
+        # a connection whose client id starts with this: its TxnOffsetCommit (28) answered
+        # UNKNOWN_MEMBER_ID (25) ends the stall
+        self.watch = release_on_fenced_commit.encode()
+        self.released_on_commit = 0
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.listener.bind(("127.0.0.1", port))
@@ -90,16 +103,34 @@ class StallProxy:
             except OSError:
                 client.close()
                 continue
-            conn = {"tagged": None}
+            conn: dict = {"tagged": None, "watched": False, "pending": set()}
             threading.Thread(target=self._pump, args=(client, upstream, conn, True), daemon=True).start()
             threading.Thread(target=self._pump, args=(upstream, client, conn, False), daemon=True).start()
+
+    def _watch(self, conn: dict, buf: bytes, from_client: bool) -> bytes:
+        """Split ``buf`` into frames: note TxnOffsetCommit requests' correlation ids; a response to one
+        with a partition's error code 25 (int32 partition index, int16 error) ends the stall. The rest
+        (a partial frame) is returned."""
+        while len(buf) >= 4 and len(buf) >= 4 + struct.unpack(">i", buf[:4])[0]:
+            size = struct.unpack(">i", buf[:4])[0]
+            frame, buf = buf[4:4 + size], buf[4 + size:]
+            if from_client and conn.get("candidate") and struct.unpack(">h", frame[:2])[0] == self.only_api:
+                conn["tagged"] = True
+            elif from_client and struct.unpack(">h", frame[:2])[0] == 28:
+                conn["pending"].add(frame[4:8])
+            elif not from_client and frame[:4] in conn["pending"]:
+                conn["pending"].discard(frame[:4])
+                if re.search(rb"\x00\x00\x00[\x00-\x0f]\x00\x19", frame[4:]) and time.monotonic() < self.stalled_until:
+                    self.stalled_until = 0.0
+                    self.released_on_commit += 1
+        return buf
 
     def _hold(self, conn: dict) -> None:
         while conn["tagged"] and time.monotonic() < self.stalled_until:
             time.sleep(0.01)
 
     def _pump(self, src: socket.socket, dst: socket.socket, conn: dict, from_client: bool) -> None:
-        head = b""
+        head = b""  # the first request until its client id is read; then a watched connection's partial frame
         try:
             while True:
                 data = src.recv(65536)
@@ -115,8 +146,14 @@ class StallProxy:
                     if len(head) < 14 + max(n, 0):
                         continue
                     conn["tagged"] = n > 0 and head[14:14 + n].startswith(self.tag)
+                    conn["watched"] = bool(self.watch) and n > 0 and head[14:14 + n].startswith(self.watch)
+                    if conn["tagged"] and self.only_api is not None:
+                        conn["tagged"], conn["watched"] = False, True
+                        conn["candidate"] = True
                     self.tagged += bool(conn["tagged"])
                     data, head = head, b""
+                if conn["watched"]:
+                    head = self._watch(conn, head + data, from_client)
                 self._hold(conn)
                 dst.sendall(data)
         except OSError:
@@ -174,6 +211,9 @@ def drive(cp: str, proxy: StallProxy, mode: str, args: argparse.Namespace, admin
         reader.join(5)
         if len(results) < args.runs:
             print(f"  {mode}: {len(results)} of {args.runs} runs (exit {proc.returncode}):\n{tail(''.join(err))}")
+        if proxy.watch:
+            print(f"  {mode}: {proxy.released_on_commit} of {proxy.stalls} stalls ended by a commit answered "
+                  "UNKNOWN_MEMBER_ID", flush=True)
         return results
 
 
@@ -190,7 +230,8 @@ def summary(res: dict) -> str:
 
 def on_mockbroker(cp: str, mode: str, args: argparse.Namespace) -> list[dict]:
     port = free_port()
-    proxy = StallProxy(port, TAGS[mode])
+    proxy = StallProxy(port, TAGS[mode], release_on_fenced_commit=WATCH.get(mode, ""),
+                       only_api=ONLY_API.get(mode))
     config = [f"{k}={v}" for k, v in GROUP_CONFIG.items()]
     config += [f"advertised.listeners=PLAINTEXT://127.0.0.1:{proxy.port}", "mock.admin.listener=127.0.0.1:0"]
     try:
@@ -202,7 +243,8 @@ def on_mockbroker(cp: str, mode: str, args: argparse.Namespace) -> list[dict]:
 
 def on_kafka(cp: str, mode: str, args: argparse.Namespace, kafka_cp: str) -> list[dict]:
     kafka = RealKafka(kafka_cp, extra_props={**GROUP_CONFIG, **KAFKA_ONLY})
-    proxy = StallProxy(kafka.port, TAGS[mode])
+    proxy = StallProxy(kafka.port, TAGS[mode], release_on_fenced_commit=WATCH.get(mode, ""),
+                       only_api=ONLY_API.get(mode))
     kafka.extra_props["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{proxy.port}"
     try:
         kafka.start()
@@ -216,8 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=8)
     ap.add_argument("--brokers", default="mockbroker,kafka")
-    ap.add_argument("--modes", default="stall,stall-consumer,expel",
-                    help="stall, stall-consumer (both brokers), expel (mockbroker only)")
+    ap.add_argument("--modes", default="stall,stall-heartbeat,expel",
+                    help="stall, stall-heartbeat (both brokers), expel (mockbroker only)")
     ap.add_argument("--stall-ms", type=int, default=5000)
     ap.add_argument("--observe-ms", type=int, default=6000, help="how long to watch after the stall ends")
     args = ap.parse_args(argv)

@@ -36,7 +36,7 @@ import org.apache.kafka.common.serialization.Serdes;
  * {@code STALL <ms>} on stderr and the proxy holds all of B's traffic for that long (longer than the
  * group's session timeout): B stops heartbeating without closing, the broker expires its session
  * and gives its tasks to A; then B's traffic flows again and B learns it was fenced ({@code
- * stall-consumer}: the proxy holds only B's main consumer, its producer goes on committing). Mode
+ * stall-heartbeat}: the proxy holds only the connection of B's heartbeats). Mode
  * {@code expel}: mockbroker's {@code DELETE /groups/{g}/members/{B's member}} instead.
  *
  * <p>Every thread death is recorded by the uncaught-exception handler, which answers REPLACE_THREAD.
