@@ -14,8 +14,9 @@ traffic flows again and B learns it was fenced. ``--modes`` may add ``expel`` (m
 example does. ``stall-heartbeat`` holds only B's main consumer's connection to the group
 coordinator (``fenB-StreamThread-1-consumer``, the connection that carries its StreamsGroupHeartbeats)
 while its fetches and its producer's transactions go on, and lets it go the moment the broker answers
-one of B's commits (TxnOffsetCommit) UNKNOWN_MEMBER_ID (or after ``--stall-ms``): the member learns
-of the fence from a commit first and from its heartbeat a moment later, as after the expel, which
+one of B's commits (TxnOffsetCommit) UNKNOWN_MEMBER_ID, after a random delay of up to
+``--release-jitter-ms`` (default 500, the heartbeat interval; or after ``--stall-ms``): the member
+learns of the fence from a commit first and from its heartbeat a moment later, as after the expel, which
 Kafka has no API for (no admin call removes a streams group member in 4.4).
 
 Both brokers get the same group settings: no initial rebalance delay, a 500 ms streams heartbeat
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import re
 import socket
 import struct
@@ -69,6 +71,7 @@ class StallProxy:
         self.target_port = target_port
         self.tag = tag.encode()
         self.only_api = only_api  # stall only a tagged connection that carried a request of this api
+        self.release_jitter_s = 0.0
         # a connection whose client id starts with this: its TxnOffsetCommit (28) answered
         # UNKNOWN_MEMBER_ID (25) ends the stall
         self.watch = release_on_fenced_commit.encode()
@@ -121,7 +124,8 @@ class StallProxy:
             elif not from_client and frame[:4] in conn["pending"]:
                 conn["pending"].discard(frame[:4])
                 if re.search(rb"\x00\x00\x00[\x00-\x0f]\x00\x19", frame[4:]) and time.monotonic() < self.stalled_until:
-                    self.stalled_until = 0.0
+                    # its heartbeat goes a random part of a heartbeat interval later, as after an expel
+                    self.stalled_until = time.monotonic() + random.uniform(0, self.release_jitter_s)
                     self.released_on_commit += 1
         return buf
 
@@ -179,6 +183,7 @@ def compile_driver(out: Path) -> str:
 
 def drive(cp: str, proxy: StallProxy, mode: str, args: argparse.Namespace, admin: str = "") -> list[dict]:
     """Run the driver's ``args.runs`` runs in one JVM against ``proxy``: its results."""
+    proxy.release_jitter_s = args.release_jitter_ms / 1000.0
     with tempfile.TemporaryDirectory(prefix="streams-fenced-") as state:
         proc = subprocess.Popen(
             ["java", "-Xmx512m", "-cp", cp, "StreamsFenced", f"127.0.0.1:{proxy.port}", mode, str(args.runs),
@@ -261,6 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--modes", default="stall,stall-heartbeat,expel",
                     help="stall, stall-heartbeat (both brokers), expel (mockbroker only)")
     ap.add_argument("--stall-ms", type=int, default=5000)
+    ap.add_argument("--release-jitter-ms", type=int, default=500,
+                    help="stall-heartbeat: the heartbeat goes up to this long after the refused commit")
     ap.add_argument("--observe-ms", type=int, default=6000, help="how long to watch after the stall ends")
     args = ap.parse_args(argv)
     counts: dict[str, tuple[int, int]] = {}
