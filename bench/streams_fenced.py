@@ -13,9 +13,9 @@ traffic flows again and B learns it was fenced. ``--modes`` may add ``expel`` (m
 ``DELETE /groups/{group}/members/{B's member}`` instead of the stall, as docs/streams.md's JUnit
 example does. ``stall-heartbeat`` holds only B's main consumer's connection to the group
 coordinator (``fenB-StreamThread-1-consumer``, the connection that carries its StreamsGroupHeartbeats)
-while its fetches and its producer's transactions go on, and lets it go the moment the broker answers
-one of B's commits (TxnOffsetCommit) UNKNOWN_MEMBER_ID, after a random delay of up to
-``--release-jitter-ms`` (default 500, the heartbeat interval; or after ``--stall-ms``): the member
+while its fetches and its producer's transactions go on, and lets it go once the broker has answered
+one of B's commits (TxnOffsetCommit) UNKNOWN_MEMBER_ID, a random 0 to ``--release-jitter-ms`` later
+(default 500, the heartbeat interval; 0: at once; or after ``--stall-ms``): the member
 learns of the fence from a commit first and from its heartbeat a moment later, as after the expel, which
 Kafka has no API for (no admin call removes a streams group member in 4.4).
 
@@ -26,7 +26,8 @@ Every stream-thread death is caught by an uncaught-exception handler answering R
 printed with its top frames; the table counts per broker and mode the runs whose fenced instance's
 thread died with that exception. Out of CI (a rate, not a check).
 
-  python bench/streams_fenced.py [--runs 8] [--brokers mockbroker,kafka] [--modes stall,expel]
+  python bench/streams_fenced.py [--runs 10] [--brokers mockbroker,kafka] [--modes stall,stall-heartbeat,expel]
+      [--release-jitter-ms 500]
 """
 
 from __future__ import annotations
@@ -261,7 +262,7 @@ def on_kafka(cp: str, mode: str, args: argparse.Namespace, kafka_cp: str) -> lis
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=8)
+    ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--brokers", default="mockbroker,kafka")
     ap.add_argument("--modes", default="stall,stall-heartbeat,expel",
                     help="stall, stall-heartbeat (both brokers), expel (mockbroker only)")
