@@ -17,6 +17,7 @@ turns into docs/configuration.md; the loading code is short.
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import ipaddress
 import json
 import os
@@ -507,6 +508,10 @@ CONFIG_DEF: dict[str, ConfigKey] = {
         ConfigKey("mock.clock", _str, "system",
                   "system, or manual: time moves only when advanced (MockBroker.advance, POST /clock/advance).",
                   None, ("system", "manual")),
+        ConfigKey("mock.event.loop", _str, "asyncio",
+                  "The event loop the brokers run on: asyncio (the standard library's), or uvloop (libuv; "
+                  "the optional extra mockbroker[uvloop], refused at start when it is not installed).",
+                  None, ("asyncio", "uvloop")),
         ConfigKey("mock.faults", _faults, [],
                   "Fault rules at start: [[mock.faults]] tables as POST /faults takes them (docs/admin.md)."),
         ConfigKey("mock.topics", _list, [], "Topics created at start: name[:partitions[:replication]] items."),
@@ -653,6 +658,9 @@ class BrokerConfig(Mapping[str, Any]):
         if tv and int(tv) > TRANSACTION_VERSION_FEATURE.get(release, (0, 0))[0]:
             raise ConfigError(f"mock.transaction.version={tv}: Kafka {release} has no transaction.version "
                               f"level {tv} (4.0 and later support 0-2)")
+        if self["mock.event.loop"] == "uvloop" and importlib.util.find_spec("uvloop") is None:
+            raise ConfigError("mock.event.loop=uvloop: uvloop is not installed "
+                              "(pip install 'mockbroker[uvloop]', or mock.event.loop=asyncio)")
         for item in self["mock.topics"]:
             parse_topic_spec(item)
         self._check_listeners()
