@@ -510,7 +510,8 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   None, ("system", "manual")),
         ConfigKey("mock.event.loop", _str, "asyncio",
                   "The event loop the brokers run on: asyncio (the standard library's), or uvloop (libuv; "
-                  "the optional extra mockbroker[uvloop], refused at start when it is not installed).",
+                  "the optional extra mockbroker[uvloop], refused at start when it is not installed; no TLS "
+                  "listeners).",
                   None, ("asyncio", "uvloop")),
         ConfigKey("mock.faults", _faults, [],
                   "Fault rules at start: [[mock.faults]] tables as POST /faults takes them (docs/admin.md)."),
@@ -686,6 +687,12 @@ class BrokerConfig(Mapping[str, Any]):
             raise ConfigError(f"connection.failed.authentication.delay.ms={delay} should always be less than "
                               f"connections.max.idle.ms={idle} to prevent failed authentication responses "
                               "from timing out")
+        tls = [lst.name for lst in listeners if lst.protocol in ("SSL", "SASL_SSL")]
+        if tls and self["mock.event.loop"] == "uvloop":
+            # measured: with uvloop, clients' handshakes on tls.py's listeners end in an unexpected EOF
+            # (tests/integration/test_tls_clients.py: 8 of 15 failed); the cause is not found yet
+            raise ConfigError(f"mock.event.loop=uvloop serves no TLS listener ({', '.join(tls)}): "
+                              "TLS is served on mock.event.loop=asyncio only")
         self._check_tls(listeners)
         if self["mock.acls"] and not self["authorizer.class.name"]:
             raise ConfigError("mock.acls needs an authorizer: set authorizer.class.name to "

@@ -1,6 +1,7 @@
 """``mock.event.loop``: a broker on uvloop (the optional extra mockbroker[uvloop]) serves a real client
 over loopback, its fetch responses going out through uvloop's transport; asked for where uvloop is not
-installed, the configuration is refused at load, as an unknown key is."""
+installed, or with a TLS listener (handshakes fail on uvloop), the configuration is refused at load, as
+an unknown key is."""
 
 from __future__ import annotations
 
@@ -24,6 +25,13 @@ def test_uvloop_asked_for_but_not_installed_is_refused_at_load(monkeypatch, caps
     with pytest.raises(ConfigError, match="one of asyncio, uvloop"):
         BrokerConfig.load(extra={"mock.event.loop": "trio"}, environ={})
     assert BrokerConfig.load(environ={})["mock.event.loop"] == "asyncio"
+
+
+def test_uvloop_with_a_tls_listener_is_refused_at_load():
+    pytest.importorskip("uvloop", reason="uvloop is not installed (pip install 'mockbroker[uvloop]')")
+    with pytest.raises(ConfigError, match=r"serves no TLS listener \(SSL\)"):
+        BrokerConfig.load(extra={"mock.event.loop": "uvloop", "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+                                 "ssl.keystore.location": "k.pem", "ssl.keystore.type": "PEM"}, environ={})
 
 
 def test_a_broker_on_uvloop_serves_a_real_client():
