@@ -50,7 +50,8 @@ def loop_factory(config: BrokerConfig) -> Callable[[], asyncio.AbstractEventLoop
     if config["mock.event.loop"] == "uvloop":
         import uvloop
 
-        return uvloop.new_event_loop
+        factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop  # Any where uvloop is absent
+        return factory
     return asyncio.new_event_loop
 
 
