@@ -117,7 +117,7 @@ class Timer:
                 root = bucket._root
                 head = root.next
                 while head is not root:
-                    nxt = head.next
+                    nxt = head.next  # type: ignore[union-attr]  # circular through the root: a linked entry's next/prev are never None
                     nxt.prev = root  # type: ignore[union-attr]  # circular through the root: a linked entry's next/prev are never None
                     root.next = nxt
                     head.next = head.prev = head.list = None  # type: ignore[union-attr]  # circular through the root: a linked entry's next/prev are never None
