@@ -71,13 +71,19 @@ class DelayedOperation(TimerTask):
         if self._completed:
             return False
         self._completed = True
-        # TimerTask.cancel, inlined: leave the timer in O(1), NumDelayedOperations drops at once.
+        # TimerTask.cancel and TimerTaskList.remove, inlined (once per operation completed before
+        # its timeout): leave the timer in O(1), NumDelayedOperations drops at once.
         entry = self._entry
         if entry is not None:
             self._entry = None
             lst = entry.list
             if lst is not None:
-                lst.remove(entry)
+                nxt = entry.next
+                prev = entry.prev
+                nxt.prev = prev  # type: ignore[union-attr]  # circular through the root: a linked entry's next/prev are never None
+                prev.next = nxt  # type: ignore[union-attr]  # circular through the root: a linked entry's next/prev are never None
+                entry.next = entry.prev = entry.list = None
+                lst._counter.value -= 1
         self.on_complete()
         return True
 
