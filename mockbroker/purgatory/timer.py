@@ -41,6 +41,7 @@ from .timing_wheel import (
 )
 
 log = logging.getLogger(__name__)
+_new_entry = object.__new__
 
 
 class Timer:
@@ -78,8 +79,17 @@ class Timer:
             heap = self._heap
             if not heap or heap[0][0] > now_ms:
                 wheel.advance_clock(now_ms)
-        entry = TimerTaskEntry(task, now_ms + task.delay_ms)
-        if entry.expiration_ms <= now_ms or not wheel.add(entry):
+        # TimerTaskEntry(task, expiration), its __init__ inlined (once per operation): a task is
+        # filed by one entry at most, so a re-added task leaves its old bucket.
+        entry = _new_entry(TimerTaskEntry)
+        entry.task = task
+        entry.expiration_ms = expiration_ms = now_ms + task.delay_ms
+        entry.list = entry.next = entry.prev = None
+        old = task._entry
+        if old is not None and old.list is not None:
+            old.list.remove(old)
+        task._entry = entry
+        if expiration_ms <= now_ms or not wheel.add(entry):
             # Already expired (Kafka: wheel.add returns false -> executor) or cancelled.
             if task._entry is entry:
                 self._run(task)
