@@ -50,7 +50,13 @@ when idle).  Printed at the end: both brokers' medians over the rounds at N and 
 Broker CPU is psutil's (the process, all threads; clock-tick resolution, 10 ms): read it at
 N=10,000, not at N=100.
 
-Run: ``.venv/bin/python bench/longpoll.py [--conns N] [--kafka]`` (default 10,000;
+``-c KEY=VALUE`` (repeatable) goes to every mockbroker started.  ``--compare-config KEY=VALUE``
+(repeatable): instead of the N=100 baseline and one case at N, ``--runs`` cases at N without and
+with those keys, alternating (a fresh broker each), so both see the machine at the same time;
+printed: each variant's medians over all its rounds and the ratios with/without (e.g.
+``--compare-config mock.event.loop=uvloop``).
+
+Run: ``.venv/bin/python bench/longpoll.py [--conns N] [--kafka] [-c K=V] [--compare-config K=V --runs R]`` (default 10,000;
 well under 3 minutes, about 2 more with ``--kafka``).
 """
 
@@ -151,7 +157,8 @@ class BrokerProc:
         fd, self.stderr_path = tempfile.mkstemp(prefix=f"longpoll-broker-{tag}-", suffix=".log")
         self._stderr = os.fdopen(fd, "w")
         self.popen = subprocess.Popen(
-            [MOCKBROKER, "serve", "--port", "0", "-c", "num.partitions=1"],
+            [MOCKBROKER, "serve", "--port", "0", "-c", "num.partitions=1",
+             *(arg for kv in self.config for arg in ("-c", kv))],
             stdout=subprocess.PIPE, stderr=self._stderr, text=True)
         line = self.popen.stdout.readline()  # type: ignore[union-attr]
         if "bootstrap=" not in line:
@@ -170,6 +177,7 @@ class BrokerProc:
 
     quiet_pct = QUIET_PCT
     name = "mockbroker"
+    config: list[str] = []  # -c KEY=VALUE items (main sets them)
 
     def wait_quiet(self, timeout: float = 30.0) -> float:
         """Wait for two consecutive 0.5 s windows under ``quiet_pct`` % CPU; returns seconds waited."""
@@ -494,22 +502,24 @@ def fmt_bytes(b: float) -> str:
     return f"{b / 1e6:.1f} MB"
 
 
-def compare(cases: list[dict], n: int) -> None:
-    """mockbroker against Kafka at the same N: medians over the rounds, and their ratios."""
-    mock = next((c for c in cases if c["broker"] == BrokerProc.name and c["n"] == n and c["rounds"]), None)
-    kafka = next((c for c in cases if c["broker"] == KafkaProc.name and c["rounds"]), None)
+def compare(cases: list[dict], n: int, a: str = BrokerProc.name, b: str = "") -> None:
+    """Broker ``a`` against ``b`` (Kafka by default) at the same N: medians over all their rounds, and
+    the ratios a / b."""
+    b = b or KafkaProc.name
+    ra = [r for c in cases if c["broker"] == a and c["n"] == n for r in c["rounds"]]
+    rb = [r for c in cases if c["broker"] == b and c["n"] == n for r in c["rounds"]]
     print()
-    if mock is None or kafka is None:
+    if not ra or not rb:
         print(f"side by side at N={n}: not both measured")
         return
-    print(f"Side by side, N={n} parked fetches, one Produce (median over the rounds; ratio mockbroker / Kafka, "
-          "under 1 = mockbroker better)")
+    print(f"Side by side, N={n} parked fetches, one Produce (median over {len(ra)} and {len(rb)} rounds; "
+          f"ratio {a} / {b}, under 1 = {a} better)")
     for label, key, unit, scale in (("all answered (max)", "max", "ms", 1.0), ("p50", "p50", "ms", 1.0),
                                     ("broker CPU, Produce to last answer", "cpu_s", "s", 1.0),
                                     ("broker CPU per woken fetch", "cpu_s", "µs", 1e6 / n)):
-        m = statistics.median(r[key] for r in mock["rounds"]) * scale
-        k = statistics.median(r[key] for r in kafka["rounds"]) * scale
-        print(f"  {label:<36} mockbroker {m:>10.3f} {unit:<2} | {KafkaProc.name} {k:>10.3f} {unit:<2} | "
+        m = statistics.median(r[key] for r in ra) * scale
+        k = statistics.median(r[key] for r in rb) * scale
+        print(f"  {label:<36} {a} {m:>10.3f} {unit:<2} | {b} {k:>10.3f} {unit:<2} | "
               f"ratio {m / k if k else float('nan'):.2f}")
 
 
@@ -518,15 +528,29 @@ def main() -> int:
     ap.add_argument("--conns", type=int, default=10_000, help="parked fetches in the main case (default 10000)")
     ap.add_argument("--kafka", action="store_true",
                     help=f"also the real Kafka {KAFKA_VERSION} (bench/brokers.py's RealKafka) with the same N")
+    ap.add_argument("-c", dest="config", action="append", default=[], metavar="KEY=VALUE",
+                    help="configuration of every mockbroker started (repeatable)")
+    ap.add_argument("--compare-config", action="append", default=[], metavar="KEY=VALUE",
+                    help="cases at N without and with these keys, alternating (repeatable)")
+    ap.add_argument("--runs", type=int, default=2, help="--compare-config: cases per variant (default 2)")
     args = ap.parse_args()
     global TIME_BUDGET_S
+    BrokerProc.config = list(args.config)
     n = raise_nofile(args.conns)
     cpus = psutil.cpu_count()
     print(f"machine: {cpus} CPUs; Python {sys.version.split()[0]}; max_wait {MAX_WAIT_MS} ms, min_bytes 1, "
           f"Fetch v{FETCH_V}, Produce v{PRODUCE_V} acks=1; {ROUNDS} wake-up rounds per case")
 
-    cases = [run_case(BASELINE_N, ROUNDS)]
-    if n != BASELINE_N:
+    variant = type("ConfiguredBroker", (BrokerProc,),
+                   {"name": "with", "config": [*args.config, *args.compare_config]})
+    cases = []
+    for _ in range(args.runs if args.compare_config else 0):
+        for broker_class in (BrokerProc, variant):
+            TIME_BUDGET_S = time.monotonic() - START + KAFKA_BUDGET_S  # each case its own budget
+            cases.append(run_case(n, ROUNDS, broker_class))
+    if not args.compare_config:
+        cases.append(run_case(BASELINE_N, ROUNDS))
+    if n != BASELINE_N and not args.compare_config:
         cases.append(run_case(n, ROUNDS))
     if args.kafka:
         TIME_BUDGET_S = time.monotonic() - START + KAFKA_BUDGET_S
@@ -576,6 +600,9 @@ def main() -> int:
             print(f"  PROBLEM: {p}")
     if args.kafka:
         compare(cases, n)
+    if args.compare_config:
+        print(f"with = {' '.join(args.compare_config)}")
+        compare(cases, n, "with", BrokerProc.name)
     print(f"total {time.monotonic() - START:.1f} s; {'OK' if ok else 'problems above'}")
     return 0 if ok else 1
 

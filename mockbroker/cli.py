@@ -127,9 +127,8 @@ def main(argv: list[str] | None = None) -> int:
         return probe.run(args)
     if args.command == "certs":
         return _certs(args)
-    import asyncio  # serve only, with the broker's modules
-
-    from .config import BrokerConfig, ConfigError
+    from .config import BrokerConfig, ConfigError  # serve only, with the broker's modules
+    from .runner import run_loop
     logging.basicConfig(
         level=getattr(logging, str(args.log_level).upper(), logging.INFO),
         stream=sys.stderr,
@@ -141,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mockbroker: configuration error: {e}", file=sys.stderr)
         return 2
     try:
-        return asyncio.run(_serve(cfg, args.host, args.port))
+        return run_loop(lambda: _serve(cfg, args.host, args.port), cfg)
     except OSError as e:
         print(f"mockbroker: cannot listen: {e}", file=sys.stderr)
         return 1

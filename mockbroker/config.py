@@ -17,6 +17,7 @@ turns into docs/configuration.md; the loading code is short.
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import ipaddress
 import json
 import os
@@ -517,6 +518,11 @@ CONFIG_DEF: dict[str, ConfigKey] = {
         ConfigKey("mock.clock", _str, "system",
                   "system, or manual: time moves only when advanced (MockBroker.advance, POST /clock/advance).",
                   None, ("system", "manual")),
+        ConfigKey("mock.event.loop", _str, "asyncio",
+                  "The event loop the brokers run on: asyncio (the standard library's), or uvloop (libuv; "
+                  "the optional extra mockbroker[uvloop], refused at start when it is not installed; no TLS "
+                  "listeners).",
+                  None, ("asyncio", "uvloop")),
         ConfigKey("mock.faults", _faults, [],
                   "Fault rules at start: [[mock.faults]] tables as POST /faults takes them (docs/admin.md)."),
         ConfigKey("mock.topics", _list, [], "Topics created at start: name[:partitions[:replication]] items."),
@@ -663,6 +669,9 @@ class BrokerConfig(Mapping[str, Any]):
         if tv and int(tv) > TRANSACTION_VERSION_FEATURE.get(release, (0, 0))[0]:
             raise ConfigError(f"mock.transaction.version={tv}: Kafka {release} has no transaction.version "
                               f"level {tv} (4.0 and later support 0-2)")
+        if self["mock.event.loop"] == "uvloop" and importlib.util.find_spec("uvloop") is None:
+            raise ConfigError("mock.event.loop=uvloop: uvloop is not installed "
+                              "(pip install 'mockbroker[uvloop]', or mock.event.loop=asyncio)")
         for item in self["mock.topics"]:
             parse_topic_spec(item)
         self._check_listeners()
@@ -688,6 +697,12 @@ class BrokerConfig(Mapping[str, Any]):
             raise ConfigError(f"connection.failed.authentication.delay.ms={delay} should always be less than "
                               f"connections.max.idle.ms={idle} to prevent failed authentication responses "
                               "from timing out")
+        tls = [lst.name for lst in listeners if lst.protocol in ("SSL", "SASL_SSL")]
+        if tls and self["mock.event.loop"] == "uvloop":
+            # measured: with uvloop, clients' handshakes on tls.py's listeners end in an unexpected EOF
+            # (tests/integration/test_tls_clients.py: 8 of 15 failed); the cause is not found yet
+            raise ConfigError(f"mock.event.loop=uvloop serves no TLS listener ({', '.join(tls)}): "
+                              "TLS is served on mock.event.loop=asyncio only")
         self._check_tls(listeners)
         if self["mock.acls"] and not self["authorizer.class.name"]:
             raise ConfigError("mock.acls needs an authorizer: set authorizer.class.name to "

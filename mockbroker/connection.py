@@ -62,7 +62,7 @@ import asyncio
 import itertools
 import logging
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, cast
 
 from protocol.errors import ProtocolError
 from protocol.framing import SIZE_PREFIX_BYTES, read_frame_size
@@ -166,7 +166,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     # -- asyncio.BufferedProtocol --------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        # an asyncio.Transport by its methods: uvloop's (mock.event.loop) does not subclass it
+        transport = cast(asyncio.Transport, transport)
         self.transport = transport
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"

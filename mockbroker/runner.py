@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .clock import Clock, ManualClock
@@ -42,6 +42,23 @@ def assemble(config: BrokerConfig, clock: Clock | None = None, host: str | None 
 
         admin = add_admin(cluster, control)
     return cluster, control, admin
+
+
+def loop_factory(config: BrokerConfig) -> Callable[[], asyncio.AbstractEventLoop]:
+    """The event loop ``mock.event.loop`` names, for ``asyncio.Runner``: asyncio's own, or uvloop's
+    (imported only when asked for; ``BrokerConfig`` refused the key at load if it is not installed)."""
+    if config["mock.event.loop"] == "uvloop":
+        import uvloop
+
+        factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop  # Any where uvloop is absent
+        return factory
+    return asyncio.new_event_loop
+
+
+def run_loop(main: Callable[[], Coroutine[Any, Any, T]], config: BrokerConfig) -> T:
+    """Run ``main()`` to completion on a new loop of ``config``'s kind (``asyncio.run`` with a loop factory)."""
+    with asyncio.Runner(loop_factory=loop_factory(config)) as runner:
+        return runner.run(main())
 
 
 def ready_line(cluster: Cluster, admin: AdminServer | None) -> str:
@@ -92,7 +109,7 @@ class MockBroker:
             await self._stop.wait()
             await cluster.stop()
 
-        self._thread = threading.Thread(target=asyncio.run, args=(main(),), name="mockbroker", daemon=True)
+        self._thread = threading.Thread(target=run_loop, args=(main, self.config), name="mockbroker", daemon=True)
         self._thread.start()
         ready.result(timeout=30)
         return self

@@ -17,6 +17,7 @@ import asyncio
 import logging
 import ssl
 from collections.abc import Callable
+from typing import cast
 
 from .connection import KafkaConnection
 from .tls_config import NoMatchingRule, ServerContext
@@ -102,7 +103,8 @@ class TlsHandshake(asyncio.Protocol):
         self._pending = pending
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        # an asyncio.Transport by its methods: uvloop's (mock.event.loop) does not subclass it
+        transport = cast(asyncio.Transport, transport)
         transport.pause_reading()  # the client hello waits for start_tls
         peer = transport.get_extra_info("peername")
         task = self._loop.create_task(self._handshake(transport, f"{peer[0]}:{peer[1]}" if peer else "?"))

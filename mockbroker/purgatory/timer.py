@@ -41,6 +41,7 @@ from .timing_wheel import (
 )
 
 log = logging.getLogger(__name__)
+_new_entry = object.__new__
 
 
 class Timer:
@@ -78,8 +79,17 @@ class Timer:
             heap = self._heap
             if not heap or heap[0][0] > now_ms:
                 wheel.advance_clock(now_ms)
-        entry = TimerTaskEntry(task, now_ms + task.delay_ms)
-        if entry.expiration_ms <= now_ms or not wheel.add(entry):
+        # TimerTaskEntry(task, expiration), its __init__ inlined (once per operation): a task is
+        # filed by one entry at most, so a re-added task leaves its old bucket.
+        entry = _new_entry(TimerTaskEntry)
+        entry.task = task
+        entry.expiration_ms = expiration_ms = now_ms + task.delay_ms
+        entry.list = entry.next = entry.prev = None
+        old = task._entry
+        if old is not None and old.list is not None:
+            old.list.remove(old)
+        task._entry = entry
+        if expiration_ms <= now_ms or not wheel.add(entry):
             # Already expired (Kafka: wheel.add returns false -> executor) or cancelled.
             if task._entry is entry:
                 self._run(task)
@@ -97,15 +107,40 @@ class Timer:
             self._rearm()
             return False
         wheel = self._wheel
-        re_add = self._add_entry
+        wheel_add = wheel.add
+        counter = self._counter
+        heappop = heapq.heappop
         self._advancing = True
         try:
             while heap and heap[0][0] <= now_ms:
-                expiration_ms, _, bucket = heapq.heappop(heap)
+                expiration_ms, _, bucket = heappop(heap)
                 if bucket.expiration_ms != expiration_ms:
                     continue  # stale: the bucket was flushed and queued again since
                 wheel.advance_clock(expiration_ms)
-                bucket.flush(re_add)
+                # TimerTaskList.flush with Kafka's addTimerTaskEntry as its callback, inlined: one
+                # Python call less per expiring or cascading entry. Each entry is unlinked, then
+                # re-filed (it lands in a finer bucket) or, when due, run. The wheel does not move
+                # during the flush (``add`` leaves it alone while ``_advancing``), so "due" is one
+                # bound; testing it first spares expiring entries a call to wheel.add, which would
+                # refuse them for the same reason.
+                due_ms = wheel.current_time_ms + wheel.tick_ms
+                root = bucket._root
+                head = root.next
+                while head is not root:
+                    nxt = head.next  # type: ignore[union-attr]  # circular through the root: a linked entry's next/prev are never None
+                    nxt.prev = root  # type: ignore[union-attr]  # circular through the root: a linked entry's next/prev are never None
+                    root.next = nxt
+                    head.next = head.prev = head.list = None  # type: ignore[union-attr]  # circular through the root: a linked entry's next/prev are never None
+                    counter.value -= 1
+                    if head.expiration_ms < due_ms or not wheel_add(head):  # type: ignore[union-attr, arg-type]  # circular through the root: a linked entry's next/prev are never None
+                        task = head.task  # type: ignore[union-attr]  # circular through the root: a linked entry's next/prev are never None
+                        if task is not None and task._entry is head:
+                            try:  # _run, inlined: once per expiring operation
+                                task.run()
+                            except Exception:
+                                log.exception("timer task %r failed", task)
+                    head = root.next
+                bucket.expiration_ms = -1
         finally:
             self._advancing = False
             self._rearm()
@@ -155,19 +190,6 @@ class Timer:
                 f"armed_ms={self._armed_ms} closed={self._closed}>")
 
     # -- internals --------------------------------------------------------------------
-    def _add_entry(self, entry: TimerTaskEntry) -> None:
-        # The flush callback (Kafka's addTimerTaskEntry): re-file, or run if due.
-        # The due test first spares expiring entries a call to wheel.add, which
-        # would refuse them for the same reason.
-        wheel = self._wheel
-        if entry.expiration_ms < wheel.current_time_ms + wheel.tick_ms or not wheel.add(entry):
-            task = entry.task
-            if task is not None and task._entry is entry:
-                try:  # _run, inlined: once per expiring operation
-                    task.run()
-                except Exception:
-                    log.exception("timer task %r failed", task)
-
     @staticmethod
     def _run(task: TimerTask) -> None:
         try:

@@ -91,10 +91,6 @@ class QuotaCharge:
     empty_fetch: bool = False
 
 
-_UNCHARGED_PRODUCE = QuotaCharge(0, "Produce")  # what the full path below gives with no quota at all
-_UNCHARGED = QuotaCharge(0, "Request")
-
-
 def request_throttle_ms(q: QuotaManagers, user: str, client_id: str, handler_ns: int, now_ms: int) -> int:
     pct = handler_ns * 100 / 1e9  # ClientRequestQuotaManager.nanosToPercentage
     t1 = q.request.maybe_record_and_get_throttle_time_ms(user, client_id, pct, now_ms)
@@ -105,13 +101,7 @@ def request_throttle_ms(q: QuotaManagers, user: str, client_id: str, handler_ns:
 def charge_quotas(q: QuotaManagers, api_key: int, user: str, client_id: str, request_bytes: int, handler_ns: int,
                   controller_throttle_ms: int, response_size: Callable[[], int], now_ms: int) -> QuotaCharge:
     """Charge the quotas for one response (``response_size`` is asked only when the consumer byte
-    quota is on)."""
-    if not q.store.quotas:  # no quota configured: no manager records anything, nothing throttles
-        if api_key == ApiKey.PRODUCE:
-            return _UNCHARGED_PRODUCE
-        if controller_throttle_ms > 0 and api_key not in (ApiKey.FETCH, ApiKey.SHARE_FETCH):
-            return QuotaCharge(controller_throttle_ms, "ControllerMutation")
-        return _UNCHARGED
+    quota is on; a manager with no quota of its kind configured records nothing: its ``enabled``)."""
     if api_key == ApiKey.PRODUCE:
         bw = q.produce.maybe_record_and_get_throttle_time_ms(user, client_id, request_bytes, now_ms)
         rq = request_throttle_ms(q, user, client_id, handler_ns, now_ms)  # acks=0 never gets here

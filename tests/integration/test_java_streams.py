@@ -78,6 +78,7 @@ import random
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -140,9 +141,9 @@ def _kill() -> tuple[list[str], list[dict[str, Any]], int]:
     return ["in"], recs, KILL_RECORDS
 
 
-# (a new Random per pick: one word 400 times, so these runs count a single key; the throttle run's
-# quotas were calibrated on these records)
-THROTTLE_WORDS = [random.Random(27).choice(VOCABULARY) for _ in range(400)]
+# the throttled run's input: one word 400 times (one key, so one repartition partition; its quotas were
+# calibrated on these records, which earlier drew each word from a new Random(27): always "task")
+THROTTLE_WORDS = ["task"] * 400
 _rng = random.Random(28)
 WORDS = [_rng.choice(VOCABULARY) for _ in range(400)]  # ten words: both partitions of a repartition
 
@@ -169,8 +170,8 @@ def _coordinator(b: MockBroker, group: str) -> int:
 
 
 TOPOLOGIES = {"join": _join, "window": _window, "global": _global, "kill": _kill,
-              **{n: functools.partial(_words, n, THROTTLE_WORDS) for n in ("throttle", "restart", "txnfaults")},
-              **{n: functools.partial(_words, n, WORDS) for n in ("standby", "move")}}
+              "throttle": functools.partial(_words, "throttle", THROTTLE_WORDS),
+              **{n: functools.partial(_words, n, WORDS) for n in ("restart", "txnfaults", "standby", "move")}}
 FOUR = ["join", "window", "global", "throttle"]  # StreamsTopologies' application of four sub-topologies
 # the four-sub-topology application's matrix runs on the cluster of three, each against its own topics
 # (tp-<run>-join-customers, ...): group.protocol and processing.guarantee (no quotas, no fault)
@@ -184,7 +185,56 @@ FOUR_RUNS = ["topologies", *MATRIX]
 
 def _topic(run: str, name: str) -> str:
     """A topic of a StreamsTopologies run (``tp-join-out``; a matrix run's ``tp-<run>-join-out``)."""
-    return f"tp-{run}-{name}" if run in MATRIX else f"tp-{name}"
+    return f"tp-{run}-{name}" if run in MATRIX or run not in RUNS else f"tp-{name}"
+
+
+def four_application(run: str, protocol: str, guarantee: str, bootstrap: str, replication: int,
+                     create_topic: Callable[[str], None]) -> dict[str, Any]:
+    """The spec of a StreamsTopologies run of the four-sub-topology application on its own topics
+    (``tp-<run>-join-customers``, ...), no quotas and no fault, the word count counting WORDS; its
+    topics made with ``create_topic(name)`` (PARTITIONS partitions)."""
+    spec: dict[str, Any] = {"run": run, "inputs": [], "outputs": [], "expect": 0, "topology": "topologies",
+                            "prefix": f"tp-{run}-", "bootstrap": bootstrap, "protocol": protocol,
+                            "guarantee": guarantee, "replication": replication}
+    for name in FOUR:
+        topics, inputs, expect = _words(name, WORDS) if name == "throttle" else TOPOLOGIES[name]()
+        for t in (*topics, "out"):
+            create_topic(_topic(run, f"{name}-{t}"))
+        spec["inputs"] += [dict(r, topic=_topic(run, r["topic"].removeprefix("tp-"))) for r in inputs]
+        spec["outputs"].append(_topic(run, f"{name}-out"))
+        spec["expect"] += expect
+    return spec
+
+
+def expected_join() -> dict[str, list[str]]:
+    expected: dict[str, list[str]] = {}
+    for j in range(42):
+        c = j % 7
+        if c == 6:
+            continue  # no such customer: an inner join drops the order
+        # orders of c1 after its rename (timestamp 1205) carry the new name
+        name = "name1-v2" if c == 1 and 1000 + 10 * j > 1205 else f"name{c}"
+        expected.setdefault(f"c{c}", []).append(f"{name}:o{j}")
+    return expected
+
+
+def expected_window() -> dict[str, list[str]]:
+    """One final count per key and window, in window order per key; the late events and the window of
+    the flush events (still open) are not there."""
+    counts: dict[str, int] = {}
+    for e in range(60):
+        start = (_BASE_TS + 500 * e) // WINDOW_MS * WINDOW_MS
+        key = f"k{e % 4}@{start}"
+        counts[key] = counts.get(key, 0) + 1
+    return {key: [str(n)] for key, n in counts.items()}
+
+
+def expected_global() -> dict[str, list[str]]:
+    expected: dict[str, list[str]] = {}
+    for i in range(30):
+        if i % 6 != 5:
+            expected.setdefault(f"u{i % 3}", []).append(f"product-{i % 6}")
+    return expected
 
 
 class _Records(logging.Handler):
@@ -256,16 +306,13 @@ def java_run(java_classpath, broker, cluster, lines, tmp_path_factory):
             spec.update(admin=broker.admin_url, fence=FENCE_RULE)
         if run == "standby":  # streams.num.standby.replicas, set on the group by the JVM
             spec.update(admin=broker.admin_url, standbys=1)
-        if run in MATRIX:
-            target = cluster
-            protocol, guarantee = MATRIX[run]
-            spec.update(topology="topologies", prefix=f"tp-{run}-", bootstrap=cluster.bootstrap_servers,
-                        protocol=protocol, guarantee=guarantee, replication=3)
-        for name in builds:
-            # (a matrix run counts WORDS, ten words over both partitions of its repartition topic,
+        if run in MATRIX:  # (counting WORDS, ten words over both partitions of its repartition topic,
             # where the throttled run's quotas were calibrated on THROTTLE_WORDS, one word)
-            topics, inputs, expect = _words(name, WORDS) if run in MATRIX and name == "throttle" else TOPOLOGIES[name]()
-            inputs = [dict(r, topic=_topic(run, r["topic"].removeprefix("tp-"))) for r in inputs]
+            spec = four_application(run, *MATRIX[run], cluster.bootstrap_servers, 3,
+                                    lambda t: cluster.create_topic(t, PARTITIONS, replication_factor=3))
+            builds = []
+        for name in builds:
+            topics, inputs, expect = TOPOLOGIES[name]()
             for t in (*topics, "out"):
                 target.create_topic(_topic(run, f"{name}-{t}"), PARTITIONS,
                                     replication_factor=3 if target is cluster else 1)
@@ -365,44 +412,23 @@ def _by_key(out: list[list[Any]], topic: str) -> dict[str, list[str]]:
 def test_stream_table_join(java_run, run):
     results, report, _log = java_run
     res = results[run]
-    expected: dict[str, list[str]] = {}
-    for j in range(42):
-        c = j % 7
-        if c == 6:
-            continue  # no such customer: an inner join drops the order
-        # orders of c1 after its rename (timestamp 1205) carry the new name
-        name = "name1-v2" if c == 1 and 1000 + 10 * j > 1205 else f"name{c}"
-        expected.setdefault(f"c{c}", []).append(f"{name}:o{j}")
-    assert (res["state"], _by_key(res["out"], _topic(run, "join-out"))) == ("RUNNING", expected), report
+    assert (res["state"], _by_key(res["out"], _topic(run, "join-out"))) == ("RUNNING", expected_join()), report
 
 
 @pytest.mark.parametrize("run", FOUR_RUNS)
 def test_windowed_count_suppressed_until_the_window_closes(java_run, run):
     results, report, _log = java_run
     res = results[run]
-    counts: dict[str, int] = {}
-    for e in range(60):
-        start = (_BASE_TS + 500 * e) // WINDOW_MS * WINDOW_MS
-        key = f"k{e % 4}@{start}"
-        counts[key] = counts.get(key, 0) + 1
-    # one final count per key and window, in window order per key; the late events and the
-    # window of the flush events (still open) are not there
-    expected: dict[str, list[str]] = {}
-    for key, n in counts.items():
-        expected[key] = [str(n)]
-    assert (res["state"], _by_key(res["out"], _topic(run, "window-out"))) == ("RUNNING", expected), report
-    assert len(_by_key(res["out"], _topic(run, "window-out"))) == len(counts) == 12, report
+    got = _by_key(res["out"], _topic(run, "window-out"))
+    assert (res["state"], got) == ("RUNNING", expected_window()), report
+    assert len(got) == 12, report
 
 
 @pytest.mark.parametrize("run", FOUR_RUNS)
 def test_global_table_lookup(java_run, run):
     results, report, _log = java_run
     res = results[run]
-    expected: dict[str, list[str]] = {}
-    for i in range(30):
-        if i % 6 != 5:
-            expected.setdefault(f"u{i % 3}", []).append(f"product-{i % 6}")
-    assert (res["state"], _by_key(res["out"], _topic(run, "global-out"))) == ("RUNNING", expected), report
+    assert (res["state"], _by_key(res["out"], _topic(run, "global-out"))) == ("RUNNING", expected_global()), report
 
 
 def test_member_hung_mid_transaction_its_tasks_move_and_the_output_is_exact(java_run, broker):
@@ -446,8 +472,7 @@ def test_broker_stopped_and_started_under_a_three_broker_cluster(java_run, clust
     second half is counted, started again; every count 1..n once, in order."""
     results, report, _log = java_run
     res = results["restart"]
-    assert (res["state"], _by_key(res["out"], "tp-restart-out")) == (
-        "RUNNING", _expected_counts(THROTTLE_WORDS)), report
+    assert (res["state"], _by_key(res["out"], "tp-restart-out")) == ("RUNNING", _expected_counts(WORDS)), report
 
 
 def test_concurrent_transactions_and_producer_fenced_at_commit(java_run, broker):
@@ -462,8 +487,7 @@ def test_concurrent_transactions_and_producer_fenced_at_commit(java_run, broker)
     read_committed, is every count 1..n once, in order: the fenced transaction's records never show."""
     results, report, _log = java_run
     res = results["txnfaults"]
-    assert (res["state"], _by_key(res["out"], "tp-txnfaults-out")) == (
-        "RUNNING", _expected_counts(THROTTLE_WORDS)), report
+    assert (res["state"], _by_key(res["out"], "tp-txnfaults-out")) == ("RUNNING", _expected_counts(WORDS)), report
     # the retried CONCURRENT_TRANSACTIONS changed nothing: one start, one rebalance (the fence's)
     assert res["before_fence"] == ["CREATED->REBALANCING", "REBALANCING->RUNNING"], res
     assert res["transitions"] == [*res["before_fence"], "RUNNING->REBALANCING", "REBALANCING->RUNNING"], res

@@ -8,12 +8,17 @@ they exist, a second member joins and waits while the first revokes, both reach 
 then the first leaves and the second takes every task.  Each step is taken when its answer is
 there (bounded retries: Kafka creates the topics asynchronously); what is compared is each step's
 answer: errors, member epochs, tasks, statuses with their details, and StreamsGroupDescribe's state
-and epochs.  Both brokers run with group.streams.initial.rebalance.delay.ms=0.  Skips without java
+and epochs.  Both brokers run with group.streams.initial.rebalance.delay.ms=0.  Then Kafka Streams
+4.4 itself: StreamsTopologies' four-sub-topology application under exactly_once_v2 against the real
+Kafka gives the exact outputs test_java_streams.py checks it gives on mockbroker.  Skips without java
 or mvn, fails under CI (tests/toolchains.py).
 """
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -25,6 +30,7 @@ from protocol.client import RawKafkaClient
 from protocol.registry import ApiKey
 from tests.streams_member import Member, describe, tasks
 
+from .javatools import JAVA_TIMEOUT_S, tail
 from .realkafka import JVM_OPTS, brokers, kafka_classpath
 
 GROUP = "wc"
@@ -32,9 +38,12 @@ GROUP = "wc"
 
 @pytest.fixture(scope="module")
 def kafka() -> Iterator[Any]:
+    # (a 500 ms streams heartbeat interval, as test_java_streams' mockbroker has: what a Streams member
+    # waits between the heartbeat that reported the missing internal topics and the one with its tasks)
     k = brokers.RealKafka(kafka_classpath(), nodes=1, jvm_opts=JVM_OPTS,
                           extra_props={"group.streams.initial.rebalance.delay.ms": "0",
-                                       # floors only (the defaults stand): a group may set a 1 s session
+                                       "group.streams.heartbeat.interval.ms": "500",
+                                       # a floor only (the default stands): a group may set a 1 s session
                                        "group.streams.min.session.timeout.ms": "1000",
                                        "group.streams.min.heartbeat.interval.ms": "500"})
     try:
@@ -113,6 +122,31 @@ def test_membership_sequence_matches_kafka(kafka):
     assert [s[0] for s in got] == ["a joins", "a gets its tasks", "b joins", "a revokes", "a reaches the next epoch",
                                    "b gets its tasks", "describe", "a leaves", "b takes every task", "describe"]
     assert got[3] == ("a revokes", 3, {"0": [0], "1": [0]})
+
+
+def test_four_sub_topologies_give_on_kafka_the_outputs_they_give_on_mockbroker(kafka, tmp_path):
+    """Kafka Streams 4.4's application of four sub-topologies (StreamsTopologies: a stream-table join,
+    a windowed count suppressed until its window closes, a global table lookup, a word count with a
+    repartition) under ``group.protocol=streams`` and exactly_once_v2 against the real Kafka 4.4.0: the
+    exact outputs test_java_streams.py checks on mockbroker (its matrix runs, from the same builders),
+    read read_committed."""
+    from .javatools import java_classpath
+    from .test_java_streams import (PARTITIONS, WORDS, _by_key, _expected_counts, _topic, expected_global,
+                                    expected_join, expected_window, four_application)
+
+    run = "kafka-streams-eos"
+    spec = four_application(run, "streams", "exactly_once_v2", kafka.bootstrap, 1,
+                            lambda t: kafka.create_topic(t, PARTITIONS))
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    cmd = [shutil.which("java") or "java", "-Xmx256m", "-cp", java_classpath("StreamsWordCount", "StreamsTopologies"),
+           "StreamsTopologies", kafka.bootstrap, str(tmp_path / "spec.json"), str(tmp_path / "state")]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
+    report = f"exit {r.returncode}\nstdout:\n{tail(r.stdout, 40)}\nstderr:\n{tail(r.stderr, 40)}"
+    assert r.returncode == 0, report
+    (res,) = [json.loads(line.split(" ", 2)[2]) for line in r.stdout.splitlines() if line.startswith(f"RESULT {run} ")]
+    got = {name: _by_key(res["out"], _topic(run, f"{name}-out")) for name in ("join", "window", "global", "throttle")}
+    assert (res["state"], got) == ("RUNNING", {"join": expected_join(), "window": expected_window(),
+                                               "global": expected_global(), "throttle": _expected_counts(WORDS)}), report
 
 
 def fenced_scenario(bootstrap: str) -> list[tuple[Any, ...]]:

@@ -1,10 +1,15 @@
 """socket_io.write_frame: a GatherFrame goes to a real socket with sendmsg, in order, whole, even
-when the kernel takes only part of it or the transport already holds bytes."""
+when the kernel takes only part of it or the transport already holds bytes; on uvloop's transport
+(mock.event.loop = "uvloop") through its writelines, as whole and in order."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import pytest
 
 from mockbroker.socket_io import IOV_MAX, unread_bytes, write_frame
 from protocol.gather import GatherFrame
@@ -29,7 +34,18 @@ async def _read(loop: asyncio.AbstractEventLoop, sock: socket.socket, n: int) ->
     return bytes(out)
 
 
-def test_frames_arrive_whole_and_in_order_through_partial_sends():
+def _run(main: Callable[[], Coroutine[Any, Any, None]], kind: str) -> None:
+    """``main()`` on asyncio's own loop, or on uvloop's (skipped when it is not installed)."""
+    if kind == "uvloop":
+        uvloop = pytest.importorskip("uvloop", reason="uvloop is not installed (pip install 'mockbroker[uvloop]')")
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(main())
+    else:
+        asyncio.run(main())
+
+
+@pytest.mark.parametrize("kind", ["asyncio", "uvloop"])
+def test_frames_arrive_whole_and_in_order_through_partial_sends(kind):
     async def main() -> None:
         loop = asyncio.get_running_loop()
         transport, peer = await _pipe()
@@ -54,7 +70,7 @@ def test_frames_arrive_whole_and_in_order_through_partial_sends():
         transport.close()
         peer.close()
 
-    asyncio.run(main())
+    _run(main, kind)
 
 
 def test_more_segments_than_one_sendmsg_takes_all_go_out_at_once():
