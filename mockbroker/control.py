@@ -399,7 +399,7 @@ class ControlPlane:
         elif g.group_type is GroupType.STREAMS:
             out.update(self._streams_view(g))
         elif g.group_type is GroupType.SHARE:
-            from .share.view import share_group_view  # with the share-partition modules: a share group's
+            from .share.view import share_group_view  # loaded on a share group's first view, not at start
 
             sg: Any = g  # a share group (KIP-932)
             out.update(share_group_view(sg, self.cluster.metadata,
