@@ -102,15 +102,7 @@ class DelayedOperation(TimerTask):
         if self._completed:
             return
         self.expired = True
-        # force_complete, inlined: once per expiring operation.
-        self._completed = True
-        entry = self._entry
-        if entry is not None:
-            self._entry = None
-            lst = entry.list
-            if lst is not None:
-                lst.remove(entry)
-        self.on_complete()
+        self.force_complete()
         self.on_expiration()
 
     def try_complete(self) -> bool:

@@ -446,6 +446,18 @@ class TestAdmin:
         assert dl.results[0].error_code == E.none and b.group("ad") is None
 
 
+def _one_stable_member(b: MockBroker, addr: str) -> tuple[Member, int]:
+    """Group "mv" with one member joined and synced (assignment b"x") on its coordinator at ``addr``;
+    the member and the generation."""
+    m = Member(b, "mv", "m", addr=addr)
+    m.join_new()
+    members(b, "mv", 1)
+    b.advance(1)
+    assert m.join_response().error_code == E.none
+    m.sync_response(m.sync({m.member_id: b"x"}))
+    return m, b.group("mv")["generation_id"]
+
+
 class TestCoordinatorMove:
     def test_not_coordinator_then_move_on_broker_stop(self):
         cfg = {"mock.num.brokers": 3, "group.initial.rebalance.delay.ms": 0}
@@ -458,13 +470,7 @@ class TestCoordinatorMove:
             m = Member(b, "mv", "m", addr=addrs[other])
             m.send_join()
             assert m.join_response().error_code == E.not_coordinator
-            m = Member(b, "mv", "m", addr=addrs[node])
-            m.join_new()
-            members(b, "mv", 1)
-            b.advance(1)
-            assert m.join_response().error_code == E.none
-            m.sync_response(m.sync({m.member_id: b"x"}))
-            gen = b.group("mv")["generation_id"]
+            m, gen = _one_stable_member(b, addrs[node])
             b.stop_broker(node)
             r = c.request(ApiKey.FIND_COORDINATOR, 6, {"key_type": 0, "coordinator_keys": ["mv"]})
             new = r.coordinators[0].node_id
@@ -490,13 +496,7 @@ class TestCoordinatorMove:
             addrs = b.bootstrap_servers.split(",")
             c = RawKafkaClient.connect(addrs[0])
             node = c.request(ApiKey.FIND_COORDINATOR, 6, {"key_type": 0, "coordinator_keys": ["mv"]}).coordinators[0].node_id
-            m = Member(b, "mv", "m", addr=addrs[node])
-            m.join_new()
-            members(b, "mv", 1)
-            b.advance(1)
-            assert m.join_response().error_code == E.none
-            m.sync_response(m.sync({m.member_id: b"x"}))
-            gen = b.group("mv")["generation_id"]
+            m, gen = _one_stable_member(b, addrs[node])
             new = (node + 1) % 3
             with pytest.raises(ValueError):  # broker 7 is no replica; the coordinator stays
                 b.move_coordinator("mv", 7)
