@@ -219,10 +219,12 @@ def test_a_wrong_decoding_is_found(written):
 
 def test_error_codes_are_kafka_4_4s():
     """kio's ErrorCode with the codes protocol/errors.py adds is Kafka 4.4.0's Errors: every code, its
-    name, whether it is retriable."""
-    from protocol.errors import ErrorCode
+    name, whether it is retriable, and its message (``DEFAULT_MESSAGES``)."""
+    from protocol.errors import DEFAULT_MESSAGES, ErrorCode
 
     cp = java_classpath("MessageCrossCheck")
-    kafka = {e["code"]: (e["name"].lower(), e["retriable"]) for e in map(json.loads, java(cp, "errors").splitlines())}
+    errors = [json.loads(line) for line in java(cp, "errors").splitlines()]
+    kafka = {e["code"]: (e["name"].lower(), e["retriable"]) for e in errors}
     ours = {e.value: (e.name, e.retriable) for e in ErrorCode}
     assert ours == kafka
+    assert DEFAULT_MESSAGES == {e["code"]: e.get("message") for e in errors}
