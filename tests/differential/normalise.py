@@ -26,6 +26,8 @@ RULES: list[tuple[str, str]] = [
                    "`<member GROUP>` when the setup made it, `<assigned member id #n>` otherwise"),
     ("producer ids", "assigned by each broker: `<producer-id NAME>` for the setup's producers, "
                      "`<assigned producer id #n>` otherwise; epochs are compared as they are"),
+    ("fetch session ids", "a new fetch session's id is random (`<session id #n>`); an id the request named is "
+                          "compared as it is"),
     ("client instance ids", "GetTelemetrySubscriptions assigns a random uuid (`<uuid #n>`)"),
     ("timestamps", "wall-clock times (`LogAppendTimeMs`, a transaction's start, a token's issue and "
                    "expiry, a member's last heartbeat): -1 stays -1, any time is `<time>`"),
@@ -137,6 +139,8 @@ class Normaliser:
                 return "<time>"
             if name in ("TotalBytes", "UsableBytes") and value >= 0:
                 return "<disk bytes>"
+            if name == "SessionId" and value != 0 and value not in self.in_request:
+                return self._fresh("session id", value)
             if name == "FinalizedFeaturesEpoch" and value >= 0:
                 return "<metadata offset>"
             return value

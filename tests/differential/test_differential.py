@@ -23,8 +23,6 @@ from tests.integration.realkafka import realkafka  # noqa: F401 - a fixture
 SEED = int(os.environ.get("DIFFERENTIAL_SEED", "1"))
 TIME_BOUND_S = 900.0  # the slice takes 2-4 minutes on a 2-core machine; a slower one checks a prefix
 
-pytestmark = pytest.mark.timeout(int(TIME_BOUND_S) + 600)
-
 
 @pytest.fixture(scope="module")
 def differential_mockbroker() -> Iterator[MockBroker]:
@@ -32,6 +30,7 @@ def differential_mockbroker() -> Iterator[MockBroker]:
         yield broker
 
 
+@pytest.mark.timeout(int(TIME_BOUND_S) + 600)
 def test_slice_answers_as_kafka(realkafka, differential_mockbroker: MockBroker) -> None:  # noqa: F811
     lines: list[str] = []
     d = Differential(realkafka.bootstrap, differential_mockbroker.bootstrap_servers, seed=SEED,
