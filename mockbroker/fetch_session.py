@@ -29,6 +29,9 @@ INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS = 120_000
 INT_MAX = (1 << 31) - 1
+# BrokerServer: KafkaBroker.NumFetchSessionCacheShards (8) shards, each a range of session ids
+NUM_SHARDS = 8
+SESSION_ID_RANGE = INT_MAX // NUM_SHARDS
 
 
 def next_epoch(epoch: int) -> int:
@@ -48,6 +51,7 @@ class CachedPartition:
     high_watermark: int = -1
     last_log_start: int = -1
     current_leader_epoch: int = -1
+    last_fetched_epoch: int = -1  # v12+; below 0: none (FetchRequest.optionalEpoch)
 
     def needs_response(self, error: ErrorCode, high_watermark: int, log_start_offset: int,
                        has_records: bool) -> bool:
@@ -106,6 +110,12 @@ class FetchManager:
         uses_topic_ids: bool,
         now_ms: int,
     ) -> FetchContext:
+        if (epoch not in (INITIAL_EPOCH, FINAL_EPOCH) or session_id != INVALID_SESSION_ID) \
+                and not 0 <= int(session_id / SESSION_ID_RANGE) < NUM_SHARDS:
+            # FetchSessionCache.getCacheShard: sessionId / range indexes the shards (Java's division,
+            # toward zero); an id outside them throws IndexOutOfBoundsException, which Kafka answers
+            # as UNKNOWN_SERVER_ERROR for the whole request
+            return FetchContext("error", ErrorCode.unknown_server_error)
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
             if session_id != INVALID_SESSION_ID:
                 self.sessions.pop(session_id, None)
@@ -118,8 +128,8 @@ class FetchManager:
             return FetchContext("error", ErrorCode.invalid_fetch_session_epoch)
         if session.uses_topic_ids != uses_topic_ids:
             return FetchContext("error", ErrorCode.fetch_session_topic_id_error)
-        for key in forgotten:
-            session.partitions.pop(key, None)
+        # FetchSession.update: the request's partitions added or updated first, then the forgotten
+        # ones removed (a partition both asked and forgotten is gone)
         for cp in requested:
             key = (cp.topic_id if uses_topic_ids else cp.topic, cp.partition)
             old = session.partitions.get(key)
@@ -130,6 +140,9 @@ class FetchManager:
                 old.max_bytes = cp.max_bytes
                 old.log_start_offset = cp.log_start_offset
                 old.current_leader_epoch = cp.current_leader_epoch
+                old.last_fetched_epoch = cp.last_fetched_epoch
+        for key in forgotten:
+            session.partitions.pop(key, None)
         session.epoch = next_epoch(session.epoch)
         session.last_used_ms = now_ms
         if not session.partitions:

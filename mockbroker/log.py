@@ -254,7 +254,7 @@ class PartitionLog:
         return self.read(offset, cap, upper_bound, min_one=False).size_bytes
 
     # -- offsets by time ----------------------------------------------------------
-    def offset_for_timestamp(self, ts: int) -> tuple[int, int] | None:
+    def offset_for_timestamp(self, ts: int, last_fetchable: int | None = None) -> tuple[int, int] | None:
         """First (offset, timestamp) whose timestamp >= ts, as Kafka finds it; None when there is
         none or when that record is at or above the high watermark.
 
@@ -276,10 +276,11 @@ class PartitionLog:
                 continue
             for off, rts in record_timestamps(b):
                 if rts >= ts and off >= self.log_start_offset:
-                    return (off, rts) if off < self.high_watermark else None
+                    upper = self.high_watermark if last_fetchable is None else last_fetchable
+                    return (off, rts) if off < upper else None
         return None
 
-    def max_timestamp_offset(self) -> tuple[int, int] | None:
+    def max_timestamp_offset(self, last_fetchable: int | None = None) -> tuple[int, int] | None:
         """(offset, timestamp) of the record with the largest timestamp (KIP-734), as Kafka finds it;
         None when the log is empty or that record is at or above the high watermark.
 
@@ -296,7 +297,7 @@ class PartitionLog:
         i = seg.max_timestamps.index(seg.largest_timestamp)
         found = next(((off, rts) for off, rts in record_timestamps(seg.batches[i])
                       if rts == seg.max_timestamps[i]), None)
-        if found is None or found[0] >= self.high_watermark:
+        if found is None or found[0] >= (self.high_watermark if last_fetchable is None else last_fetchable):
             return None
         return found
 
@@ -396,22 +397,47 @@ class PartitionLog:
 
     # -- leadership -------------------------------------------------------------------
     def new_leader_epoch(self, epoch: int) -> None:
-        """A new leader starts ``epoch`` at the current log end (LeaderEpochFileCache.assign)."""
+        """A new leader starts ``epoch`` at the current log end (``Partition.makeLeader``:
+        ``maybeAssignEpochStartOffset``, ``LeaderEpochFileCache.assign``)."""
         self.leader_epoch = epoch
-        self.epoch_starts.append((epoch, self.log_end_offset))
+        starts = self.epoch_starts
+        start = self.log_end_offset
+        if starts and starts[-1][0] == epoch and start >= starts[-1][1]:
+            return  # isUpdateNeeded: the same epoch at or after its start
+        # maybeTruncateNonMonotonicEntries: from the newest, drop those at or after the new one
+        while starts and (starts[-1][0] >= epoch or starts[-1][1] >= start):
+            starts.pop()
+        starts.append((epoch, start))
+
+    def epoch_for_offset(self, offset: int) -> int:
+        """``LeaderEpochFileCache.epochForOffset``: the epoch whose range holds ``offset`` (-1: none)."""
+        previous = -1
+        for e, start in self.epoch_starts:
+            if start == offset:
+                return e
+            if start > offset:
+                return previous
+            previous = e
+        return previous
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
-        """(epoch, end offset) as OffsetsForLeaderEpoch answers: the largest epoch <= the asked one
-        and where the next epoch starts (or the log end for the current epoch); (-1, -1) if unknown."""
-        best = None
-        for i, (e, _start) in enumerate(self.epoch_starts):
-            if e <= epoch:
-                best = i
-        if best is None or epoch > self.leader_epoch:
+        """(epoch, end offset) as ``LeaderEpochFileCache.endOffsetFor`` answers OffsetsForLeaderEpoch:
+        -1 or an epoch after the newest: (-1, -1); the newest: (it, log end); else the start of
+        the first epoch above the asked one, with the largest epoch not above it (or the asked
+        epoch itself when none is)."""
+        starts = self.epoch_starts
+        if epoch == -1:
             return -1, -1
-        e = self.epoch_starts[best][0]
-        nxt = next((st for ep, st in self.epoch_starts[best + 1 :] if ep > e), None)
-        return e, self.log_end_offset if nxt is None else nxt
+        if starts and starts[-1][0] == epoch:
+            return epoch, self.log_end_offset
+        higher = next((st for e, st in starts if e > epoch), None)
+        if higher is None:
+            return -1, -1
+        floor = None
+        for e, _st in starts:
+            if e <= epoch:
+                floor = e
+        return (epoch if floor is None else floor), higher
 
     def truncate_to(self, offset: int) -> None:
         """Drop every batch at or above ``offset`` (a new leader truncates to its own log end)."""

@@ -208,6 +208,7 @@ class FetchParams:
     max_bytes: int          # min(request max_bytes, fetch.max.bytes, the consumer quota's window)
     isolation_level: int
     by_topic_id: bool
+    replica_id: int = -1    # FetchRequest.replicaId(): 0 or more from a follower
 
 
 @dataclass(slots=True)
@@ -224,6 +225,8 @@ class LogReadResult:
     partition: Partition | None = None
     # read_committed: the aborted transactions overlapping what was read (else None, null on the wire)
     aborted_transactions: list[AbortedTxn] | None = None
+    # Partition.readRecords: the last fetched epoch diverges from the log: (epoch, end offset)
+    diverging_epoch: tuple[int, int] | None = None
 
     def records_bytes(self) -> bytes | memoryview:
         """The records read as one buffer (several batches joined)."""
@@ -319,10 +322,11 @@ class ReplicaManager:
             batch = batches[0]
             codec = batch[22] & COMPRESSION_MASK if len(batch) > 22 and batch[16] == 2 else Compression.NONE
             if codec > Compression.ZSTD:
-                # CompressionType.forId throws IllegalArgumentException in ProduceRequest.validateRecords
-                # (not an ApiException: Kafka answers the whole request with it)
+                # CompressionType.forId throws IllegalArgumentException in LogValidator (below v7 already
+                # in ProduceRequest.validateRecords, which Kafka gives the whole request): any other
+                # throwable, the log start offset and no message (appendToLocalLog)
                 return _Appended(PartitionResponse(ErrorCode.unknown_server_error,
-                                                   error_message=f"Unknown compression type id: {codec}"))
+                                                   log_start_offset=p.log.log_start_offset))
             if api_version < 7 and codec == Compression.ZSTD:
                 return _Appended(PartitionResponse(
                     ErrorCode.unsupported_compression_type,
@@ -331,7 +335,11 @@ class ReplicaManager:
             # LogValidator's records: their count, and what validateKey / validateTimestamp read of them
             rejected = self._validate_records(p, batch, header, now_ms)
         except CorruptRecordBatch as e:
-            return _Appended(PartitionResponse(e.error, error_message=str(e)))
+            # ReplicaManager.appendToLocalLog: a CorruptRecordException or a record (batch) too large
+            # answers -1 as the log start offset; any other throwable (an InvalidRecordException from
+            # LogValidator's checks) the log start offset; neither carries a message
+            known = e.error in (ErrorCode.corrupt_message, ErrorCode.message_too_large, ErrorCode.record_list_too_large)
+            return _Appended(PartitionResponse(e.error, log_start_offset=-1 if known else p.log.log_start_offset))
         log_append = metadata.topic_config(topic, "message.timestamp.type") == "LogAppendTime"
         if header.attributes & TIMESTAMP_TYPE_MASK and rejected is None:
             # a client batch saying LogAppendTime that LogValidator let through (a CreateTime topic, a
@@ -340,7 +348,8 @@ class ReplicaManager:
             header.attributes &= ~TIMESTAMP_TYPE_MASK
         log = p.log
         verifier = self.txn_verifier
-        if header.is_transactional and verifier is not None and transactional_id is not None:
+        if header.is_transactional and header.producer_id >= 0 and verifier is not None \
+                and transactional_id is not None:
             # ReplicaManager.maybeStartTransactionVerificationForPartitions (no transactional id in the
             # request: not verified) and UnifiedLog.maybeStartTransactionVerification: an epoch below
             # the producer's is refused at once; verified only while the producer has no transaction
@@ -358,18 +367,17 @@ class ReplicaManager:
                     return _Appended(verification_failure(verr, api_version))
         min_isr = metadata.topic_config(topic, "min.insync.replicas")
         if acks == -1 and len(p.isr) < min_isr:
-            return _Appended(PartitionResponse(
-                ErrorCode.not_enough_replicas, log_start_offset=log.log_start_offset, error_message=(
-                    f"The size of the current ISR {sorted(p.isr)} is insufficient to satisfy the min.isr "
-                    f"requirement of {min_isr} for partition {topic.name}-{p.index}")))
+            # Partition.appendRecordsToLeader's NotEnoughReplicasException: no custom message in the answer
+            return _Appended(PartitionResponse(ErrorCode.not_enough_replicas, log_start_offset=log.log_start_offset))
         if rejected is not None:
             # UnifiedLog.append runs LogValidator after Partition.appendRecordsToLeader's min ISR check:
             # a RecordValidationException answers the partition with its records' errors (nothing appended)
             rejected.log_start_offset = log.log_start_offset
             return _Appended(rejected)
-        err, duplicate, message = p.producers.check(header)
+        err, duplicate, _message = p.producers.check(header)
         if err is not ErrorCode.none:
-            return _Appended(PartitionResponse(err, log_start_offset=log.log_start_offset, error_message=message))
+            # thrown from UnifiedLog.append (ProducerAppendInfo): no custom message in the answer
+            return _Appended(PartitionResponse(err, log_start_offset=log.log_start_offset))
         if duplicate is not None:
             # ProducerStateManager found the batch among the last 5: answer with the original offsets
             return _Appended(PartitionResponse(
@@ -536,11 +544,11 @@ class ReplicaManager:
                        on_done: Callable[[list[LogReadResult]], None]) -> DelayedFetch | None:
         """Read every partition and call ``on_done`` with one result per partition, in order: at
         once when nothing is worth waiting for (``ReplicaManager.fetchMessages``: max_wait 0,
-        min_bytes readable, an error, or nothing asked), else from the fetch purgatory when
+        min_bytes readable, an error or a diverging epoch, or nothing asked), else from the fetch purgatory when
         min_bytes become readable or max_wait passes (read again then)."""
         results = self.read_from_local_log(params, partitions)
         readable = sum(r.size_bytes for r in results)
-        errors = any(r.error is not ErrorCode.none for r in results)
+        errors = any(r.error is not ErrorCode.none or r.diverging_epoch is not None for r in results)
         if params.max_wait_ms <= 0 or not partitions or readable >= params.min_bytes or errors:
             on_done(results)
             return None
@@ -566,6 +574,8 @@ class ReplicaManager:
         return out
 
     def _read_partition(self, cp: CachedPartition, params: FetchParams, limit: int, min_one: bool) -> LogReadResult:
+        """``ReplicaManager.readFromLog`` for one partition: an error result has every offset -1
+        (``createLogReadResult``)."""
         metadata = self.metadata
         topic = metadata.topics_by_id.get(cp.topic_id) if params.by_topic_id else metadata.topics.get(cp.topic)
         if topic is None:
@@ -580,6 +590,20 @@ class ReplicaManager:
         if req_epoch >= 0 and req_epoch != p.leader_epoch:
             return LogReadResult(ErrorCode.fenced_leader_epoch if req_epoch < p.leader_epoch
                                  else ErrorCode.unknown_leader_epoch, partition=p)
+        if params.replica_id >= 0 and (params.replica_id == p.leader_id or params.replica_id not in p.replicas):
+            # Partition.followerReplicaOrThrow: a fetch from a replica id that is not one of the
+            # partition's followers
+            return LogReadResult(ErrorCode.unknown_leader_epoch if req_epoch >= 0
+                                 else ErrorCode.not_leader_or_follower, partition=p)
+        if cp.last_fetched_epoch >= 0:
+            # Partition.readRecords: the end offset of the last fetched epoch (lastOffsetForLeaderEpoch)
+            log = p.log
+            epoch, end = log.end_offset_for_epoch(cp.last_fetched_epoch)
+            if end == -1 or epoch == -1 or cp.fetch_offset < log.log_start_offset:
+                return LogReadResult(ErrorCode.offset_out_of_range, partition=p)
+            if epoch < cp.last_fetched_epoch or end < cp.fetch_offset:
+                return LogReadResult(high_watermark=log.high_watermark, last_stable_offset=log.last_stable_offset,
+                                     log_start_offset=log.log_start_offset, partition=p, diverging_epoch=(epoch, end))
         log = p.log
         offset, isolation = cp.fetch_offset, params.isolation_level
         max_bytes = min(cp.max_bytes, limit)
@@ -588,8 +612,7 @@ class ReplicaManager:
             result = LogReadResult(high_watermark=log.high_watermark, last_stable_offset=log.last_stable_offset,
                                    log_start_offset=log.log_start_offset, partition=p)
             if offset < log.log_start_offset or offset > log.log_end_offset:
-                result.error = ErrorCode.offset_out_of_range
-                return result, log
+                return LogReadResult(ErrorCode.offset_out_of_range, partition=p), log
             upper = log.last_stable_offset if isolation == READ_COMMITTED else log.high_watermark
             sl, records = self._read_log(log, offset, max_bytes, upper, min_one)
             if sl.size_bytes:

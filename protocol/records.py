@@ -132,6 +132,32 @@ def parse_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHead
     return BatchHeader(*HEADER.unpack_from(buf, pos))
 
 
+def first_batch(buf: bytes | memoryview) -> memoryview | None:
+    """The first complete batch of a records field, as ``ByteBufferLogInputStream.nextBatch`` reads
+    it (None when there is none), raising CorruptRecordBatch as its ``nextBatchSize`` does."""
+    view = memoryview(buf)
+    end = len(view)
+    if end < LOG_OVERHEAD:
+        return None
+    (length,) = _I32.unpack_from(view, 8)
+    if length < MIN_RECORD_OVERHEAD:
+        raise CorruptRecordBatch(
+            ErrorCode.corrupt_message,
+            f"Record size {length} is less than the minimum record overhead ({MIN_RECORD_OVERHEAD})",
+        )
+    if end < LOG_OVERHEAD + 5:
+        return None
+    magic = view[16]
+    if magic > 2:
+        raise CorruptRecordBatch(ErrorCode.corrupt_message, f"Invalid magic found in record: {_signed(magic)}")
+    size = length + LOG_OVERHEAD
+    return view[:size] if end >= size else None
+
+
+def _signed(byte: int) -> int:
+    return byte - 256 if byte > 127 else byte
+
+
 def split_batches(buf: bytes | memoryview) -> list[memoryview]:
     """Split a records field into complete batches, as ``ByteBufferLogInputStream``.
 
@@ -154,7 +180,7 @@ def split_batches(buf: bytes | memoryview) -> list[memoryview]:
             break
         magic = view[pos + 16]
         if magic > 2:
-            raise CorruptRecordBatch(ErrorCode.corrupt_message, f"Invalid magic found in record: {magic}")
+            raise CorruptRecordBatch(ErrorCode.corrupt_message, f"Invalid magic found in record: {_signed(magic)}")
         size = length + LOG_OVERHEAD
         if end - pos < size:
             break

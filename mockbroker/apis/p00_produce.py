@@ -1,7 +1,16 @@
 """Produce (key 0): v3-13 (advertised from v0 as Kafka 4.x does; v0-2 close the connection).
 
 Behavior:
-* As ``KafkaApis.handleProduceRequest``: a topic that does not exist
+* As ``KafkaApis.handleProduceRequest``, which keys each partition by its TopicIdPartition in maps:
+  a partition listed twice is answered once and only its last entry is appended; a topic with no
+  partitions is not answered.  Before anything else the first batch of each partition is read
+  (``RequestUtils.hasTransactionalRecords``): a size field below 14 or a magic above 2 there is
+  CORRUPT_MESSAGE for the whole request (``ProduceRequest.getErrorResponse``: every partition once,
+  nothing appended; acks=0 closes the connection).  Then ``ProduceRequest.validateRecords`` per
+  partition: no batch, more than one, or not magic 2 is INVALID_RECORD, zstd below v7
+  UNSUPPORTED_COMPRESSION_TYPE (these answers carry no message and every offset -1), and an unknown
+  compression id below v7 is UNKNOWN_SERVER_ERROR for the whole request.
+* A topic that does not exist
   (UNKNOWN_TOPIC_OR_PARTITION, or UNKNOWN_TOPIC_ID at v13) or a partition it
   does not have (UNKNOWN_TOPIC_OR_PARTITION) is answered here; every other
   partition goes down in one call, ``ReplicaManager.append_records``, which
@@ -48,8 +57,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from protocol.codec import timedelta_ms
-from protocol.errors import ErrorCode
-from protocol.records import TRANSACTIONAL_FLAG
+from protocol.errors import CorruptRecordBatch, ErrorCode
+from protocol.records import COMPRESSION_MASK, TRANSACTIONAL_FLAG, Compression, first_batch, split_batches
 from protocol.registry import ApiKey
 
 from ..delayed_produce import PartitionResponse
@@ -74,10 +83,70 @@ def _partition(index: int, r: PartitionResponse) -> dict[str, Any]:
 
 
 def _has_transactional_records(req: ProduceRequest) -> bool:
-    """``RequestUtils.hasTransactionalRecords``: the first batch of some partition is transactional."""
-    return any(pd.records is not None and len(pd.records) > 22 and pd.records[16] == 2
-               and pd.records[22] & TRANSACTIONAL_FLAG
-               for td in req.topic_data for pd in td.partition_data)
+    """``RequestUtils.hasTransactionalRecords``: the first batch of some partition is transactional
+    (partitions after the first transactional one are not looked at).  Reading a first batch whose
+    size field is below 14 or whose magic is not 0-2 raises CorruptRecordBatch, which Kafka gives
+    the whole request."""
+    for td in req.topic_data:
+        for pd in td.partition_data:
+            if pd.records is None:
+                continue
+            batch = first_batch(pd.records)
+            if batch is not None and batch[16] >= 2 and len(batch) > 22 and batch[22] & TRANSACTIONAL_FLAG:
+                return True
+    return False
+
+
+class _WholeRequest(Exception):
+    """An exception Kafka lets out of ``handleProduceRequest``: the whole request gets its error."""
+
+    def __init__(self, error: ErrorCode, message: str | None) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+def _validate_records(version: int, records: bytes | memoryview | None) -> PartitionResponse | None:
+    """``ProduceRequest.validateRecords`` for one partition: its error (an ApiException), or None.
+    Raises ``_WholeRequest`` where Kafka's check throws something else (an unknown compression id
+    read below v7: IllegalArgumentException, UNKNOWN_SERVER_ERROR for the whole request)."""
+    if records is None:
+        return None
+    # KafkaApis answers these PartitionResponse(Errors.forException(e)): no message, offsets -1
+    try:
+        batches = split_batches(records)
+    except CorruptRecordBatch as e:
+        return PartitionResponse(e.error)
+    if not batches or batches[0][16] != 2:  # none, or not magic 2
+        return PartitionResponse(ErrorCode.invalid_record)
+    if version < 7:
+        batch = batches[0]
+        codec = batch[22] & COMPRESSION_MASK if len(batch) > 22 else 0
+        if codec > Compression.ZSTD:
+            raise _WholeRequest(ErrorCode.unknown_server_error, None)
+        if codec == Compression.ZSTD:
+            return PartitionResponse(ErrorCode.unsupported_compression_type)
+    if len(batches) > 1:
+        return PartitionResponse(ErrorCode.invalid_record)
+    return None
+
+
+def _error_response(req: ProduceRequest, v: int, error: ErrorCode, message: str | None) -> Outcome:
+    """``ProduceRequest.getErrorResponse``: every partition the request names, once (its
+    ``partitionSizes`` map), with the error; acks=0 has no response, so the connection is closed."""
+    if req.acks == 0:
+        return CloseConnection(f"a produce request with acks=0 failed: {error.name}")
+    seen: dict[tuple[str | None, Any, int], None] = {}
+    for td in req.topic_data:
+        for pd in td.partition_data:
+            seen[(td.name if v < 13 else None, td.topic_id, pd.index)] = None
+    failed = PartitionResponse(error, error_message=message)
+    topics: dict[tuple[str | None, Any], list[dict[str, Any]]] = {}
+    for name, topic_id, index in seen:
+        topics.setdefault((name, topic_id), []).append(_partition(index, failed))
+    body = {"responses": [{"name": name, "topic_id": topic_id, "partition_responses": parts}
+                          for (name, topic_id), parts in topics.items()], "node_endpoints": []}
+    return Response(body, partition_errors(body["responses"], "partition_responses", "index"))
 
 
 def handle(ctx: RequestContext, req: ProduceRequest) -> Outcome:
@@ -85,73 +154,87 @@ def handle(ctx: RequestContext, req: ProduceRequest) -> Outcome:
     metadata = ctx.metadata
     injected = ctx.injected
     tid = req.transactional_id
-    if (tid is None and _has_transactional_records(req)) or (
-            tid is not None and not authorized(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, tid)):
+    try:
+        transactional = _has_transactional_records(req)
+    except CorruptRecordBatch as e:  # KafkaApis.handle's error path: the whole request
+        return _error_response(req, v, e.error, str(e))
+    if transactional and (tid is None or not authorized(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                                         tid)):
         # KafkaApis.handleProduceRequest: transactional records need a transactional id the client
         # may write; the whole request gets the error (ProduceRequest.getErrorResponse)
-        if req.acks == 0:
-            return CloseConnection("a produce request with acks=0 failed: transactional records without a "
-                                   "transactional id")
-        error = PartitionResponse(ErrorCode.transactional_id_authorization_failed)
-        body = {"responses": [{"name": td.name if v < 13 else None, "topic_id": td.topic_id,
-                               "partition_responses": [_partition(pd.index, error) for pd in td.partition_data]}
-                              for td in req.topic_data], "node_endpoints": []}
-        return Response(body, partition_errors(body["responses"], "partition_responses", "index"))
-    # (topic response, [(partition index, its partition if known, ProduceEntry or the error it gets
-    # here)]) in request order
-    layout: list[tuple[dict[str, Any], list[tuple[int, Partition | None, ProduceEntry | ErrorCode]]]] = []
-    entries: list[ProduceEntry] = []
-    for td in req.topic_data:
-        name = td.name if v < 13 else None
-        topic_id = td.topic_id
-        topic, terr = resolve_topic(metadata, name, topic_id, v >= 13)
-        shown = name if topic is None else topic.name
-        if shown is not None and not authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, shown):
-            topic, terr = None, ErrorCode.topic_authorization_failed  # before existence, as KafkaApis
-        parts: list[tuple[int, Partition | None, ProduceEntry | ErrorCode]] = []
-        for pd in td.partition_data:
-            if topic is None:
-                parts.append((pd.index, None, terr))
-            elif not 0 <= pd.index < len(topic.partitions):
-                parts.append((pd.index, None, ErrorCode.unknown_topic_or_partition))
-            elif injected is not None and injected.applies(topic.name, pd.index):
-                parts.append((pd.index, topic.partitions[pd.index], injected.error))  # nothing appended
-            else:
-                entry = ProduceEntry(topic.partitions[pd.index], pd.records)
-                entries.append(entry)
-                parts.append((pd.index, entry.partition, entry))
-        layout.append(({"name": name if topic is None else topic.name,
-                        "topic_id": topic_id if topic is None else topic.topic_id}, parts))
-
+        return _error_response(req, v, ErrorCode.transactional_id_authorization_failed, None)
+    # KafkaApis keys each partition by its TopicIdPartition in maps: a partition listed twice is
+    # answered once, and its last entry is the one appended.  Each key's answer, in the order
+    # Kafka merges its maps (appended, unauthorized, non-existing, invalid): a later one wins.
+    # key: (topic name or None, topic id, index) -> (partition if known, ProduceEntry or error)
+    Key = tuple[str, Any, int]  # noqa: N806 - Kafka's TopicIdPartition: (topic name, topic id, index)
+    answers: dict[Key, Partition | None] = {}  # every partition named, once
+    # KafkaApis' maps, in the order it merges them (a later one's answer wins): unauthorized,
+    # non-existing, invalid (and partitions an injected fault fails, which append nothing)
+    unauthorized: dict[Key, PartitionResponse] = {}
+    non_existing: dict[Key, PartitionResponse] = {}
+    invalid: dict[Key, PartitionResponse] = {}
+    appended: dict[Key, ProduceEntry] = {}
+    try:
+        for td in req.topic_data:
+            name = td.name if v < 13 else None
+            topic_id = td.topic_id
+            topic, terr = resolve_topic(metadata, name, topic_id, v >= 13)
+            shown = name if topic is None else topic.name
+            key_name = shown if shown is not None else ""
+            key_id = topic.topic_id if topic is not None else topic_id
+            for pd in td.partition_data:
+                key = (key_name, key_id, pd.index)
+                partition = topic.partitions[pd.index] if topic is not None and 0 <= pd.index < len(
+                    topic.partitions) else None
+                answers[key] = partition
+                if topic is None and v >= 13:
+                    non_existing[key] = PartitionResponse(ErrorCode.unknown_topic_id)
+                elif shown is not None and not authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, shown):
+                    unauthorized[key] = PartitionResponse(ErrorCode.topic_authorization_failed)
+                elif partition is None:
+                    non_existing[key] = PartitionResponse(terr if topic is None else ErrorCode.unknown_topic_or_partition)
+                else:
+                    error = _validate_records(v, pd.records)
+                    if error is None and injected is not None and injected.applies(partition.topic.name, pd.index):
+                        error = PartitionResponse(injected.error)  # nothing appended
+                    if error is not None:
+                        invalid[key] = error
+                    else:
+                        appended[key] = ProduceEntry(partition, pd.records)
+    except _WholeRequest as e:
+        return _error_response(req, v, e.error, e.message)
+    entries = list(appended.values())
     acks = req.acks
     sizes = {(e.partition.topic.name, e.partition.index): len(e.records or b"") for e in entries}
 
     def respond(responses: list[PartitionResponse]) -> Answer:
         """KafkaApis' sendResponseCallback: map the results back to the wire."""
-        by_entry = {id(e): r for e, r in zip(entries, responses)}
+        results = dict(zip(appended, responses))
         leaders: dict[int, Any] = {}
-        topics = []
+        topics: dict[tuple[str | None, Any], list[dict[str, Any]]] = {}
         any_error = False
-        for head, parts in layout:
-            out = []
-            for index, partition, item in parts:
-                r = PartitionResponse(item) if isinstance(item, ErrorCode) else by_entry[id(item)]
-                entry = _partition(index, r)
-                if r.error is ErrorCode.not_leader_or_follower and v >= 10 and partition is not None:
-                    entry["current_leader"] = leader_info(partition)  # KIP-951
-                    node = metadata.brokers.get(partition.leader_id)
-                    if node is not None and node.alive:
-                        leaders[node.node_id] = node
-                any_error = any_error or r.error is not ErrorCode.none
-                out.append(entry)
-            topics.append({**head, "partition_responses": out})
+        for key, partition in answers.items():
+            r = invalid.get(key) or non_existing.get(key) or unauthorized.get(key) or results[key]
+            entry = _partition(key[2], r)
+            if r.error is ErrorCode.not_leader_or_follower and v >= 10 and partition is not None:
+                entry["current_leader"] = leader_info(partition)  # KIP-951
+                node = metadata.brokers.get(partition.leader_id)
+                if node is not None and node.alive:
+                    leaders[node.node_id] = node
+            any_error = any_error or r.error is not ErrorCode.none
+            topics.setdefault((key[0], key[1]), []).append(entry)
         if acks == 0:
             if any_error:
                 return CloseConnection("a partition of a produce request with acks=0 failed")
             return NoResponse([PartitionRecord(t, p, 0, n) for (t, p), n in sizes.items()])
-        return Response({"responses": topics, "node_endpoints": node_endpoints(leaders.values(), ctx.listener_name)},
-                        partition_errors(topics, "partition_responses", "index", sizes=sizes))
+        body = [{"name": name, "topic_id": topic_id, "partition_responses": parts}
+                for (name, topic_id), parts in topics.items()]
+        return Response({"responses": body, "node_endpoints": node_endpoints(leaders.values(), ctx.listener_name)},
+                        partition_errors(body, "partition_responses", "index", sizes=sizes))
 
+    if not entries:
+        return respond([])
     deferred = Deferred()
     deferred.partitions = [PartitionRecord(t, p, 0, n) for (t, p), n in sizes.items()]
     deferred.delayed = ctx.broker.replica_manager.append_records(

@@ -10,6 +10,9 @@ the log side is ``ReplicaManager.delete_records``):
   UNKNOWN_TOPIC_OR_PARTITION, an internal topic INVALID_TOPIC_EXCEPTION, a partition led by
   another broker NOT_LEADER_OR_FOLLOWER, a compacted topic without delete in its cleanup.policy
   POLICY_VIOLATION, a negative offset or one above the high watermark OFFSET_OUT_OF_RANGE.
+* Partitions are keyed in maps as ``KafkaApis.handleDeleteRecordsRequest`` keys them: one listed
+  twice is deleted once, to its last entry's offset, and answered once; a topic with no partitions
+  is not answered.
 * Answered at once: the partitions' replicas share the leader's log, so there is no
   ``DelayedDeleteRecords`` waiting for the followers to reach the new log start offset (the
   timeout is not used).
@@ -37,20 +40,32 @@ API_KEY = ApiKey.DELETE_RECORDS
 
 def handle(ctx: RequestContext, req: DeleteRecordsRequest) -> Response:
     rm = ctx.broker.replica_manager
-    topics: list[dict[str, Any]] = []
+    # KafkaApis.handleDeleteRecordsRequest keys each partition in maps: a partition listed twice is
+    # deleted to its last offset and answered once; a topic with no partitions is not answered.
+    # The answers merge as Kafka's do: the deleted ones, then the refused, then the unknown ones.
+    refused: dict[tuple[str, int], ErrorCode] = {}
+    unknown: dict[tuple[str, int], ErrorCode] = {}
+    offsets: dict[tuple[str, int], int] = {}
     for t in req.topics:
-        parts: list[dict[str, Any]] = []
         allowed = authorized(ctx, AclOperation.DELETE, ResourceType.TOPIC, t.name)  # KafkaApis: DELETE on it
         for p in t.partitions:
+            key = (t.name, p.partition_index)
             if not allowed:
-                error, low = ErrorCode.topic_authorization_failed, -1
+                refused[key] = ErrorCode.topic_authorization_failed
             elif ctx.metadata.partition(t.name, p.partition_index) is None:  # metadataCache.contains
-                error, low = ErrorCode.unknown_topic_or_partition, -1
+                unknown[key] = ErrorCode.unknown_topic_or_partition
             else:
-                r = rm.delete_records(t.name, p.partition_index, p.offset)
-                error, low = r.error, r.low_watermark
-            parts.append({"partition_index": p.partition_index, "low_watermark": low, "error_code": error})
-        topics.append({"name": t.name, "partitions": parts})
+                offsets[key] = p.offset
+    answers: dict[tuple[str, int], tuple[ErrorCode, int]] = {}
+    for (name, index), offset in offsets.items():
+        r = rm.delete_records(name, index, offset)
+        answers[(name, index)] = (r.error, r.low_watermark)
+    for errors in (refused, unknown):
+        answers.update((key, (error, -1)) for key, error in errors.items())
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (name, index), (error, low) in answers.items():
+        by_topic.setdefault(name, []).append({"partition_index": index, "low_watermark": low, "error_code": error})
+    topics = [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
     return Response({"topics": topics}, partition_errors(topics, "partitions"))
 
 

@@ -7,8 +7,11 @@ Behavior:
   epoch, or the log end offset for the current epoch.  An unknown or future
   epoch answers epoch -1, offset -1.
 * current_leader_epoch is checked as for Fetch: FENCED_LEADER_EPOCH /
-  UNKNOWN_LEADER_EPOCH; not the leader: NOT_LEADER_OR_FOLLOWER; unknown
-  topic: UNKNOWN_TOPIC_OR_PARTITION.
+  UNKNOWN_LEADER_EPOCH, except that only -1 means "none" (any other negative
+  epoch is fenced, as ``ReplicaManager.lastOffsetForLeaderEpoch`` reads it);
+  not the leader: NOT_LEADER_OR_FOLLOWER; unknown topic: UNKNOWN_TOPIC_OR_PARTITION.
+  An epoch below the earliest one the log knows answers that epoch itself with
+  the earliest epoch's start offset (``LeaderEpochFileCache.endOffsetFor``).
 * Clients use it after a leader change to detect truncation (KIP-320).
 * With an authorizer: CLUSTER_ACTION on the cluster, else DESCRIBE on each topic; a topic the client
   may not describe comes after the others with TOPIC_AUTHORIZATION_FAILED for each partition.
@@ -55,7 +58,7 @@ def handle(ctx: RequestContext, req: OffsetForLeaderEpochRequest) -> Response:
                 cur = rp.current_leader_epoch
                 if p.leader_id != ctx.node_id:
                     out["error_code"] = ErrorCode.not_leader_or_follower
-                elif cur >= 0 and cur != p.leader_epoch:
+                elif cur != -1 and cur != p.leader_epoch:  # only -1 means none (NO_PARTITION_LEADER_EPOCH)
                     out["error_code"] = (
                         ErrorCode.fenced_leader_epoch if cur < p.leader_epoch else ErrorCode.unknown_leader_epoch
                     )

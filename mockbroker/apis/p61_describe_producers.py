@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, default_message
 from protocol.registry import ApiKey
 
 from ..metadata import validate_topic_name
@@ -59,16 +59,23 @@ def _active_producers(state: ProducerStateManager) -> list[dict[str, Any]]:
 def handle(ctx: RequestContext, req: DescribeProducersRequest) -> Response:
     topics = []
     for t in req.topics:
+        # KafkaApis.handleDescribeProducersRequest: the topic's error first (its name's validity, READ on
+        # it, that it exists), each as an ApiError with Kafka's message; then each partition's state
+        # (ReplicaManager.activeProducerState: an index the topic lacks, no message)
         invalid = validate_topic_name(t.name or "")
         topic = ctx.metadata.topics.get(t.name)
         parts = []
-        allowed = authorized(ctx, AclOperation.READ, ResourceType.TOPIC, t.name or "")  # KafkaApis: READ on it
+        allowed = invalid is not None or authorized(ctx, AclOperation.READ, ResourceType.TOPIC, t.name or "")
         for index in t.partition_indexes:
-            if not allowed:
-                parts.append(_partition_error(index, ErrorCode.topic_authorization_failed))
-            elif invalid is not None:
+            if invalid is not None:
                 parts.append(_partition_error(index, ErrorCode.invalid_topic_exception, invalid))
-            elif topic is None or not 0 <= index < len(topic.partitions):
+            elif not allowed:
+                parts.append(_partition_error(index, ErrorCode.topic_authorization_failed,
+                                              default_message(ErrorCode.topic_authorization_failed)))
+            elif topic is None:
+                parts.append(_partition_error(index, ErrorCode.unknown_topic_or_partition,
+                                              default_message(ErrorCode.unknown_topic_or_partition)))
+            elif not 0 <= index < len(topic.partitions):
                 parts.append(_partition_error(index, ErrorCode.unknown_topic_or_partition))
             elif ctx.node_id not in (p := topic.partitions[index]).replicas:
                 parts.append(_partition_error(index, ErrorCode.not_leader_or_follower))
