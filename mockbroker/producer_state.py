@@ -174,15 +174,18 @@ class ProducerStateManager:
         current = entry.epoch if entry else NO_PRODUCER_EPOCH
         open_txn = entry is not None and entry.current_txn_first_offset >= 0
         invalid = epoch <= current if transaction_version >= 2 else epoch < current
-        if invalid and not (transaction_version >= 2 and epoch == current and not open_txn):
+        # TV2: the same epoch again is a retried marker once the transaction completed, or at the
+        # last epoch there is (Short.MAX_VALUE)
+        if invalid and not (transaction_version >= 2 and epoch == current and (not open_txn or epoch == 32767)):
             cmp = "<=" if transaction_version >= 2 else "<"
             return ErrorCode.invalid_producer_epoch, (
                 f"Epoch of producer {producer_id} is {epoch}, which is {cmp} the last seen epoch {current} "
                 f"(TV{transaction_version})")
-        if entry is not None and entry.coordinator_epoch > coordinator_epoch:
+        current_coordinator = entry.coordinator_epoch if entry is not None else -1  # ProducerStateEntry.empty
+        if current_coordinator > coordinator_epoch:
             return ErrorCode.transaction_coordinator_fenced, (
                 f"Invalid coordinator epoch for producerId {producer_id}: {coordinator_epoch} (zombie), "
-                f"{entry.coordinator_epoch} (current)")
+                f"{current_coordinator} (current)")
         return ErrorCode.none, None
 
     def append_end_txn_marker(self, producer_id: int, epoch: int, coordinator_epoch: int, is_abort: bool,

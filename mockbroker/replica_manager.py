@@ -478,6 +478,11 @@ class ReplicaManager:
         if p.leader_id != self.node_id:
             return _Appended(PartitionResponse(ErrorCode.not_leader_or_follower))
         log = p.log
+        if producer_id == -1 or producer_epoch == -1:
+            # MemoryRecordsBuilder.validateProducerState: "Cannot write transactional messages without a
+            # valid producer ID" / "Invalid negative producer epoch" (IllegalArgumentException): any other
+            # throwable, UNKNOWN_SERVER_ERROR
+            return _Appended(PartitionResponse(ErrorCode.unknown_server_error, log_start_offset=log.log_start_offset))
         min_isr = metadata.topic_config(p.topic, "min.insync.replicas")
         if len(p.isr) < min_isr:
             return _Appended(PartitionResponse(ErrorCode.not_enough_replicas, log_start_offset=log.log_start_offset))

@@ -9,7 +9,8 @@ Behavior:
   broker answers NOT_COORDINATOR): a new producer id, or the id's producer
   with its epoch bumped (an ongoing transaction is aborted first and the
   client retries on CONCURRENT_TRANSACTIONS).  A producer id and epoch given
-  (v3+, KIP-360) must come together, else INVALID_REQUEST.  PRODUCER_FENCED is
+  (v3+, KIP-360) must come together, else INVALID_REQUEST, with or without a
+  transactional id.  PRODUCER_FENCED is
   INVALID_PRODUCER_EPOCH before v4.
 
 Version notes:
@@ -35,13 +36,13 @@ API_KEY = ApiKey.INIT_PRODUCER_ID
 
 
 def handle(ctx: RequestContext, req: InitProducerIdRequest) -> Outcome:
+    v = ctx.version
+    pid, epoch = (req.producer_id, req.producer_epoch) if v >= 3 else (-1, -1)
+    if (pid == -1) != (epoch == -1):  # KafkaApis checks it before the transactional id matters
+        return error_response(ctx, req, ErrorCode.invalid_request)
     if req.transactional_id is None:
         return Response({"error_code": ErrorCode.none, "producer_id": ctx.broker.controller.allocate_producer_id(),
                          "producer_epoch": 0})
-    v = ctx.version
-    pid, epoch = (req.producer_id, req.producer_epoch) if v >= 3 else (-1, -1)
-    if (pid == -1) != (epoch == -1):
-        return error_response(ctx, req, ErrorCode.invalid_request)
     deferred = Deferred()
 
     def answer(r: InitProducerIdResult) -> None:

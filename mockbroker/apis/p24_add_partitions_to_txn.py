@@ -12,8 +12,12 @@ Behavior:
   OPERATION_NOT_ATTEMPTED); v4+ CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 * v4+ (KIP-890 part 1, batched, sent by brokers): one result per transaction; ``verify_only`` answers, per
   partition, whether it is already in the transaction (TRANSACTION_ABORTABLE
-  when not) and changes nothing.  A transactional id given twice is
-  INVALID_REQUEST for its partitions.
+  when not) and changes nothing.  A transactional id given twice is served
+  twice (Kafka's ``partitionsByTransaction`` keeps its last entry's partitions).
+* A success or the coordinator's error is answered over the request's topics
+  as listed (``errorResponseForTransaction``: a partition listed twice twice, a
+  topic with no partitions with none); refused or unknown partitions are
+  answered per partition, once each.
 * PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2 (KIP-588).
 
 Version notes:
@@ -81,24 +85,34 @@ def _unknown(ctx: RequestContext, partitions: list[TopicPartition]) -> Errors | 
             for tp in partitions}
 
 
+def _echo(topics: Any, error: ErrorCode) -> list[dict[str, Any]]:
+    """``AddPartitionsToTxnRequest.errorResponseForTransaction``: the request's topics and partitions
+    as listed (twice when listed twice, a topic with none as it is), each with ``error``."""
+    return [{"name": t.name, "results_by_partition": [{"partition_index": int(p), "partition_error_code": error}
+                                                      for p in t.partitions]} for t in topics]
+
+
 def _one_transaction(ctx: RequestContext, tid: str, pid: int, epoch: int, partitions: list[TopicPartition],
-                     verify_only: bool, done: Callable[[Errors], None]) -> None:
+                     verify_only: bool, done: Callable[[list[dict[str, Any]]], None], topics: Any) -> None:
+    """Answer one transaction: ``done`` gets its topic results, the coordinator's one error echoed
+    over the request's ``topics``, or per partition (its errors are a map) when some partition is
+    refused or unknown, or for ``verify_only``."""
     v = ctx.version
     unknown = _unknown(ctx, partitions)
     if unknown is not None:
-        done(unknown)
+        done(_topic_results(unknown))
         return
     txn = ctx.broker.txn
     if verify_only:
-        txn.handle_verify_partitions(tid, pid, epoch, partitions, lambda errors: done(dict(errors)), ctx.node_id)
+        txn.handle_verify_partitions(tid, pid, epoch, partitions, lambda errors: done(_topic_results(dict(errors))),
+                                     ctx.node_id)
         return
     # TransactionVersion.transactionVersionForAddPartitionsToTxn: v4+ comes from brokers (or TV2
     # clients), so TV2, whatever level the cluster finalized
     tv = TV_2 if v >= 4 else TV_0
 
     def added(error: ErrorCode) -> None:
-        error = error_for_client_version("AddPartitionsToTxn", v, error)
-        done(dict.fromkeys(partitions, error))
+        done(_echo(topics, error_for_client_version("AddPartitionsToTxn", v, error)))
 
     txn.handle_add_partitions(tid, pid, epoch, partitions, added, tv, ctx.node_id)
 
@@ -109,29 +123,29 @@ def handle(ctx: RequestContext, req: AddPartitionsToTxnRequest) -> Deferred:
         partitions = _partitions(req.v3_and_below_topics)
         _one_transaction(ctx, req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
                          req.v3_and_below_producer_epoch, partitions, False,
-                         lambda errors: deferred.complete_with(
-                             lambda: _response({"results_by_topic_v3_and_below": _topic_results(errors)})))
+                         lambda results: deferred.complete_with(
+                             lambda: _response({"results_by_topic_v3_and_below": results})), req.v3_and_below_topics)
         return deferred
     results: list[dict[str, Any] | None] = [None] * len(req.transactions)
-    counts: dict[str, int] = {}
+    # AddPartitionsToTxnRequest.partitionsByTransaction: a transactional id given twice adds its last
+    # entry's partitions; errorResponseForTransaction echoes its first entry's topics
+    last = {t.transactional_id: t for t in req.transactions}
+    first: dict[str, Any] = {}
     for t in req.transactions:
-        counts[t.transactional_id] = counts.get(t.transactional_id, 0) + 1
+        first.setdefault(t.transactional_id, t)
 
     def finish() -> None:
         if all(r is not None for r in results):
             deferred.complete_with(lambda: _response({"error_code": ErrorCode.none, "results_by_transaction": results}))
 
     for i, t in enumerate(req.transactions):
-        def done(errors: Errors, i: int = i, tid: str = t.transactional_id) -> None:
-            results[i] = {"transactional_id": tid, "topic_results": _topic_results(errors)}
+        def done(topic_results: list[dict[str, Any]], i: int = i, tid: str = t.transactional_id) -> None:
+            results[i] = {"transactional_id": tid, "topic_results": topic_results}
             finish()
 
-        partitions = _partitions(t.topics)
-        if counts[t.transactional_id] > 1:
-            done(dict.fromkeys(partitions, ErrorCode.invalid_request))
-        else:
-            _one_transaction(ctx, t.transactional_id, t.producer_id, t.producer_epoch, partitions, t.verify_only,
-                             done)
+        asked = last[t.transactional_id]
+        _one_transaction(ctx, t.transactional_id, t.producer_id, t.producer_epoch, _partitions(asked.topics),
+                         t.verify_only, done, first[t.transactional_id].topics)
     if not results:
         finish()
     return deferred

@@ -14,7 +14,10 @@ Behavior (Kafka's ``KafkaApis.handleWriteTxnMarkersRequest``; the log side is
   the control batch appended with acks=-1 (NOT_LEADER_OR_FOLLOWER on a follower, an older
   producer epoch INVALID_PRODUCER_EPOCH, a stale coordinator epoch TRANSACTION_COORDINATOR_FENCED)
   and is answered once the high watermark passed it (REQUEST_TIMED_OUT after request.timeout.ms).
-  The response comes when every marker's partitions are answered.
+  The response comes when every marker's partitions are answered, one entry per producer id
+  (Kafka's answers are a map by producer id and partition: markers of one producer are merged,
+  a marker or topic with no partitions is left out).  Producer id -1 or producer epoch -1
+  cannot be written into a control batch: UNKNOWN_SERVER_ERROR for its partitions.
 * With an authorizer: ALTER or CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED for
   every partition.  Differences from Kafka:
   Kafka exempts the response from the throttle (``sendResponseExemptThrottle``), here it is
@@ -47,10 +50,17 @@ _NOT_LEADER = {ErrorCode.coordinator_not_available, ErrorCode.not_coordinator,
 
 
 def _body(req: WriteTxnMarkersRequest, errors: dict[tuple[int, str, int], ErrorCode]) -> dict[str, Any]:
-    return {"markers": [{"producer_id": m.producer_id, "topics": [
-        {"name": t.name, "partitions": [{"partition_index": i, "error_code": errors[(n, t.name, i)]}
-                                        for i in t.partition_indexes]} for t in m.topics]}
-        for n, m in enumerate(req.markers)]}
+    """``WriteTxnMarkersResponse(errors)``: Kafka keeps the answers in a map by producer id, each a map
+    by partition, so markers of one producer id are one entry and a marker (or a topic) with no
+    partitions is not answered."""
+    by_pid: dict[int, dict[str, dict[int, ErrorCode]]] = {}
+    for n, m in enumerate(req.markers):
+        for t in m.topics:
+            for i in t.partition_indexes:
+                by_pid.setdefault(m.producer_id, {}).setdefault(t.name, {})[i] = errors[(n, t.name, i)]
+    return {"markers": [{"producer_id": pid, "topics": [
+        {"name": name, "partitions": [{"partition_index": i, "error_code": e} for i, e in parts.items()]}
+        for name, parts in topics.items()]} for pid, topics in by_pid.items()]}
 
 
 def _response(req: WriteTxnMarkersRequest, errors: dict[tuple[int, str, int], ErrorCode]) -> Response:

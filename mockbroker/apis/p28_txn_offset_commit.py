@@ -122,9 +122,11 @@ def handle(ctx: RequestContext, req: TxnOffsetCommitRequest) -> Response:
             errors = ctx.broker.groups.commit_transactional_offsets(
                 ctx.node_id, req.group_id, req.producer_id, req.member_id,
                 req.group_instance_id, req.generation_id, offsets, ctx.version)
+    # KafkaApis.handleTxnOffsetCommitRequest: a topic the cluster has, asked with no partitions, goes
+    # neither to the coordinator nor into the answer
     topics = [{"name": name, "topic_id": topic_id,
                "partitions": [{"partition_index": i, "error_code": errors[key]} for i, key in parts]}
-              for name, topic_id, parts in layout]
+              for name, topic_id, parts in layout if parts or ctx.metadata.topics.get(name) is None]
     return Response({"topics": topics}, partition_errors(topics, "partitions"))
 
 
