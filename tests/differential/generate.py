@@ -144,15 +144,18 @@ class Case:
 
 @dataclass
 class Scope:
-    """The names one (key, version) uses: its topics, and per case its group and transactional id."""
+    """The names one (key, version) uses: its topics, and per case its group and transactional id.
+    ``run`` makes them a run's own: groups and transactional ids outlive a run on a broker that is
+    used again, and their state (a producer epoch, a group's generation) would differ."""
 
     key: int
     version: int
+    run: str = ""
     prefix: str = ""
     topics: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.prefix = f"dt-k{self.key}v{self.version}"
+        self.prefix = f"dt{self.run}-k{self.key}v{self.version}"
         self.topics = {self.topic("a"): 3, self.topic("b"): 1}
 
     def topic(self, which: str, case: int | None = None) -> str:
@@ -542,7 +545,8 @@ def mutations_of(site: Site, api: str, version: int, rng: random.Random, prefix:
         if v != "":
             out.append((f"{site.where}=''", ""))
         out.append((f"{site.where}=an unknown name", f"{prefix}-unknown-" + format(rng.getrandbits(32), "x")))
-        out.append((f"{site.where}={LONG_NAME} characters", "x" * LONG_NAME))
+        # the run's scope starts it: a transactional id or group of 250 characters is state too
+        out.append((f"{site.where}={LONG_NAME} characters", (prefix + "-long-").ljust(LONG_NAME, "x")[:LONG_NAME]))
         if nullable and v is not None:
             out.append((f"{site.where}=null", None))
     elif t == "bytes":

@@ -133,6 +133,9 @@ class Normaliser:
             if "ProducerId" in name and value >= 0:
                 if value in self.known_ids:
                     return self.known_ids[value]
+                for delta in (1, -1):  # a mutation's "known id + 1", echoed back
+                    if value - delta in self.known_ids:
+                        return f"{self.known_ids[value - delta]}{delta:+d}"
                 if value not in self.in_request:
                     return self._fresh("assigned producer id", value)
             if WALL_CLOCK.search(name) and value >= 0:

@@ -10,6 +10,7 @@ Each difference is printed as one line that ends with the command reproducing it
 
 from __future__ import annotations
 
+import random
 import re
 import sys
 import time
@@ -119,6 +120,7 @@ class Differential:
         self.results: list[Result] = []
         self.setup_failures: list[str] = []
         self.pool = ThreadPoolExecutor(2, thread_name_prefix="differential")
+        self.run_id = format(random.getrandbits(20), "05x")  # this run's names (Scope.run)
 
     # --- plan ----------------------------------------------------------------------------------------
     def common_versions(self) -> dict[int, tuple[int, int]]:
@@ -131,7 +133,6 @@ class Differential:
         return out
 
     def plan(self) -> list[tuple[int, int]]:
-        import random
 
         rng = random.Random(self.seed)
         out = []
@@ -178,7 +179,7 @@ class Differential:
         return self.results
 
     def run_scope(self, key: int, version: int) -> None:
-        scope = Scope(key, version)
+        scope = Scope(key, version, self.run_id)
         cases = generate.cases(key, version, self.per_version, self.seed, scope)
         if self.only is not None:
             cases = [c for c in cases if c.index == self.only[2]]
