@@ -90,7 +90,7 @@ def known_differences(path: Path = DIFFERENCES_MD) -> list[Known]:
             break
         if not inside or not line.startswith("|") or set(line.replace("|", "").strip()) <= set("-: "):
             continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip()[1:-1])]  # "\|" is a pipe in a cell
         if len(cells) < 5 or cells[0] == "API":
             continue
         api, versions, mutation, where, reason = cells[:5]
