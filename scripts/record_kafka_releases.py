@@ -13,7 +13,8 @@ once it answers Metadata.  Recorded: every API key with its advertised min/max, 
 features (min/max) and the finalized features (level) with their epoch, the metadata log's offset
 the broker's image was at then (the bootstrap and startup records and the NoOpRecords of the
 seconds it took, so a new recording may differ by a few).  The same properties and StorageTool
-arguments serve every release from 3.7 (3.x's KRaft mode takes them too).  ``protocol/registry.py`` reads the table (``KAFKA_RELEASES``, ``KAFKA_FEATURES``);
+arguments serve every release from 3.7 (3.x's KRaft mode takes them; ``RealKafka`` leaves out the
+share coordinator's before 4.0 and gives 3.x's log4j 1 its quiet configuration).  ``protocol/registry.py`` reads the table (``KAFKA_RELEASES``, ``KAFKA_FEATURES``);
 ``tests/unit/test_releases.py`` checks it against the schemas.  Needs java and mvn (and Maven
 Central, once per release).
 """
@@ -51,8 +52,7 @@ def ask_api_versions(bootstrap: str) -> tuple[int, Any]:
 def record(version: str) -> dict[str, Any]:
     import brokers  # bench/brokers.py
 
-    cp = brokers.kafka_classpath(version)
-    kafka = brokers.RealKafka(cp, version=version, jvm_opts=JVM_OPTS + [f"-Dlog4j2.configurationFile={brokers.LOG4J2}"])
+    kafka = brokers.RealKafka(version=version, jvm_opts=JVM_OPTS + [f"-Dlog4j2.configurationFile={brokers.LOG4J2}"])
     t0 = time.monotonic()
     try:
         kafka.start()

@@ -205,3 +205,35 @@ def test_acls_served_on_older_releases(release):
             ("t", [("User:bob", 3)])]
         deleted = c.request(ApiKey.DELETE_ACLS, 3, {"filters": [every]})
         assert [len(f.matching_acls) for f in deleted.filter_results] == [1]
+
+
+def test_real_kafka_starts_any_recorded_release():
+    """bench/brokers.py's RealKafka takes a recorded line ("4.1": its recorded patch release) or a full
+    version, and gives 3.x what differs there: no share coordinator properties (4.0 on), log4j 1's
+    configuration, the command-line tools' 3.x classes (no JVM starts here)."""
+    import shutil
+
+    spec = importlib.util.spec_from_file_location("bench_brokers", ROOT / "bench" / "brokers.py")
+    assert spec is not None and spec.loader is not None
+    brokers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(brokers)
+    assert {r: brokers.kafka_release(r) for r in RECORDED} == {r: row["kafka"] for r, row in RECORDED.items()}
+    assert brokers.kafka_release("4.1.1") == "4.1.1"
+    with pytest.raises(ValueError, match="no recorded Kafka 2.8"):
+        brokers.kafka_release("2.8")
+    for release, share in (("3.7", False), ("3.9", False), ("4.0", True), ("4.1", True)):
+        kafka = brokers.RealKafka("unused.jar", version=release)
+        try:
+            assert kafka.version == RECORDED[release]["kafka"]
+            props = kafka.properties(kafka.nodes[0])
+            assert ("share.coordinator.state.topic.replication.factor" in props) == share, release
+            assert props["process.roles"] == "broker,controller" and props["controller.quorum.voters"]
+        finally:
+            shutil.rmtree(kafka.root)
+    legacy = "/m2/org/slf4j/slf4j-reload4j/1.7.36/slf4j-reload4j-1.7.36.jar:/m2/kafka_2.13-3.7.2.jar"
+    assert brokers.legacy_log_opts(legacy) == [f"-Dlog4j.configuration=file:{brokers.LOG4J1}"]
+    assert brokers.LOG4J1.is_file()
+    assert brokers.legacy_log_opts("/m2/log4j-slf4j-impl-2.24.3.jar:/m2/kafka_2.13-4.1.2.jar") == []
+    brokers._CLASSES["3.7"] = frozenset({"kafka.admin.AclCommand", "kafka.admin.ConsumerGroupCommand"})
+    assert brokers.tool_main("3.7", "kafka-acls") == "kafka.admin.AclCommand"
+    assert brokers.tool_main("3.7", "kafka-consumer-groups") == "kafka.admin.ConsumerGroupCommand"
