@@ -13,6 +13,10 @@ Shared by the bench scripts (bench/ is not a package: each script puts this dire
   ``kafka_classpath(V)`` when cp-V.txt is missing or older than the pom; offline first), each node's
   storage formatted with kafka.tools.StorageTool in a temp dir.  Without java or mvn, or when Maven
   cannot resolve Kafka, ``kafka_classpath()`` raises ``Unavailable`` with the reason.
+  ``RealKafka(version="4.1")`` runs a recorded release line's patch release (``kafka_release``: the
+  one protocol/kafka_releases.py recorded, 4.1.2) from its own classpath; every release from 3.7 starts
+  with the same properties but the share coordinator's (4.0 on), and 3.x, which logs through log4j 1
+  (reload4j), gets log4j.properties' quiet logging (``legacy_log_opts``).
 * ``kafka_tool(cp, "kafka-topics", "--bootstrap-server", b, "--list")``: one of Kafka's command-line
   tools (``KAFKA_TOOLS``: the main class each bin/ script runs, from the kafka-tools and kafka_2.13
   jars of the same classpath), its exit code, stdout and stderr.
@@ -39,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 KAFKA_DIR = Path(__file__).resolve().parent / "realkafka"
 POM = KAFKA_DIR / "pom.xml"
 LOG4J2 = KAFKA_DIR / "log4j2.properties"
+LOG4J1 = KAFKA_DIR / "log4j.properties"  # Kafka 3.x: log4j 1 (reload4j)
 
 # The release the benchmarks and the side-by-side tests run (any other: kafka_classpath(version)).
 KAFKA_VERSION = "4.4.0"
@@ -127,11 +132,36 @@ def kafka_classpath(version: str = KAFKA_VERSION) -> str:
     return cp
 
 
+def kafka_release(version: str) -> str:
+    """The Kafka version to run for ``version``: a release line ("4.1") is the patch release recorded
+    for it (protocol/kafka_releases.py: 4.1.2); a full version ("4.1.1") is itself."""
+    if version.count(".") >= 2:
+        return version
+    sys.path.insert(0, str(ROOT))
+    from protocol.kafka_releases import RECORDED
+
+    if version not in RECORDED:
+        raise ValueError(f"no recorded Kafka {version}; recorded: {', '.join(RECORDED)} (or name a full x.y.z)")
+    return str(RECORDED[version]["kafka"])
+
+
+def kafka_line(version: str) -> tuple[int, int]:
+    """"3.9.2" -> (3, 9)."""
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
+def legacy_log_opts(cp: str) -> list[str]:
+    """The JVM option that gives a Kafka 3.x classpath (log4j 1 through reload4j, whose slf4j binding comes
+    first) quiet logging to stderr, as log4j2.properties gives 4.x; none for 4.x."""
+    return [f"-Dlog4j.configuration=file:{LOG4J1}"] if "/slf4j-reload4j-" in cp else []
+
+
 def run_java(cp: str, main: str, *args: str, jvm_opts: list[str] = TOOL_JVM_OPTS,
              timeout: float = JAVA_TOOL_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
     """``java -cp cp main args...``: its exit code, stdout and stderr (stdin closed)."""
-    return subprocess.run(["java", *jvm_opts, "-cp", cp, main, *args], check=False, capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+    return subprocess.run(["java", *jvm_opts, *legacy_log_opts(cp), "-cp", cp, main, *args], check=False,
+                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
 def java_tool(cp: str, main: str, *args: str) -> str:
@@ -147,7 +177,8 @@ KAFKA_TOOLS: dict[str, tuple[str, ...]] = {
     "kafka-topics": ("org.apache.kafka.tools.TopicCommand",),
     "kafka-configs": ("org.apache.kafka.tools.ConfigCommand", "kafka.admin.ConfigCommand"),
     "kafka-delegation-tokens": ("org.apache.kafka.tools.DelegationTokenCommand",),
-    "kafka-consumer-groups": ("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",),
+    "kafka-consumer-groups": ("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+                              "kafka.admin.ConsumerGroupCommand"),  # 3.7
     "kafka-share-groups": ("org.apache.kafka.tools.consumer.group.ShareGroupCommand",),
     "kafka-transactions": ("org.apache.kafka.tools.TransactionsCommand",),
     "kafka-features": ("org.apache.kafka.tools.FeatureCommand",),
@@ -158,7 +189,7 @@ KAFKA_TOOLS: dict[str, tuple[str, ...]] = {
     "kafka-reassign-partitions": ("org.apache.kafka.tools.reassign.ReassignPartitionsCommand",),
     "kafka-get-offsets": ("org.apache.kafka.tools.GetOffsetShell",),
     "kafka-storage": ("kafka.tools.StorageTool",),
-    "kafka-acls": ("org.apache.kafka.tools.AclCommand",),
+    "kafka-acls": ("org.apache.kafka.tools.AclCommand", "kafka.admin.AclCommand"),  # 3.x
 }
 _CLASSES: dict[str, frozenset[str]] = {}
 
@@ -224,13 +255,14 @@ class KafkaNode:
 
 class RealKafka:
     """A KRaft Kafka cluster of ``nodes`` combined broker+controller nodes (a static quorum of all of
-    them) in a temp dir: Kafka ``version``, from the jars of ``cp`` (``kafka_classpath(version)``).
+    them) in a temp dir: Kafka ``version`` (x.y.z, or a recorded line x.y: ``kafka_release``), from the
+    jars of ``cp`` (by default ``kafka_classpath(version)``, resolved by Maven when missing).
     ``bootstrap`` lists every node; ``port``, ``proc`` and ``dir`` are the first node's."""
 
-    def __init__(self, cp: str, nodes: int = 1, version: str = KAFKA_VERSION, jvm_opts: list[str] = JVM_OPTS,
-                 extra_props: dict[str, str] | None = None) -> None:
-        self.cp = cp
-        self.version = version
+    def __init__(self, cp: str | None = None, nodes: int = 1, version: str = KAFKA_VERSION,
+                 jvm_opts: list[str] = JVM_OPTS, extra_props: dict[str, str] | None = None) -> None:
+        self.version = kafka_release(version)
+        self.cp = cp if cp is not None else kafka_classpath(self.version)
         self.jvm_opts = jvm_opts
         self.extra_props = dict(extra_props or {})
         self.format_args: list[str] = []  # more StorageTool format arguments (e.g. --add-scram ...)
@@ -260,6 +292,9 @@ class RealKafka:
     def properties(self, node: KafkaNode) -> dict[str, str]:
         voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
         rf = str(min(3, len(self.nodes)))
+        # the share coordinator's state topic (ShareCoordinatorConfig) from Kafka 4.0; 3.x would warn
+        share = {"share.coordinator.state.topic.replication.factor": rf,
+                 "share.coordinator.state.topic.min.isr": "1"} if kafka_line(self.version) >= (4, 0) else {}
         return {
             "process.roles": "broker,controller",
             "node.id": str(node.node_id),
@@ -274,8 +309,7 @@ class RealKafka:
             "offsets.topic.replication.factor": rf,
             "transaction.state.log.replication.factor": rf,
             "transaction.state.log.min.isr": "1",
-            "share.coordinator.state.topic.replication.factor": rf,
-            "share.coordinator.state.topic.min.isr": "1",
+            **share,
             "group.initial.rebalance.delay.ms": "0",
             "quota.window.num": "11",  # Kafka's defaults, stated: mockbroker uses the same
             "quota.window.size.seconds": "1",
@@ -289,7 +323,8 @@ class RealKafka:
             props = node.dir / "server.properties"
             props.write_text("".join(f"{k}={v}\n" for k, v in self.properties(node).items()))
             procs.append(subprocess.Popen(
-                ["java", *TOOL_JVM_OPTS, "-cp", self.cp, "kafka.tools.StorageTool", "format", "-t", self.cluster_id,
+                ["java", *TOOL_JVM_OPTS, *legacy_log_opts(self.cp), "-cp", self.cp, "kafka.tools.StorageTool",
+                 "format", "-t", self.cluster_id,
                  "-c", str(props), *self.format_args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL))
         for p in procs:
             out, _ = p.communicate(timeout=JAVA_TOOL_TIMEOUT_S)
@@ -301,7 +336,8 @@ class RealKafka:
         for node in self.nodes:
             node.stderr = open(node.log, "wb")
             node.proc = subprocess.Popen(
-                ["java", *(jvm_opts or self.jvm_opts), "-cp", self.cp, "kafka.Kafka", str(node.dir / "server.properties")],
+                ["java", *(jvm_opts or self.jvm_opts), *legacy_log_opts(self.cp), "-cp", self.cp, "kafka.Kafka",
+                 str(node.dir / "server.properties")],
                 stdout=node.stderr if stdout is None else stdout,
                 stderr=node.stderr if stdout is not None else subprocess.STDOUT,
                 stdin=subprocess.DEVNULL)

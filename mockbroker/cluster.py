@@ -123,7 +123,7 @@ class Cluster:
         self.registry = ApiRegistry(config["mock.kafka.version"], set(build_handlers()),
                                     client_telemetry=config["mock.client.telemetry.enabled"])
         # the KRaft controller quorum (every broker a voter) and the finalized features it holds
-        self.quorum = ControllerQuorum(self.metadata, self.clock)
+        self.quorum = ControllerQuorum(self.metadata, self.clock, config["mock.kafka.version"])
         self.features = FeatureControl(config["mock.kafka.version"], self.quorum, config.transaction_version)
         self.features.on_change.append(self._feature_changed)
         # every broker's log directories (DescribeLogDirs, AlterReplicaLogDirs)

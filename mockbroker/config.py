@@ -484,7 +484,11 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "How long the transaction coordinator's WriteTxnMarkers takes to reach the partition leaders "
                   "(Kafka sends it over the network from its marker sender thread, so a producer that begins its "
                   "next transaction at once gets CONCURRENT_TRANSACTIONS meanwhile); 0: at once.", 0),
-        ConfigKey("mock.kafka.version", _str, "4.4", "Kafka release whose ApiVersions ranges are advertised: 1.1, 2.0, 2.8, 3.9, 4.0, 4.1, 4.2, 4.3 or 4.4.",
+        ConfigKey("mock.kafka.version", _str, "4.4",
+                  "Kafka release whose ApiVersions answer is given: 3.7, 3.8, 3.9, 4.0, 4.1, 4.2, 4.3 or 4.4, as "
+                  "real brokers of 3.7.2, 3.8.1, 3.9.2, 4.0.2, 4.1.2, 4.2.2, 4.3.1 and 4.4.0 answer it (API keys, "
+                  "version ranges, features), cut to the APIs and versions mockbroker serves; 1.1, 2.0 or 2.8: "
+                  "franz-go's version tables, no features.",
                   None, tuple(KAFKA_RELEASES)),
         ConfigKey("mock.transaction.version", _str, "",
                   "The transaction.version feature level finalized in ApiVersions: 0, 1 or 2 (2: KIP-890 part 2, "

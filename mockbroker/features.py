@@ -10,9 +10,13 @@ static quorum, until upgraded.
 
 What a level changes here: transaction.version is the transaction coordinator's (TV2's epoch bump
 per transaction) and what clients read to pick EndTxn v5 / Produce v12 without AddPartitionsToTxn
-(``Cluster`` hands a change to the coordinator through ``on_change``).  The other levels
-(metadata.version, group.version, share.version, streams.version,
-eligible.leader.replicas.version) are validated, stored and reported, and change nothing else.
+(``Cluster`` hands a change to the coordinator through ``on_change``).  group.version and
+share.version switch the consumer (KIP-848) and share (KIP-932) group protocols on (``enables``):
+off where the release has no such feature (Kafka 3.x: ``group.coordinator.rebalance.protocols``
+defaults to classic) or has it at level 0 (Kafka 4.1's share.version, a preview until an
+UpdateFeatures raises it), and their APIs then answer UNSUPPORTED_VERSION as Kafka's do.  The other
+levels (metadata.version, streams.version, eligible.leader.replicas.version) are validated, stored
+and reported, and change nothing else.
 
 The finalized features epoch is the metadata log offset the broker's image is at (Kafka's
 ``FinalizedFeatures.finalizedFeaturesEpoch``: the image's offset, so it moves with every metadata
@@ -30,6 +34,8 @@ from .quorum import ControllerQuorum
 
 METADATA_VERSION = "metadata.version"
 KRAFT_VERSION = "kraft.version"
+GROUP_VERSION = "group.version"  # GroupVersion.GV_1: the consumer rebalance protocol
+SHARE_VERSION = "share.version"  # ShareVersion.SV_1: share groups
 # FeatureUpdate.UpgradeType codes
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 
@@ -76,6 +82,12 @@ class FeatureControl:
         if name == KRAFT_VERSION:
             return self.quorum.kraft_version
         return self.finalized.get(name, 0)
+
+    def enables(self, name: str) -> bool:
+        """Whether the protocol feature ``name`` gates is on: the release has the feature and it is
+        finalized at 1 or more (``GroupVersion.isConsumerRebalanceProtocolSupported``,
+        ``ShareVersion.supportsShareGroups``, which KafkaApis checks before serving those APIs)."""
+        return name in self.supported and self.level(name) >= 1
 
     def finalized_levels(self) -> dict[str, int]:
         """What ApiVersions finalizes: every feature above level 0 (KRaft keeps no level-0 feature)."""

@@ -11,8 +11,10 @@ broker's own address, named ``CONTROLLER`` (a combined node has both; here one p
 What DescribeQuorum reads (Kafka's ``LeaderState``/``RaftUtil.singletonDescribeQuorumResponse``):
 
 * the metadata log's end offset: the records the controller wrote (``append``: feature levels;
-  topic and partition changes are not counted) after the 16 a freshly formatted Kafka 4.4
-  bootstraps, plus the ``NoOpRecord`` it writes every ``metadata.max.idle.interval.ms`` (500 ms);
+  topic and partition changes are not counted) after those a freshly formatted Kafka of the release
+  had written when it first answered (``BOOTSTRAP_METADATA_OFFSET``: 16 for Kafka 4.4, as recorded;
+  16 for a release not recorded), plus the ``NoOpRecord`` it writes every
+  ``metadata.max.idle.interval.ms`` (500 ms);
 * each voter's log end offset and fetch times: a live voter is caught up (it fetches continuously);
   a stopped one keeps what it had when it stopped;
 * the high watermark: the end offset a majority of the voters reached;
@@ -37,13 +39,14 @@ import uuid
 from dataclasses import dataclass
 
 from protocol.errors import ErrorCode
+from protocol.registry import BOOTSTRAP_METADATA_OFFSET
 
 from .clock import Clock
 from .metadata import ClusterMetadata
 
 METADATA_TOPIC = "__cluster_metadata"  # Topic.CLUSTER_METADATA_TOPIC_NAME, partition 0
 CONTROLLER_LISTENER = "CONTROLLER"     # controller.listener.names of a Kafka node
-BOOTSTRAP_RECORDS = 16                 # the metadata log of a freshly formatted Kafka 4.4 node
+BOOTSTRAP_RECORDS = 16                 # the metadata log of a fresh node of a release not recorded
 IDLE_INTERVAL_MS = 500                 # metadata.max.idle.interval.ms: a NoOpRecord when idle
 ZERO_UUID = uuid.UUID(int=0)           # ReplicaKey.NO_DIRECTORY_ID
 
@@ -67,13 +70,13 @@ class ReplicaState:
 
 
 class ControllerQuorum:
-    def __init__(self, metadata: ClusterMetadata, clock: Clock) -> None:
+    def __init__(self, metadata: ClusterMetadata, clock: Clock, release: str) -> None:
         self.metadata = metadata
         self.clock = clock
         self.voters: dict[int, Voter] = {}
         self.nodes: dict[int, Voter] = {}  # every node ever started (a removed voter stays an observer)
         self.kraft_version = 0
-        self._records = BOOTSTRAP_RECORDS
+        self._records = BOOTSTRAP_METADATA_OFFSET.get(release, BOOTSTRAP_RECORDS)
         self._start_ms = clock.monotonic_ms()
         self._leader = -1
         self.leader_epoch = 0

@@ -19,13 +19,15 @@ special-casing APIs:
   Java client never backs off on that response although it carries the field
   (the broker still mutes).
 * ``KAFKA_RELEASES`` holds the ranges a real broker of each release advertises
-  in ApiVersions: up to 4.1 from franz-go ``pkg/kversion`` (cross-checked against
-  the ApiVersions a real Kafka 4.0.0 answers kafka-python), 4.2, 4.3 and 4.4 as
-  real 4.2.2, 4.3.1 and 4.4.0 brokers answer them, every key
-  (``protocol/kafka_releases.py``, recorded by ``scripts/record_kafka_releases.py``).
+  in ApiVersions: 3.7 to 4.4 as real single-node KRaft brokers of their latest
+  patch releases (3.7.2, 3.8.1, 3.9.2, 4.0.2, 4.1.2, 4.2.2, 4.3.1, 4.4.0) answer
+  them, every key (``protocol/kafka_releases.py``, recorded by
+  ``scripts/record_kafka_releases.py``); 1.1, 2.0 and 2.8, which no KRaft broker
+  runs, from franz-go ``pkg/kversion``'s ZooKeeper tables.
   ``mock.kafka.version`` picks one (default 4.4).
-  ``KAFKA_FEATURES`` holds each release's features (supported range, the level
-  a freshly formatted cluster finalizes), recorded likewise.
+  ``KAFKA_FEATURES`` holds each recorded release's features (supported range,
+  the level a freshly formatted cluster finalizes), recorded likewise; the
+  older releases list none.
 
 What a broker *serves* and *advertises* is the release's range cut to the
 versions there are schemas for (``schema_versions``: kio's and the generated
@@ -33,10 +35,12 @@ ones; e.g. Produce 3-13, Fetch 4-18, ListOffsets 1-11, ApiVersions 0-5):
 
 * ``min_version``/``max_version`` (served) are always inside kio's schemas; a
   request outside them closes the connection, as Kafka does.
-* ``advertised_min`` is normally the served minimum: for older releases whose
-  range starts below kio's first schema (1.1 Fetch 0-7 -> 4-7, 2.0 Produce
-  0-6 -> 3-6) only the intersection is advertised, because advertising a
-  version we cannot parse would let a client pick it and then be disconnected.
+* ``advertised_min`` is normally the served minimum: for releases whose
+  range starts below the first schema (1.1 Fetch 0-7 -> 4-7, 2.0 Produce
+  0-6 -> 3-6; 3.x's versions that Kafka 4.0 removed, KIP-896: Produce 0-2,
+  Fetch 0-3, OffsetCommit 0-1, CreateAcls 0, ...) only the intersection is
+  advertised, because advertising a version we cannot parse would let a
+  client pick it and then be disconnected.
 * The one exception is Kafka 4.x Produce: the real broker advertises min 0
   but enables only v3+ (KAFKA-18659 / KIP-896, ``ENABLED_MIN``), so
   ``advertised_min`` (0) differs from ``min_version`` (3) there, and only for
@@ -102,24 +106,13 @@ CLIENT_THROTTLE_FROM: dict[int, int] = {
     75: 0,   # DescribeTopicPartitions
 }
 
-# What a real broker of each release advertises (min, max), for the API keys
-# mockbroker can implement; a key is absent when that release lacked the API.
-# Source: franz-go pkg/kversion (kversion.go V1_1_0..V4_2_0 -> requests.go
-# z11, z20, z28, z39, b40, b41, b42), twmb/franz-go @ adb3a18abe14bdb230f1cd738d03623301013d42
-# (requests.go last changed in f186ba91a08b "kversion: add new versions for 4.2").
-# The flat ranges below are those incremental tables evaluated per release.
-# Pre-4.0 releases are franz-go's ZooKeeper tables (every min 0); 4.x are its
-# KRaft broker tables (KIP-896 minimums).  4.0 is 4.0.0: JoinGroup 2-9 (v0-1
-# came back in 4.0.1/4.1, KAFKA-19444) and Produce advertised from 0
-# (KAFKA-18659).  Agrees with the ApiVersions a real 4.0.0 broker answers
-# (recorded by kafka-python).  ConsumerGroupDescribe (69) is
-# added to the 4.x tables: KIP-848 is GA in 4.0 (v0); v1 (member type,
-# KIP-1099) came with 4.1.  KIP-664's admin APIs: DescribeProducers (61) v0 from 2.8
-# (KAFKA-12238), DescribeTransactions (65) and ListTransactions (66) v0 from 3.0 (KAFKA-12267,
-# KAFKA-12369); ListTransactions v1 in 3.8 (KIP-994, KAFKA-16265), v2 in 4.1 (KIP-1152, KAFKA-19073).
-# OffsetDelete (47) v0 from 2.4 (KIP-496); on KRaft brokers ListClientMetricsResources (74) v0 from 3.7
-# (KIP-1000), v1 as ListConfigResources in 4.1 (KIP-1142), DescribeTopicPartitions (75) v0 from 3.8
-# (KIP-966): franz-go's b40/b41 tables.
+# What a real broker of each release advertises (min, max); a key is absent when that release lacked the
+# API.  3.7 on: every key a client can send a real broker of the release (not only those mockbroker
+# implements: ApiRegistry keeps those), as it answered ApiVersions (protocol/kafka_releases.py).
+# 1.1, 2.0 and 2.8 (ZooKeeper brokers): franz-go pkg/kversion (kversion.go V1_1_0, V2_0_0, V2_8_0 ->
+# requests.go z11, z20, z28), twmb/franz-go @ adb3a18abe14bdb230f1cd738d03623301013d42, the incremental
+# tables evaluated per release for the API keys mockbroker implemented then (every min 0); KIP-664's
+# DescribeProducers (61) v0 from 2.8 (KAFKA-12238); OffsetDelete (47) v0 from 2.4 (KIP-496).
 KAFKA_RELEASES: dict[str, dict[int, tuple[int, int]]] = {
     "1.1": {
         0: (0, 5), 1: (0, 7), 2: (0, 2), 3: (0, 5), 8: (0, 3), 9: (0, 3),
@@ -148,57 +141,27 @@ KAFKA_RELEASES: dict[str, dict[int, tuple[int, int]]] = {
         32: (0, 4), 33: (0, 2), 36: (0, 2), 37: (0, 3),
         42: (0, 2), 44: (0, 1), 47: (0, 0), 48: (0, 1), 49: (0, 1), 60: (0, 0), 61: (0, 0),
     },
-    "3.9": {
-        0: (0, 11), 1: (0, 17), 2: (0, 9), 3: (0, 12), 8: (0, 9), 9: (0, 9),
-        10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 5),
-        16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (0, 7), 20: (0, 6), 21: (0, 2),
-        22: (0, 5), 23: (0, 4),
-        24: (0, 5), 25: (0, 4), 26: (0, 4), 28: (0, 4),
-        32: (0, 4), 33: (0, 2), 36: (0, 2), 37: (0, 3),
-        42: (0, 2), 44: (0, 1), 47: (0, 0), 48: (0, 1), 49: (0, 1), 60: (0, 1), 61: (0, 0),
-        65: (0, 0), 66: (0, 1), 68: (0, 0),
-    },
-    "4.0": {
-        0: (0, 12), 1: (4, 17), 2: (1, 10), 3: (0, 13), 8: (2, 9), 9: (1, 9),
-        10: (0, 6), 11: (2, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 6),
-        16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2),
-        22: (0, 5), 23: (2, 4),
-        24: (0, 5), 25: (0, 4), 26: (0, 5), 28: (0, 5),
-        32: (1, 4), 33: (0, 2), 36: (0, 2), 37: (0, 3),
-        42: (0, 2), 44: (0, 1), 47: (0, 0), 48: (0, 1), 49: (0, 1), 60: (0, 2), 61: (0, 0),
-        65: (0, 0), 66: (0, 1), 68: (0, 1), 69: (0, 0), 74: (0, 0), 75: (0, 0),
-    },
-    "4.1": {
-        0: (0, 13), 1: (4, 18), 2: (1, 10), 3: (0, 13), 8: (2, 9), 9: (1, 9),
-        10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 6),
-        16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2),
-        22: (0, 5), 23: (2, 4),
-        24: (0, 5), 25: (0, 4), 26: (0, 5), 28: (0, 5),
-        32: (1, 4), 33: (0, 2), 36: (0, 2), 37: (0, 3),
-        42: (0, 2), 44: (0, 1), 47: (0, 0), 48: (0, 1), 49: (0, 1), 60: (0, 2), 61: (0, 0),
-        65: (0, 0), 66: (0, 2), 68: (0, 1), 69: (0, 1), 74: (0, 1), 75: (0, 0),
-    },
-    # Kafka 4.2.2, 4.3.1 and 4.4.0 as they answered ApiVersions (protocol/kafka_releases.py): every API
-    # key a client can send them, not only those mockbroker implements (ApiRegistry keeps those).
-    **{release: dict(RECORDED[release]["api_keys"]) for release in ("4.2", "4.3", "4.4")},
+    **{release: dict(row["api_keys"]) for release, row in RECORDED.items()},
 }
 DEFAULT_KAFKA_RELEASE = "4.4"
 
 # Each release's features: name -> (lowest supported level, highest supported level, the level a
-# freshly formatted cluster finalizes; 0 when not finalized).  4.2-4.4 as real brokers answered
-# ApiVersions (protocol/kafka_releases.py: metadata.version, group.version, share.version,
-# streams.version, transaction.version, eligible.leader.replicas.version, kraft.version).  4.0 and
-# 4.1 carry transaction.version only (KIP-1022; level 2 is KIP-890 part 2): TV_0..TV_2,
-# LATEST_PRODUCTION = TV_2 bootstrapped at MetadataVersion IBP_4_0_IV2, below each release's latest
-# production metadata version, so `kafka-storage format` finalizes 2 (TransactionVersion.java,
-# Feature.java).  Releases absent advertise no features (transaction version 0).
+# freshly formatted cluster finalizes; 0 when not finalized), as real brokers answered ApiVersions
+# (protocol/kafka_releases.py): 3.7 and 3.8 metadata.version only, 3.9 also kraft.version, 4.0 also
+# group.version, transaction.version and eligible.leader.replicas.version (finalized but for the last),
+# 4.1 also share.version (supported, not finalized: share groups are a preview), 4.2 on streams.version
+# too, all finalized.  Releases absent (1.1-2.8, ZooKeeper brokers) advertise no features.
 KAFKA_FEATURES: dict[str, dict[str, tuple[int, int, int]]] = {
-    "4.0": {"transaction.version": (0, 2, 2)},
-    "4.1": {"transaction.version": (0, 2, 2)},
-    **{release: {name: (lo, hi, row["finalized_features"].get(name, 0))
-                 for name, (lo, hi) in row["supported_features"].items()}
-       for release, row in RECORDED.items()},
+    release: {name: (lo, hi, row["finalized_features"].get(name, 0))
+              for name, (lo, hi) in row["supported_features"].items()}
+    for release, row in RECORDED.items()
 }
+
+# The metadata log's offset a broker of each recorded release was at when it first answered ApiVersions
+# after a fresh start (its finalized features epoch: the bootstrap and startup records and the idle
+# NoOpRecords written by then); where the simulated quorum's log starts (quorum.py).
+BOOTSTRAP_METADATA_OFFSET: dict[str, int] = {
+    release: row["finalized_features_epoch"] for release, row in RECORDED.items()}
 
 # The transaction.version feature per release: (highest supported level, the level a freshly
 # formatted cluster finalizes), from KAFKA_FEATURES.
@@ -220,10 +183,8 @@ KIP896_RELEASE = (4, 0)
 
 
 def release_apis(release: str) -> dict[int, tuple[int, int]]:
-    """Every API key a broker of ``release`` advertises, with its (min, max): the recorded answer of a
-    real broker where there is one (4.2 on), else ``KAFKA_RELEASES``' table."""
-    row = RECORDED.get(release)
-    return dict(row["api_keys"]) if row is not None else dict(KAFKA_RELEASES[release])
+    """Every API key a broker of ``release`` advertises, with its (min, max) (``KAFKA_RELEASES``)."""
+    return dict(KAFKA_RELEASES[release])
 
 
 def release_tuple(release: str) -> tuple[int, int]:

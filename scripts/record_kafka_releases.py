@@ -1,6 +1,6 @@
 """Write ``protocol/kafka_releases.py``: the ApiVersions real Kafka brokers answer, one release each.
 
-    python scripts/record_kafka_releases.py                  # record 4.2.2, 4.3.1 and 4.4.0 again
+    python scripts/record_kafka_releases.py                  # record every release again (3.7.2 ... 4.4.0)
     python scripts/record_kafka_releases.py 4.4.0 4.5.0      # record these (the others are kept)
     python scripts/record_kafka_releases.py --show           # print the table as recorded
 
@@ -8,9 +8,13 @@ For each Kafka version: Maven resolves its broker (bench/realkafka/pom.xml, ``-D
 single-node KRaft broker+controller is formatted and started as bench/brokers.py's ``RealKafka``
 does (static quorum, Kafka's defaults otherwise: ``kafka-storage format`` finalizes each feature
 at the release's latest production level), and a client asks it ApiVersions at the highest version
-the broker takes (first v3, then the broker's own maximum).  Recorded: every API key with its
-advertised min/max, the supported features (min/max) and the finalized features (level) with
-their epoch.  ``protocol/registry.py`` reads the table (``KAFKA_RELEASES``, ``KAFKA_FEATURES``);
+the broker takes (first v3, then the broker's own maximum: v3 up to 3.8, v4 from 3.9, v5 from 4.4)
+once it answers Metadata.  Recorded: every API key with its advertised min/max, the supported
+features (min/max) and the finalized features (level) with their epoch, the metadata log's offset
+the broker's image was at then (the bootstrap and startup records and the NoOpRecords of the
+seconds it took, so a new recording may differ by a few).  The same properties and StorageTool
+arguments serve every release from 3.7 (3.x's KRaft mode takes them; ``RealKafka`` leaves out the
+share coordinator's before 4.0 and gives 3.x's log4j 1 its quiet configuration).  ``protocol/registry.py`` reads the table (``KAFKA_RELEASES``, ``KAFKA_FEATURES``);
 ``tests/unit/test_releases.py`` checks it against the schemas.  Needs java and mvn (and Maven
 Central, once per release).
 """
@@ -29,7 +33,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 TABLE = ROOT / "protocol" / "kafka_releases.py"
-DEFAULT_VERSIONS = ("4.2.2", "4.3.1", "4.4.0")
+# the latest patch release of each line a user may still run (Maven Central, 2026-11)
+DEFAULT_VERSIONS = ("3.7.2", "3.8.1", "3.9.2", "4.0.2", "4.1.2", "4.2.2", "4.3.1", "4.4.0")
 JVM_OPTS = ["-Xms512m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true"]
 
 
@@ -47,8 +52,7 @@ def ask_api_versions(bootstrap: str) -> tuple[int, Any]:
 def record(version: str) -> dict[str, Any]:
     import brokers  # bench/brokers.py
 
-    cp = brokers.kafka_classpath(version)
-    kafka = brokers.RealKafka(cp, version=version, jvm_opts=JVM_OPTS + [f"-Dlog4j2.configurationFile={brokers.LOG4J2}"])
+    kafka = brokers.RealKafka(version=version, jvm_opts=JVM_OPTS + [f"-Dlog4j2.configurationFile={brokers.LOG4J2}"])
     t0 = time.monotonic()
     try:
         kafka.start()
@@ -86,7 +90,8 @@ def render(table: dict[str, dict[str, Any]]) -> str:
         "Recorded by ``scripts/record_kafka_releases.py`` from single-node KRaft brokers (Maven Central's",
         "kafka_2.13 jars, storage formatted with Kafka's defaults, so every feature is finalized at the",
         "release's latest production level; a static quorum, so kraft.version stays 0 and is not listed",
-        "as finalized); do not edit.  ``protocol/registry.py`` reads it.",
+        "as finalized; the epoch is the metadata log's offset when the broker first answered); do not edit.",
+        "``protocol/registry.py`` reads it.",
         '"""',
         "",
         "from __future__ import annotations",

@@ -169,6 +169,23 @@ def partition_errors(topics: Iterable[Body], partitions: str, index: str = "part
     return out
 
 
+def disabled_group_heartbeat() -> Response:
+    """A Consumer/ShareGroupHeartbeat while its protocol is off (``FeatureControl.enables``): KafkaApis
+    answers the request's error response, UNSUPPORTED_VERSION without a message."""
+    return Response({"error_code": ErrorCode.unsupported_version, "error_message": None, "member_id": None,
+                     "member_epoch": 0, "heartbeat_interval": 0, "assignment": None})
+
+
+def disabled_group_describe(group_ids: Iterable[str]) -> Response:
+    """A Consumer/ShareGroupDescribe while its protocol is off: every group UNSUPPORTED_VERSION, its
+    other fields their defaults (``getErrorDescribedGroupList``), as Kafka 3.8.1 and 4.1.2 answer."""
+    groups: list[Body] = [
+        {"group_id": gid, "error_code": ErrorCode.unsupported_version, "error_message": None, "group_state": "",
+         "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "", "members": [],
+         "authorized_operations": AUTHORIZED_OPS_NOT_REQUESTED} for gid in group_ids]
+    return Response({"groups": groups}, error_code=first_error(groups))
+
+
 def first_error(items: Iterable[Body]) -> int | None:
     """The journal's top-level error of a batched API without one (FindCoordinator v4+,
     DescribeGroups, DeleteGroups, ...): the first failed item's, NONE when none failed, None when

@@ -8,7 +8,9 @@ epoch -1 (or -2 for a static member), session and rebalance timeouts in the
 purgatory.  The throttle time is set like every API's; Java clients do not
 back off on it (shouldClientThrottle is false for this API), franz-go does.
 With an authorizer (KafkaApis): READ on the group (GROUP_AUTHORIZATION_FAILED), then DESCRIBE on
-every subscribed topic name, else TOPIC_AUTHORIZATION_FAILED for the heartbeat.
+every subscribed topic name, else TOPIC_AUTHORIZATION_FAILED for the heartbeat.  While the consumer
+protocol is off (``mock.kafka.version`` 3.x, or group.version at 0: ``FeatureControl.enables``)
+every heartbeat is UNSUPPORTED_VERSION, as Kafka answers it before anything else.
 
 Version notes:
 * v0: an empty member id gets one from the coordinator.
@@ -23,7 +25,8 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import RequestContext, Response
-from .common import assignment_body, client_host, undescribable_topic
+from ..features import GROUP_VERSION
+from .common import assignment_body, client_host, disabled_group_heartbeat, undescribable_topic
 
 if TYPE_CHECKING:
     from protocol.request_types import ConsumerGroupHeartbeatRequest
@@ -32,6 +35,8 @@ API_KEY = ApiKey.CONSUMER_GROUP_HEARTBEAT
 
 
 def handle(ctx: RequestContext, req: ConsumerGroupHeartbeatRequest) -> Response:
+    if not ctx.broker.features.enables(GROUP_VERSION):
+        return disabled_group_heartbeat()
     if undescribable_topic(ctx, req.subscribed_topic_names or ()):  # KafkaApis, after READ on the group
         return Response({"error_code": ErrorCode.topic_authorization_failed, "error_message": None,
                          "member_id": None, "member_epoch": 0, "heartbeat_interval": 0, "assignment": None})

@@ -21,7 +21,16 @@ from ..group.assignors import Assignment
 from ..group.consumer_group import ConsumerGroupDescription
 from ..request import RequestContext, Response
 from ..authorizer import AclOperation, ResourceType
-from .common import AUTHORIZED_OPS_NOT_REQUESTED, authorized, first_error, group_operations, hidden_group, undescribable_topic
+from ..features import GROUP_VERSION
+from .common import (
+    AUTHORIZED_OPS_NOT_REQUESTED,
+    authorized,
+    disabled_group_describe,
+    first_error,
+    group_operations,
+    hidden_group,
+    undescribable_topic,
+)
 
 if TYPE_CHECKING:
     from protocol.request_types import ConsumerGroupDescribeRequest
@@ -48,6 +57,8 @@ def _described(d: ConsumerGroupDescription, names: dict[Any, str], ops: int) -> 
 
 
 def handle(ctx: RequestContext, req: ConsumerGroupDescribeRequest) -> Response:
+    if not ctx.broker.features.enables(GROUP_VERSION):  # the consumer protocol off (3.x): every group refused
+        return disabled_group_describe(req.group_ids)
     include = bool(req.include_authorized_operations)
     names = {t.topic_id: n for n, t in ctx.metadata.topics.items()}
     # KafkaApis: DESCRIBE on each group, those refused listed first; then a described group naming a

@@ -9,7 +9,10 @@ interval from share.heartbeat.interval.ms (the group's config, else the broker's
 member's partitions come on its second heartbeat, after their share-group state was
 initialized, as with Kafka.  With an authorizer (``KafkaApis.handleShareGroupHeartbeat``): READ on
 the group (GROUP_AUTHORIZATION_FAILED), then DESCRIBE on every subscribed topic, else
-TOPIC_AUTHORIZATION_FAILED for the whole heartbeat (after the member id's INVALID_REQUEST).
+TOPIC_AUTHORIZATION_FAILED for the whole heartbeat (after the member id's INVALID_REQUEST).  While
+share groups are off (``mock.kafka.version`` 4.1, whose share.version a fresh cluster leaves at 0
+until an UpdateFeatures raises it: ``FeatureControl.enables``) every heartbeat is UNSUPPORTED_VERSION,
+before anything else, as Kafka 4.1.2 answers.
 
 Version notes:
 * v0 was Kafka 4.0's early access (not served by 4.1+); v1 is the GA protocol.
@@ -23,7 +26,8 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import RequestContext, Response
-from .common import assignment_body, client_host, undescribable_topic
+from ..features import SHARE_VERSION
+from .common import assignment_body, client_host, disabled_group_heartbeat, undescribable_topic
 from .share_acks import invalid_ids
 
 if TYPE_CHECKING:
@@ -33,6 +37,8 @@ API_KEY = ApiKey.SHARE_GROUP_HEARTBEAT
 
 
 def handle(ctx: RequestContext, req: ShareGroupHeartbeatRequest) -> Response:
+    if not ctx.broker.features.enables(SHARE_VERSION):
+        return disabled_group_heartbeat()
     if invalid_ids(req.group_id, req.member_id) is None and undescribable_topic(ctx, req.subscribed_topic_names or ()):
         return Response({"error_code": ErrorCode.topic_authorization_failed, "error_message": None,
                          "member_id": None, "member_epoch": 0, "heartbeat_interval": 0, "assignment": None})

@@ -22,7 +22,16 @@ from protocol.registry import ApiKey
 from ..request import RequestContext, Response
 from ..share.coordinator import ShareGroupDescription
 from ..authorizer import AclOperation, ResourceType
-from .common import AUTHORIZED_OPS_NOT_REQUESTED, authorized, first_error, group_operations, hidden_group, undescribable_topic
+from ..features import SHARE_VERSION
+from .common import (
+    AUTHORIZED_OPS_NOT_REQUESTED,
+    authorized,
+    disabled_group_describe,
+    first_error,
+    group_operations,
+    hidden_group,
+    undescribable_topic,
+)
 
 if TYPE_CHECKING:
     from protocol.request_types import ShareGroupDescribeRequest
@@ -49,6 +58,8 @@ def _described(d: ShareGroupDescription, names: dict[Any, str], ops: int) -> dic
 
 
 def handle(ctx: RequestContext, req: ShareGroupDescribeRequest) -> Response:
+    if not ctx.broker.features.enables(SHARE_VERSION):  # share groups off (4.1's default): every group refused
+        return disabled_group_describe(req.group_ids)
     include = bool(req.include_authorized_operations)
     names = {t.topic_id: n for n, t in ctx.metadata.topics.items()}
     # KafkaApis: DESCRIBE on each group; the ones refused come first, then the others described

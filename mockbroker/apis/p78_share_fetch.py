@@ -43,6 +43,7 @@ from ..request import Body, Deferred, Outcome, RequestContext, Response
 from ..share.manager import READ_COMMITTED, PartitionResult, ShareFetch
 from ..share.partition import ShareError
 from ..share.session import FINAL_EPOCH, ShareFetchContext, SharePartitionId
+from ..features import SHARE_VERSION
 from .common import ZERO_UUID, node_endpoints
 from .share_acks import (
     AckResults,
@@ -73,6 +74,8 @@ def _requested(ctx: RequestContext, req: ShareFetchRequest) -> list[tuple[ShareP
 
 
 def handle(ctx: RequestContext, req: ShareFetchRequest) -> Outcome:
+    if not ctx.broker.features.enables(SHARE_VERSION):  # share groups off (4.1's default)
+        return error_response_body(ErrorCode.unsupported_version)
     broker = ctx.broker
     group_id, member_id = req.group_id, req.member_id
     answer = refused(ctx, group_id, member_id)

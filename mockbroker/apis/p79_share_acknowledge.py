@@ -27,6 +27,7 @@ from protocol.registry import ApiKey
 from ..request import Body, RequestContext, Response
 from ..share.partition import ShareError
 from ..share.session import FINAL_EPOCH
+from ..features import SHARE_VERSION
 from .common import node_endpoints
 from .share_acks import (
     AckResults,
@@ -46,6 +47,8 @@ API_KEY = ApiKey.SHARE_ACKNOWLEDGE
 
 
 def handle(ctx: RequestContext, req: ShareAcknowledgeRequest) -> Response:
+    if not ctx.broker.features.enables(SHARE_VERSION):  # share groups off (4.1's default)
+        return error_response_body(ErrorCode.unsupported_version)
     broker = ctx.broker
     group_id, member_id = req.group_id, req.member_id
     answer = refused(ctx, group_id, member_id)

@@ -25,6 +25,7 @@ from protocol.registry import ApiKey
 from ..authorizer import AclOperation, ResourceType
 from ..request import RequestContext, Response
 from ..share import offsets
+from ..features import SHARE_VERSION
 from .common import ZERO_UUID, authorized, first_error
 
 if TYPE_CHECKING:
@@ -42,6 +43,9 @@ def _group(group_id: str, r: offsets.OffsetsResult) -> dict[str, Any]:
 
 
 def handle(ctx: RequestContext, req: DescribeShareGroupOffsetsRequest) -> Response:
+    if not ctx.broker.features.enables(SHARE_VERSION):  # share groups off (4.1's default): every group refused
+        groups = [_group(g.group_id, offsets.OffsetsResult(ErrorCode.unsupported_version)) for g in req.groups]
+        return Response({"groups": groups}, error_code=first_error(groups))
     groups = []
     for g in req.groups:
         if not authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id):

@@ -23,6 +23,7 @@ from ..authorizer import AclOperation, ResourceType
 from ..journal import PartitionRecord
 from ..request import Body, RequestContext, Response
 from ..share import offsets
+from ..features import SHARE_VERSION
 from .common import ZERO_UUID, authorized
 
 if TYPE_CHECKING:
@@ -32,6 +33,8 @@ API_KEY = ApiKey.ALTER_SHARE_GROUP_OFFSETS
 
 
 def handle(ctx: RequestContext, req: AlterShareGroupOffsetsRequest) -> Response:
+    if not ctx.broker.features.enables(SHARE_VERSION):  # share groups off (4.1's default)
+        return error_response(ctx, req, ErrorCode.unsupported_version)
     topics = [(str(t.topic_name), [(int(p.partition_index), int(p.start_offset)) for p in t.partitions])
               for t in req.topics]
     denied = [t for t in topics if not authorized(ctx, AclOperation.READ, ResourceType.TOPIC, t[0])]

@@ -24,6 +24,7 @@ from ..authorizer import AclOperation, ResourceType
 from ..journal import PartitionRecord
 from ..request import Body, RequestContext, Response
 from ..share import offsets
+from ..features import SHARE_VERSION
 from .common import ZERO_UUID, authorized
 
 if TYPE_CHECKING:
@@ -33,6 +34,8 @@ API_KEY = ApiKey.DELETE_SHARE_GROUP_OFFSETS
 
 
 def handle(ctx: RequestContext, req: DeleteShareGroupOffsetsRequest) -> Response:
+    if not ctx.broker.features.enables(SHARE_VERSION):  # share groups off (4.1's default)
+        return error_response(ctx, req, ErrorCode.unsupported_version)
     names = [t.topic_name for t in req.topics]
     denied = [n for n in names if not authorized(ctx, AclOperation.READ, ResourceType.TOPIC, n)]
     r = offsets.delete(ctx.broker.share_groups, ctx.node_id, req.group_id, [n for n in names if n not in denied])

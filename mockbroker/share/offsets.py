@@ -29,6 +29,7 @@ MESSAGES = {
     ErrorCode.invalid_group_id: "The configured groupId is invalid.",
     ErrorCode.topic_authorization_failed: "Topic authorization failed.",
     ErrorCode.group_authorization_failed: "Group authorization failed.",
+    ErrorCode.unsupported_version: "The version of API is not supported.",  # share groups off (4.1)
 }
 
 

@@ -1,7 +1,8 @@
 """Kafka release tables (``mock.kafka.version``) and their cut to kio's schemas.
 
-Reference values: franz-go pkg/kversion (the source of ``KAFKA_RELEASES``) and
-the ApiVersions ranges real brokers of those releases answer.
+Reference values: franz-go pkg/kversion (the source of ``KAFKA_RELEASES`` for 1.1, 2.0 and 2.8) and
+the ApiVersions ranges real brokers of the releases from 3.7 answer (protocol/kafka_releases.py;
+test_kafka_releases.py checks them over the wire).
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ from protocol.registry import (
     served_range,
 )
 
-RELEASES = ["1.1", "2.0", "2.8", "3.9", "4.0", "4.1", "4.2"]
+RELEASES = ["1.1", "2.0", "2.8", "3.7", "3.8", "3.9", "4.0", "4.1", "4.2"]
 ALL = set(range(100))
-# The API keys every table from franz-go's kversion covers (when the release had the API); 4.2 on are
+# The API keys every table from franz-go's kversion covers (when the release had the API); 3.7 on are
 # recorded from real brokers with every key (test_kafka_releases.py).
 KEYS = {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 28,
-        32, 33, 36, 37, 42, 44, 47, 48, 49, 60, 61, 65, 66, 68, 69, 74, 75}
-FRANZ_GO = ["1.1", "2.0", "2.8", "3.9", "4.0", "4.1"]
+        32, 33, 36, 37, 42, 44, 47, 48, 49, 60, 61}
+FRANZ_GO = ["1.1", "2.0", "2.8"]
 
 
 def ranges(release: str) -> dict[int, tuple[int, int, int]]:
@@ -79,25 +80,30 @@ def test_api_without_kio_overlap_is_left_out(release):
 
 @pytest.mark.parametrize("release,expected", [
     # franz-go kversion: z0110 adds 24-28 at v0; z20 v1; z21 TxnOffsetCommit v2; z25 v3; z27 (KIP-588)
-    # 24-26 v2; z28 flexible v3; z36 AddPartitionsToTxn v4; z38 (KIP-890) 24 v5, 25/26/28 v4;
-    # b40 EndTxn and TxnOffsetCommit v5, no KIP-896 minimum for any of them
-    ("1.1", (0, 0, 0, 0)), ("2.0", (1, 1, 1, 1)), ("2.8", (3, 3, 3, 3)), ("3.9", (5, 4, 4, 4)),
+    # 24-26 v2; z28 flexible v3; real brokers: 3.7 AddPartitionsToTxn v4 (KIP-890 part 1's verification);
+    # 3.8 24 v5, 25/26/28 v4; 4.0 EndTxn and TxnOffsetCommit v5 (KIP-890 part 2), no KIP-896 minimum
+    ("1.1", (0, 0, 0, 0)), ("2.0", (1, 1, 1, 1)), ("2.8", (3, 3, 3, 3)), ("3.7", (4, 3, 3, 3)),
+    ("3.8", (5, 4, 4, 4)), ("3.9", (5, 4, 4, 4)),
     ("4.0", (5, 4, 5, 5)), ("4.1", (5, 4, 5, 5)), ("4.2", (5, 4, 5, 5)),
 ])
 def test_transaction_api_ranges(release, expected):
-    """AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit as franz-go's tables have them."""
+    """AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit as franz-go's tables and the real
+    brokers have them."""
     assert tuple(KAFKA_RELEASES[release][k] for k in (24, 25, 26, 28)) == tuple((0, hi) for hi in expected)
 
 
 @pytest.mark.parametrize("release,expected", [
-    # franz-go kversion: z28 adds DescribeProducers (KAFKA-12238); z30 DescribeTransactions and
-    # ListTransactions (KAFKA-12267, KAFKA-12369); z38/b38 ListTransactions v1 (KIP-994); b41 v2 (KIP-1152)
+    # franz-go kversion: z28 adds DescribeProducers (KAFKA-12238); real brokers: DescribeTransactions
+    # and ListTransactions from 3.0 (KAFKA-12267, KAFKA-12369); ListTransactions v1 in 3.8 (KIP-994),
+    # v2 in 4.1 (KIP-1152)
     ("1.1", (None, None, None)), ("2.0", (None, None, None)), ("2.8", ((0, 0), None, None)),
+    ("3.7", ((0, 0), (0, 0), (0, 0))), ("3.8", ((0, 0), (0, 0), (0, 1))),
     ("3.9", ((0, 0), (0, 0), (0, 1))), ("4.0", ((0, 0), (0, 0), (0, 1))),
     ("4.1", ((0, 0), (0, 0), (0, 2))), ("4.2", ((0, 0), (0, 0), (0, 2))),
 ])
 def test_transaction_admin_api_ranges(release, expected):
-    """DescribeProducers, DescribeTransactions, ListTransactions (KIP-664) as franz-go's tables have them."""
+    """DescribeProducers, DescribeTransactions, ListTransactions (KIP-664) as franz-go's tables and the real
+    brokers have them."""
     assert tuple(KAFKA_RELEASES[release].get(k) for k in (61, 65, 66)) == expected
     assert tuple(ranges(release).get(k, (None,))[1:] or None for k in (61, 65, 66)) == expected
 
@@ -161,10 +167,23 @@ def test_2_8_and_3_9_spot_checks():
     assert r[ApiKey.CONSUMER_GROUP_HEARTBEAT] == (0, 0, 0)
 
 
+def test_3_x_spot_checks():
+    """Kafka 3.x advertises from v0 what 4.0 removed (KIP-896); the versions without a schema here are cut."""
+    for release in ("3.7", "3.8", "3.9"):
+        r = ranges(release)
+        assert KAFKA_RELEASES[release][ApiKey.FETCH][0] == 0 and r[ApiKey.FETCH][:2] == (4, 4)
+        assert KAFKA_RELEASES[release][ApiKey.CREATE_ACLS] == (0, 3) and r[ApiKey.CREATE_ACLS] == (1, 1, 3)
+        assert r[ApiKey.OFFSET_COMMIT] == (2, 2, 9) and r[ApiKey.CONSUMER_GROUP_HEARTBEAT] == (0, 0, 0)
+    assert ApiKey.CONSUMER_GROUP_DESCRIBE not in ApiRegistry("3.7", ALL)  # from 3.8
+    assert ApiKey.DESCRIBE_TOPIC_PARTITIONS not in ApiRegistry("3.7", ALL)
+    assert ranges("3.8")[ApiKey.CONSUMER_GROUP_DESCRIBE] == (0, 0, 0)
+    assert ranges("3.7")[ApiKey.PRODUCE] == (3, 3, 10) and ranges("3.8")[ApiKey.PRODUCE] == (3, 3, 11)
+
+
 def test_4_x_spot_checks():
     r = ranges("4.0")
-    assert KAFKA_RELEASES["4.0"][ApiKey.JOIN_GROUP] == (2, 9)  # 4.0.0 (0-9 from 4.0.1)
-    assert r[ApiKey.JOIN_GROUP] == (2, 2, 9)
+    assert KAFKA_RELEASES["4.0"][ApiKey.JOIN_GROUP] == (0, 9)  # 4.0.2 (4.0.0 had 2-9; v0-1 back in 4.0.1)
+    assert r[ApiKey.JOIN_GROUP] == (0, 0, 9)
     assert r[ApiKey.PRODUCE] == (0, 3, 12)
     assert r[ApiKey.FETCH] == (4, 4, 17)
     assert r[ApiKey.LIST_OFFSETS] == (1, 1, 10)
@@ -212,7 +231,7 @@ def test_wire_api_versions_2_0_advertises_the_intersection():
 
 def test_throttle_mode_by_release():
     assert MockBroker(config={"mock.kafka.version": "1.1"}).config.throttle_mode == "delay"
-    for rel in ("2.0", "2.8", "3.9", "4.0", "4.1", "4.2"):
+    for rel in ("2.0", "2.8", "3.7", "3.8", "3.9", "4.0", "4.1", "4.2"):
         assert MockBroker(config={"mock.kafka.version": rel}).config.throttle_mode == "mute"
 
 
