@@ -1,5 +1,5 @@
 """``python -m tests.differential [--full] [--seed N] [--per-version N] [--keys 0,1] [--only K:V:I]
-[--kafka HOST:PORT --mockbroker HOST:PORT]``
+[--kafka HOST:PORT --mockbroker HOST:PORT | --release 4.1]``
 
 Without addresses it starts both brokers itself: a real Kafka 4.4.0 (bench/brokers.py's RealKafka,
 one KRaft node) and ``mockbroker serve`` from this checkout, both configured as ``BROKER_CONFIG``
@@ -29,13 +29,15 @@ BROKER_CONFIG = {"node.id": "1", "num.partitions": "1", "group.initial.rebalance
 
 
 @contextlib.contextmanager
-def started_brokers() -> Iterator[tuple[str, str]]:
-    from tests.integration.realkafka import brokers, kafka_classpath  # noqa: PLC0415 - only when starting
+def started_brokers(release: str | None = None) -> Iterator[tuple[str, str]]:
+    """A real Kafka (4.4.0, or the recorded ``release`` line: "4.1") and a mockbroker as that release."""
+    from tests.integration.realkafka import brokers  # noqa: PLC0415 - only when starting
 
-    kafka = brokers.RealKafka(kafka_classpath(), nodes=1, jvm_opts=brokers.JVM_OPTS)
+    kafka = brokers.RealKafka(nodes=1, version=release or brokers.KAFKA_VERSION, jvm_opts=brokers.JVM_OPTS)
     kafka.start()
+    config = {**BROKER_CONFIG, **({"mock.kafka.version": release} if release else {})}
     try:
-        with brokers.serve_mockbroker([f"{k}={v}" for k, v in BROKER_CONFIG.items()]) as (_proc, bootstrap):
+        with brokers.serve_mockbroker([f"{k}={v}" for k, v in config.items()]) as (_proc, bootstrap):
             yield kafka.bootstrap, bootstrap
     finally:
         kafka.stop(kill=True)
@@ -51,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--keys", help="only these API keys (comma-separated)")
     p.add_argument("--only", help="KEY:VERSION:CASE: reproduce one case alone")
+    p.add_argument("--release", help="start Kafka of this recorded release line (e.g. 4.1) and mockbroker with "
+                   "mock.kafka.version set to it, instead of 4.4")
     p.add_argument("--quiet", action="store_true", help="only the differences and the table")
     p.add_argument("--verbose", action="store_true", help="every place each answer differs, and both answers")
     args = p.parse_args(argv)
@@ -70,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.kafka and args.mockbroker:
         return run(args.kafka, args.mockbroker)
-    with started_brokers() as (kafka, mock):
+    with started_brokers(args.release) as (kafka, mock):
         return run(args.kafka or kafka, args.mockbroker or mock)
 
 

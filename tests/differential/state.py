@@ -31,6 +31,9 @@ RETRIABLE = {7, 14, 15, 16, 5, 6, 3, 51, 27}  # timeouts, coordinator loading/no
 # leader not available, not leader, unknown topic (metadata not yet propagated), concurrent txns, rebalance
 
 
+COORDINATOR_RETRIABLE = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
+
+
 class SetupError(RuntimeError):
     """A setup step the broker did not take."""
 
@@ -127,6 +130,24 @@ class Side:
             raise SetupError(f"{self.name}: {schema.api_names()[api_key]} v{v} during setup: {out}")
         assert out.body is not None
         return out.body
+
+    def retried(self, api_key: int, body: dict[str, Any]) -> dict[str, Any]:
+        """``call``, again while the answer's error is a coordinator still loading or moving."""
+        return self.settle(f"{schema.api_names()[api_key]}", lambda: (
+            (res := self.call(api_key, body))["ErrorCode"] not in COORDINATOR_RETRIABLE, res))
+
+    def warm_up(self) -> None:
+        """Make the internal topics and their coordinators ready before the first case: Kafka creates
+        ``__consumer_offsets``, ``__transaction_state`` and ``__share_group_state`` on first use and
+        answers COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR while it loads them, which a case's
+        request would otherwise see on one broker only."""
+        self.find_coordinator("dt-warm-up", 0)
+        self.init_producer("dt-warm-up")
+        self.init_producer(None)
+        if 76 in self.versions:
+            self.find_coordinator("dt-warm-up-share", 0)
+            self.retried(76, {"GroupId": "dt-warm-up-share", "MemberId": "dtWarmUpShareMember000",
+                              "MemberEpoch": 0, "RackId": None, "SubscribedTopicNames": ["dt-warm-up"]})
 
     def settle(self, what: str, step: Callable[[], tuple[bool, Any]]) -> Any:
         """Repeat ``step`` (which says whether it is done) until done or ``SETTLE_S`` passed."""
@@ -232,10 +253,14 @@ class Side:
         body = {"GroupId": group, "SessionTimeoutMs": 30000, "RebalanceTimeoutMs": 30000, "MemberId": "",
                 "GroupInstanceId": None, "ProtocolType": "consumer", "Reason": None,
                 "Protocols": [{"Name": "range", "Metadata": subscription([topic])}]}
-        res = self.call(11, body, version=v)
-        if res["ErrorCode"] == 79:  # MEMBER_ID_REQUIRED
-            body["MemberId"] = res["MemberId"]
+        def join() -> tuple[bool, Any]:
             res = self.call(11, body, version=v)
+            if res["ErrorCode"] == 79:  # MEMBER_ID_REQUIRED
+                body["MemberId"] = res["MemberId"]
+                res = self.call(11, body, version=v)
+            return res["ErrorCode"] not in COORDINATOR_RETRIABLE, res
+
+        res = self.settle(f"JoinGroup {group}", join)
         if res["ErrorCode"] != 0:
             raise SetupError(f"{self.name}: JoinGroup {group}: error {res['ErrorCode']}")
         member, gen = res["MemberId"], res["GenerationId"]
@@ -250,9 +275,9 @@ class Side:
     def consumer_member(self, group: str, member: str, topic: str) -> None:
         """A KIP-848 member at the epoch of its first heartbeat (ConsumerGroupHeartbeat)."""
         self.find_coordinator(group, 0)
-        res = self.call(68, {"GroupId": group, "MemberId": member, "MemberEpoch": 0, "InstanceId": None,
-                             "RackId": None, "RebalanceTimeoutMs": 30000, "SubscribedTopicNames": [topic],
-                             "SubscribedTopicRegex": None, "ServerAssignor": None, "TopicPartitions": []})
+        res = self.retried(68, {"GroupId": group, "MemberId": member, "MemberEpoch": 0, "InstanceId": None,
+                                "RackId": None, "RebalanceTimeoutMs": 30000, "SubscribedTopicNames": [topic],
+                                "SubscribedTopicRegex": None, "ServerAssignor": None, "TopicPartitions": []})
         if res["ErrorCode"] != 0:
             raise SetupError(f"{self.name}: ConsumerGroupHeartbeat {group}: error {res['ErrorCode']}")
         self.values[("member_id", group)] = res["MemberId"] or member
@@ -260,8 +285,8 @@ class Side:
 
     def share_member(self, group: str, member: str, topic: str) -> None:
         self.find_coordinator(group, 0)
-        res = self.call(76, {"GroupId": group, "MemberId": member, "MemberEpoch": 0, "RackId": None,
-                             "SubscribedTopicNames": [topic]})
+        res = self.retried(76, {"GroupId": group, "MemberId": member, "MemberEpoch": 0, "RackId": None,
+                                "SubscribedTopicNames": [topic]})
         if res["ErrorCode"] != 0:
             raise SetupError(f"{self.name}: ShareGroupHeartbeat {group}: error {res['ErrorCode']}")
         self.values[("member_id", group)] = res["MemberId"] or member
@@ -269,7 +294,7 @@ class Side:
 
     def streams_member(self, group: str, member: str, topic: str) -> None:
         self.find_coordinator(group, 0)
-        res = self.call(88, streams_join(group, member, topic))
+        res = self.retried(88, streams_join(group, member, topic))
         if res["ErrorCode"] != 0:
             raise SetupError(f"{self.name}: StreamsGroupHeartbeat {group}: error {res['ErrorCode']}")
         self.values[("member_id", group)] = res["MemberId"] or member
