@@ -462,7 +462,15 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "How often transactional ids past transactional.id.expiration.ms are removed.", 1),
         ConfigKey("transaction.partition.verification.enable", _bool, True,
                   "KIP-890: a transactional batch whose producer has no transaction open in the partition is "
-                  "verified with the coordinator before it is appended (Produce v12+: added to the transaction)."),
+                  "verified with the coordinator before it is appended (Produce v0-11; at v12+ the partition "
+                  "is added to the transaction that way whatever this says)."),
+        ConfigKey("add.partitions.to.txn.retry.backoff.ms", _int, 20,
+                  "KIP-890 part 2: a Produce v12+ whose partitions the coordinator cannot add yet "
+                  "(CONCURRENT_TRANSACTIONS: the last transaction's markers are being written) asks again "
+                  "after this long, inside the broker.", 1),
+        ConfigKey("add.partitions.to.txn.retry.backoff.max.ms", _int, 100,
+                  "How long (at most request.timeout.ms, 30 s) those asks go on before the Produce is "
+                  "answered CONCURRENT_TRANSACTIONS.", 0),
         ConfigKey("quota.window.num", _int, 11, "Samples of the quota rate (10 whole windows + the current one).", 1),
         ConfigKey("quota.window.size.seconds", _int, 1, "Length of one quota sample.", 1),
         ConfigKey("controller.quota.window.num", _int, 11, "Samples of the controller mutation quota.", 1),

@@ -52,7 +52,7 @@ from protocol.errors import ErrorCode
 from protocol.records import TRANSACTIONAL_FLAG
 from protocol.registry import ApiKey
 
-from ..delayed_produce import PartitionResponse
+from ..delayed_produce import DelayedProduce, PartitionResponse
 from ..metadata import Partition
 from ..replica_manager import ProduceEntry
 from ..journal import PartitionRecord
@@ -154,9 +154,13 @@ def handle(ctx: RequestContext, req: ProduceRequest) -> Outcome:
 
     deferred = Deferred()
     deferred.partitions = [PartitionRecord(t, p, 0, n) for (t, p), n in sizes.items()]
+
+    def parked(op: DelayedProduce) -> None:  # appended after the coordinator verified it: the wait
+        deferred.delayed = op
+
     deferred.delayed = ctx.broker.replica_manager.append_records(
         entries, acks, timedelta_ms(req.timeout), v, lambda responses: deferred.complete_with(lambda: respond(responses)),
-        transactional_id=req.transactional_id)
+        transactional_id=req.transactional_id, on_parked=parked)
     return deferred
 
 
