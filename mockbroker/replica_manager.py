@@ -491,7 +491,11 @@ class ReplicaManager:
             return _Appended(rejected)
         err, duplicate, message = p.producers.check(header, guard, self.verification.enabled)
         if err is not ErrorCode.none:
-            return _Appended(PartitionResponse(err, log_start_offset=log.log_start_offset, error_message=message))
+            # LogAppendResult.errorMessage: Kafka sends the message of these exceptions
+            # (OutOfOrderSequenceException, InvalidProducerEpochException, InvalidTxnStateException)
+            # to no client (hasCustomErrorMessage=false): it logs them
+            logging.getLogger(__name__).debug("Produce to %s-%d refused: %s", topic.name, p.index, message)
+            return _Appended(PartitionResponse(err, log_start_offset=log.log_start_offset))
         if duplicate is not None:
             # ProducerStateManager found the batch among the last 5: answer with the original offsets
             return _Appended(PartitionResponse(

@@ -444,3 +444,18 @@ def test_kafka_python_read_committed_skips_aborted_and_control_records(b, c):
     assert consume("read_committed") == [(0, b"plain-0"), (3, b"txn-32"), (4, b"txn-32"), (8, b"plain-1")]
     # read_uncommitted: every data record, the aborted and open ones too, never the control records
     assert [o for o, _ in consume("read_uncommitted")] == [0, 1, 2, 3, 4, 5, 8, 9]
+
+
+def test_producer_state_errors_carry_no_message(b, c):
+    """LogAppendResult.errorMessage: OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH and
+    INVALID_TXN_STATE from the producer state are answered without their exception's message (Kafka
+    logs it; hasCustomErrorMessage is false for them)."""
+    t = topic_name("nomsg")
+    b.create_topic(t, 1)
+    assert produce(c, t, 31, 1, 0).error_code == E.none
+    for r, error in ((produce(c, t, 31, 1, 5), E.out_of_order_sequence_number),
+                     (produce(c, t, 31, 0, 1), E.invalid_producer_epoch)):
+        assert (r.error_code, r.error_message) == (error, None)
+    txn(c, t, 32, 0)
+    r = produce(c, t, 32, 0, 1)  # a plain batch while its transaction is open
+    assert (r.error_code, r.error_message) == (E.invalid_txn_state, None)
