@@ -480,7 +480,10 @@ CONFIG_DEF: dict[str, ConfigKey] = {
         ConfigKey("mock.quotas", _quotas, [], "Client quotas at start: [[mock.quotas]] tables (user, client-id, keys) "
                   "or 'users/U/clients/C:producer_byte_rate=N,...;...'."),
         ConfigKey("mock.num.brokers", _int, 1, "Brokers simulated in this process (one listener each).", 1),
-        ConfigKey("mock.replication.lag.ms", _int, 0, "How long followers take to catch up after an append.", 0),
+        ConfigKey("mock.replication.lag.ms", _int, 0,
+                  "How long followers take to catch up after an append: acks=all produces, transaction markers "
+                  "(so the transaction's completion) and the high watermark and last stable offset wait for "
+                  "it.", 0),
         ConfigKey("log.dirs", _list, ["/tmp/kafka-logs"],
                   "The log directories of every broker (names only: logs stay in memory); DescribeLogDirs lists "
                   "them and AlterReplicaLogDirs moves replicas between them (Kafka: unset, log.dir's "
@@ -490,8 +493,10 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "are this less the logs in it).", 1),
         ConfigKey("mock.txn.marker.latency.ms", _int, 0,
                   "How long the transaction coordinator's WriteTxnMarkers takes to reach the partition leaders "
-                  "(Kafka sends it over the network from its marker sender thread, so a producer that begins its "
-                  "next transaction at once gets CONCURRENT_TRANSACTIONS meanwhile); 0: at once.", 0),
+                  "(Kafka sends it over the network from its marker sender thread): a producer that begins its "
+                  "next transaction at once meets the last one's markers pending (its Produce v12+ waits in the "
+                  "broker's add.partitions.to.txn retries, its AddPartitionsToTxn gets CONCURRENT_TRANSACTIONS); "
+                  "0: at once.", 0),
         ConfigKey("mock.kafka.version", _str, "4.4", "Kafka release whose ApiVersions ranges are advertised: 1.1, 2.0, 2.8, 3.9, 4.0, 4.1, 4.2, 4.3 or 4.4.",
                   None, tuple(KAFKA_RELEASES)),
         ConfigKey("mock.transaction.version", _str, "",

@@ -27,7 +27,11 @@ Behavior:
   asked first (``txn/verification.py``): v0-10 a partition not in the
   transaction is INVALID_TXN_STATE, v11 TRANSACTION_ABORTABLE; v12+ adds the
   partition to the transaction (transaction version 2 clients send no
-  AddPartitionsToTxn).  NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
+  AddPartitionsToTxn), whatever the config says.  At v12+ CONCURRENT_TRANSACTIONS
+  (the last transaction's markers pending) is asked again inside the broker
+  every add.partitions.to.txn.retry.backoff.ms for up to
+  add.partitions.to.txn.retry.backoff.max.ms, the request waiting, before it is
+  answered.  NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
   COORDINATOR_LOAD_IN_PROGRESS (and before v12 CONCURRENT_TRANSACTIONS) from
   the coordinator are answered NOT_ENOUGH_REPLICAS; PRODUCER_FENCED is
   INVALID_PRODUCER_EPOCH.

@@ -289,10 +289,11 @@ def test_a_later_batch_verified_first_on_another_connection_is_out_of_order():
 
 def test_a_new_epoch_must_start_at_sequence_0():
     """ProducerAppendInfo.checkSequence (OUT_OF_ORDER_SEQUENCE_NUMBER at every Produce version, with no
-    error message: LogAppendResult has none for it; which check applies depends on the version): at the epoch a TV2 marker bumped to, no batch of the producer is left,
-    so only sequence 0 follows; at Produce v12+ a producer the partition does not know must start at 0
-    too (its verification may bump the epoch: "Expected sequence 0 for transactions v2 ..."), where a
-    Produce v0-11 of a TV1 client may start anywhere."""
+    error message: LogAppendResult has none for it; which check applies depends on the version): at the
+    epoch a TV2 marker bumped to, no batch of the producer is left, so only sequence 0 follows; at
+    Produce v12+ a producer the partition does not know must start at 0 too (its verification may bump
+    the epoch: "Expected sequence 0 for transactions v2 ..."), where a Produce v0-11 of a TV1 client may
+    start anywhere."""
     b = MockBroker(clock=ManualClock())
     b.start()
     try:
