@@ -52,7 +52,7 @@ from .quorum import ControllerQuorum
 from .quota.entities import QuotaStore
 from .quota.manager import QuotaManagers
 from .quota.throttle import ThrottleEvent
-from .replica_manager import ActionQueue, ReplicaManager, TxnVerifier
+from .replica_manager import ActionQueue, ReplicaManager, TxnVerifier, VerificationConfig
 from .replication import ReplicationSimulator
 from .request_stats import RequestStats
 from .sasl_authenticator import SaslAuthenticator
@@ -82,7 +82,7 @@ class SharedState:
     actions: ActionQueue
     groups: GroupCoordinatorService
     txn: TransactionCoordinator
-    txn_verifier: TxnVerifier | None          # KIP-890 (None: transaction.partition.verification.enable=false)
+    txn_verifier: TxnVerifier | None          # KIP-890: the coordinator's AddPartitionsToTxn (None: never asked)
     quota_store: QuotaStore
     registry: ApiRegistry
     journal: RequestJournal
@@ -128,7 +128,10 @@ class Broker:
         self.replica_manager = ReplicaManager(
             node_id, shared.metadata, shared.replication, shared.actions, self.clock,
             cfg["producer.purgatory.purge.interval.requests"], cfg["fetch.purgatory.purge.interval.requests"],
-            shared.txn_verifier, cfg["mock.produce.check.records"])
+            shared.txn_verifier, cfg["mock.produce.check.records"],
+            VerificationConfig(cfg["transaction.partition.verification.enable"],
+                               cfg["add.partitions.to.txn.retry.backoff.ms"],
+                               cfg["add.partitions.to.txn.retry.backoff.max.ms"]))
         # KIP-932: this broker's share-partitions and share sessions (SharePartitionManager), built on
         # first use (``share_partitions``)
         self.share_groups: ShareGroupCoordinator = shared.share_groups

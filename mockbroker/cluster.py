@@ -162,8 +162,9 @@ class Cluster:
             for spec in config["mock.acls"]:
                 authorizer.add(acl_from_spec(spec))
         self.authorizer = authorizer  # the cluster's ACLs (StandardAuthorizer), None without one
-        # KIP-890: every leader asks the coordinator before appending a transactional batch
-        verifier = AddPartitionsToTxnManager(self.txn) if self.txn.config.partition_verification_enable else None
+        # KIP-890: every leader asks the coordinator before appending a transactional batch (at Produce
+        # v12+ whatever transaction.partition.verification.enable says: that adds the partitions)
+        verifier = AddPartitionsToTxnManager(self.txn)
         shared = SharedState(config, self.clock, self.loop, self.metadata, self.controller, self.replication,
                              self.actions, self.groups, self.txn, verifier, self.quota_store, self.registry,
                              self.journal, self.faults, self.throttle_events, credentials, self.config_catalog,

@@ -462,7 +462,15 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "How often transactional ids past transactional.id.expiration.ms are removed.", 1),
         ConfigKey("transaction.partition.verification.enable", _bool, True,
                   "KIP-890: a transactional batch whose producer has no transaction open in the partition is "
-                  "verified with the coordinator before it is appended (Produce v12+: added to the transaction)."),
+                  "verified with the coordinator before it is appended (Produce v0-11; at v12+ the partition "
+                  "is added to the transaction that way whatever this says)."),
+        ConfigKey("add.partitions.to.txn.retry.backoff.ms", _int, 20,
+                  "KIP-890 part 2: a Produce v12+ whose partitions the coordinator cannot add yet "
+                  "(CONCURRENT_TRANSACTIONS: the last transaction's markers are being written) asks again "
+                  "after this long, inside the broker.", 1),
+        ConfigKey("add.partitions.to.txn.retry.backoff.max.ms", _int, 100,
+                  "How long (at most request.timeout.ms, 30 s) those asks go on before the Produce is "
+                  "answered CONCURRENT_TRANSACTIONS.", 0),
         ConfigKey("quota.window.num", _int, 11, "Samples of the quota rate (10 whole windows + the current one).", 1),
         ConfigKey("quota.window.size.seconds", _int, 1, "Length of one quota sample.", 1),
         ConfigKey("controller.quota.window.num", _int, 11, "Samples of the controller mutation quota.", 1),
@@ -472,7 +480,10 @@ CONFIG_DEF: dict[str, ConfigKey] = {
         ConfigKey("mock.quotas", _quotas, [], "Client quotas at start: [[mock.quotas]] tables (user, client-id, keys) "
                   "or 'users/U/clients/C:producer_byte_rate=N,...;...'."),
         ConfigKey("mock.num.brokers", _int, 1, "Brokers simulated in this process (one listener each).", 1),
-        ConfigKey("mock.replication.lag.ms", _int, 0, "How long followers take to catch up after an append.", 0),
+        ConfigKey("mock.replication.lag.ms", _int, 0,
+                  "How long followers take to catch up after an append: acks=all produces, transaction markers "
+                  "(so the transaction's completion) and the high watermark and last stable offset wait for "
+                  "it.", 0),
         ConfigKey("log.dirs", _list, ["/tmp/kafka-logs"],
                   "The log directories of every broker (names only: logs stay in memory); DescribeLogDirs lists "
                   "them and AlterReplicaLogDirs moves replicas between them (Kafka: unset, log.dir's "
@@ -482,8 +493,10 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "are this less the logs in it).", 1),
         ConfigKey("mock.txn.marker.latency.ms", _int, 0,
                   "How long the transaction coordinator's WriteTxnMarkers takes to reach the partition leaders "
-                  "(Kafka sends it over the network from its marker sender thread, so a producer that begins its "
-                  "next transaction at once gets CONCURRENT_TRANSACTIONS meanwhile); 0: at once.", 0),
+                  "(Kafka sends it over the network from its marker sender thread): a producer that begins its "
+                  "next transaction at once meets the last one's markers pending (its Produce v12+ waits in the "
+                  "broker's add.partitions.to.txn retries, its AddPartitionsToTxn gets CONCURRENT_TRANSACTIONS); "
+                  "0: at once.", 0),
         ConfigKey("mock.kafka.version", _str, "4.4",
                   "Kafka release whose ApiVersions answer is given: 3.7, 3.8, 3.9, 4.0, 4.1, 4.2, 4.3 or 4.4, as "
                   "real brokers of 3.7.2, 3.8.1, 3.9.2, 4.0.2, 4.1.2, 4.2.2, 4.3.1 and 4.4.0 answer it (API keys, "

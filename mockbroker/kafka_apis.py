@@ -178,6 +178,8 @@ class KafkaApis:
     def _complete(self, conn: KafkaConnection, flight: InFlight, deferred: Deferred) -> None:
         """A deferred response, completed later from a purgatory or a coordinator, inside their
         loop: guarded as the synchronous path is."""
+        if flight.delayed is None:  # it began waiting in a purgatory after the handler returned
+            flight.delayed = deferred.delayed
         self.guarded(conn, lambda: self.finish(conn, flight, deferred.resolve(), parked=True))
 
     def record(self, flight: InFlight, outcome: str, handled_ns: int | None = None,

@@ -7,7 +7,9 @@ on_done)``; each answers through its callback, at once or later from this
 broker's purgatory (``DelayedProduce``, ``DelayedFetch``).  The handlers only
 map the wire to these calls and the results back to the wire.
 
-``append_records`` checks, in Kafka's order: the required acks (-1, 0 or 1,
+``append_records`` first verifies the transactional partitions of a Produce
+naming a transactional id with the coordinator (``handleProduceAppend``, KIP-890,
+below), then checks, in Kafka's order: the required acks (-1, 0 or 1,
 else INVALID_REQUIRED_ACKS for every partition and nothing appended), then
 per partition: leadership (``getPartitionOrException``:
 NOT_LEADER_OR_FOLLOWER), exactly one v2 batch (INVALID_RECORD), zstd below
@@ -17,14 +19,7 @@ Produce v7 (UNSUPPORTED_COMPRESSION_TYPE), a compression id above 4
 CRC32C, offset range and record count, no control batch from a client, a
 sequence with a producer id), the records (``check_record_count``, Kafka's
 ``LogValidator`` iterating them: the count must be the records'; off with
-``mock.produce.check.records=false``), for a transactional
-batch (of a Produce naming a transactional id) whose producer has no
-transaction open in the partition at that epoch the KIP-890 verification hook
-(``txn_verifier``, ``txn/verification.py``: the coordinator's word that the
-partition is in the transaction, or at Produce v12+ its adding it; None
-accepts, as transaction.partition.verification.enable=false does; the
-coordinator errors older clients do not retry become NOT_ENOUGH_REPLICAS,
-``verification_failure``), min.insync.replicas
+``mock.produce.check.records=false``), min.insync.replicas
 for acks=-1 (``Partition.appendRecordsToLeader``: NOT_ENOUGH_REPLICAS, nothing
 appended), the records ``LogValidator.validateRecord`` refuses (read in the same walk
 as their count, ``_validate_records``: a null key on a compacted topic, INVALID_RECORD;
@@ -32,10 +27,32 @@ a timestamp outside message.timestamp.before/after.max.ms on a CreateTime topic,
 LogAppendTime attribute set by the client where Kafka refuses it, INVALID_TIMESTAMP;
 one RecordError per refused record, the whole batch refused; a client batch saying
 LogAppendTime that passes is stored as CreateTime), then the producer's sequence, epoch and transaction state
-(``ProducerStateManager``; a duplicate of one of the last five batches is
-answered with its original offsets).  A transactional batch opens its
-producer's transaction in the partition.  A partition that fails appends
-nothing; the others still append.
+(``ProducerStateManager``, with the request's verification guard; a duplicate of
+one of the last five batches is answered with its original offsets).  A
+transactional batch opens its producer's transaction in the partition.  A
+partition that fails appends nothing; the others still append.
+
+KIP-890 produce-time verification (``ReplicaManager.handleProduceAppend`` and
+``maybeSendPartitionsToTransactionCoordinator``): when the Produce names a
+transactional id, each partition whose batch is transactional starts a
+verification in its log (``maybe_start_transaction_verification``: not the leader,
+NOT_LEADER_OR_FOLLOWER; an epoch below the producer's, INVALID_PRODUCER_EPOCH; a
+transaction already open at the batch's epoch needs none), and the partitions
+that need one go to the coordinator in one call (``txn_verifier``,
+``txn/verification.py``: at Produce v0-11 only while
+transaction.partition.verification.enable is on; at v12+ always, since that call
+adds the partitions to the transaction).  A request whose transactional batches
+carry more than one producer id is INVALID_PRODUCER_ID_MAPPING for every partition.
+At Produce v12+ an answer with CONCURRENT_TRANSACTIONS (the last transaction's
+markers are still being written) is asked again after
+add.partitions.to.txn.retry.backoff.ms, as long as
+min(add.partitions.to.txn.retry.backoff.max.ms, request.timeout.ms) has not passed
+since the first ask (``maybeRetryOnConcurrentTransactions``, on the broker's
+clock); the request waits meanwhile, and so do the requests pipelined behind it on
+its connection (one request per connection at a time, as Kafka's muted channel).
+Then the partitions that failed get their error (``verification_failure``: the
+coordinator errors older clients do not retry become NOT_ENOUGH_REPLICAS) and
+append nothing; the others are appended with the verification guard.
 
 ``append_txn_marker`` is the log side of WriteTxnMarkers
 (``appendRecords`` with origin COORDINATOR and acks=-1): it writes a COMMIT
@@ -70,6 +87,7 @@ from protocol.records import (
     LONG_MAX,
     LONG_MIN,
     TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG,
     BatchHeader,
     Compression,
     build_end_txn_marker,
@@ -87,6 +105,7 @@ from .cluster_view import TopicPartition
 from .delayed_fetch import READ_COMMITTED, DelayedFetch
 from .delayed_produce import DelayedProduce, PartitionResponse, ProducePartitionStatus
 from .fetch_session import CachedPartition
+from .producer_state import SENTINEL_GUARD
 from .log import AbortedTxn, FetchSlice, OffsetOutOfRange, PartitionLog
 from .metadata import INTERNAL_TOPICS, ClusterMetadata, Partition
 from .purgatory import DelayedOperationPurgatory, Timer
@@ -98,10 +117,16 @@ Records = bytes | memoryview | RecordChunks
 
 log = logging.getLogger("mockbroker.replica_manager")
 
-# KIP-890: (transactional id, topic, partition, producer id, producer epoch, Produce version) -> the
-# error AddPartitionsToTxnManager answers (ErrorCode.none: the partition is in the ongoing
+# KIP-890: AddPartitionsToTxnManager.addOrVerifyTransaction as the produce path calls it:
+# (transactional id, producer id, producer epoch, partitions, Produce version, callback); the callback
+# gets the partitions that failed and their errors (none: every partition is in the ongoing
 # transaction, or at Produce v12+ was just added to it)
-TxnVerifier = Callable[[str, str, int, int, int, int], ErrorCode]
+TxnVerifier = Callable[[str, int, int, list[TopicPartition], int,
+                        Callable[[dict[TopicPartition, ErrorCode]], None]], None]
+
+# Kafka's request.timeout.ms default: it bounds the in-broker retries of CONCURRENT_TRANSACTIONS
+# (retryTimeoutMs = min(add.partitions.to.txn.retry.backoff.max.ms, request.timeout.ms))
+REQUEST_TIMEOUT_MS = 30_000
 
 # the coordinator errors ReplicaManager.handleProduceAppend turns into NOT_ENOUGH_REPLICAS: older
 # clients would not retry them, and NOT_ENOUGH_REPLICAS is retried without a metadata refresh
@@ -250,10 +275,25 @@ class _Appended:
     produced: bool = False  # appended now or before (a duplicate): acks=-1 waits for it
 
 
+@dataclass(frozen=True, slots=True)
+class VerificationConfig:
+    """What the produce path's KIP-890 verification reads of the broker's configuration (Kafka's
+    ``AddPartitionsToTxnConfig`` and transaction.partition.verification.enable)."""
+
+    enabled: bool = True                # transaction.partition.verification.enable
+    retry_backoff_ms: int = 20          # add.partitions.to.txn.retry.backoff.ms
+    retry_backoff_max_ms: int = 100     # add.partitions.to.txn.retry.backoff.max.ms
+
+    @property
+    def retry_timeout_ms(self) -> int:
+        return min(self.retry_backoff_max_ms, REQUEST_TIMEOUT_MS)
+
+
 class ReplicaManager:
     def __init__(self, node_id: int, metadata: ClusterMetadata, replication: ReplicationSimulator,
                  actions: ActionQueue, clock: Clock, produce_purge_interval: int, fetch_purge_interval: int,
-                 txn_verifier: TxnVerifier | None = None, check_records: bool = True) -> None:
+                 txn_verifier: TxnVerifier | None = None, check_records: bool = True,
+                 verification: VerificationConfig = VerificationConfig()) -> None:
         self.node_id = node_id
         self.metadata = metadata
         self.replication = replication
@@ -264,6 +304,7 @@ class ReplicaManager:
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", Timer(clock), purge_interval=fetch_purge_interval)
         self.shared_encodings = SharedEncodings()
         self.txn_verifier = txn_verifier
+        self.verification = verification
         # mock.produce.check.records: walk each batch's records to check its count (LogValidator)
         self.check_records = check_records
         actions.completers.append(self.try_complete_delayed)
@@ -279,15 +320,113 @@ class ReplicaManager:
     # -- produce ---------------------------------------------------------------------------------
     def append_records(self, entries: list[ProduceEntry], acks: int, timeout_ms: int, api_version: int,
                        on_done: Callable[[list[PartitionResponse]], None],
-                       transactional_id: str | None = None) -> DelayedProduce | None:
+                       transactional_id: str | None = None,
+                       on_parked: Callable[[DelayedProduce], None] | None = None) -> DelayedProduce | None:
         """Append every entry (those that fail append nothing) and call ``on_done`` with one
-        response per entry, in order: at once, or for acks=-1 once the ISR has the records or
-        ``timeout_ms`` passed (the ``DelayedProduce`` waiting for that is returned)."""
+        response per entry, in order: at once, or once the coordinator verified the transactional
+        ones (``handleProduceAppend``), and for acks=-1 once the ISR has the records or ``timeout_ms``
+        passed.  The ``DelayedProduce`` waiting for that is returned when it is parked at once, else
+        handed to ``on_parked`` when it is."""
+        txn = self._transactional_batches(entries) if transactional_id is not None else {}
+        if len({(pid, epoch) for pid, epoch, _seq in txn.values()}) > 1:
+            # handleProduceAppend's InvalidPidMappingException: the request fails as a whole
+            on_done([PartitionResponse(ErrorCode.invalid_producer_id_mapping, error_message=(
+                "Transactional records contained more than one producer ID")) for _ in entries])
+            return None
+        add_partition = api_version > 11  # TransactionSupportedOperation.ADD_PARTITION (supportsEpochBump)
+        verifier = self.txn_verifier
+        if not txn or transactional_id is None or verifier is None or not (add_partition or self.verification.enabled):
+            return self._append_verified(entries, {}, {}, acks, timeout_ms, api_version, on_done)
+        producer_id, producer_epoch, _seq = next(iter(txn.values()))
+        started_ms = self.clock.monotonic_ms()
+        tid = transactional_id
+        answered_at_once = True  # the first ask answered before append_records returns
+        parked_at_once: DelayedProduce | None = None
+
+        def attempt() -> None:
+            """maybeSendPartitionsToTransactionCoordinator: start each partition's verification in its
+            log, then ask the coordinator about those that need it."""
+            errors: dict[int, ErrorCode] = {}
+            guards: dict[int, int] = {}
+            now_ms = self.clock.time_ms()
+            for i, (pid, epoch, seq) in txn.items():
+                p = entries[i].partition
+                if p.leader_id != self.node_id:
+                    errors[i] = ErrorCode.not_leader_or_follower
+                    continue
+                err, _message, guard = p.producers.maybe_start_transaction_verification(
+                    pid, seq, epoch, add_partition, now_ms)
+                if err is not ErrorCode.none:
+                    errors[i] = err
+                elif guard != SENTINEL_GUARD:
+                    guards[i] = guard
+            if not guards:
+                verified(errors, guards)
+                return
+            index = {(entries[i].partition.topic.name, entries[i].partition.index): i for i in guards}
+
+            def answered(unverified: dict[TopicPartition, ErrorCode]) -> None:
+                verified({**errors, **{index[tp]: e for tp, e in unverified.items() if tp in index}}, guards)
+
+            verifier(tid, producer_id, producer_epoch, list(index), api_version, answered)
+
+        def verified(errors: dict[int, ErrorCode], guards: dict[int, int]) -> None:
+            """maybeRetryOnConcurrentTransactions (Produce v12+), then postVerificationCallback."""
+            if add_partition and ErrorCode.concurrent_transactions in errors.values() \
+                    and self.clock.monotonic_ms() - started_ms < self.verification.retry_timeout_ms:
+                self.clock.call_later(self.verification.retry_backoff_ms, retry)
+                return
+            nonlocal parked_at_once
+            op = self._append_verified(entries, errors, guards, acks, timeout_ms, api_version, on_done)
+            if answered_at_once:
+                parked_at_once = op
+            elif op is not None and on_parked is not None:
+                on_parked(op)
+
+        def retry() -> None:
+            try:
+                attempt()
+            except Exception:  # noqa: BLE001 - a broker bug answers this request, not the clock's loop
+                log.exception("Failed to verify a transactional produce of %s", tid)
+                on_done([PartitionResponse(ErrorCode.unknown_server_error) for _ in entries])
+
+        attempt()
+        answered_at_once = False
+        return parked_at_once
+
+    def _transactional_batches(self, entries: list[ProduceEntry]) -> dict[int, tuple[int, int, int]]:
+        """``handleProduceAppend``: the entries whose (single) batch is transactional, with its producer
+        id, epoch and first sequence (``topicPartitionBatchInfo``); a batch the append would refuse as
+        malformed is left to it."""
+        out = {}
+        for i, e in enumerate(entries):
+            records = e.records
+            if records is None or len(records) < 61 or records[16] != 2 or not records[22] & TRANSACTIONAL_FLAG:
+                continue
+            try:
+                batches = split_batches(records)
+            except CorruptRecordBatch:
+                continue
+            if len(batches) != 1:
+                continue
+            h = parse_header(batches[0])
+            if h.has_producer_id:
+                out[i] = (h.producer_id, h.producer_epoch, h.base_sequence)
+        return out
+
+    def _append_verified(self, entries: list[ProduceEntry], errors: dict[int, ErrorCode], guards: dict[int, int],
+                         acks: int, timeout_ms: int, api_version: int,
+                         on_done: Callable[[list[PartitionResponse]], None]) -> DelayedProduce | None:
+        """``postVerificationCallback`` and ``appendRecords``: the entries that failed verification get
+        their error; the others are appended with their verification guards."""
         if acks not in (-1, 0, 1):
-            on_done([PartitionResponse(ErrorCode.invalid_required_acks) for _ in entries])
+            on_done([verification_failure(errors[i], api_version) if i in errors
+                     else PartitionResponse(ErrorCode.invalid_required_acks) for i in range(len(entries))])
             return None
         now_ms = self.clock.time_ms()
-        appended = [self._append_to_leader(e, acks, api_version, now_ms, transactional_id) for e in entries]
+        appended = [_Appended(verification_failure(errors[i], api_version)) if i in errors
+                    else self._append_to_leader(e, acks, api_version, now_ms, guards.get(i, SENTINEL_GUARD))
+                    for i, e in enumerate(entries)]
         return self._complete_or_watch([e.partition for e in entries], appended, acks, timeout_ms, on_done)
 
     def _complete_or_watch(self, partitions: list[Partition], appended: list[_Appended], acks: int, timeout_ms: int,
@@ -305,7 +444,7 @@ class ReplicaManager:
         return op
 
     def _append_to_leader(self, entry: ProduceEntry, acks: int, api_version: int, now_ms: int,
-                          transactional_id: str | None) -> _Appended:
+                          guard: int) -> _Appended:
         p = entry.partition
         metadata = self.metadata
         topic = p.topic
@@ -347,24 +486,6 @@ class ReplicaManager:
             batch = memoryview(clear_log_append_time(batch))
             header.attributes &= ~TIMESTAMP_TYPE_MASK
         log = p.log
-        verifier = self.txn_verifier
-        if header.is_transactional and header.producer_id >= 0 and verifier is not None \
-                and transactional_id is not None:
-            # ReplicaManager.maybeStartTransactionVerificationForPartitions (no transactional id in the
-            # request: not verified) and UnifiedLog.maybeStartTransactionVerification: an epoch below
-            # the producer's is refused at once; verified only while the producer has no transaction
-            # open here at this epoch (hasOngoingTransaction: at TV2 a new epoch is a new transaction)
-            entry_state = p.producers.producers.get(header.producer_id)
-            if entry_state is not None and header.producer_epoch < entry_state.epoch:
-                return _Appended(PartitionResponse(ErrorCode.invalid_producer_epoch, error_message=(
-                    f"Epoch of producer {header.producer_id} is {header.producer_epoch}, which is smaller "
-                    f"than the last seen epoch {entry_state.epoch}")))
-            if entry_state is None or entry_state.current_txn_first_offset < 0 \
-                    or entry_state.epoch != header.producer_epoch:
-                verr = verifier(transactional_id, topic.name, p.index, header.producer_id, header.producer_epoch,
-                                api_version)
-                if verr is not ErrorCode.none:
-                    return _Appended(verification_failure(verr, api_version))
         min_isr = metadata.topic_config(topic, "min.insync.replicas")
         if acks == -1 and len(p.isr) < min_isr:
             # Partition.appendRecordsToLeader's NotEnoughReplicasException: no custom message in the answer
@@ -374,9 +495,12 @@ class ReplicaManager:
             # a RecordValidationException answers the partition with its records' errors (nothing appended)
             rejected.log_start_offset = log.log_start_offset
             return _Appended(rejected)
-        err, duplicate, _message = p.producers.check(header)
+        err, duplicate, message = p.producers.check(header, guard, self.verification.enabled)
         if err is not ErrorCode.none:
-            # thrown from UnifiedLog.append (ProducerAppendInfo): no custom message in the answer
+            # LogAppendResult.errorMessage: Kafka sends the message of these exceptions
+            # (OutOfOrderSequenceException, InvalidProducerEpochException, InvalidTxnStateException)
+            # to no client (hasCustomErrorMessage=false): it logs them
+            logging.getLogger(__name__).debug("Produce to %s-%d refused: %s", topic.name, p.index, message)
             return _Appended(PartitionResponse(err, log_start_offset=log.log_start_offset))
         if duplicate is not None:
             # ProducerStateManager found the batch among the last 5: answer with the original offsets

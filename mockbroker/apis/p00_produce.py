@@ -36,7 +36,11 @@ Behavior:
   asked first (``txn/verification.py``): v0-10 a partition not in the
   transaction is INVALID_TXN_STATE, v11 TRANSACTION_ABORTABLE; v12+ adds the
   partition to the transaction (transaction version 2 clients send no
-  AddPartitionsToTxn).  NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
+  AddPartitionsToTxn), whatever the config says.  At v12+ CONCURRENT_TRANSACTIONS
+  (the last transaction's markers pending) is asked again inside the broker
+  every add.partitions.to.txn.retry.backoff.ms for up to
+  add.partitions.to.txn.retry.backoff.max.ms, the request waiting, before it is
+  answered.  NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
   COORDINATOR_LOAD_IN_PROGRESS (and before v12 CONCURRENT_TRANSACTIONS) from
   the coordinator are answered NOT_ENOUGH_REPLICAS; PRODUCER_FENCED is
   INVALID_PRODUCER_EPOCH.
@@ -61,7 +65,7 @@ from protocol.errors import CorruptRecordBatch, ErrorCode
 from protocol.records import COMPRESSION_MASK, TRANSACTIONAL_FLAG, Compression, first_batch, split_batches
 from protocol.registry import ApiKey
 
-from ..delayed_produce import PartitionResponse
+from ..delayed_produce import DelayedProduce, PartitionResponse
 from ..metadata import Partition
 from ..replica_manager import ProduceEntry
 from ..journal import PartitionRecord
@@ -237,9 +241,13 @@ def handle(ctx: RequestContext, req: ProduceRequest) -> Outcome:
         return respond([])
     deferred = Deferred()
     deferred.partitions = [PartitionRecord(t, p, 0, n) for (t, p), n in sizes.items()]
+
+    def parked(op: DelayedProduce) -> None:  # appended after the coordinator verified it: the wait
+        deferred.delayed = op
+
     deferred.delayed = ctx.broker.replica_manager.append_records(
         entries, acks, timedelta_ms(req.timeout), v, lambda responses: deferred.complete_with(lambda: respond(responses)),
-        transactional_id=req.transactional_id)
+        transactional_id=req.transactional_id, on_parked=parked)
     return deferred
 
 

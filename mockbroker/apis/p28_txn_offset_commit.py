@@ -14,7 +14,7 @@ OffsetMetadataManager.commitTransactionalOffset; see ``mockbroker/group/offsets.
   INVALID_PRODUCER_EPOCH; no live transaction coordinator
   COORDINATOR_NOT_AVAILABLE (NOT_ENOUGH_REPLICAS from the verification, as
   the group coordinator maps it).  v5 adds the partition instead (KIP-890
-  part 2: a TV2 client sends no AddOffsetsToTxn).
+  part 2: a TV2 client sends no AddOffsetsToTxn), whatever the config says.
 * v6 names topics by id: an id the cluster does not know (or the zero id) is
   UNKNOWN_TOPIC_ID for its partitions, answered by the broker.
 * The member is checked as OffsetCommit checks it (unknown member,
@@ -72,13 +72,16 @@ _COORDINATOR_ERRORS = frozenset({ErrorCode.coordinator_not_available, ErrorCode.
 
 def _verified(ctx: RequestContext, req: TxnOffsetCommitRequest) -> ErrorCode:
     """The coordinator runtime's scheduleTransactionalWriteOperation: is the group's offsets
-    partition in the transaction (v5+: add it, as Produce v12+ does)?"""
+    partition in the transaction (v5+: add it, as Produce v12+ does)?  Below v5 only while
+    transaction.partition.verification.enable is on; v5+ always (ReplicaManager's
+    maybeSendPartitionToTransactionCoordinator: nothing else adds the partition)."""
     txn = ctx.broker.txn
-    if not txn.config.partition_verification_enable:
+    operation = operation_for_txn_offset_commit_version(ctx.version)
+    if not operation.supports_epoch_bump and not txn.config.partition_verification_enable:
         return ErrorCode.none
     tp = (GROUP_METADATA_TOPIC, ctx.broker.groups.registry.partition_for(req.group_id))
     error = AddPartitionsToTxnManager(txn).verify(req.transactional_id, tp, req.producer_id, req.producer_epoch,
-                                                   operation_for_txn_offset_commit_version(ctx.version))
+                                                   operation)
     return ErrorCode.coordinator_not_available if error in _COORDINATOR_ERRORS else error
 
 

@@ -15,19 +15,25 @@ What the Produce version lets the broker do
   AddPartitionsToTxn itself.
 
 The coordinator's answer is mapped as ``AddPartitionsToTxnHandler.onComplete`` maps it:
-PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH (what producers expect there), and no live leader
-of the id's ``__transaction_state`` partition is COORDINATOR_NOT_AVAILABLE
-(``getTransactionCoordinator``).  ``ReplicaManager`` then turns the coordinator errors older
-clients would not retry into NOT_ENOUGH_REPLICAS (``verification_failure`` in
-``replica_manager.py``).
+PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH (what producers expect there), TRANSACTION_ABORTABLE
+INVALID_TXN_STATE for the clients that do not know it, and no live leader of the id's
+``__transaction_state`` partition is COORDINATOR_NOT_AVAILABLE (``getTransactionCoordinator``).
+Only the partitions with an error are in the answer (``unverified``).  ``ReplicaManager`` retries
+CONCURRENT_TRANSACTIONS at Produce v12+ (add.partitions.to.txn.retry.backoff.ms, up to
+add.partitions.to.txn.retry.backoff.max.ms) and then turns the coordinator errors older clients
+would not retry into NOT_ENOUGH_REPLICAS (``verification_failure`` in ``replica_manager.py``).
 
 The inter-broker request is not simulated: the coordinator is called in-process and answers at
-once (its log writes complete at once); an answer that did not come back at once is taken as
-Kafka takes a timed-out request, NETWORK_EXCEPTION.
+once (its log writes complete at once), so requests are never queued per coordinator and none
+replaces another's (Kafka answers a queued one that a newer request of the same transactional id
+replaces NETWORK_EXCEPTION, or INVALID_PRODUCER_EPOCH when the newer has a higher epoch); the
+synchronous ``verify`` (TxnOffsetCommit) takes an answer that did not come back at once as Kafka
+takes a timed-out request, NETWORK_EXCEPTION.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from enum import Enum
 
 from protocol.errors import ErrorCode
@@ -67,36 +73,59 @@ def operation_for_produce_version(version: int) -> TransactionSupportedOperation
     return TransactionSupportedOperation.DEFAULT_ERROR
 
 
+# the partitions that failed verification and their errors (AddPartitionsToTxnManager.AppendCallback)
+AppendCallback = Callable[[dict[TopicPartition, ErrorCode]], None]
+
+
 class AddPartitionsToTxnManager:
-    """One per cluster (Kafka has one per broker, each sending to the coordinators); a
-    ``ReplicaManager.txn_verifier``: called for a transactional batch whose producer has no
-    transaction open in the partition, answers the error for that partition (NONE: append)."""
+    """One per cluster (Kafka has one per broker, each sending to the coordinators); the
+    ``ReplicaManager.txn_verifier``: asked for the transactional partitions of a Produce whose
+    producer has no transaction open in them, answers the partitions that failed and their errors
+    (none: append them)."""
 
     def __init__(self, coordinator: TransactionCoordinator) -> None:
         self.coordinator = coordinator
 
-    def __call__(self, transactional_id: str, topic: str, partition: int, producer_id: int, producer_epoch: int,
-                 produce_version: int) -> ErrorCode:
-        return self.verify(transactional_id, (topic, partition), producer_id, producer_epoch,
-                           operation_for_produce_version(produce_version))
+    def __call__(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                 partitions: Collection[TopicPartition], produce_version: int, callback: AppendCallback) -> None:
+        self.add_or_verify_transaction(transactional_id, producer_id, producer_epoch, partitions, callback,
+                                       operation_for_produce_version(produce_version))
+
+    def add_or_verify_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                                  partitions: Collection[TopicPartition], callback: AppendCallback,
+                                  operation: TransactionSupportedOperation) -> None:
+        """``addOrVerifyTransaction``: one AddPartitionsToTxn for the partitions (verifyOnly unless the
+        operation adds them); ``callback`` gets the coordinator's errors as the verifying broker maps
+        them (``AddPartitionsToTxnHandler.onComplete``), only for the partitions that failed."""
+        parts = list(partitions)
+        txn = self.coordinator
+
+        def mapped(errors: dict[TopicPartition, ErrorCode]) -> None:
+            unverified = {}
+            for tp, error in errors.items():
+                if error is ErrorCode.none:
+                    continue
+                if error is ErrorCode.producer_fenced:
+                    error = ErrorCode.invalid_producer_epoch
+                elif error is ErrorCode.transaction_abortable \
+                        and operation is TransactionSupportedOperation.DEFAULT_ERROR:
+                    error = ErrorCode.invalid_txn_state  # for backward compatibility with clients
+                unverified[tp] = error
+            callback(unverified)
+
+        if operation.supports_epoch_bump:
+            # verifyOnly=false in the broker's AddPartitionsToTxn (its latest version, v4+: TV2 for the
+            # coordinator, transactionVersionForAddPartitionsToTxn); one error for every partition
+            txn.handle_add_partitions(transactional_id, producer_id, producer_epoch, parts,
+                                      lambda error: mapped({tp: error for tp in parts}), TV_2)
+        else:
+            txn.handle_verify_partitions(transactional_id, producer_id, producer_epoch, parts, mapped)
 
     def verify(self, transactional_id: str, tp: TopicPartition, producer_id: int, producer_epoch: int,
                operation: TransactionSupportedOperation) -> ErrorCode:
-        """The coordinator's answer for ``tp`` as the verifying broker sees it (NONE: go on)."""
+        """The coordinator's answer for ``tp`` as the verifying broker sees it, at once (NONE: go on;
+        the group coordinator's transactional offset commit asks this way)."""
         answers: list[ErrorCode] = []
-        txn = self.coordinator
-        if operation.supports_epoch_bump:
-            # verifyOnly=false in the broker's AddPartitionsToTxn (its latest version, v4+: TV2 for the
-            # coordinator, transactionVersionForAddPartitionsToTxn)
-            txn.handle_add_partitions(transactional_id, producer_id, producer_epoch, [tp], answers.append, TV_2)
-        else:
-            txn.handle_verify_partitions(transactional_id, producer_id, producer_epoch, [tp],
-                                         lambda errors: answers.append(errors.get(tp, ErrorCode.none)))
-        if not answers:
-            return ErrorCode.network_exception
-        error = answers[0]
-        if error is ErrorCode.producer_fenced:
-            return ErrorCode.invalid_producer_epoch
-        if error is ErrorCode.transaction_abortable and operation is TransactionSupportedOperation.DEFAULT_ERROR:
-            return ErrorCode.invalid_txn_state  # for backward compatibility with clients
-        return error
+        self.add_or_verify_transaction(transactional_id, producer_id, producer_epoch, [tp],
+                                       lambda errors: answers.append(errors.get(tp, ErrorCode.none)), operation)
+        return answers[0] if answers else ErrorCode.network_exception

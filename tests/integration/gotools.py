@@ -2,8 +2,8 @@
 
 One program, nine commands: the consumer group test's (main.go, test_franz_go_group.py),
 ``groupconsumers control ...`` (control.go, test_control_franz_go.py), ``groupconsumers txn ...``
-(txn.go, test_transactions_franz_go.py; it also uses kadm), ``groupconsumers throttled ...``
-(throttled.go, test_throttle_clients.py), ``groupconsumers share ...`` and ``groupconsumers share-acks ...``
+(txn.go, test_transactions_franz_go.py and test_transactions_latency.py; it also uses kadm),
+``groupconsumers throttled ...`` (throttled.go, test_throttle_clients.py), ``groupconsumers share ...`` and ``groupconsumers share-acks ...``
 (share.go, test_franz_go_share.py and test_java_share_consumer.py), ``groupconsumers kadm ...`` (kadm.go: the
 admin APIs through kadm, test_admin_tour.py and test_admin_kafka44.py), ``groupconsumers tls ...`` (tls.go,
 test_tls_clients.py) and ``groupconsumers acl ...`` (acl.go, test_acl_clients.py).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mockbroker.producer_state import ProducerStateManager
+from mockbroker.producer_state import SENTINEL_GUARD, ProducerStateManager
 from protocol.errors import ErrorCode
 from protocol.records import build_batch, parse_header
 
@@ -138,3 +138,88 @@ def test_open_transaction_survives_expiration_and_truncation_reopens_it():
     assert list(psm.ongoing_txns) == [0] and psm.producers[1].current_txn_first_offset == 0
     psm.truncate(0)
     assert psm.ongoing_txns == {} and psm.producers == {}
+
+
+# -- Kafka's checkSequence beyond the last batch, and KIP-890 verification state ------------------
+def test_a_known_epoch_with_no_batch_left_takes_only_sequence_0():
+    """ProducerAppendInfo.checkSequence: a producer known at the batch's epoch whose batches are gone
+    (a transaction version 2 marker bumped its epoch and cleared them) continues from sequence -1."""
+    psm = ProducerStateManager()
+    appended(psm, txn_hdr(epoch=3, seq=0, n=4), 0)
+    psm.append_end_txn_marker(5, 4, 0, False, 4, 0)  # TV2: the marker carries the bumped epoch
+    assert psm.producers[5].epoch == 4 and not psm.producers[5].batches
+    assert psm.check(txn_hdr(epoch=4, seq=4))[0] == ErrorCode.out_of_order_sequence_number
+    assert psm.check(txn_hdr(epoch=4, seq=0))[0] == ErrorCode.none
+
+
+def test_verification_state_keeps_the_lowest_sequence_and_the_guard():
+    """UnifiedLog.maybeStartTransactionVerification / VerificationStateEntry: the state is created once
+    per producer (its guard stays), the lowest sequence at the latest epoch is kept; an epoch below the
+    producer's is refused; a transaction open at the epoch needs no verification (SENTINEL)."""
+    psm = ProducerStateManager()
+    err, _, guard = psm.maybe_start_transaction_verification(5, 3, 0, True, now_ms=10)
+    assert err == ErrorCode.none and guard != SENTINEL_GUARD
+    assert psm.maybe_start_transaction_verification(5, 1, 0, True, 11)[2] == guard
+    assert psm.verification_states[5].lowest_sequence == 1
+    assert psm.maybe_start_transaction_verification(5, 7, 0, True, 12)[2] == guard
+    assert psm.verification_states[5].lowest_sequence == 1
+    assert psm.maybe_start_transaction_verification(5, 9, 1, True, 13)[2] == guard  # a newer epoch: its own
+    assert (psm.verification_states[5].epoch, psm.verification_states[5].lowest_sequence) == (1, 9)
+    appended(psm, txn_hdr(epoch=2, seq=0), 0)  # (check without verification: the guard is not asked for)
+    assert 5 not in psm.verification_states  # a transactional append ends the verification
+    assert psm.maybe_start_transaction_verification(5, 1, 2, True, 14) == (ErrorCode.none, None, SENTINEL_GUARD)
+    assert psm.maybe_start_transaction_verification(5, 0, 1, True, 14)[0] == ErrorCode.invalid_producer_epoch
+
+
+def test_tv2_verification_wants_sequence_0_first_and_nothing_above_the_lowest():
+    """checkSequence with a verification state: at Produce v12+ (supportsEpochBump) a producer with no
+    batch here must start at 0 ("Expected sequence 0 for transactions v2 ..."); and no batch may start
+    above the lowest sequence seen while verifying, so a later pipelined batch cannot overtake the
+    first one, whose verification is still being retried."""
+    psm = ProducerStateManager()
+    _, _, guard = psm.maybe_start_transaction_verification(5, 0, 0, True, 0)
+    psm.maybe_start_transaction_verification(5, 2, 0, True, 0)  # the next pipelined batch
+    err, _, message = psm.check(txn_hdr(seq=2), guard, verification_enabled=True)
+    assert err == ErrorCode.out_of_order_sequence_number and "Expected sequence 0" in message
+    psm.verification_states[5].lowest_sequence = 0
+    err, _, _ = psm.check(txn_hdr(seq=0, n=2), guard, verification_enabled=True)
+    assert err == ErrorCode.none
+    # a known producer (batches kept at its epoch) past its verification's lowest sequence
+    psm2 = ProducerStateManager()
+    appended(psm2, hdr(epoch=0, seq=0), 0)
+    _, _, g2 = psm2.maybe_start_transaction_verification(5, 2, 0, False, 0)
+    psm2.maybe_start_transaction_verification(5, 4, 0, False, 0)
+    err, _, message = psm2.check(txn_hdr(seq=4), g2, verification_enabled=True)
+    assert err == ErrorCode.out_of_order_sequence_number and "earliest seen sequence" in message
+    assert psm2.check(txn_hdr(seq=2), g2, verification_enabled=True)[0] == ErrorCode.none
+    # below Produce v12 an unknown producer still starts anywhere
+    psm3 = ProducerStateManager()
+    _, _, g3 = psm3.maybe_start_transaction_verification(5, 7, 0, False, 0)
+    assert psm3.check(txn_hdr(seq=7), g3, verification_enabled=True)[0] == ErrorCode.none
+
+
+def test_a_transactional_batch_without_the_verification_guard_is_invalid_txn_state():
+    """batchMissingRequiredVerification: with verification on, a transactional batch with no transaction
+    open at its epoch must come with the producer's current guard."""
+    psm = ProducerStateManager()
+    _, _, guard = psm.maybe_start_transaction_verification(5, 0, 0, False, 0)
+    assert psm.check(txn_hdr(), SENTINEL_GUARD, True) == (
+        ErrorCode.invalid_txn_state, None, "Record was not part of an ongoing transaction")
+    assert psm.check(txn_hdr(), guard + 1, True)[0] == ErrorCode.invalid_txn_state
+    assert psm.check(txn_hdr(), SENTINEL_GUARD, False)[0] == ErrorCode.none  # verification off
+    assert psm.check(txn_hdr(), guard, True)[0] == ErrorCode.none
+
+
+def test_markers_clear_the_verification_state_except_the_next_tv2_transactions():
+    """UnifiedLog.updateProducers: a marker clears the producer's verification state, unless a Produce
+    v12+ began verifying the next transaction at the marker's (bumped) epoch; expiry removes old ones."""
+    psm = ProducerStateManager()
+    appended(psm, txn_hdr(epoch=0, seq=0), 0)
+    psm.maybe_start_transaction_verification(5, 0, 1, True, 0)  # the next transaction, epoch bumped
+    psm.append_end_txn_marker(5, 1, 0, False, 1, 0)
+    assert 5 in psm.verification_states
+    psm.maybe_start_transaction_verification(6, 0, 0, False, 0)
+    psm.append_end_txn_marker(6, 0, 0, False, 2, 0)
+    assert 6 not in psm.verification_states
+    psm.expire(now_ms=100, expiration_ms=100)
+    assert psm.verification_states == {}

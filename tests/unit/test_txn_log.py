@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from mockbroker import ManualClock, MockBroker
 from mockbroker.log import AbortedTxn
-from mockbroker.replica_manager import ProduceEntry
+from mockbroker.replica_manager import ProduceEntry, VerificationConfig
 from protocol.client import RawKafkaClient
 from protocol.errors import ErrorCode
 from protocol.records import (
@@ -255,18 +255,25 @@ def test_txn_verifier_hook(b, c):
     b.create_topic(t, 1)
     seen = []
 
-    def verifier(txn_id, topic, partition, pid, epoch, produce_version):
-        seen.append((txn_id, topic, partition, pid, epoch))
-        return E.invalid_txn_state if pid == 66 else E.none
+    def verifier(txn_id, pid, epoch, partitions, produce_version, callback):
+        seen.extend((txn_id, topic, partition, pid, epoch) for topic, partition in partitions)
+        callback({tp: E.invalid_txn_state for tp in partitions} if pid == 66 else {})
 
-    b.call(lambda cl: setattr(rm(cl, t), "txn_verifier", verifier))
+    def hook(cl, verifier, verification):
+        manager = rm(cl, t)
+        before = manager.txn_verifier, manager.verification
+        manager.txn_verifier, manager.verification = verifier, verification
+        return before
+
+    # the module's broker has verification off: on for this topic's leader while the hook is in
+    before = b.call(lambda cl: hook(cl, verifier, VerificationConfig(enabled=True)))
     try:
         assert produce(c, t, 66, 0, 0, transactional=True).error_code == E.invalid_txn_state
         assert txn(c, t, 67, 0) == 0
         assert txn(c, t, 67, 1) == 1  # the transaction is open here: not verified again
         assert seen == [("t", t, 0, 66, 0), ("t", t, 0, 67, 0)]
     finally:
-        b.call(lambda cl: setattr(rm(cl, t), "txn_verifier", None))
+        b.call(lambda cl: hook(cl, *before))
 
 
 def test_list_offsets_latest_read_committed_is_the_lso(b, c):
@@ -437,3 +444,18 @@ def test_kafka_python_read_committed_skips_aborted_and_control_records(b, c):
     assert consume("read_committed") == [(0, b"plain-0"), (3, b"txn-32"), (4, b"txn-32"), (8, b"plain-1")]
     # read_uncommitted: every data record, the aborted and open ones too, never the control records
     assert [o for o, _ in consume("read_uncommitted")] == [0, 1, 2, 3, 4, 5, 8, 9]
+
+
+def test_producer_state_errors_carry_no_message(b, c):
+    """LogAppendResult.errorMessage: OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH and
+    INVALID_TXN_STATE from the producer state are answered without their exception's message (Kafka
+    logs it; hasCustomErrorMessage is false for them)."""
+    t = topic_name("nomsg")
+    b.create_topic(t, 1)
+    assert produce(c, t, 31, 1, 0).error_code == E.none
+    for r, error in ((produce(c, t, 31, 1, 5), E.out_of_order_sequence_number),
+                     (produce(c, t, 31, 0, 1), E.invalid_producer_epoch)):
+        assert (r.error_code, r.error_message) == (error, None)
+    txn(c, t, 32, 0)
+    r = produce(c, t, 32, 0, 1)  # a plain batch while its transaction is open
+    assert (r.error_code, r.error_message) == (E.invalid_txn_state, None)

@@ -216,6 +216,15 @@ def test_wrong_broker_and_verification_off():
             gc = clients[gnode]
             assert txn_commit(gc, "wb-1", pid, epoch, group, {("wb-in", 0): 4}) == {("wb-in", 0): E.none}
             assert fetch(gc, group, [("wb-in", 0)], True) == {("wb-in", 0): (E.unstable_offset_commit, -1)}
+            assert txn_state(b, "wb-1") == ("Empty", [])  # v3 added nothing
+            # v5 (transaction version 2) adds the offsets partition whatever the config says, as
+            # ReplicaManager.maybeSendPartitionToTransactionCoordinator does: its COMMIT marker commits them
+            assert txn_commit(gc, "wb-1", pid, epoch, group, {("wb-in", 0): 6}, version=5) == {("wb-in", 0): E.none}
+            assert txn_state(b, "wb-1") == ("Ongoing", [offsets_partition(b, group)])
+            r = clients[tnode].request(ApiKey.END_TXN, 5, {"transactional_id": "wb-1", "producer_id": pid,
+                                                           "producer_epoch": epoch, "committed": True})
+            assert r.error_code == E.none
+            assert fetch(gc, group, [("wb-in", 0)], True) == {("wb-in", 0): (E.none, 6)}
         finally:
             for c in clients:
                 c.close()

@@ -5,6 +5,7 @@ by Produce v12+, EndTxn v5 bumping the epoch), checked against Kafka 4.x's answe
 
 from __future__ import annotations
 
+import select
 import time
 
 import pytest
@@ -103,52 +104,219 @@ def test_transactional_records_without_a_transactional_id_are_refused(b, c):
 
 
 def test_verification_disabled_appends_without_asking():
+    """transaction.partition.verification.enable=false: Produce v0-11 appends without asking the
+    coordinator; v12+ still asks it to add the partition (ReplicaManager sends a transaction version 2
+    client's partitions to the coordinator whatever the config says: nothing else would add them)."""
     with MockBroker(config={"transaction.partition.verification.enable": False}) as b:
-        b.create_topic("v-off", 1)
+        b.create_topic("v-off", 2)
         with RawKafkaClient.connect(b.bootstrap_servers) as c:
             pid, epoch = init_pid(c, "v-off")
             assert produce(c, "v-off", "v-off", pid, epoch, 0, 9).error_code == E.none
             assert produce(c, "v-off", "v-off", pid, epoch, 1, 12).error_code == E.none
-            assert txn_of(b, "v-off") == ("Empty", [], epoch)  # v12 added nothing either
+            assert txn_of(b, "v-off") == ("Empty", [], epoch)  # open in the partition: not asked
+            assert produce(c, "v-off", "v-off", pid, epoch, 0, 12, partition=1).error_code == E.none
+            assert txn_of(b, "v-off") == ("Ongoing", [("v-off", 1)], epoch)
+            assert end_txn(c, "v-off", pid, epoch, True) == (E.none, pid, epoch + 1)
+            assert partition_state(b, "v-off", 1) == (2, 2, [])  # the record and its COMMIT marker
 
 
-def test_concurrent_transactions_is_not_enough_replicas_before_produce_v12():
-    """While the last transaction's markers are written: NOT_ENOUGH_REPLICAS for Produce <= 11,
-    CONCURRENT_TRANSACTIONS itself for v12+ (ReplicaManager: common at TV2, less confusing)."""
-    with MockBroker(config={"mock.num.brokers": 2}, clock=ManualClock()) as b:
-        b.create_topic("v-conc", 2, replication_factor=2)
-        b.set_replication_lag(1000)
-        leaders = b.call(lambda cl: [cl.metadata.partition("v-conc", i).leader_id for i in (0, 1)])
-        addrs = b.bootstrap_servers.split(",")
-        clients = [RawKafkaClient.connect(a) for a in addrs]
-        try:
-            coord = b.call(lambda cl: cl.txn.txn_manager.coordinator_id("v-conc"))
-            cc = clients[coord - b.call(lambda cl: min(cl.brokers))]
+# -- CONCURRENT_TRANSACTIONS: retried inside the broker at Produce v12+ ------------------------------
+# ReplicaManager.handleProduceAppend (maybeRetryOnConcurrentTransactions): while the last transaction's
+# markers are written the coordinator answers CONCURRENT_TRANSACTIONS; at Produce v12+ the broker asks
+# again every add.partitions.to.txn.retry.backoff.ms (20) until
+# min(add.partitions.to.txn.retry.backoff.max.ms (100), request.timeout.ms) has passed, the request and
+# those behind it on its connection waiting meanwhile.  The markers are held by
+# mock.txn.marker.latency.ms on the manual clock.
+class CountingVerifier:
+    """Wraps every broker's txn_verifier to count the coordinator asks per producer epoch."""
 
-            def to_leader(i):
-                return clients[leaders[i] - b.call(lambda cl: min(cl.brokers))]
+    def __init__(self, inner):
+        self.inner, self.asks = inner, []
 
-            pid, epoch = init_pid(cc, "v-conc")
-            assert add_partitions(cc, "v-conc", pid, epoch, "v-conc", 0) == E.none
-            assert produce(to_leader(0), "v-conc", "v-conc", pid, epoch, 0, 9, acks=1).error_code == E.none
-            assert end_txn(cc, "v-conc", pid, epoch, True, version=3) == (E.none,)
-            # the COMMIT marker waits for the follower: the transaction stays PrepareCommit
-            assert txn_of(b, "v-conc")[0] == "PrepareCommit"
-            r = produce(to_leader(1), "v-conc", "v-conc", pid, epoch, 0, 9, partition=1)
-            assert r.error_code == E.not_enough_replicas
-            assert r.error_message.endswith("Underlying error: CONCURRENT_TRANSACTIONS")
-            r = produce(to_leader(1), "v-conc", "v-conc", pid, epoch, 0, 12, partition=1)
+    def __call__(self, tid, pid, epoch, partitions, version, callback):
+        self.asks.append((epoch, sorted(partitions)))
+        self.inner(tid, pid, epoch, partitions, version, callback)
+
+
+def held_markers(latency_ms, **config):
+    b = MockBroker(config={"mock.txn.marker.latency.ms": latency_ms, **config}, clock=ManualClock())
+    b.start()
+    counter = b.call(lambda cl: CountingVerifier(cl.brokers[min(cl.brokers)].replica_manager.txn_verifier))
+
+    def install(cl):
+        for broker in cl.brokers.values():
+            broker.replica_manager.txn_verifier = counter
+
+    b.call(install)
+    return b, counter
+
+
+def commit_first_transaction(b, c, tid, topic):
+    """A TV2 transaction on partition 0 committed with EndTxn v5: PrepareCommit, its markers held.
+    Returns (producer id, the bumped epoch the next transaction uses)."""
+    b.create_topic(topic, 2)
+    pid, epoch = init_pid(c, tid)
+    assert produce(c, tid, topic, pid, epoch, 0, 12).error_code == E.none
+    assert end_txn(c, tid, pid, epoch, True) == (E.none, pid, epoch + 1)
+    assert txn_of(b, tid)[0] == "PrepareCommit"
+    return pid, epoch + 1
+
+
+def send_produce(c, tid, topic, pid, epoch, seq, version=12, partition=0, n=1):
+    from protocol.records import TRANSACTIONAL_FLAG, build_batch
+    batch = build_batch([(b"k", b"v", [])] * n, base_timestamp=1, producer_id=pid, producer_epoch=epoch,
+                        base_sequence=seq, attributes=TRANSACTIONAL_FLAG)
+    body = {"acks": -1, "timeout": 5000, "transactional_id": tid,
+            "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": batch}]}]}
+    return c.send(ApiKey.PRODUCE, version, body), version
+
+
+def answer(c, sent):
+    corr, version = sent
+    return c.response(ApiKey.PRODUCE, version, corr).responses[0].partition_responses[0]
+
+
+def wait_for(predicate, what):
+    deadline = time.monotonic() + 5
+    while not predicate():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.005)
+
+
+def unanswered(c):
+    return not select.select([c.sock], [], [], 0)[0]
+
+
+def test_concurrent_transactions_is_retried_until_the_markers_are_written():
+    b, counter = held_markers(50)
+    try:
+        with RawKafkaClient.connect(b.bootstrap_servers) as c:
+            pid, epoch = commit_first_transaction(b, c, "r-ok", "r-ok")
+            # the next transaction's first batch and a second one pipelined behind it on the connection
+            first = send_produce(c, "r-ok", "r-ok", pid, epoch, 0)
+            second = send_produce(c, "r-ok", "r-ok", pid, epoch, 1)
+            wait_for(lambda: len(counter.asks) == 2, "the first batch was not verified")  # (+ the first txn's)
+            for asks in (3, 4):
+                b.advance(20)
+                assert len(counter.asks) == asks and unanswered(c)  # CONCURRENT_TRANSACTIONS: asked again
+            b.advance(10)  # 50 ms: the markers reach the partition, the transaction completes
+            assert txn_of(b, "r-ok") == ("CompleteCommit", [], epoch)
+            assert unanswered(c)
+            b.advance(10)  # the retry at 60 ms adds the partition: appended after the COMMIT marker
+            r = answer(c, first)
+            assert (r.error_code, r.base_offset) == (E.none, 2)
+            r = answer(c, second)  # read once the first was answered; the transaction is open here now
+            assert (r.error_code, r.base_offset) == (E.none, 3)
+            assert len(counter.asks) == 5 and txn_of(b, "r-ok") == ("Ongoing", [("r-ok", 0)], epoch)
+    finally:
+        b.stop()
+
+
+def test_concurrent_transactions_once_the_retries_run_out_and_before_produce_v12():
+    """After 100 ms of asking, Produce v12+ is answered CONCURRENT_TRANSACTIONS itself (common at TV2,
+    ReplicaManager keeps it for those clients); Produce v11 and below are never retried and get
+    NOT_ENOUGH_REPLICAS, which they retry without a metadata refresh."""
+    b, counter = held_markers(1000)
+    try:
+        with RawKafkaClient.connect(b.bootstrap_servers) as c:
+            pid, epoch = commit_first_transaction(b, c, "r-out", "r-out")
+            r = produce(c, "r-out", "r-out", pid, epoch, 0, 9, partition=1)
+            assert (r.error_code, r.error_message) == (E.not_enough_replicas, (
+                "Unable to verify the partition has been added to the transaction. "
+                "Underlying error: CONCURRENT_TRANSACTIONS"))
+            assert len(counter.asks) == 2  # asked once
+            sent = send_produce(c, "r-out", "r-out", pid, epoch, 0, partition=1)
+            wait_for(lambda: len(counter.asks) == 3, "not verified")
+            b.advance(99)
+            assert len(counter.asks) == 7 and unanswered(c)  # asked at 0, 20, 40, 60 and 80 ms
+            b.advance(1)  # the ask at 100 ms is the last
+            r = answer(c, sent)
             assert (r.error_code, r.error_message) == (E.concurrent_transactions, None)
-            b.advance(1000)
-            deadline = time.monotonic() + 5
-            while txn_of(b, "v-conc")[0] != "CompleteCommit":
-                assert time.monotonic() < deadline, "the marker never completed"
-                time.sleep(0.01)
-            assert produce(to_leader(1), "v-conc", "v-conc", pid, epoch, 0, 12, partition=1,
-                           acks=1).error_code == E.none
-        finally:
-            for x in clients:
-                x.close()
+            assert len(counter.asks) == 8 and partition_state(b, "r-out", 1) == (0, 0, [])
+    finally:
+        b.stop()
+
+
+def test_the_retry_configs_under_kafkas_names():
+    """add.partitions.to.txn.retry.backoff.ms / .max.ms: a backoff of 30 up to 45 ms asks at 0, 30 and 60."""
+    b, counter = held_markers(1000, **{"add.partitions.to.txn.retry.backoff.ms": 30,
+                                       "add.partitions.to.txn.retry.backoff.max.ms": 45})
+    try:
+        with RawKafkaClient.connect(b.bootstrap_servers) as c:
+            pid, epoch = commit_first_transaction(b, c, "r-cfg", "r-cfg")
+            sent = send_produce(c, "r-cfg", "r-cfg", pid, epoch, 0)
+            wait_for(lambda: len(counter.asks) == 2, "not verified")
+            b.advance(59)
+            assert len(counter.asks) == 3 and unanswered(c)
+            b.advance(1)
+            assert answer(c, sent).error_code == E.concurrent_transactions and len(counter.asks) == 4
+            described = b.call(lambda cl: cl.config_catalog.describe(
+                cl.config["node.id"], 4, str(cl.config["node.id"]),
+                ["add.partitions.to.txn.retry.backoff.ms", "add.partitions.to.txn.retry.backoff.max.ms"],
+                False, False))
+            assert {x["name"]: x["value"] for x in described.configs} == {
+                "add.partitions.to.txn.retry.backoff.ms": "30", "add.partitions.to.txn.retry.backoff.max.ms": "45"}
+    finally:
+        b.stop()
+    with pytest.raises(ConfigError):
+        BrokerConfig({"add.partitions.to.txn.retry.backoff.ms": 0})  # Kafka's atLeast(1)
+
+
+def test_a_later_batch_verified_first_on_another_connection_is_out_of_order():
+    """A batch of the same producer and partition with a higher sequence, verified while the first one
+    still waits (here from another connection: on one connection it waits behind the first), is
+    refused OUT_OF_ORDER_SEQUENCE_NUMBER (ProducerAppendInfo.checkSequence: a v12+ verification with
+    no batch of the producer here wants sequence 0 first); the first one then appends at sequence 0."""
+    b, counter = held_markers(45)
+    try:
+        with RawKafkaClient.connect(b.bootstrap_servers) as c, RawKafkaClient.connect(b.bootstrap_servers) as d:
+            pid, epoch = commit_first_transaction(b, c, "r-two", "r-two")
+            first = send_produce(c, "r-two", "r-two", pid, epoch, 0, n=2)
+            wait_for(lambda: len(counter.asks) == 2, "not verified")
+            b.advance(10)
+            later = send_produce(d, "r-two", "r-two", pid, epoch, 2)
+            wait_for(lambda: len(counter.asks) == 3, "not verified")
+            b.advance(40)  # markers at 45; the later batch's retry at 50 succeeds first
+            r = answer(d, later)
+            assert r.error_code == E.out_of_order_sequence_number
+            assert unanswered(c)
+            b.advance(10)  # the first batch's retry at 60
+            r = answer(c, first)
+            assert (r.error_code, r.base_offset) == (E.none, 2)
+            assert partition_state(b, "r-two")[0] == 4  # record, marker, the two records of the first batch
+    finally:
+        b.stop()
+
+
+def test_a_new_epoch_must_start_at_sequence_0():
+    """ProducerAppendInfo.checkSequence (OUT_OF_ORDER_SEQUENCE_NUMBER at every Produce version, with no
+    error message: LogAppendResult has none for it; which check applies depends on the version): at the
+    epoch a TV2 marker bumped to, no batch of the producer is left, so only sequence 0 follows; at
+    Produce v12+ a producer the partition does not know must start at 0 too (its verification may bump
+    the epoch: "Expected sequence 0 for transactions v2 ..."), where a Produce v0-11 of a TV1 client may
+    start anywhere."""
+    b = MockBroker(clock=ManualClock())
+    b.start()
+    try:
+        with RawKafkaClient.connect(b.bootstrap_servers) as c:
+            b.create_topic("seq0", 3)
+            pid, epoch = init_pid(c, "seq0")
+            assert produce(c, "seq0", "seq0", pid, epoch, 0, 12, n=3).error_code == E.none
+            assert end_txn(c, "seq0", pid, epoch, True) == (E.none, pid, epoch + 1)  # the marker: epoch + 1
+            assert produce(c, "seq0", "seq0", pid, epoch + 1, 3, 12).error_code == E.out_of_order_sequence_number
+            r = produce(c, "seq0", "seq0", pid, epoch + 1, 0, 12)
+            assert (r.error_code, r.base_offset) == (E.none, 4)
+            # partition 1 has never seen the producer
+            r = produce(c, "seq0", "seq0", pid, epoch + 1, 5, 12, partition=1)
+            # (Kafka logs "Expected sequence 0 for transactions v2 ..." and sends no message)
+            assert (r.error_code, r.error_message) == (E.out_of_order_sequence_number, None)
+            assert partition_state(b, "seq0", 1) == (0, 0, [])
+            # a TV1 client's Produce v9 (after AddPartitionsToTxn) to a partition that does not know it
+            assert end_txn(c, "seq0", pid, epoch + 1, False) == (E.none, pid, epoch + 2)
+            assert add_partitions(c, "seq0", pid, epoch + 2, "seq0", 2) == E.none
+            assert produce(c, "seq0", "seq0", pid, epoch + 2, 5, 9, partition=2).error_code == E.none
+    finally:
+        b.stop()
 
 
 # -- KIP-890 part 2: transaction version 2 ---------------------------------------------------------

@@ -20,6 +20,17 @@
 //	admin         an empty id, a committed, an aborted and an open transaction, then kadm's
 //	              DescribeTransactions, ListTransactions (all, a state filter, an id pattern) and
 //	              DescribeProducers of the topic.
+//	ctp           exactly-once consume-transform-produce: an idempotent producer writes ctpRecords
+//	              records to TOPIC; a kgo.GroupTransactSession in a KIP-848 group
+//	              (kgo.ServerSideBalancer, the uniform assignor) reads them read_committed, a poll at
+//	              a time, and writes each as "out-VALUE" to the same partition of TOPIC-out (created
+//	              by the test) in a transaction that commits the group's offsets with it.  Records are
+//	              produced one by one (kgo.Produce) with franz-go's defaults (linger 10 ms, up to 5
+//	              produce requests in flight per broker), so a partition's batches pipeline.  Then a
+//	              last transaction writes an "end" record to every output partition, and a
+//	              read_committed consumer reads TOPIC-out up to them.  Reported: the transactions,
+//	              how many were aborted, every error a produce promise got, the output read, the
+//	              group's committed offsets and the input's end offsets.
 //
 // stdout gets exactly one line, a JSON object: {"scenario": ..., "ok": true, ...what was seen}.
 // Exit 0 on success, 1 on any error or when the scenario is not done within txnDeadline (the JSON
@@ -84,7 +95,7 @@ func txnMain(args []string) int {
 	})
 	defer timer.Stop()
 	scenarios := map[string]func() error{
-		"commit-abort": r.commitAbort, "fence": r.fence, "timeout": r.timeout, "admin": r.admin,
+		"commit-abort": r.commitAbort, "fence": r.fence, "timeout": r.timeout, "admin": r.admin, "ctp": r.ctp,
 	}
 	run, ok := scenarios[args[0]]
 	if !ok {
@@ -163,6 +174,10 @@ func (r *txnRun) spread(prefix string, n int) map[int32][]string {
 // consume reads every partition from the start until an "end" record came from each; returns the
 // values seen (sorted) and whether any record was a control record or came twice.
 func (r *txnRun) consume(committed bool) ([]string, error) {
+	return r.consumeTopic(r.topic, committed)
+}
+
+func (r *txnRun) consumeTopic(topic string, committed bool) ([]string, error) {
 	starts := map[int32]kgo.Offset{}
 	for p := int32(0); p < r.partitions; p++ {
 		starts[p] = kgo.NewOffset().AtStart()
@@ -171,7 +186,7 @@ func (r *txnRun) consume(committed bool) ([]string, error) {
 	if committed {
 		iso = kgo.ReadCommitted()
 	}
-	cl, err := kgo.NewClient(r.opts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{r.topic: starts}),
+	cl, err := kgo.NewClient(r.opts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: starts}),
 		kgo.FetchIsolationLevel(iso), kgo.FetchMaxWait(200*time.Millisecond))...)
 	if err != nil {
 		return nil, err
@@ -494,5 +509,119 @@ func (r *txnRun) admin() error {
 		prods[strconv.Itoa(int(p.Partition))] = result{"leader": p.Leader, "error": errInfo(p.Err), "producers": ps}
 	}
 	r.out["producers"] = prods
+	return nil
+}
+
+const (
+	ctpRecords    = 400
+	ctpPoll       = 100  // records a transaction reads at most
+	ctpPad        = 200  // bytes of padding in each output record
+	ctpBatchBytes = 2048 // kgo.ProducerBatchMaxBytes: a transaction's records of a partition take several batches
+)
+
+// ctp: see the scenario list at the top.
+func (r *txnRun) ctp() error {
+	in, out, group := r.topic, r.topic+"-out", "fg-ctp"
+	input, err := kgo.NewClient(r.opts(kgo.DefaultProduceTopic(in), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	if err != nil {
+		return err
+	}
+	var recs []*kgo.Record
+	for i := 0; i < ctpRecords; i++ {
+		recs = append(recs, &kgo.Record{Partition: int32(i) % r.partitions, Value: []byte(fmt.Sprintf("in-%03d", i))})
+	}
+	err = input.ProduceSync(r.ctx, recs...).FirstErr()
+	input.Close()
+	if err != nil {
+		return fmt.Errorf("input: %w", err)
+	}
+	sess, err := kgo.NewGroupTransactSession(r.opts(
+		kgo.TransactionalID("fg-ctp"), kgo.DefaultProduceTopic(out), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ConsumerGroup(group), kgo.ConsumeTopics(in), kgo.ServerSideBalancer(), kgo.Balancers(kgo.StickyBalancer()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.ProducerBatchMaxBytes(ctpBatchBytes),
+	)...)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	var mu sync.Mutex
+	produceErrors := []string{}
+	txns, aborted, done := 0, 0, 0
+	for done < ctpRecords {
+		if r.ctx.Err() != nil {
+			return fmt.Errorf("ctp: %d of %d records done in %d transactions: %w", done, ctpRecords, txns, r.ctx.Err())
+		}
+		fs := sess.PollRecords(r.ctx, ctpPoll)
+		if errs := fs.Errors(); len(errs) > 0 {
+			return fmt.Errorf("poll: %v", errs[0].Err)
+		}
+		if fs.NumRecords() == 0 {
+			continue
+		}
+		if err := sess.Begin(); err != nil {
+			return fmt.Errorf("begin: %w", err)
+		}
+		n := 0
+		fs.EachRecord(func(rec *kgo.Record) {
+			n++
+			sess.Produce(r.ctx, &kgo.Record{Partition: rec.Partition, Value: append([]byte("out-"), rec.Value...),
+				Headers: []kgo.RecordHeader{{Key: "pad", Value: make([]byte, ctpPad)}}},
+				func(_ *kgo.Record, err error) {
+					if err != nil {
+						mu.Lock()
+						produceErrors = append(produceErrors, err.Error())
+						mu.Unlock()
+					}
+				})
+		})
+		committed, err := sess.End(r.ctx, kgo.TryCommit)
+		if err != nil {
+			return fmt.Errorf("end after %d transactions: %w (produce errors %v)", txns, err, produceErrors)
+		}
+		txns++
+		if committed {
+			done += n
+		} else {
+			aborted++
+		}
+	}
+	// the end records: one committed transaction of the same producer to every output partition
+	cl := sess.Client()
+	if err := cl.BeginTransaction(); err != nil {
+		return fmt.Errorf("begin end records: %w", err)
+	}
+	last := []*kgo.Record{}
+	for p := int32(0); p < r.partitions; p++ {
+		last = append(last, &kgo.Record{Partition: p, Value: []byte(fmt.Sprintf("end-%d", p))})
+	}
+	if err := cl.ProduceSync(r.ctx, last...).FirstErr(); err != nil {
+		return fmt.Errorf("end records: %w", err)
+	}
+	if err := cl.EndTransaction(r.ctx, kgo.TryCommit); err != nil {
+		return fmt.Errorf("commit end records: %w", err)
+	}
+	r.out["transactions"], r.out["aborted"], r.out["produce_errors"] = txns, aborted, produceErrors
+	if r.out["output"], err = r.consumeTopic(out, true); err != nil {
+		return err
+	}
+	adm := kadm.NewClient(cl)
+	offsets, err := adm.FetchOffsets(r.ctx, group)
+	if err != nil {
+		return fmt.Errorf("fetch offsets: %w", err)
+	}
+	ends, err := adm.ListEndOffsets(r.ctx, in)
+	if err != nil {
+		return fmt.Errorf("list end offsets: %w", err)
+	}
+	committedOffsets, endOffsets := result{}, result{}
+	for p := int32(0); p < r.partitions; p++ {
+		o, _ := offsets.Lookup(in, p)
+		committedOffsets[strconv.Itoa(int(p))] = o.At
+		e, _ := ends.Lookup(in, p)
+		endOffsets[strconv.Itoa(int(p))] = e.Offset
+	}
+	r.out["committed_offsets"], r.out["end_offsets"] = committedOffsets, endOffsets
 	return nil
 }
