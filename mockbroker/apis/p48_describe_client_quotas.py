@@ -83,3 +83,9 @@ def handle(ctx: RequestContext, req: DescribeClientQuotasRequest) -> Response:
         if ok:
             entries.append({"entity": wire, "values": [{"key": k, "value": v} for k, v in sorted(values.items())]})
     return Response({"error_code": ErrorCode.none, "error_message": "", "entries": entries})
+
+
+def error_response(ctx: RequestContext, req: DescribeClientQuotasRequest, error: ErrorCode) -> Response:
+    """DescribeClientQuotasRequest.getErrorResponse: the error, no message (ApiError.fromThrowable of an
+    exception with the error's own message), null entries."""
+    return Response({"error_code": error, "error_message": None, "entries": None})

@@ -138,3 +138,10 @@ def test_describe_answers_with_an_empty_message(c):
     assert describe(c, ("client-id", 0, "seen")) == (E.none, "", 1)
     assert describe(c, ("client-id", 2, None))[:2] == (E.none, "")
     assert describe(c, strict=True) == (E.none, "", 0)
+
+
+def test_an_error_for_the_whole_request_has_null_entries(b, c):
+    """DescribeClientQuotasRequest.getErrorResponse (an injected error, a refused DESCRIBE_CONFIGS):
+    the error, no message, and null entries where a described answer has a list."""
+    b.inject(api=48, errors=["NOT_CONTROLLER"])
+    assert describe(c, ("client-id", 2, None)) == (E.not_controller, None, None)
