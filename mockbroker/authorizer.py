@@ -291,11 +291,21 @@ def _result(acl: AclBinding, principal: str, host: str, operation: AclOperation)
 
 
 def _in_range(host: str, pattern: str) -> bool:
-    """CidrUtils.isInRange: ``host`` in the CIDR block ``pattern`` (False for anything else)."""
-    if "/" not in pattern:
+    """CidrUtils.isInRange: ``host`` in the CIDR block ``pattern`` as SubnetUtils / SubnetUtils6 read
+    it (False for anything else)."""
+    if "/" not in pattern or _cidr_problem(pattern) is not None:
         return False
+    address, _, prefix = pattern.partition("/")
+    network: ipaddress.IPv4Network | ipaddress.IPv6Network
+    if ":" in pattern:
+        literal = address[1:-1] if address.startswith("[") else address
+        network = ipaddress.IPv6Network((ipaddress.IPv6Address(literal), int(prefix)), strict=False)
+    else:  # octets as SubnetUtils reads them (a leading 0 is no octal)
+        octets = [int(x) for x in address.split(".")]
+        network = ipaddress.IPv4Network((sum(o << 8 * (3 - i) for i, o in enumerate(octets)), int(prefix)),
+                                        strict=False)
     try:
-        return ipaddress.ip_address(host) in ipaddress.ip_network(pattern, strict=False)
+        return ipaddress.ip_address(host) in network
     except ValueError:
         return False
 

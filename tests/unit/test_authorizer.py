@@ -55,6 +55,20 @@ def test_no_acl_found_and_hosts_and_all():
     assert not StandardAuthorizer().authorize("bob", "10.0.0.1", Op.WRITE, R.TOPIC, "free")  # closed by default
 
 
+@pytest.mark.parametrize("pattern, host, inside", [
+    ("010.1.0.0/16", "10.1.2.3", True),  # SubnetUtils reads 010 as 10 (Python's ipaddress refuses it)
+    ("[::1]/128", "::1", True),  # SubnetUtils6 takes InetAddress.getByName's bracketed literal
+    ("::/+0", "2001:db8::1", True),  # and Integer.parseInt's "+0"
+    ("10.0.0.0/8", "::1", False), ("::/0", "10.0.0.1", False), ("10.0.0.0/33", "10.0.0.1", False),
+])
+def test_cidr_hosts_match_as_cidr_utils_reads_them(pattern, host, inside):
+    """CidrUtils.isInRange: the CIDR blocks CreateAcls takes (test_acl_hosts_as_kafka_44_checks_them)
+    match the hosts commons-net's SubnetUtils / SubnetUtils6 put in them."""
+    a = StandardAuthorizer()
+    a.add(acl("t", Op.READ, host=pattern))
+    assert a.authorize("bob", host, Op.READ, R.TOPIC, "t") is inside
+
+
 def test_authorize_by_resource_type():
     """Authorizer.authorizeByResourceType's default method, as StandardAuthorizer keeps it."""
     a = StandardAuthorizer()
