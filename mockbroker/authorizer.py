@@ -16,6 +16,7 @@ when it has none, ``allow.everyone.if.no.acl.found`` decides (default false: den
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum
@@ -133,8 +134,15 @@ class AclFilter:
                 and self.permission in (AclPermissionType.ANY, acl.permission))
 
 
-def validate_new_acl(acl: AclBinding) -> str | None:
-    """AclControlManager.validateNewAcl and AclApis' own checks: the INVALID_REQUEST message, or None."""
+# AclControlManager.validateHostPattern's refusal of a CIDR host below metadata.version 4.4-IV1
+# (UNSUPPORTED_VERSION where its other refusals are INVALID_REQUEST)
+CIDR_UNSUPPORTED = "CIDR-based ACL host patterns require metadata version 4.4-IV1 or higher."
+
+
+def validate_new_acl(acl: AclBinding, cidr_supported: bool = True) -> str | None:
+    """AclControlManager.validateNewAcl and AclApis' own checks: the refusal's message (INVALID_REQUEST,
+    or UNSUPPORTED_VERSION when it is ``CIDR_UNSUPPORTED``), or None.  ``cidr_supported``:
+    MetadataVersion.isCidrAclSupported."""
     if acl.resource_type == ResourceType.CLUSTER and acl.name != CLUSTER_NAME:
         return "The only valid name for the CLUSTER resource is kafka-cluster"
     if not acl.name:
@@ -150,11 +158,49 @@ def validate_new_acl(acl: AclBinding) -> str | None:
     if ":" not in acl.principal:
         return (f"Could not parse principal from `{acl.principal}` (no colon is present separating the "
                 "principal type from the principal name)")
-    if acl.host != WILDCARD:
-        try:
-            ipaddress.ip_network(acl.host, strict=False)
-        except ValueError:
-            return f"Invalid host pattern: {acl.host}"
+    return _host_refusal(acl.host, cidr_supported)
+
+
+def _host_refusal(host: str, cidr_supported: bool) -> str | None:
+    """AclControlManager.validateHostPattern (Kafka 4.4): a host is ``*``, any name or address (not
+    checked), or, when it has a ``/``, a CIDR block as CidrUtils.validate parses it."""
+    if not host:
+        return "Host pattern cannot be null or empty"
+    if host == WILDCARD or "/" not in host:
+        return None
+    if not cidr_supported:
+        return CIDR_UNSUPPORTED
+    problem = _cidr_problem(host)
+    return None if problem is None else f"Invalid CIDR notation '{host}': {problem}"
+
+
+_IPV4_CIDR = re.compile(r"([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})/([0-9]{1,2})")
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def _cidr_problem(pattern: str) -> str | None:
+    """Why CidrUtils.validate (commons-net's SubnetUtils / SubnetUtils6) refuses ``pattern``, in its
+    words, or None.  An IPv6 block is one with a ``:``."""
+    if ":" not in pattern:
+        m = _IPV4_CIDR.fullmatch(pattern)
+        if m is None:
+            return f"Could not parse [{pattern}]"
+        for value, high in [(int(m.group(i)), 255) for i in range(1, 5)] + [(int(m.group(5)), 32)]:
+            if value > high:
+                return f"Value [{value}] not in range [0,{high}]"
+        return None
+    address, _, prefix = pattern.partition("/")
+    if not _JAVA_INT.fullmatch(prefix) or not -(1 << 31) <= int(prefix) < (1 << 31):  # Integer.parseInt
+        return f"Could not parse [{pattern}] - invalid prefix length"
+    if not 0 <= int(prefix) <= 128:
+        return f"Could not parse [{pattern}] - prefix length must be between 0 and 128"
+    literal = address[1:-1] if address.startswith("[") and address.endswith("]") else address
+    try:  # InetAddress.getByName of an IPv6 literal; an IPv4-mapped one comes back as an IPv4 address
+        parsed = ipaddress.IPv6Address(literal)
+    except ValueError:
+        return f"Could not parse [{address}]"
+    if parsed.ipv4_mapped is not None:
+        return f"Could not parse [{address}] - not an IPv6 address"
     return None
 
 
@@ -245,11 +291,21 @@ def _result(acl: AclBinding, principal: str, host: str, operation: AclOperation)
 
 
 def _in_range(host: str, pattern: str) -> bool:
-    """CidrUtils.isInRange: ``host`` in the CIDR block ``pattern`` (False for anything else)."""
-    if "/" not in pattern:
+    """CidrUtils.isInRange: ``host`` in the CIDR block ``pattern`` as SubnetUtils / SubnetUtils6 read
+    it (False for anything else)."""
+    if "/" not in pattern or _cidr_problem(pattern) is not None:
         return False
+    address, _, prefix = pattern.partition("/")
+    network: ipaddress.IPv4Network | ipaddress.IPv6Network
+    if ":" in pattern:
+        literal = address[1:-1] if address.startswith("[") else address
+        network = ipaddress.IPv6Network((ipaddress.IPv6Address(literal), int(prefix)), strict=False)
+    else:  # octets as SubnetUtils reads them (a leading 0 is no octal)
+        octets = [int(x) for x in address.split(".")]
+        network = ipaddress.IPv4Network((sum(o << 8 * (3 - i) for i, o in enumerate(octets)), int(prefix)),
+                                        strict=False)
     try:
-        return ipaddress.ip_address(host) in ipaddress.ip_network(pattern, strict=False)
+        return ipaddress.ip_address(host) in network
     except ValueError:
         return False
 

@@ -139,7 +139,8 @@ class Broker:
         self._share_partitions: SharePartitionManager | None = None
         # KIP-714: this broker's client telemetry (BrokerServer's ClientMetricsManager)
         self.client_metrics = ClientMetricsManager(node_id, shared.config_catalog.client_metrics, self.clock,
-                                                   cfg["telemetry.max.bytes"])
+                                                   cfg["telemetry.max.bytes"],
+                                                   exporter=cfg["mock.client.telemetry.enabled"])
         self.request_stats = RequestStats()
         self.apis = KafkaApis(
             self, shared.registry, build_handlers(),

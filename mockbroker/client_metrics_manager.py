@@ -19,7 +19,10 @@ What Kafka hands to a ``ClientTelemetryReceiver`` plugin is kept here instead
 (``ClientTelemetryExporterPlugin.exportMetrics``): the payload is decompressed (telemetry.max.bytes
 bounds the output, as ``ClientTelemetryUtils.decompress``) and decoded as an OTLP ``MetricsData``
 (the ``opentelemetry-proto`` package); a payload that cannot be decompressed or decoded is
-INVALID_RECORD, as Kafka answers when the plugin throws.  Per instance the latest value of each metric
+INVALID_RECORD, as Kafka answers when the plugin throws.  Without a plugin (``exporter`` False:
+``mock.client.telemetry.enabled`` off, the APIs served but not advertised, as Kafka's) a payload is
+only decompressed, as Kafka's ``exportMetrics`` builds the payload before it finds no plugin, and
+nothing is kept.  Per instance the latest value of each metric
 name and attribute set is kept, with the number of pushes and the last push time
 (``snapshot``: ``MockBroker.client_metrics()``, ``GET /client-metrics``); those outlive the instance,
 up to ``CACHE_MAX_SIZE`` instances (the oldest pushed first dropped).
@@ -172,8 +175,11 @@ class ClientMetricsManager:
     ``push``."""
 
     def __init__(self, node_id: int, subscriptions: dict[str, dict[str, str]], clock: Clock,
-                 max_bytes: int, cache_expiry_ms: int = DEFAULT_CACHE_EXPIRY_MS) -> None:
+                 max_bytes: int, cache_expiry_ms: int = DEFAULT_CACHE_EXPIRY_MS, exporter: bool = True) -> None:
         self.node_id = node_id
+        # a telemetry plugin is configured (mock.client.telemetry.enabled): pushed metrics are decoded
+        # and kept; without one Kafka only decompresses them (DefaultClientTelemetryPayload) and drops them
+        self.exporter = exporter
         self._configs = subscriptions   # the catalogue's client-metrics resources (read, never written)
         self.clock = clock
         self.max_bytes = max_bytes      # telemetry.max.bytes
@@ -302,6 +308,8 @@ class ClientMetricsManager:
             raw = payload if compression == 0 else decompress(compression, payload, self.max_bytes)
         except (DecompressionError, zlib.error, ValueError) as e:
             raise TelemetryError(ErrorCode.invalid_record, f"cannot decompress: {e}") from None
+        if not self.exporter:
+            return 0
         resource, points = decode_metrics_data(raw)
         key = inst.instance_id
         pushed = self.pushed.pop(key, None) or PushedMetrics(key, self.node_id, inst.attributes)

@@ -50,6 +50,7 @@ METADATA_VERSIONS: dict[int, tuple[str, bool]] = {
     31: ("4.4-IV0", False), 32: ("4.4-IV1", True), 33: ("4.4-IV2", True), 34: ("4.5-IV0", False),
 }
 MINIMUM_METADATA_VERSION = 7  # MetadataVersion.MINIMUM_VERSION, 3.3-IV3
+CIDR_ACL_METADATA_VERSION = 32  # 4.4-IV1: ACL hosts may be CIDR blocks (MetadataVersion.isCidrAclSupported)
 
 # FeatureVersion.dependencies(): (feature, level) -> the levels of other features it needs
 DEPENDENCIES: dict[tuple[str, int], dict[str, int]] = {
@@ -88,6 +89,10 @@ class FeatureControl:
         finalized at 1 or more (``GroupVersion.isConsumerRebalanceProtocolSupported``,
         ``ShareVersion.supportsShareGroups``, which KafkaApis checks before serving those APIs)."""
         return name in self.supported and self.level(name) >= 1
+
+    def cidr_acls_supported(self) -> bool:
+        """MetadataVersion.isCidrAclSupported: metadata.version 4.4-IV1 (32) or later."""
+        return self.level(METADATA_VERSION) >= CIDR_ACL_METADATA_VERSION
 
     def finalized_levels(self) -> dict[str, int]:
         """What ApiVersions finalizes: every feature above level 0 (KRaft keeps no level-0 feature)."""

@@ -172,7 +172,9 @@ TRANSACTION_VERSION_FEATURE: dict[str, tuple[int, int]] = {
 # KIP-714's client telemetry APIs (GetTelemetrySubscriptions, PushTelemetry): brokers from 3.7 have them
 # (v0 in every release up to 4.4) but advertise them only when a metrics reporter implementing
 # ClientTelemetry is configured (``ApiVersionsResponse.filterApis``' clientTelemetryEnabled), so the
-# recorded default brokers lack them.  ``ApiRegistry(..., client_telemetry=True)`` serves them.
+# recorded default brokers lack them.  ``ApiRegistry(..., client_telemetry=True)`` advertises them;
+# without it they are still served (``get``), unlisted, as Kafka's ``isApiEnabled`` does not look at
+# the reporter and answers a client that sends them anyway.
 CLIENT_TELEMETRY_APIS: dict[int, tuple[int, int]] = {71: (0, 0), 72: (0, 0)}
 CLIENT_TELEMETRY_RELEASE = (3, 7)
 
@@ -285,7 +287,8 @@ def build_spec(key: int, min_version: int, max_version: int, *, refuses: bool = 
 
 
 class ApiRegistry:
-    """The APIs one broker serves: the release's ranges, cut to what it implements.
+    """The APIs one broker serves: the release's ranges, cut to what it implements.  Iterating and
+    ``in`` give what it advertises (ApiVersions); ``get`` also what it serves unlisted.
 
     ``describe(key)`` also gives the spec of an API the release has and the broker does not
     implement (what a real broker of the release would serve; ``release_apis``).
@@ -302,18 +305,25 @@ class ApiRegistry:
         refuses = release_tuple(release) >= KIP896_RELEASE
         self._refuses = refuses
         self.specs: dict[int, ApiSpec] = {}
+        # served but not advertised: the telemetry APIs without a telemetry reporter
+        self.unlisted: dict[int, ApiSpec] = {}
         ranges = dict(KAFKA_RELEASES[release])
-        for key in CLIENT_TELEMETRY_APIS:  # only with a telemetry reporter (filterApis)
+        for key in CLIENT_TELEMETRY_APIS:  # listed only with a telemetry reporter (filterApis)
             ranges.pop(key, None)
-        if client_telemetry and release_tuple(release) >= CLIENT_TELEMETRY_RELEASE:
+        telemetry = release_tuple(release) >= CLIENT_TELEMETRY_RELEASE
+        if client_telemetry and telemetry:
             ranges.update(CLIENT_TELEMETRY_APIS)
         for key, (lo, hi) in sorted(ranges.items()):
             # No intersection with kio's schemas: neither advertised nor served.
             if key in implemented and served_range(key, lo, hi, refuses=refuses) is not None:
                 self.specs[key] = build_spec(key, lo, hi, refuses=refuses)
+        if telemetry and not client_telemetry:
+            self.unlisted = {key: build_spec(key, lo, hi, refuses=refuses)
+                             for key, (lo, hi) in CLIENT_TELEMETRY_APIS.items() if key in implemented}
 
     def get(self, key: int) -> ApiSpec | None:
-        return self.specs.get(key)
+        """The spec of ``key`` as this broker serves it, advertised or not (None: not served)."""
+        return self.specs.get(key) or self.unlisted.get(key)
 
     def describe(self, key: int) -> ApiSpec | None:
         """The spec of ``key`` as the release serves it, implemented here or not (None: the release

@@ -42,9 +42,11 @@ SERVED_PARTLY: dict[int, str] = {}
 # Keys of broker listeners that a broker does not advertise by default.
 UNADVERTISED: dict[int, str] = {
     71: "client telemetry (KIP-714): a Kafka broker advertises it only with a ClientTelemetry metrics "
-        "reporter; mockbroker with `mock.client.telemetry.enabled=true` (metrics kept per client)",
+        "reporter; mockbroker with `mock.client.telemetry.enabled=true` (metrics kept per client); "
+        "both answer it unlisted",
     72: "client telemetry (KIP-714): a Kafka broker advertises it only with a ClientTelemetry metrics "
-        "reporter; mockbroker with `mock.client.telemetry.enabled=true` (metrics kept per client)",
+        "reporter; mockbroker with `mock.client.telemetry.enabled=true` (metrics kept per client); "
+        "both answer it unlisted",
 }
 
 HEADER = """\
@@ -56,7 +58,7 @@ HEADER = """\
 Every API key of Kafka {kafka}'s message schemas.  *Kafka {kafka}* is the range a real Kafka {kafka}
 broker advertises in ApiVersions (recorded in protocol/kafka_releases.py; blank: a broker does not
 advertise it to clients), *mockbroker* the range mockbroker serves and advertises at its default
-`mock.kafka.version` ({release}) (71 and 72 only with `mock.client.telemetry.enabled`);
+`mock.kafka.version` ({release}) (71 and 72 advertised only with `mock.client.telemetry.enabled`);
 `mock.kafka.version` picks another release's ranges.  Each served API
 is one module of mockbroker/apis, whose docstring says how it behaves and where it differs from Kafka
 (the differences are gathered in docs/differences.md).

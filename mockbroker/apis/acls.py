@@ -6,8 +6,7 @@ requests' own validation (``DescribeAclsRequest``/``CreateAclsRequest``/``Delete
 from __future__ import annotations
 
 from collections.abc import Iterable
-from enum import IntEnum
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from protocol.errors import InvalidRequest
 
@@ -29,17 +28,23 @@ class _AclElements(Protocol):
 
 def refuse_unknown(api: str, items: Iterable[_AclElements], codes: Iterable[tuple[int, int]]) -> None:
     """The requests' constructors throw IllegalArgumentException when a resource type, pattern type,
-    operation or permission type is UNKNOWN (code 0, or a code Kafka's ``fromCode`` does not know and
-    reads as UNKNOWN); Kafka fails to parse the request and closes the connection.  ``codes``: each
-    item's (resource type, pattern type)."""
+    operation or permission type is UNKNOWN's code, 0; Kafka fails to parse the request and closes
+    the connection.  A code its enums do not have (-1, 127) is no such failure: the request is served
+    and ``fromCode`` reads the value as UNKNOWN (``from_code``).  ``codes``: each item's (resource
+    type, pattern type)."""
     for item, (resource_type, pattern_type) in zip(items, codes):
-        if (_unknown(ResourceType, resource_type) or _unknown(PatternType, pattern_type)
-                or _unknown(AclOperation, item.operation) or _unknown(AclPermissionType, item.permission_type)):
+        if 0 in (resource_type, pattern_type, item.operation, item.permission_type):
             raise InvalidRequest(f"{api} contains UNKNOWN elements")
 
 
-def _unknown(enum: type[IntEnum], code: int) -> bool:
-    return code == 0 or code not in enum._value2member_map_
+E = TypeVar("E", ResourceType, PatternType, AclOperation, AclPermissionType)
+
+
+def from_code(enum: type[E], code: int) -> E:
+    """``ResourceType.fromCode`` (and PatternType's, AclOperation's, AclPermissionType's): the member,
+    UNKNOWN for a code the enum does not have."""
+    member = enum._value2member_map_.get(code)
+    return member if isinstance(member, enum) else enum(0)
 
 
 class _FilterFields(Protocol):
@@ -67,9 +72,9 @@ def needs_permission(ctx: RequestContext, operation: AclOperation) -> str:
 
 def acl_filter(f: _FilterFields) -> AclFilter:
     """DescribeAclsRequest.filter / DeleteAclsRequest.filters: the request's AclBindingFilter."""
-    return AclFilter(ResourceType(f.resource_type_filter), f.resource_name_filter, PatternType(f.pattern_type_filter),
-                     f.principal_filter, f.host_filter, AclOperation(f.operation),
-                     AclPermissionType(f.permission_type))
+    return AclFilter(from_code(ResourceType, f.resource_type_filter), f.resource_name_filter,
+                     from_code(PatternType, f.pattern_type_filter), f.principal_filter, f.host_filter,
+                     from_code(AclOperation, f.operation), from_code(AclPermissionType, f.permission_type))
 
 
 def binding_fields(acl: AclBinding) -> dict[str, object]:
@@ -77,3 +82,13 @@ def binding_fields(acl: AclBinding) -> dict[str, object]:
     return {"resource_type": int(acl.resource_type), "resource_name": acl.name,
             "pattern_type": int(acl.pattern_type), "principal": acl.principal, "host": acl.host,
             "operation": int(acl.operation), "permission_type": int(acl.permission)}
+
+
+def filter_refusal(f: AclFilter) -> str | None:
+    """AclControlManager.validateFilter: DeleteAcls' INVALID_REQUEST message for a filter with an
+    UNKNOWN element (a code Kafka's enums lack), or None."""
+    if f.resource_type is ResourceType.UNKNOWN or f.pattern_type is PatternType.UNKNOWN:  # ResourcePatternFilter.isUnknown
+        return "Unknown patternFilter."
+    if f.operation is AclOperation.UNKNOWN or f.permission is AclPermissionType.UNKNOWN:  # AccessControlEntryFilter.isUnknown
+        return "Unknown entryFilter."
+    return None

@@ -4,10 +4,11 @@ Behavior (Kafka's AclApis.handleDescribeAcls): DESCRIBE on the cluster is checke
 (CLUSTER_AUTHORIZATION_FAILED).  Without an authorizer (``authorizer.class.name`` unset, Kafka's
 default) the answer is SECURITY_DISABLED at the top ("No Authorizer is configured on the broker")
 and no resources; with StandardAuthorizer, the ACLs the filter matches, grouped by resource pattern
-(in the order the patterns were first given an ACL; Kafka groups them in a HashMap).  A filter with
-an UNKNOWN (0) resource type, pattern type, operation or permission type fails
-DescribeAclsRequest's validation: the connection is closed, as Kafka closes a request it cannot
-parse.
+(in the order the patterns were first given an ACL; Kafka groups them in a HashMap), with the
+error message "" (Kafka's).  A filter with an UNKNOWN (0) resource type, pattern type, operation or
+permission type fails DescribeAclsRequest's validation: the connection is closed, as Kafka closes a
+request it cannot parse; a code Kafka's enums lack (-1, 127) is read as UNKNOWN (``fromCode``): no
+ACL matches it (SECURITY_DISABLED as ever without an authorizer).
 
 Version notes:
 * v1 pattern types (PREFIXED, MATCH, ANY).  v2 flexible.  v3 the USER resource type.
@@ -49,4 +50,4 @@ def handle(ctx: RequestContext, req: DescribeAclsRequest) -> Response:
                  "permission_type": int(acl.permission)})
     resources = [{"resource_type": int(t), "resource_name": n, "pattern_type": int(p), "acls": acls}
                  for (t, n, p), acls in groups.items()]
-    return Response({"error_code": ErrorCode.none, "error_message": None, "resources": resources})
+    return Response({"error_code": ErrorCode.none, "error_message": "", "resources": resources})

@@ -5,7 +5,9 @@ Behavior (Kafka's KafkaApis.handleCreateTokenRequest, then the controller's
 DELEGATION_TOKEN_REQUEST_NOT_ALLOWED over PLAINTEXT, from a connection that logged in with a token,
 or over SSL without a client certificate; a renewer whose principal type is not ``User``:
 INVALID_PRINCIPAL_TYPE; without ``delegation.token.secret.key``: DELEGATION_TOKEN_AUTH_DISABLED.
-The owner is the request's owner principal (v3) when named, else the requester; a token for
+The owner is the request's owner principal (v3) when named, else the requester (a name with a
+null principal type is answered UNKNOWN_SERVER_ERROR with the ANONYMOUS owner and requester before
+anything else, as Kafka's KafkaPrincipal constructor throws on it); a token for
 another owner needs CREATE_TOKENS on that user (DELEGATION_TOKEN_AUTHORIZATION_FAILED, checked
 before the renewers), which with no authorizer is always allowed.  The
 token's max lifetime is ``delegation.token.max.lifetime.ms`` or the request's max_lifetime_ms when
@@ -51,7 +53,11 @@ def _answer(error: ErrorCode, owner: Principal, req_principal: Principal, issue:
 def handle(ctx: RequestContext, req: CreateDelegationTokenRequest) -> Response:
     by = requester(ctx)
     name = req.owner_principal_name if ctx.version >= 3 else None
-    owner: Principal = (req.owner_principal_type or "", name) if name else by
+    if name and req.owner_principal_type is None:
+        # KafkaApis makes the owner's KafkaPrincipal first, whose constructor throws a
+        # NullPointerException for the null type: Kafka answers getErrorResponse's UNKNOWN_SERVER_ERROR
+        return error_response(ctx, req, ErrorCode.unknown_server_error)
+    owner: Principal = (req.owner_principal_type, name) if name and req.owner_principal_type is not None else by
     renewers = [(r.principal_type, r.principal_name) for r in req.renewers]
     if not allow_token_requests(ctx):
         return _answer(ErrorCode.delegation_token_request_not_allowed, owner, by)

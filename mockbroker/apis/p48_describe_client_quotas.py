@@ -1,13 +1,16 @@
 """DescribeClientQuotas (key 48): v0-1.
 
-Behavior:
-* Filters as Kafka's ``ClientQuotasImage.describe``: each component names an
-  entity type with match type 0 (exact name), 1 (the default entity) or 2
-  (any entity that has this type); ``strict`` excludes entities with types
-  not named.  Unknown or repeated entity types, an exact match without a
-  name, or ip mixed with user/client-id: INVALID_REQUEST.
-* Entries show the configured quotas (the config file's and those set by
-  AlterClientQuotas), the default entity as a null name.
+Behavior (Kafka's ClientQuotasImage.describe, answered as KafkaApis answers its exceptions):
+* The filter's components are checked in order: an empty entity type, a type named twice, or one
+  that is not user, client-id or ip (UNSUPPORTED_VERSION "Unsupported entity type X"), then the
+  match type: 0 (exact name) needs a match string, 1 (the default entity) and 2 (any entity that
+  has this type) refuse one, any other is unknown; ip with user/client-id is refused too.  Each
+  refusal but the unsupported type is INVALID_REQUEST, with Kafka's message and null entries.
+* ``strict`` excludes entities with types not named; no components list every entity (none when
+  strict).
+* Entries show the configured quotas (the config file's and those set by AlterClientQuotas), the
+  default entity as a null name; the error message of an answer is "" (the message's default:
+  Kafka sets none).
 
 Version notes:
 * v0 throttle (clients never back off on it).  v1 flexible.
@@ -31,24 +34,31 @@ API_KEY = ApiKey.DESCRIBE_CLIENT_QUOTAS
 EXACT, DEFAULT_MATCH, SPECIFIED = 0, 1, 2
 
 
-def _error(msg: str) -> Response:
-    return Response({"error_code": ErrorCode.invalid_request, "error_message": msg, "entries": None})
+def _error(msg: str, error: ErrorCode = ErrorCode.invalid_request) -> Response:
+    """DescribeClientQuotasRequest.getErrorResponse for the exception ClientQuotasImage.describe throws."""
+    return Response({"error_code": error, "error_message": msg, "entries": None})
 
 
 def handle(ctx: RequestContext, req: DescribeClientQuotasRequest) -> Response:
     comps: dict[str, tuple[int, str | None]] = {}
     for c in req.components:
-        if c.entity_type not in ENTITY_TYPES:
-            return _error(f"Custom entity type '{c.entity_type}' not supported")
-        if c.entity_type in comps:
-            return _error(f"Entity type {c.entity_type} cannot appear more than once in the filter.")
+        etype = c.entity_type
+        if not etype:
+            return _error("Invalid empty entity type.")
+        if etype in comps:
+            return _error(f"Entity type {etype} cannot appear more than once in the filter.")
+        if etype not in ENTITY_TYPES:
+            return _error(f"Unsupported entity type {etype}", ErrorCode.unsupported_version)
         if c.match_type not in (EXACT, DEFAULT_MATCH, SPECIFIED):
             return _error(f"Unknown match type {c.match_type}")
         if c.match_type == EXACT and c.match is None:
-            return _error("The match name must be set for an exact match")
-        comps[c.entity_type] = (c.match_type, c.match)
+            return _error("Request specified MATCH_TYPE_EXACT, but set match string to null.")
+        if c.match_type != EXACT and c.match is not None:
+            kind = "DEFAULT" if c.match_type == DEFAULT_MATCH else "SPECIFIED"
+            return _error(f"Request specified MATCH_TYPE_{kind}, but also specified a match string.")
+        comps[etype] = (c.match_type, c.match)
     if IP in comps and (USER in comps or CLIENT_ID in comps):
-        return _error("Invalid entity filter component combination, IP filter component should not be used "
+        return _error("Invalid entity filter component combination. IP filter component should not be used "
                       "with user or clientId filter component.")
     store = ctx.broker.quota_store
     candidates: list[tuple[dict[str, str], list[dict[str, Any]], dict[str, float]]] = []
@@ -72,4 +82,10 @@ def handle(ctx: RequestContext, req: DescribeClientQuotasRequest) -> Response:
                 ok = False
         if ok:
             entries.append({"entity": wire, "values": [{"key": k, "value": v} for k, v in sorted(values.items())]})
-    return Response({"error_code": ErrorCode.none, "error_message": None, "entries": entries})
+    return Response({"error_code": ErrorCode.none, "error_message": "", "entries": entries})
+
+
+def error_response(ctx: RequestContext, req: DescribeClientQuotasRequest, error: ErrorCode) -> Response:
+    """DescribeClientQuotasRequest.getErrorResponse: the error, no message (ApiError.fromThrowable of an
+    exception with the error's own message), null entries."""
+    return Response({"error_code": error, "error_message": None, "entries": None})

@@ -5,9 +5,11 @@ Behavior (Kafka's KafkaApis.handleDescribeUserScramCredentialsRequest answering 
 ``users`` is null or empty; per user the mechanisms and iterations of its credentials
 (never salts or keys).  A user without any credential gets RESOURCE_NOT_FOUND ("Attempt to
 describe a user credential that does not exist: U"), a user named twice one
-DUPLICATE_RESOURCE result.  The credentials are the cluster's ``CredentialStore``:
+DUPLICATE_RESOURCE result; the error messages are "" where none is set (at the top, and for a
+described user), as Kafka's.  The credentials are the cluster's ``CredentialStore``:
 those of ``mock.sasl.users`` derived at start for the enabled SCRAM mechanisms, and those
-AlterUserScramCredentials set.  No authorizer: DESCRIBE on the cluster is not checked.
+AlterUserScramCredentials set.  With an authorizer DESCRIBE on the cluster is checked first
+(``apis/authorization.py``).
 
 Differences: Kafka lists users in a HashMap's order; mockbroker in request order (all users:
 by mechanism, then as created).
@@ -42,7 +44,8 @@ def handle(ctx: RequestContext, req: DescribeUserScramCredentialsRequest) -> Res
         named = dict.fromkeys(known, False)
     results: list[dict[str, Any]] = []
     for user, twice in named.items():
-        res: dict[str, Any] = {"user": user, "error_code": ErrorCode.none, "error_message": None,
+        # "" unless an error sets one: the message's default, as ScramImage.describe leaves it
+        res: dict[str, Any] = {"user": user, "error_code": ErrorCode.none, "error_message": "",
                                "credential_infos": []}
         if twice:
             res.update(error_code=ErrorCode.duplicate_resource, error_message=(
@@ -53,7 +56,7 @@ def handle(ctx: RequestContext, req: DescribeUserScramCredentialsRequest) -> Res
             res.update(error_code=ErrorCode.resource_not_found,
                        error_message="Attempt to describe a user credential that does not exist: " + user)
         results.append(res)
-    return Response({"error_code": ErrorCode.none, "error_message": None, "results": results})
+    return Response({"error_code": ErrorCode.none, "error_message": "", "results": results})
 
 
 def error_response(ctx: RequestContext, req: DescribeUserScramCredentialsRequest, error: ErrorCode) -> Response:

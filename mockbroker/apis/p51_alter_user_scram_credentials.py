@@ -16,7 +16,8 @@ The client sends the salt and the salted password (Hi(password, salt, i)); the b
 the salt, StoredKey and ServerKey, as ``UserScramCredentialRecord``.  The valid changes apply
 at once on every broker: a new SCRAM login checks the new credential, a deleted one fails;
 connections already authenticated stay so, as in Kafka.  Results: the deletions, then the
-upsertions, then the failures.  No authorizer: ALTER on the cluster is not checked.
+upsertions, then the failures.  With an authorizer ALTER on the cluster is checked first
+(``apis/authorization.py``).
 
 Differences: Kafka orders each group of results as a HashMap does; mockbroker in request order.
 

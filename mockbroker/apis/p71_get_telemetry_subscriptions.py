@@ -1,10 +1,11 @@
-"""GetTelemetrySubscriptions (key 71): v0-0 (only with mock.client.telemetry.enabled).
+"""GetTelemetrySubscriptions (key 71): v0-0 (advertised only with mock.client.telemetry.enabled).
 
 Behavior (Kafka's ``ClientMetricsManager.processGetTelemetrySubscriptionRequest``, state in
 ``client_metrics_manager.py``):
-* Served and advertised only when ``mock.client.telemetry.enabled`` is true: a Kafka broker lists
-  KIP-714's APIs only when a metrics reporter implementing ClientTelemetry is configured
-  (``ApiVersionsResponse.filterApis``); mockbroker keeps the pushed metrics itself instead.
+* Advertised only when ``mock.client.telemetry.enabled`` is true: a Kafka broker lists KIP-714's APIs
+  only when a metrics reporter implementing ClientTelemetry is configured
+  (``ApiVersionsResponse.filterApis``); mockbroker keeps the pushed metrics itself instead.  Served
+  either way, as Kafka answers a client that sends them unlisted.
 * A client sending the zero (or no) client instance id is given a new one; the subscription is the
   union of the client-metrics resources whose ``match`` patterns all match the client (``metrics``,
   the smallest ``interval.ms``, 300000 ms when none matches), with its subscription id, the accepted

@@ -1,8 +1,8 @@
-"""PushTelemetry (key 72): v0-0 (only with mock.client.telemetry.enabled).
+"""PushTelemetry (key 72): v0-0 (advertised only with mock.client.telemetry.enabled).
 
 Behavior (Kafka's ``ClientMetricsManager.processPushTelemetryRequest``, state in
 ``client_metrics_manager.py``):
-* Served and advertised only when ``mock.client.telemetry.enabled`` is true (as key 71).
+* Advertised only when ``mock.client.telemetry.enabled`` is true, served either way (as key 71).
 * Checked in Kafka's order: no, zero or reserved client instance id INVALID_REQUEST; a push after a
   terminating one INVALID_REQUEST; a push before the push interval (on the broker's clock; the first
   after a GetTelemetrySubscriptions is always on time; a terminating push never early)
@@ -11,6 +11,8 @@ Behavior (Kafka's ``ClientMetricsManager.processPushTelemetryRequest``, state in
 * The metrics are decompressed and decoded as an OTLP MetricsData and kept per client instance
   (``MockBroker.client_metrics()``, ``GET /client-metrics``), where Kafka hands them to its telemetry
   plugin; a payload that does not decompress or decode is INVALID_RECORD (Kafka: the plugin threw).
+  With the knob off, as a Kafka broker without a plugin, they are only decompressed (INVALID_RECORD
+  when they do not decompress) and dropped.
 * The journal records the data points kept (``details.metrics``) and the compression type.
 
 Version notes:

@@ -21,6 +21,7 @@ which clients *share* one sensor, exactly as ``quotaMetricTags`` does, and
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -29,22 +30,36 @@ DEFAULT = "<default>"  # the default entity name (null EntityName on the wire)
 LONG_KEYS = ("producer_byte_rate", "consumer_byte_rate")
 DOUBLE_KEYS = ("request_percentage", "controller_mutation_rate", "request_rate")
 QUOTA_KEYS = LONG_KEYS + DOUBLE_KEYS
-LONG_MAX = (1 << 63) - 1
+# validateQuotaKeyValue's bound for a LONG quota, the float literal 9.223372E18F: 2^63 as a float
+LONG_BOUND = 2.0 ** 63
+INT_MAX = (1 << 31) - 1
+IP_KEYS = ("connection_creation_rate",)  # QuotaConfig.ipConfigs (stored and described, not enforced)
 
 Entity = tuple[str | None, str | None]  # (user, client-id); DEFAULT or a name or None
 
 
-def validate_quota(key: str, value: float) -> str | None:
-    """ClientQuotaControlManager's checks: the error message, or None."""
-    if key not in QUOTA_KEYS:
+def validate_quota(key: str, value: float, ip: bool = False) -> str | None:
+    """ClientQuotaControlManager.validateQuotaKeyValue (Kafka 4.4): the INVALID_REQUEST message for
+    setting ``key`` to ``value`` on a user/client-id entity (``ip``: an ip entity), or None.  The
+    keys' types are QuotaConfig's: LONG byte rates, DOUBLE request_percentage and
+    controller_mutation_rate (and request_rate, mockbroker's), the ip entity's INT
+    connection_creation_rate."""
+    if key not in (IP_KEYS if ip else QUOTA_KEYS):
         return f"Invalid configuration key {key}"
+    if not math.isfinite(value):
+        return f"Quota {key} must be a finite number"
     if value <= 0:
         return f"Quota {key} must be greater than 0"
     if key in LONG_KEYS:
-        if value != int(value):
-            return f"Configuration {key} must be a Long value; cannot be a fractional value"
-        if value > LONG_MAX:
-            return f"Configuration {key} must be a Long value"
+        if value > LONG_BOUND:
+            return f"Proposed value for {key} is too large for a LONG."
+    elif key in IP_KEYS:
+        if value > INT_MAX:
+            return f"Proposed value for {key} is too large for an INT."
+    else:
+        return None
+    if abs(math.fmod(value, 1.0)) > 1e-6:  # getErrorForIntegralQuotaValue
+        return f"{key} cannot be a fractional value."
     return None
 
 

@@ -28,7 +28,8 @@ RULES: list[tuple[str, str]] = [
                      "`<assigned producer id #n>` otherwise; epochs are compared as they are"),
     ("fetch session ids", "a new fetch session's id is random (`<session id #n>`); an id the request named is "
                           "compared as it is"),
-    ("client instance ids", "GetTelemetrySubscriptions assigns a random uuid (`<uuid #n>`)"),
+    ("client instance ids", "GetTelemetrySubscriptions assigns a random uuid (`<uuid #n>`), and the "
+                            "`SubscriptionId` it answers with one is a hash over that uuid (`<subscription id>`)"),
     ("timestamps", "wall-clock times (`LogAppendTimeMs`, a transaction's start, a token's issue and "
                    "expiry, a member's last heartbeat): -1 stays -1, any time is `<time>`"),
     ("error messages", "Kafka's message text is not part of the protocol's contract: compared for "
@@ -91,6 +92,11 @@ class Normaliser:
     def answer(self, api_key: int, tree: dict[str, Any]) -> dict[str, Any]:
         """The whole answer to a request of ``api_key``, normalised."""
         out = self(tree)
+        if api_key == 71 and isinstance(out.get("ClientInstanceId"), str) and out["ClientInstanceId"].startswith(
+                ("<uuid #", "<client-instance ")) and "SubscriptionId" in out:
+            # KIP-714: the subscription id hashes the client instance id (CRC32C), so an id the broker
+            # assigned makes it differ whatever the subscription is (see RULES, "client instance ids")
+            out["SubscriptionId"] = "<subscription id>"
         if api_key == 18 and isinstance(out.get("ApiKeys"), list):
             out["ApiKeys"] = [a for a in out["ApiKeys"] if a.get("ApiKey") not in NOT_SERVED]
         listing = LISTINGS.get(api_key)

@@ -1,7 +1,8 @@
 """The ACL APIs without an authorizer (authorizer.class.name unset, Kafka's default): every version
 of DescribeAcls, CreateAcls and DeleteAcls answers SECURITY_DISABLED where Kafka's AclApis puts it,
-with its messages; UNKNOWN elements close the connection as a request Kafka cannot parse; the
-ApiVersions ranges are Kafka 4.4's."""
+with its messages; UNKNOWN elements (code 0) close the connection as a request Kafka cannot parse,
+while a code Kafka's enums lack is answered SECURITY_DISABLED like any other; the ApiVersions ranges
+are Kafka 4.4's."""
 
 from __future__ import annotations
 
@@ -75,6 +76,26 @@ def test_unknown_elements_close_the_connection(b, caplog, key, body):
     finally:
         c.close()
     assert any("UNKNOWN elements" in r.getMessage() for r in caplog.records)
+
+
+# Kafka 4.4.0 (the differential tester, no authorizer): a code Kafka's enums do not have is read as
+# UNKNOWN by fromCode after the request's validation (which refuses only code 0), and AclApis answers
+# SECURITY_DISABLED before it looks at the values
+@pytest.mark.parametrize("change", [{"permission_type": 4}, {"operation": 127}, {"operation": -1},
+                                    {"resource_type": -1}, {"pattern_type": 5}])
+def test_codes_kafka_does_not_know_are_security_disabled(c, change):
+    f = {("resource_type_filter" if k == "resource_type" else "pattern_type_filter" if k == "pattern_type" else k): v
+         for k, v in change.items()}
+    r = c.request(29, 3, {**FILTER, **f})
+    assert (r.error_code, r.error_message, list(r.resources)) == (
+        E.security_disabled, "No Authorizer is configured on the broker", [])
+    creation = {("resource_pattern_type" if k == "pattern_type" else k): v for k, v in change.items()}
+    r = c.request(30, 3, {"creations": [CREATION, {**CREATION, **creation}]})
+    assert [(x.error_code, x.error_message) for x in r.results] == [
+        (E.security_disabled, "No Authorizer is configured.")] * 2
+    r = c.request(31, 3, {"filters": [{**FILTER, **f}]})
+    assert [(x.error_code, x.error_message) for x in r.filter_results] == [
+        (E.security_disabled, "No Authorizer is configured.")]
 
 
 def test_injected_errors_answer_as_get_error_response(b, c):

@@ -55,6 +55,20 @@ def test_no_acl_found_and_hosts_and_all():
     assert not StandardAuthorizer().authorize("bob", "10.0.0.1", Op.WRITE, R.TOPIC, "free")  # closed by default
 
 
+@pytest.mark.parametrize("pattern, host, inside", [
+    ("010.1.0.0/16", "10.1.2.3", True),  # SubnetUtils reads 010 as 10 (Python's ipaddress refuses it)
+    ("[::1]/128", "::1", True),  # SubnetUtils6 takes InetAddress.getByName's bracketed literal
+    ("::/+0", "2001:db8::1", True),  # and Integer.parseInt's "+0"
+    ("10.0.0.0/8", "::1", False), ("::/0", "10.0.0.1", False), ("10.0.0.0/33", "10.0.0.1", False),
+])
+def test_cidr_hosts_match_as_cidr_utils_reads_them(pattern, host, inside):
+    """CidrUtils.isInRange: the CIDR blocks CreateAcls takes (test_acl_hosts_as_kafka_44_checks_them)
+    match the hosts commons-net's SubnetUtils / SubnetUtils6 put in them."""
+    a = StandardAuthorizer()
+    a.add(acl("t", Op.READ, host=pattern))
+    assert a.authorize("bob", host, Op.READ, R.TOPIC, "t") is inside
+
+
 def test_authorize_by_resource_type():
     """Authorizer.authorizeByResourceType's default method, as StandardAuthorizer keeps it."""
     a = StandardAuthorizer()
@@ -146,7 +160,7 @@ def test_acl_apis_and_enforcement(login):
     r = admin.request(30, 3, {"creations": [creation("open", int(Op.READ)), creation("open", int(Op.WRITE)),
                                             creation("g", int(Op.READ), rtype=3), creation("", int(Op.READ))]})
     assert [(x.error_code, x.error_message) for x in r.results] == [
-        (E.none, None), (E.none, None), (E.none, None), (E.invalid_request, "Invalid empty resource name")]
+        (E.none, ""), (E.none, ""), (E.none, ""), (E.invalid_request, "Invalid empty resource name")]
     described = admin.request(29, 3, filter_())
     assert [(x.resource_type, x.resource_name, len(x.acls)) for x in described.resources] == [(2, "open", 2), (3, "g", 1)]
     # Metadata: all topics lists only what bob may describe; a named closed topic is refused
@@ -319,13 +333,94 @@ def test_configs_partitions_records_producers_and_transactions(b, login):
     assert cgd.groups[0].error_code == E.group_authorization_failed
 
 
-def test_a_code_kafka_does_not_know_closes_as_unknown(b, login, caplog):
-    """A resource type, pattern type, operation or permission code outside Kafka's enums is UNKNOWN to
-    its fromCode: the request cannot be parsed and the connection is closed, one log line, no traceback."""
+def test_unknown_elements_close_the_connection(b, login, caplog):
+    """A resource type, pattern type, operation or permission type of code 0 (UNKNOWN) fails the
+    request's own validation: Kafka cannot parse the request and closes the connection; one log line,
+    no traceback, nothing else affected."""
     admin = login("admin")
-    bad = creation("t", 99)  # operation 99
-    admin.send(30, 3, {"creations": [bad]})
+    admin.send(30, 3, {"creations": [creation("t", 0)]})
     assert admin.is_closed_by_peer()
     assert "CreateAclsRequest contains UNKNOWN elements" in caplog.text and "Traceback" not in caplog.text
     other = login("admin")
-    assert other.request(29, 3, filter_()).error_code == E.none  # nothing else affected
+    assert other.request(29, 3, filter_()).error_code == E.none
+
+
+# Kafka 4.4.0 with StandardAuthorizer (the differential tester): a code its enums lack is read as
+# UNKNOWN by fromCode (the request's validation refuses only code 0); CreateAcls refuses it per
+# creation (AclControlManager.validateNewAcl), DeleteAcls per filter (validateFilter), DescribeAcls
+# matches nothing with it.
+def test_codes_kafka_does_not_know_are_unknown(b, login):
+    admin = login("admin")
+    r = admin.request(30, 3, {"creations": [creation("u", 127), creation("u", 3, rtype=-1), creation("u", 3, pattern=9),
+                                            creation("u", 3, perm=9), creation("u", 3)]})
+    assert [(x.error_code, x.error_message) for x in r.results] == [
+        (E.invalid_request, "Invalid operation UNKNOWN"), (E.invalid_request, "Invalid resourceType UNKNOWN"),
+        (E.invalid_request, "Invalid patternType UNKNOWN"), (E.invalid_request, "Invalid permissionType UNKNOWN"),
+        (E.none, "")]
+    for change in ({"operation": 127}, {"resource_type_filter": -1}, {"pattern_type_filter": 5}, {"permission_type": 4}):
+        d = admin.request(29, 3, {**filter_(), **change})
+        assert (d.error_code, d.error_message, list(d.resources)) == (E.none, "", [])
+    r = admin.request(31, 3, {"filters": [{**filter_(name="u"), "operation": 127},
+                                          {**filter_(name="u"), "resource_type_filter": -1},
+                                          {**filter_(name="u"), "pattern_type_filter": 5},
+                                          {**filter_(name="u"), "permission_type": 4}]})
+    assert [(x.error_code, x.error_message, list(x.matching_acls)) for x in r.filter_results] == [
+        (E.invalid_request, "Unknown entryFilter.", []), (E.invalid_request, "Unknown patternFilter.", []),
+        (E.invalid_request, "Unknown patternFilter.", []), (E.invalid_request, "Unknown entryFilter.", [])]
+    d = admin.request(29, 3, filter_(name="u"))
+    assert [(x.resource_name, len(x.acls)) for x in d.resources] == [("u", 1)]  # nothing removed
+    assert len(admin.request(31, 3, {"filters": [filter_(name="u")]}).filter_results[0].matching_acls) == 1
+
+
+# Kafka 4.4.0: CreateAclsRequest.aclBinding's ResourcePattern / AccessControlEntry constructors throw
+# IllegalArgumentException for ANY (or a MATCH pattern type): the whole request is answered
+# UNKNOWN_SERVER_ERROR without a message for every creation, and none is created
+@pytest.mark.parametrize("bad", [dict(rtype=1), dict(pattern=1), dict(pattern=2), dict(op=1), dict(perm=1)])
+def test_a_creation_kafka_cannot_bind_fails_the_request(b, login, bad):
+    admin = login("admin")
+    r = admin.request(30, 3, {"creations": [creation("bind-ok", 3), creation("bind-bad", **{"op": 3, **bad})]})
+    assert [(x.error_code, x.error_message) for x in r.results] == [(E.unknown_server_error, None)] * 2
+    assert list(admin.request(29, 3, filter_(name="bind-ok")).resources) == []
+
+
+# Kafka 4.4.0's answers (AclControlManager.validateHostPattern at metadata.version 4.4-IV2): a host
+# without "/" is taken as it is, one with "/" must be a CIDR block as commons-net's SubnetUtils reads it
+@pytest.mark.parametrize("host, error, message", [
+    ("*", E.none, ""), ("someone", E.none, ""), ("x" * 250, E.none, ""), ("10.0.0.1", E.none, ""),
+    ("1.2.3.4/8", E.none, ""), ("fe80::/10", E.none, ""), ("[::1]/100", E.none, ""), ("::1/+8", E.none, ""),
+    ("", E.invalid_request, "Host pattern cannot be null or empty"),
+    ("1.2.3.4/33", E.invalid_request, "Invalid CIDR notation '1.2.3.4/33': Value [33] not in range [0,32]"),
+    ("1.2.3.4/+8", E.invalid_request, "Invalid CIDR notation '1.2.3.4/+8': Could not parse [1.2.3.4/+8]"),
+    ("::1/129", E.invalid_request,
+     "Invalid CIDR notation '::1/129': Could not parse [::1/129] - prefix length must be between 0 and 128"),
+    ("::1/ 8", E.invalid_request, "Invalid CIDR notation '::1/ 8': Could not parse [::1/ 8] - invalid prefix length"),
+    ("::ffff:1.2.3.4/100", E.invalid_request,
+     "Invalid CIDR notation '::ffff:1.2.3.4/100': Could not parse [::ffff:1.2.3.4] - not an IPv6 address"),
+])
+def test_acl_hosts_as_kafka_44_checks_them(b, login, host, error, message):
+    admin = login("admin")
+    r = admin.request(30, 3, {"creations": [{**creation("hosts", 3), "host": host}]})
+    assert [(x.error_code, x.error_message) for x in r.results] == [(error, message)]
+
+def test_a_cidr_host_below_metadata_version_4_4_iv1_is_unsupported():
+    """Kafka 4.4.0 formatted with --release-version 4.3-IV0 answers a host with "/" UNSUPPORTED_VERSION
+    (AclControlManager.validateHostPattern) after the other checks; here metadata.version 4.3-IV0 is
+    what mock.kafka.version 4.3 finalizes."""
+    assert validate_new_acl(acl("t", Op.READ, host="1.2.3.4/8"), cidr_supported=False) == (
+        "CIDR-based ACL host patterns require metadata version 4.4-IV1 or higher.")
+    with MockBroker(config={**CONFIG, "mock.kafka.version": "4.3"}) as b43:
+        c = RawKafkaClient.connect(b43.bootstrap_servers)
+        try:
+            login_plain(c, "admin", "admin-secret")
+            r = c.request(30, 3, {"creations": [{**creation("t", 3), "host": "1.2.3.4/8"},
+                                                {**creation("t", 3), "host": "a/b"},
+                                                {**creation("t", 3, principal="nocolon"), "host": "1.2.3.4/8"},
+                                                {**creation("t", 3), "host": "10.0.0.1"}]})
+            assert [(x.error_code, x.error_message) for x in r.results] == [
+                (E.unsupported_version, "CIDR-based ACL host patterns require metadata version 4.4-IV1 or higher."),
+                (E.unsupported_version, "CIDR-based ACL host patterns require metadata version 4.4-IV1 or higher."),
+                (E.invalid_request, "Could not parse principal from `nocolon` (no colon is present separating the "
+                                    "principal type from the principal name)"),
+                (E.none, "")]
+        finally:
+            c.close()

@@ -151,6 +151,26 @@ def test_a_token_for_another_owner_and_principal_types(b, connect):
     assert error_only(c, 38, 3, group) == E.invalid_principal_type
 
 
+@pytest.mark.parametrize("plaintext", [False, True])
+def test_an_owner_name_without_a_principal_type_is_an_unknown_server_error(connect, plaintext):
+    """Kafka 4.4.0 as the differential tester saw it over PLAINTEXT; KafkaApis makes the owner's
+    KafkaPrincipal before any check (so over SASL too), and its constructor throws on the null type: the answer is
+    CreateDelegationTokenRequest.getErrorResponse's: UNKNOWN_SERVER_ERROR, the ANONYMOUS owner and
+    requester, no timestamps, and no token."""
+    from tests.differential import schema
+
+    c = connect(plaintext=plaintext)
+    before = None if plaintext else describe(c)
+    c.send(38, 3, {"renewers": [], "max_lifetime": -1, "owner_principal_type": None, "owner_principal_name": "dave"})
+    _, r = schema.decode_response(38, 3, c.recv_frame())
+    assert r == {"ErrorCode": E.unknown_server_error, "PrincipalType": "User", "PrincipalName": "ANONYMOUS",
+                 "TokenRequesterPrincipalType": "User", "TokenRequesterPrincipalName": "ANONYMOUS",
+                 "IssueTimestampMs": -1, "ExpiryTimestampMs": -1, "MaxTimestampMs": -1, "TokenId": "", "Hmac": b"",
+                 "ThrottleTimeMs": 0}
+    if not plaintext:
+        assert describe(c) == before
+
+
 def test_requests_not_allowed_over_plaintext(connect):
     c = connect(plaintext=True)
     body = {"renewers": [], "max_lifetime": -1, "owner_principal_type": None, "owner_principal_name": None}

@@ -375,7 +375,7 @@ class TestClientQuotaApis:
             r = self.describe(c, [{"entity_type": "user", "match_type": 1, "match": None}])
             assert list(r.entries) == []  # validate_only changed nothing
             r = self.describe(c, [{"entity_type": "bogus", "match_type": 0, "match": "x"}])
-            assert r.error_code == ErrorCode.invalid_request
+            assert r.error_code == ErrorCode.unsupported_version  # Kafka 4.4.0: UnsupportedVersionException
 
     def test_remove(self, muted):
         b, clock = muted

@@ -238,13 +238,16 @@ def test_throttle_mode_by_release():
 @pytest.mark.parametrize("release", [*RELEASES, "4.3", "4.4"])
 def test_telemetry_apis_only_with_a_telemetry_reporter(release):
     """KIP-714's keys are in no recorded default broker's answer (no ClientTelemetry reporter):
-    served at v0 only with ``client_telemetry``, from 3.7 on."""
-    assert 71 not in ApiRegistry(release, ALL) and 72 not in ApiRegistry(release, ALL)
+    advertised at v0 only with ``client_telemetry``, from 3.7 on; served from 3.7 on either way, as
+    Kafka answers them unlisted."""
+    off = ApiRegistry(release, ALL)
+    assert 71 not in off and 72 not in off and {s.key for s in off} & {71, 72} == set()
     reg = ApiRegistry(release, ALL, client_telemetry=True)
     has = release_tuple(release) >= (3, 7)
     for key in (71, 72):
-        spec = reg.get(key)
-        assert (spec is not None) == has, (release, key)
-        if spec is not None:
-            assert (spec.advertised_min, spec.min_version, spec.max_version) == (0, 0, 0)
-            assert spec.is_flexible(0)
+        assert (key in reg) == has, (release, key)
+        for spec in (reg.get(key), off.get(key)):
+            assert (spec is not None) == has, (release, key)
+            if spec is not None:
+                assert (spec.advertised_min, spec.min_version, spec.max_version) == (0, 0, 0)
+                assert spec.is_flexible(0)

@@ -1,5 +1,5 @@
-"""KIP-714 over the wire: GetTelemetrySubscriptions (71) and PushTelemetry (72) served only with
-mock.client.telemetry.enabled, subscriptions set by IncrementalAlterConfigs, push timing on the
+"""KIP-714 over the wire: GetTelemetrySubscriptions (71) and PushTelemetry (72) advertised only with
+mock.client.telemetry.enabled (answered unlisted without it), subscriptions set by IncrementalAlterConfigs, push timing on the
 broker's ManualClock, what the journal and ``GET /client-metrics`` show."""
 
 from __future__ import annotations
@@ -40,11 +40,22 @@ def b():
 
 
 def test_off_by_default_as_a_kafka_broker_without_a_telemetry_reporter():
+    """Not advertised, yet answered as Kafka 4.4.0 without a telemetry reporter answers a client that
+    sends them anyway: a subscription, and pushes whose payload is only decompressed (garbage that is
+    not compressed is accepted, garbage said to be gzip is INVALID_RECORD) and never kept."""
     with MockBroker() as off, RawKafkaClient.connect(off.bootstrap_servers) as c:
         keys = advertised(c)
         assert 71 not in keys and 72 not in keys and 74 in keys
-        c.send(71, 0, {"client_instance_id": None})
-        assert c.is_closed_by_peer()
+        r = c.request(71, 0, {"client_instance_id": uuid.UUID(int=0)})
+        assert (r.error_code, r.requested_metrics, r.push_interval.total_seconds()) == (E.none, (), 300.0)
+        push = {"client_instance_id": r.client_instance_id, "subscription_id": r.subscription_id,
+                "terminating": False, "compression_type": 0, "metrics": b"\xff" * 7}
+        assert c.request(72, 0, push).error_code == E.none
+        r = c.request(71, 0, {"client_instance_id": uuid.UUID(int=0)})
+        push = {**push, "client_instance_id": r.client_instance_id, "subscription_id": r.subscription_id,
+                "compression_type": 1}
+        assert c.request(72, 0, push).error_code == E.invalid_record
+        assert off.client_metrics() == []
 
 
 def test_advertised_v0_when_enabled(b):
