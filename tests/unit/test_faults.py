@@ -105,11 +105,17 @@ class TestErrors:
 
     def test_fetch_partition_error_answers_at_once_with_the_leader(self, mb):
         mb.create_topic("fe", 1, 1)
-        mb.inject(api="Fetch", errors=["NOT_LEADER_OR_FOLLOWER"])
+        mb.inject(api="Fetch", errors=["NOT_LEADER_OR_FOLLOWER"], count=2)
+        tid = mb.call(lambda cl: cl.metadata.topics["fe"].topic_id)
+        body = fetch_body("fe", 0, max_wait_ms=60_000)
+        body["topics"][0]["topic_id"] = tid
         with RawKafkaClient.connect(leader_addr(mb, "fe")) as c:
-            r = c.request(1, 12, fetch_body("fe", 0, max_wait_ms=60_000)).responses[0].partitions[0]
+            # the current leader comes from v16 (KafkaApis' processResponseCallback, KIP-951)
+            r = c.request(1, 16, body).responses[0].partitions[0]
             assert r.error_code == E.not_leader_or_follower
             assert r.current_leader.leader_id == mb.partition_state("fe", 0)["leader"]
+            r = c.request(1, 12, fetch_body("fe", 0, max_wait_ms=60_000)).responses[0].partitions[0]
+            assert (r.error_code, r.current_leader.leader_id) == (E.not_leader_or_follower, -1)
 
     def test_metadata_topic_error_keeps_brokers_and_other_topics(self, mb):
         mb.create_topic("ma", 1, 1)

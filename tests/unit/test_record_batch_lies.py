@@ -266,7 +266,8 @@ def test_the_reported_count_of_a_billion_records_is_refused(broker, client):
     broker.create_topic("billion", 1)
     liar = lie(build_batch([(None, b"one", [])], base_timestamp=NOW), "count+delta", 1_000_000_000, True)
     r = produce(client, "billion", liar)
-    assert (r.error_code, r.error_message) == (E.invalid_record, "Incorrect declared batch size, premature EOF reached")
+    # LogValidator's InvalidRecordException: appendToLocalLog answers it without a message (Kafka 4.4.0)
+    assert (r.error_code, r.error_message) == (E.invalid_record, None)
     assert produce(client, "billion", build_batch([(None, b"next", [])], base_timestamp=NOW)).base_offset == 0
     assert broker.log_end_offset("billion", 0) == 1
 
