@@ -89,7 +89,8 @@ def known_differences(path: Path = DIFFERENCES_MD) -> list[Known]:
             break
         if not inside or not line.startswith("|") or set(line.replace("|", "").strip()) <= set("-: "):
             continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        # cells split at the pipes a regex does not escape (`\|` is a regex's alternation: _unquote)
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
         if len(cells) < 5 or cells[0] == "API":
             continue
         api, versions, mutation, where, reason = cells[:5]
