@@ -188,6 +188,13 @@ class ConfigCatalog:
                 continue  # unset in Kafka (log.roll.ms, log.retention.ms: a synonym's default stands)
             if explicit or not _same_value(value, key.default, key):
                 out[name] = value
+        for name, raw in self.config.kafka_only.items():  # Kafka's keys mockbroker has none of its own for
+            out[name] = (_normalized(raw, keys[name]) or raw) if name in keys else raw
+        for name in self.config:  # listener.name.NAME.ssl.*: kept by mockbroker under the prefixed name
+            if name not in CONFIG_DEF and self.config.is_explicit(name):
+                base = self.defs.broker_key(name)
+                value = self.config.static(name)
+                out[name] = (_kafka_string(value, base) if base is not None else str(value)) or ""
         out["node.id"] = out["broker.id"] = str(node_id)
         out["process.roles"] = "broker,controller"
         node = self.metadata.brokers.get(node_id)
@@ -281,8 +288,12 @@ class ConfigCatalog:
             if name:
                 self._check_broker_id(node_id, name, "Broker id must be an integer, but it is: ",
                                       f"Unexpected broker id, expected {node_id} or empty string, but received ")
-                unknown = sorted({n for n in (*self.per_broker.get(node_id, {}), *self.cluster_default)
-                                  if n not in self.defs.keys["broker"]})
+                keys = self.defs.keys["broker"]
+                # ConfigHelperUtils.createResponseConfig: the keys set that are not the ConfigDef's
+                # non-internal ones (a listener-prefixed or internal static config), then every one of those
+                unknown = sorted({n for n in (*self.per_broker.get(node_id, {}), *self.cluster_default,
+                                              *self.static_configs(node_id))
+                                  if n not in keys or keys[n].internal})
                 return [self._broker_entry(node_id, n, True) for n in unknown + self.defs.order["broker"]]
             return [self._broker_entry(node_id, n, False) for n in self.cluster_default]
         if resource_type == BROKER_LOGGER:
@@ -327,7 +338,7 @@ class ConfigCatalog:
         return name, value, source, False, sensitive, synonyms, key
 
     def _broker_entry(self, node_id: int, name: str, per_broker: bool) -> tuple[Any, ...]:
-        key = self.defs.keys["broker"].get(name)
+        key = self.defs.broker_key(name)
         sensitive = key is None or key.sensitive  # KafkaConfig.maybeSensitive: unknown types too
         value = None if sensitive else (self.broker_value(node_id, name) if per_broker
                                         else self.cluster_default.get(name))

@@ -180,7 +180,7 @@ class ClusterMetadata:
     def broker_up(self, node_id: int, endpoints: dict[str, tuple[str, int]]) -> None:
         """A broker registered (started or restarted) with its advertised endpoints.  ``Cluster`` is
         the one writer of membership: it calls this and ``broker_down``, nothing else does."""
-        self.brokers[node_id] = BrokerNode(node_id, endpoints)
+        self.brokers[node_id] = BrokerNode(node_id, endpoints, self.config["broker.rack"] or None)
 
     def unregister_broker(self, node_id: int) -> bool:
         """UnregisterBroker (``ReplicationControlManager.unregisterBroker``, the UnregisterBrokerRecord):

@@ -1,13 +1,15 @@
 """DeleteTopics (key 20): v1-6.
 
 Behavior:
+* ``delete.topic.enable=false``: every topic of the request TOPIC_DELETION_DISABLED (v3+; INVALID_REQUEST
+  before), no message, nothing deleted.
 * Topics by name (v1-6) or by id (v6).  Unknown names get
   UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID; a v6 entry with
   both a name and an id is INVALID_REQUEST.  The topic and its logs are gone
   when the response is sent.
 
 Version notes:
-* v1 throttle.  v2 clients back off.  v4 flexible.  v5 error message,
+* v1 throttle.  v2 clients back off.  v3 TOPIC_DELETION_DISABLED.  v4 flexible.  v5 error message,
   THROTTLING_QUOTA_EXCEEDED from a strict controller_mutation_rate quota (KIP-599).  v6 topic ids.
 """
 
@@ -38,6 +40,9 @@ ZERO = uuid.UUID(int=0)
 
 def handle(ctx: RequestContext, req: DeleteTopicsRequest) -> Response:
     cluster = ctx.metadata
+    if not cluster.config["delete.topic.enable"]:  # ControllerApis.deleteTopics: the whole request
+        return error_response(ctx, req, ErrorCode.invalid_request if ctx.version < 3
+                              else ErrorCode.topic_deletion_disabled)
     throttle_ms = 0  # KIP-599: the controller mutation quota's throttle, the largest met
     if ctx.version >= 6:
         wanted = [(t.name, t.topic_id) for t in req.topics]
