@@ -256,6 +256,35 @@ class ConfigCatalog:
             out.pop(0)
         return out
 
+    def new_topic_configs(self, node_id: int, creation: dict[str, str]) -> list[dict[str, Any]]:
+        """A created topic's configs as CreateTopics v5+ answers them (``KafkaConfigSchema.
+        resolveEffectiveTopicConfigs`` on the controller ``node_id``): every topic config (an internal one
+        only when the request sets it), by name, each from the request (TOPIC_CONFIG, the value as sent),
+        else its broker synonyms' per-broker dynamic, cluster-default dynamic and static values (in that
+        order of sources, converted to the topic config's unit), else the topic config's own default; a
+        sensitive one's value null."""
+        out = []
+        keys = self.defs.keys["topic"]
+        layers = ((self.per_broker.get(node_id, {}), DYNAMIC_BROKER_CONFIG),
+                  (self.cluster_default, DYNAMIC_DEFAULT_BROKER_CONFIG),
+                  (self.static_configs(node_id), STATIC_BROKER_CONFIG))
+        for name in sorted(keys):
+            key = keys[name]
+            if key.internal and name not in creation:
+                continue
+            value, source = key.default, DEFAULT_CONFIG
+            if name in creation:
+                value, source = creation[name], TOPIC_CONFIG
+            else:
+                synonyms = self.defs.topic_synonyms.get(name, [])
+                found = next(((layer[n], unit, src) for layer, src in layers for n, unit in synonyms if n in layer),
+                             None)
+                if found is not None:
+                    value, source = _convert(found[0], found[1]), found[2]
+            out.append({"name": name, "value": None if key.sensitive else value, "read_only": False,
+                        "config_source": source, "is_sensitive": key.sensitive})
+        return out
+
     # -- DescribeConfigs -----------------------------------------------------------------------------
     def describe(self, node_id: int, resource_type: int, resource_name: str, keys: list[str] | None = None,
                  include_synonyms: bool = False, include_documentation: bool = False) -> DescribeResult:
