@@ -2,7 +2,8 @@
 CreatePartitions (37), ElectLeaders (43), AlterPartitionReassignments (45) -- over a real socket, answered
 as a Kafka 4.4.0 answered them side by side (tests/differential): names given twice, the controller's
 deadline (a timeout of 0 or less: REQUEST_TIMED_OUT for the whole request and nothing applied, unless
-nothing reaches the controller), CreateTopics' configs and validate-only answer."""
+nothing reaches the controller), CreateTopics' configs and validate-only answer; and Metadata's answer for
+a topic it auto-creates (through the controller, as AutoTopicCreationManager does)."""
 
 from __future__ import annotations
 
@@ -237,3 +238,25 @@ class TestAlterPartitionReassignments:
                                            ("apr-x", 0, E.request_timed_out, None)]
         r = c.request(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, {"timeout": 0, "topics": []})
         assert (r.error_code, r.error_message, list(r.responses)) == (E.none, "", [])
+
+
+class TestMetadataAutoCreation:
+    @pytest.mark.parametrize("version", [0, 1, 3, 4, 9, 12])
+    def test_an_auto_created_topic_is_unknown_in_the_answer_that_creates_it(self, b, c, version):
+        name = f"md-auto-{version}"
+        body = {"topics": [{"name": name, "topic_id": ZERO}], "allow_auto_topic_creation": True,
+                "include_topic_authorized_operations": False}
+        (t,) = c.request(ApiKey.METADATA, version, body).topics
+        assert (t.name, t.error_code, list(t.partitions)) == (name, E.unknown_topic_or_partition, [])
+        assert exists(b, name)
+        (t,) = c.request(ApiKey.METADATA, version, body).topics
+        assert t.error_code == E.none and len(t.partitions) == 1
+
+    def test_authorized_operations_of_a_topic_that_does_not_exist(self, c):
+        body = {"topics": [{"name": "x" * 250, "topic_id": ZERO}, {"name": "md-missing", "topic_id": ZERO}],
+                "allow_auto_topic_creation": False, "include_topic_authorized_operations": True}
+        topics = {t.name: t for t in c.request(ApiKey.METADATA, 12, body).topics}
+        assert topics["x" * 250].error_code == E.invalid_topic_exception
+        assert topics["md-missing"].error_code == E.unknown_topic_or_partition
+        # READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS: every one, no authorizer
+        assert {t.topic_authorized_operations for t in topics.values()} == {3576}
