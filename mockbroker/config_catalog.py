@@ -60,6 +60,9 @@ DYNAMIC_BROKER_LOGGER_CONFIG, CLIENT_METRICS_CONFIG, GROUP_CONFIG = 6, 7, 8
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
+# Keys whose mockbroker default is not Kafka's only because mockbroker lacks what Kafka's names
+# (sasl.enabled.mechanisms: GSSAPI): unless set, described with Kafka's default, as a client of Kafka sees it
+_KAFKA_DEFAULT_DESCRIBED = frozenset({"sasl.enabled.mechanisms"})
 MAX_VALUE_SIZE = 32767  # ConfigurationControlManager: a config value's longest
 _SECURITY_CONFIG_PREFIX = "ssl."  # DynamicBrokerConfig.DYNAMIC_SECURITY_CONFIGS: SslConfigs.RECONFIGURABLE_CONFIGS
 _LOG_LEVELS = ("OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE", "ALL")
@@ -186,6 +189,8 @@ class ConfigCatalog:
             explicit = self.config.is_explicit(name)
             if value is None or (not explicit and key.default is None):
                 continue  # unset in Kafka (log.roll.ms, log.retention.ms: a synonym's default stands)
+            if not explicit and name in _KAFKA_DEFAULT_DESCRIBED:
+                continue
             if explicit or not _same_value(value, key.default, key):
                 out[name] = value
         for name, raw in self.config.kafka_only.items():  # Kafka's keys mockbroker has none of its own for
@@ -292,7 +297,8 @@ class ConfigCatalog:
         try:
             entries = self._describe(node_id, resource_type, resource_name)
         except _Refused as e:
-            return DescribeResult(e.result.error, e.result.message)
+            # an unknown topic's result sets no message: the response data's default, "" (as a success's)
+            return DescribeResult(e.result.error, "" if e.result.message is None else e.result.message)
         out = []
         for name, value, source, read_only, sensitive, synonyms, key in entries:
             if keys and name not in keys:
@@ -302,7 +308,7 @@ class ConfigCatalog:
                         "documentation": key.documentation if include_documentation and key is not None else None,
                         "synonyms": [{"name": n, "value": v, "source": s} for n, v, s in synonyms]
                         if include_synonyms else []})
-        return DescribeResult(configs=out)
+        return DescribeResult(message="", configs=out)  # ConfigHelperUtils sets no message: the default, ""
 
     def _describe(self, node_id: int, resource_type: int, name: str) -> list[tuple[Any, ...]]:
         if resource_type == TOPIC:

@@ -142,6 +142,8 @@ def test_kafka_only_configs_are_described_and_logged_at_start(caplog):
         assert (prefixed["value"], prefixed["is_sensitive"], prefixed["config_source"]) == (None, True, 4)
         assert d.configs[0]["name"] == "listener.name.plaintext.plain.sasl.jaas.config"
         assert entries["share.coordinator.state.topic.num.partitions"]["value"] == "3"
+        mechanisms = entries["sasl.enabled.mechanisms"]  # Kafka's default unless set (GSSAPI is not served)
+        assert (mechanisms["value"], mechanisms["config_source"]) == ("GSSAPI", 5)
         assert b.call(lambda cl: cl.share_persister.leaders.num_partitions) == 3  # read: its effect
     said = [r.getMessage() for r in caplog.records if r.name == "mockbroker.config"]
     assert len(said) == 2 and any(m.startswith("num.io.threads=16 (config)") for m in said)
