@@ -230,18 +230,6 @@ class ClusterMetadata:
             return self.config[key]
         return parse(literal)
 
-    def topic_config_source(self, topic: Topic, name: str) -> int:
-        """DescribeConfigs ConfigSource: 1 topic, 4 static broker, 5 default."""
-        if name in topic.overrides:
-            return 1
-        key = TOPIC_CONFIGS[name][0]
-        if key == "@retention_ms":
-            explicit = any(self.config.is_explicit(k) for k in ("log.retention.ms", "log.retention.minutes", "log.retention.hours"))
-            return 4 if explicit else 5
-        if key is not None and self.config.is_explicit(key):
-            return 4
-        return 5
-
     @staticmethod
     def validate_topic_configs(configs: dict[str, str | None]) -> str | None:
         """A new topic's configs, checked as Kafka's controller checks them
