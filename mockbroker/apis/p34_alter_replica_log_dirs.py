@@ -12,7 +12,7 @@ Behavior:
   does not have: UNKNOWN_TOPIC_OR_PARTITION; one this broker holds no replica of:
   REPLICA_NOT_AVAILABLE, and the directory is remembered for when a replica is placed here.
 * A partition named twice: the last directory counts (Kafka collects them in a map).
-* No authorizer (no CLUSTER_AUTHORIZATION_FAILED).
+* With an authorizer, ALTER on the cluster (``apis/authorization.py``), else CLUSTER_AUTHORIZATION_FAILED.
 
 Version notes:
 * v2 flexible.

@@ -17,7 +17,8 @@ Behavior:
   neither the election type nor the timeout is looked at).  A timeout of 0 or less otherwise: the
   controller's deadline has passed (``common.controller_deadline_passed``): REQUEST_TIMED_OUT at the
   top (v1+) and for every partition named, nothing elected.
-* A positive timeout is not waited on (the election is complete when answered).  No authorizer.  Kafka's
+* A positive timeout is not waited on (the election is complete when answered).  With an authorizer,
+  ALTER on the cluster (``apis/authorization.py``), else CLUSTER_AUTHORIZATION_FAILED.  Kafka's
   automatic preferred elections (``auto.leader.rebalance.enable``) do not run.
 
 Version notes:

@@ -17,8 +17,8 @@ Behavior:
 * No topics: answered at once with an empty error message (Kafka's response data default: the
   controller runs no event).  A timeout of 0 or less otherwise: the controller's deadline has passed
   (``common.controller_deadline_passed``): REQUEST_TIMED_OUT at the top and for every partition,
-  nothing changed.  A positive timeout is not waited on (the change is recorded when answered).  No
-  authorizer.
+  nothing changed.  A positive timeout is not waited on (the change is recorded when answered).  With
+  an authorizer, ALTER on the cluster (``apis/authorization.py``), else CLUSTER_AUTHORIZATION_FAILED.
 
 Version notes:
 * v1: allow_replication_factor_change (KIP-860), echoed in the response.
