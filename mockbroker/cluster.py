@@ -22,6 +22,7 @@ committed offsets) as callbacks it registers.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
@@ -67,6 +68,8 @@ from .sasl_mechanisms import CredentialStore
 from .txn.coordinator import GROUP_METADATA_TOPIC, MarkerErrors, TransactionCoordinator
 from .txn.state_manager import TransactionConfig, TransactionStateManager
 from .txn.verification import AddPartitionsToTxnManager
+
+log = logging.getLogger("mockbroker.config")
 
 
 class FrontEnd(Protocol):
@@ -178,6 +181,8 @@ class Cluster:
         self.front_ends: list[FrontEnd] = []  # started after the brokers, in order; stopped first
 
     async def start(self) -> None:
+        for line in self.config.without_effect():  # Kafka's broker configs mockbroker does not simulate
+            log.info(line)
         if self.journal_writer is not None:
             self.journal_writer.start()
         for b in self.brokers.values():

@@ -3,8 +3,14 @@
 Sources, later ones winning: defaults, a TOML file, environment variables
 (``MOCKBROKER_`` + the key upper-cased with dots as underscores, e.g.
 ``MOCKBROKER_LOG_RETENTION_MS``), ``-c key=value`` / the ``config`` dict.
-Unknown keys are refused with the list of close matches.  Keys starting with
-``mock.`` are simulation knobs with no Kafka counterpart.
+A key of Kafka 4.4's broker configuration that mockbroker has no counterpart for
+(``num.io.threads``, ``replica.selector.class``, ``sasl.jaas.config``, a listener-prefixed
+``listener.name.NAME.KEY``: what ``data/kafka-4.4.0-configs.json`` records of Kafka's broker
+``ConfigDef``) is accepted as Kafka accepts it (its value checked by Kafka's type and validator),
+described by DescribeConfigs as a static broker config, and logged once at start as having no effect
+(``BrokerConfig.without_effect``), so a configuration written for Kafka starts mockbroker.  Other
+unknown keys are refused with the list of close matches.  Keys starting with ``mock.`` are
+simulation knobs with no Kafka counterpart.
 
 TOML may use quoted dotted keys (``"log.retention.ms" = 1000``) or tables
 (``[log.retention]`` / ``ms = 1000``); both flatten to the same key.
@@ -282,6 +288,12 @@ CONFIG_DEF: dict[str, ConfigKey] = {
                   "Expired tokens are removed at these intervals of the broker clock (the controller's sweep).",
                   1),
         ConfigKey("auto.create.topics.enable", _bool, True, "Create unknown topics on Metadata requests that allow it."),
+        ConfigKey("broker.rack", _str, "",
+                  "Rack of every simulated broker (one configuration serves them all): Metadata and "
+                  "DescribeCluster answer it as each broker's rack; empty (Kafka's null): none."),
+        ConfigKey("delete.topic.enable", _bool, True,
+                  "false: DeleteTopics is refused (TOPIC_DELETION_DISABLED; INVALID_REQUEST below v3) and "
+                  "deletes nothing, as Kafka's controller refuses it."),
         ConfigKey("num.partitions", _int, 1, "Partitions of an auto-created topic.", 1),
         ConfigKey("default.replication.factor", _int, 1, "Replication factor of an auto-created topic.", 1),
         ConfigKey("min.insync.replicas", _int, 1, "Default min.insync.replicas of topics.", 1),
@@ -556,6 +568,89 @@ def _env_name(key: str) -> str:
 _ENV_TO_KEY = {_env_name(k): k for k in CONFIG_DEF}
 
 
+def _kafka_broker_keys() -> Mapping[str, Any]:
+    """Kafka 4.4's broker ``ConfigDef`` keys as recorded (``config_defs``: read on first use, not at import:
+    most configurations never name a key mockbroker lacks)."""
+    from .config_defs import load  # noqa: PLC0415 - the recorded definitions, only when needed
+
+    return load().keys["broker"]
+
+
+def _env_key(name: str) -> str | None:
+    """The configuration key of a ``MOCKBROKER_`` environment variable: mockbroker's, else Kafka's."""
+    key = _ENV_TO_KEY.get(name)
+    if key is None:
+        key = next((k for k in _kafka_broker_keys() if _env_name(k) == name), None)
+    return key
+
+
+# listener.name.<name>.<key>, and for SASL listener.name.<name>.<mechanism>.<sasl key> (Kafka's
+# ListenerName.configPrefix and saslMechanismPrefix)
+_LISTENER_ANY = re.compile(r"listener\.name\.[A-Za-z0-9_-]+\.(?:[A-Za-z0-9_-]+\.(?=sasl\.))?(.+)")
+
+
+# Kafka-only keys mockbroker does read (through the config catalogue's broker values): None for their whole
+# effect, else what they are read for (logged at start as their only effect)
+_GROUP_BOUND = "the bounds IncrementalAlterConfigs holds group configs to (the group coordinators do not read it)"
+KAFKA_ONLY_READ: dict[str, str | None] = {
+    "share.coordinator.state.topic.num.partitions": None,  # the share coordinator's state partitions
+    "share.coordinator.state.topic.replication.factor": None,
+    **{f"group.{kind}.{bound}.{name}": _GROUP_BOUND
+       for kind, names in (("consumer", ("session.timeout.ms", "heartbeat.interval.ms", "assignment.interval.ms")),
+                           ("share", ("assignment.interval.ms",)), ("streams", ("assignment.interval.ms",)))
+       for name in names for bound in ("min", "max")},
+    "group.streams.max.standby.replicas": _GROUP_BOUND,
+    "group.streams.max.warmup.replicas": _GROUP_BOUND,
+    "group.streams.min.task.offset.interval.ms": _GROUP_BOUND,
+    "group.streams.assignors": "the assignors a streams group config may name (the coordinator uses its own)",
+}
+
+
+def kafka_only_key(key: str) -> bool:
+    """Whether ``key`` is a Kafka 4.4 broker config mockbroker has no key of its own for (possibly with a
+    listener prefix): accepted, without effect."""
+    if key in CONFIG_DEF or key.startswith("mock.") or _LISTENER_PREFIXED.fullmatch(key):
+        return False
+    keys = _kafka_broker_keys()
+    if key in keys:
+        return True
+    m = _LISTENER_ANY.fullmatch(key)
+    return m is not None and m.group(1) in keys
+
+
+def _sensitive(key: str) -> bool:
+    """Whether Kafka's definition of ``key`` (or of the key a listener prefix names) is a PASSWORD."""
+    keys = _kafka_broker_keys()
+    m = _LISTENER_ANY.fullmatch(key)
+    d = keys.get(key) or (keys.get(m.group(1)) if m is not None else None)
+    return d is not None and d.type == "PASSWORD"
+
+
+def _kafka_string_value(raw: Any) -> str:
+    """A TOML, environment or ``-c`` value as the string Kafka's properties file would hold."""
+    if isinstance(raw, bool):
+        return "true" if raw else "false"
+    if isinstance(raw, (list, tuple)):
+        return ",".join(_kafka_string_value(x) for x in raw)
+    return str(raw)
+
+
+def parse_kafka_only(key: str, raw: Any, where: str) -> str:
+    """A Kafka-only key's value as a string, checked as ``KafkaConfig`` checks it at start (``ConfigDef``'s
+    type and validator; a listener-prefixed one is taken as it is, as Kafka reads it only where it is
+    used)."""
+    from .config_defs import ConfigValueError  # noqa: PLC0415 - with _kafka_broker_keys
+
+    value = _kafka_string_value(raw)
+    d = _kafka_broker_keys().get(key)
+    if d is not None:
+        try:
+            d.parse(value)
+        except ConfigValueError as e:
+            raise ConfigError(f"invalid value {value!r} for {key} ({where}): {e}") from None
+    return value
+
+
 def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in d.items():
@@ -604,6 +699,7 @@ class BrokerConfig(Mapping[str, Any]):
         self._explicit: set[str] = set()
         self._dynamic: dict[str, Any] = {}  # cluster-default dynamic configs (DynamicBrokerConfig), parsed
         self._per_broker: dict[int, dict[str, Any]] = {}  # per-broker dynamic configs, parsed
+        self._kafka_only: dict[str, tuple[str, str]] = {}  # Kafka's keys mockbroker lacks: (value, where)
         if values:
             self._apply(values, "config")
         self._check()
@@ -635,7 +731,7 @@ class BrokerConfig(Mapping[str, Any]):
         for name, value in env.items():
             if not name.startswith(ENV_PREFIX):
                 continue
-            key = _ENV_TO_KEY.get(name)
+            key = _env_key(name)
             if key is None:
                 raise ConfigError(f"unknown configuration environment variable {name}")
             merged[key] = value
@@ -654,6 +750,7 @@ class BrokerConfig(Mapping[str, Any]):
         self._explicit = set()
         self._dynamic = {}
         self._per_broker = {}
+        self._kafka_only = {}
         for k, v in merged.items():
             self._apply({k: v}, sources[k])
         self._check()
@@ -661,8 +758,29 @@ class BrokerConfig(Mapping[str, Any]):
 
     def _apply(self, values: Mapping[str, Any], where: str) -> None:
         for key, raw in values.items():
+            if kafka_only_key(key):
+                self._kafka_only[key] = (parse_kafka_only(key, raw, where), where)
+                continue
             self._values[key] = parse_value(key, raw, where)
             self._explicit.add(key)
+
+    @property
+    def kafka_only(self) -> dict[str, str]:
+        """The Kafka broker configs set that mockbroker has no key of its own for: name -> value as set."""
+        return {k: v for k, (v, _where) in self._kafka_only.items()}
+
+    def without_effect(self) -> list[str]:
+        """One line for each Kafka-only key set that mockbroker does not simulate (whole or in part), logged
+        at start; a sensitive value (a PASSWORD config, such as sasl.jaas.config) is not printed."""
+        lines = []
+        for key, (value, where) in self._kafka_only.items():
+            read = KAFKA_ONLY_READ.get(key, "")
+            if read is None:
+                continue
+            shown = "[hidden]" if _sensitive(key) else value
+            effect = f"read only for {read}" if read else "no effect in mockbroker"
+            lines.append(f"{key}={shown} ({where}): a Kafka 4.4 broker config, accepted and described; {effect}")
+        return lines
 
     def _check(self) -> None:
         q = self["queued.max.request.bytes"]

@@ -60,6 +60,9 @@ DYNAMIC_BROKER_LOGGER_CONFIG, CLIENT_METRICS_CONFIG, GROUP_CONFIG = 6, 7, 8
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
+# Keys whose mockbroker default is not Kafka's only because mockbroker lacks what Kafka's names
+# (sasl.enabled.mechanisms: GSSAPI): unless set, described with Kafka's default, as a client of Kafka sees it
+_KAFKA_DEFAULT_DESCRIBED = frozenset({"sasl.enabled.mechanisms"})
 MAX_VALUE_SIZE = 32767  # ConfigurationControlManager: a config value's longest
 _SECURITY_CONFIG_PREFIX = "ssl."  # DynamicBrokerConfig.DYNAMIC_SECURITY_CONFIGS: SslConfigs.RECONFIGURABLE_CONFIGS
 _LOG_LEVELS = ("OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE", "ALL")
@@ -186,8 +189,17 @@ class ConfigCatalog:
             explicit = self.config.is_explicit(name)
             if value is None or (not explicit and key.default is None):
                 continue  # unset in Kafka (log.roll.ms, log.retention.ms: a synonym's default stands)
+            if not explicit and name in _KAFKA_DEFAULT_DESCRIBED:
+                continue
             if explicit or not _same_value(value, key.default, key):
                 out[name] = value
+        for name, raw in self.config.kafka_only.items():  # Kafka's keys mockbroker has none of its own for
+            out[name] = (_normalized(raw, keys[name]) or raw) if name in keys else raw
+        for name in self.config:  # listener.name.NAME.ssl.*: kept by mockbroker under the prefixed name
+            if name not in CONFIG_DEF and self.config.is_explicit(name):
+                base = self.defs.broker_key(name)
+                value = self.config.static(name)
+                out[name] = (_kafka_string(value, base) if base is not None else str(value)) or ""
         out["node.id"] = out["broker.id"] = str(node_id)
         out["process.roles"] = "broker,controller"
         node = self.metadata.brokers.get(node_id)
@@ -249,6 +261,35 @@ class ConfigCatalog:
             out.pop(0)
         return out
 
+    def new_topic_configs(self, node_id: int, creation: dict[str, str]) -> list[dict[str, Any]]:
+        """A created topic's configs as CreateTopics v5+ answers them (``KafkaConfigSchema.
+        resolveEffectiveTopicConfigs`` on the controller ``node_id``): every topic config (an internal one
+        only when the request sets it), by name, each from the request (TOPIC_CONFIG, the value as sent),
+        else its broker synonyms' per-broker dynamic, cluster-default dynamic and static values (in that
+        order of sources, converted to the topic config's unit), else the topic config's own default; a
+        sensitive one's value null."""
+        out = []
+        keys = self.defs.keys["topic"]
+        layers = ((self.per_broker.get(node_id, {}), DYNAMIC_BROKER_CONFIG),
+                  (self.cluster_default, DYNAMIC_DEFAULT_BROKER_CONFIG),
+                  (self.static_configs(node_id), STATIC_BROKER_CONFIG))
+        for name in sorted(keys):
+            key = keys[name]
+            if key.internal and name not in creation:
+                continue
+            value, source = key.default, DEFAULT_CONFIG
+            if name in creation:
+                value, source = creation[name], TOPIC_CONFIG
+            else:
+                synonyms = self.defs.topic_synonyms.get(name, [])
+                found = next(((layer[n], unit, src) for layer, src in layers for n, unit in synonyms if n in layer),
+                             None)
+                if found is not None:
+                    value, source = _convert(found[0], found[1]), found[2]
+            out.append({"name": name, "value": None if key.sensitive else value, "read_only": False,
+                        "config_source": source, "is_sensitive": key.sensitive})
+        return out
+
     # -- DescribeConfigs -----------------------------------------------------------------------------
     def describe(self, node_id: int, resource_type: int, resource_name: str, keys: list[str] | None = None,
                  include_synonyms: bool = False, include_documentation: bool = False) -> DescribeResult:
@@ -256,7 +297,8 @@ class ConfigCatalog:
         try:
             entries = self._describe(node_id, resource_type, resource_name)
         except _Refused as e:
-            return DescribeResult(e.result.error, e.result.message)
+            # an unknown topic's result sets no message: the response data's default, "" (as a success's)
+            return DescribeResult(e.result.error, "" if e.result.message is None else e.result.message)
         out = []
         for name, value, source, read_only, sensitive, synonyms, key in entries:
             if keys and name not in keys:
@@ -266,7 +308,7 @@ class ConfigCatalog:
                         "documentation": key.documentation if include_documentation and key is not None else None,
                         "synonyms": [{"name": n, "value": v, "source": s} for n, v, s in synonyms]
                         if include_synonyms else []})
-        return DescribeResult(configs=out)
+        return DescribeResult(message="", configs=out)  # ConfigHelperUtils sets no message: the default, ""
 
     def _describe(self, node_id: int, resource_type: int, name: str) -> list[tuple[Any, ...]]:
         if resource_type == TOPIC:
@@ -281,8 +323,12 @@ class ConfigCatalog:
             if name:
                 self._check_broker_id(node_id, name, "Broker id must be an integer, but it is: ",
                                       f"Unexpected broker id, expected {node_id} or empty string, but received ")
-                unknown = sorted({n for n in (*self.per_broker.get(node_id, {}), *self.cluster_default)
-                                  if n not in self.defs.keys["broker"]})
+                keys = self.defs.keys["broker"]
+                # ConfigHelperUtils.createResponseConfig: the keys set that are not the ConfigDef's
+                # non-internal ones (a listener-prefixed or internal static config), then every one of those
+                unknown = sorted({n for n in (*self.per_broker.get(node_id, {}), *self.cluster_default,
+                                              *self.static_configs(node_id))
+                                  if n not in keys or keys[n].internal})
                 return [self._broker_entry(node_id, n, True) for n in unknown + self.defs.order["broker"]]
             return [self._broker_entry(node_id, n, False) for n in self.cluster_default]
         if resource_type == BROKER_LOGGER:
@@ -327,7 +373,7 @@ class ConfigCatalog:
         return name, value, source, False, sensitive, synonyms, key
 
     def _broker_entry(self, node_id: int, name: str, per_broker: bool) -> tuple[Any, ...]:
-        key = self.defs.keys["broker"].get(name)
+        key = self.defs.broker_key(name)
         sensitive = key is None or key.sensitive  # KafkaConfig.maybeSensitive: unknown types too
         value = None if sensitive else (self.broker_value(node_id, name) if per_broker
                                         else self.cluster_default.get(name))

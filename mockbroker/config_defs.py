@@ -34,6 +34,12 @@ _INT_BOUNDS = {"INT": (-(1 << 31), (1 << 31) - 1), "SHORT": (-(1 << 15), (1 << 1
                "LONG": (-(1 << 63), (1 << 63) - 1)}
 
 
+# DynamicBrokerConfig.LISTENER_CONFIG_REGEX and LISTENER_MECHANISM_CONFIGS
+_LISTENER_CONFIG = re.compile(r"listener\.name\.[^.]*\.(.*)")
+_LISTENER_MECHANISM_CONFIGS = ("sasl.jaas.config", "sasl.login.callback.handler.class", "sasl.login.class",
+                               "sasl.server.callback.handler.class", "connections.max.reauth.ms")
+
+
 class ConfigValueError(ValueError):
     """A value ``ConfigDef`` refuses; the message is Kafka's ``ConfigException``'s."""
 
@@ -184,8 +190,22 @@ class KafkaConfigs:
         self.group_synonyms: dict[str, str | None] = defs["group_synonyms"]
 
     def broker_synonyms(self, name: str) -> list[str]:
-        """``DynamicBrokerConfig.brokerConfigSynonyms(name, true)``."""
-        return self._broker_synonyms.get(name, [name])
+        """``DynamicBrokerConfig.brokerConfigSynonyms(name, true)``: the recorded synonyms, and for a
+        listener-prefixed name the name and its base (a SASL mechanism's config: the config it ends with)."""
+        recorded = self._broker_synonyms.get(name)
+        if recorded is not None:
+            return recorded
+        m = _LISTENER_CONFIG.fullmatch(name)
+        if m is None:
+            return [name]
+        base = m.group(1)
+        return [name, next((c for c in _LISTENER_MECHANISM_CONFIGS if base.endswith(c)), base)]
+
+    def broker_key(self, name: str) -> ConfigKeyDef | None:
+        """``AbstractKafkaConfig.configType``'s definition: the name's own, else its first synonym's (a
+        listener-prefixed config's base)."""
+        keys = self.keys["broker"]
+        return keys.get(name) or next((keys[n] for n in self.broker_synonyms(name) if n in keys), None)
 
     def topic_broker_synonym(self, name: str) -> str | None:
         """``ServerTopicConfigSynonyms.TOPIC_CONFIG_SYNONYMS``: the broker config a topic config defaults to."""

@@ -238,7 +238,8 @@ class Controller:
         """``cancelPartitionReassignment`` (``PartitionReassignmentRevert``): back to the replicas before
         it, the ISR without the replicas it added."""
         if not (p.adding or p.removing):
-            return ErrorCode.no_reassignment_in_progress, "No partition reassignment is in progress."
+            # NoReassignmentInProgressException with the error's own message: ApiError.fromThrowable drops it
+            return ErrorCode.no_reassignment_in_progress, None
         original = [r for r in p.replicas if r not in p.adding]
         isr = [r for r in p.isr if r not in p.adding]
         if not isr:  # unclean.leader.election.enable is false for every topic here

@@ -180,7 +180,7 @@ class ClusterMetadata:
     def broker_up(self, node_id: int, endpoints: dict[str, tuple[str, int]]) -> None:
         """A broker registered (started or restarted) with its advertised endpoints.  ``Cluster`` is
         the one writer of membership: it calls this and ``broker_down``, nothing else does."""
-        self.brokers[node_id] = BrokerNode(node_id, endpoints)
+        self.brokers[node_id] = BrokerNode(node_id, endpoints, self.config["broker.rack"] or None)
 
     def unregister_broker(self, node_id: int) -> bool:
         """UnregisterBroker (``ReplicationControlManager.unregisterBroker``, the UnregisterBrokerRecord):
@@ -230,18 +230,6 @@ class ClusterMetadata:
             return self.config[key]
         return parse(literal)
 
-    def topic_config_source(self, topic: Topic, name: str) -> int:
-        """DescribeConfigs ConfigSource: 1 topic, 4 static broker, 5 default."""
-        if name in topic.overrides:
-            return 1
-        key = TOPIC_CONFIGS[name][0]
-        if key == "@retention_ms":
-            explicit = any(self.config.is_explicit(k) for k in ("log.retention.ms", "log.retention.minutes", "log.retention.hours"))
-            return 4 if explicit else 5
-        if key is not None and self.config.is_explicit(key):
-            return 4
-        return 5
-
     @staticmethod
     def validate_topic_configs(configs: dict[str, str | None]) -> str | None:
         """A new topic's configs, checked as Kafka's controller checks them
@@ -256,26 +244,47 @@ class ClusterMetadata:
     def check_new_topic(
         self, name: str, num_partitions: int, replication_factor: int, configs: dict[str, str | None]
     ) -> tuple[ErrorCode, str | None]:
+        """A new topic of ``num_partitions`` and ``replication_factor`` (-1: the defaults), checked in the
+        controller's order: the error and message, or NONE."""
+        err, msg = self.check_new_topic_name_and_configs(name, configs)
+        if err is not ErrorCode.none:
+            return err, msg
+        rf = self.config["default.replication.factor"] if replication_factor == -1 else replication_factor
+        return self.check_new_topic_counts(num_partitions, replication_factor, rf)
+
+    def check_new_topic_name_and_configs(self, name: str, configs: dict[str, str | None]) -> tuple[ErrorCode, str | None]:
+        """``ReplicationControlManager.createTopics``' checks before the placement: the name
+        (``validateNewTopicNames``), that it does not exist, its configs (``computeConfigChanges`` and the
+        config validator)."""
         msg = validate_topic_name(name)
         if msg:
             return ErrorCode.invalid_topic_exception, msg
         if name in self.topics:
             return ErrorCode.topic_already_exists, f"Topic '{name}' already exists."
-        if num_partitions < 1:
-            return ErrorCode.invalid_partitions, "Number of partitions must be larger than 0."
-        if replication_factor < 1:
-            return ErrorCode.invalid_replication_factor, "Replication factor must be larger than 0."
-        if replication_factor > len(self.brokers):
-            return (
-                ErrorCode.invalid_replication_factor,
-                f"Unable to replicate the partition {replication_factor} time(s): "
-                f"The target replication factor of {replication_factor} cannot be reached "
-                f"because only {len(self.brokers)} broker(s) are registered or some brokers have all their log "
-                "directories cordoned.",  # StripedReplicaPlacer since Kafka 4.3
-            )
         msg = self.validate_topic_configs(configs)
         if msg:
             return ErrorCode.invalid_config, msg
+        return ErrorCode.none, None
+
+    def check_new_topic_counts(self, num_partitions: int, replication_factor: int,
+                               effective_replication_factor: int) -> tuple[ErrorCode, str | None]:
+        """``ReplicationControlManager.createTopic`` without manual assignments: the counts as requested
+        (-1 for the defaults), the replication factor first, then the placement of
+        ``effective_replication_factor`` replicas (``StripedReplicaPlacer``)."""
+        if replication_factor < -1 or replication_factor == 0:
+            return (ErrorCode.invalid_replication_factor,
+                    "Replication factor must be larger than 0, or -1 to use the default value.")
+        if num_partitions < -1 or num_partitions == 0:
+            return ErrorCode.invalid_partitions, "Number of partitions was set to an invalid non-positive value."
+        rf = effective_replication_factor
+        if rf > len(self.brokers):
+            return (
+                ErrorCode.invalid_replication_factor,
+                f"Unable to replicate the partition {rf} time(s): "
+                f"The target replication factor of {rf} cannot be reached "
+                f"because only {len(self.brokers)} broker(s) are registered or some brokers have all their log "
+                "directories cordoned.",  # StripedReplicaPlacer since Kafka 4.3
+            )
         return ErrorCode.none, None
 
     def create_topic(

@@ -63,9 +63,14 @@ HEADER = """\
 
 mockbroker takes Kafka's own broker configuration names, with Kafka's defaults (Kafka 4.x) unless
 the meaning says otherwise. Keys starting with `mock.` are simulation knobs with no Kafka
-counterpart. Every key is checked when the broker starts: an unknown key, an unknown `MOCKBROKER_*`
-environment variable or an invalid value is refused (the CLI exits with status 2 and names the key,
-with close matches for a misspelt one).
+counterpart. Every other key of Kafka 4.4's broker configuration (`num.io.threads`,
+`replica.selector.class`, `sasl.jaas.config`, `listener.name.NAME.KEY`, ...; what
+mockbroker/data/kafka-4.4.0-configs.json records of Kafka's broker ConfigDef) is accepted too, its value
+checked by Kafka's type and validator, so a configuration written for Kafka starts mockbroker: it is
+described by DescribeConfigs as a static broker config and logged once at start as having no effect
+(those the tables below list have theirs). Every key is checked when the broker starts: an unknown key,
+an unknown `MOCKBROKER_*` environment variable or an invalid value is refused (the CLI exits with status
+2 and names the key, with close matches for a misspelt one).
 
 ## How configuration is given
 

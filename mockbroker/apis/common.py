@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from protocol.codec import timedelta_ms
 from protocol.errors import ErrorCode
 
 from ..authorizer import CLUSTER_NAME, AclOperation, ResourceType
@@ -89,6 +90,20 @@ def controller_quota_record(ctx: RequestContext, partitions: int) -> int:
 
 THROTTLING_QUOTA_EXCEEDED = {"error_code": ErrorCode.throttling_quota_exceeded,
                              "error_message": "The throttling quota has been exceeded."}
+
+
+def controller_deadline_passed(timeout: datetime.timedelta | int) -> bool:
+    """Whether a request the broker forwards to the controller (CreateTopics, DeleteTopics,
+    CreatePartitions, ElectLeaders, AlterPartitionReassignments) times out there.  Kafka's
+    ``ControllerApis`` makes the request's timeout a deadline (now + timeout) for the controller's event
+    (``ControllerRequestContext.requestTimeoutMsToDeadlineNs``); ``KafkaEventQueue`` fails an event whose
+    deadline has passed before it runs with a ``TimeoutException`` (REQUEST_TIMED_OUT) and never runs it,
+    while one that runs in time completes whatever its timeout.  mockbroker's controller runs an event
+    at once, so only a deadline already past when the request arrives, a timeout of 0 or less, has
+    passed (on a real, loaded controller a few milliseconds may, now and then, time out too).  The
+    handler asks only when it would reach the controller: a request left with nothing to do there is
+    answered without its event, as Kafka does."""
+    return timedelta_ms(timeout) <= 0
 
 
 def authorized(ctx: RequestContext, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:

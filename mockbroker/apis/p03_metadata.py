@@ -7,11 +7,14 @@ Behavior:
   replicas, ISR and offline replicas.
 * Auto-creation as Kafka's ``AutoTopicCreationManager``: an unknown topic is
   created when ``auto.create.topics.enable`` and the request allows it (always
-  before v4); that response answers LEADER_NOT_AVAILABLE for it and the next
-  Metadata shows it, as with a real controller.  Names that are not legal
-  topics get INVALID_TOPIC_EXCEPTION; unknown ids UNKNOWN_TOPIC_ID.
-* Authorized operations are not computed: -2147483648 ("not requested")
-  unless asked, then every operation Kafka supports on a topic (no authorizer).
+  before v4); that response answers UNKNOWN_TOPIC_OR_PARTITION for it, as
+  Kafka's broker does while its controller creates it (every version), and the
+  next Metadata shows it.  Names that are not legal topics get
+  INVALID_TOPIC_EXCEPTION; unknown ids UNKNOWN_TOPIC_ID.
+* Authorized operations (v8+, when asked for): the client's on each topic the
+  answer lists by name, those that do not exist included
+  (``setTopicAuthorizedOperations``); -2147483648 ("not requested") otherwise and
+  for unknown ids and refused topics.
 
 Version notes:
 * v1 controller id, is_internal, null = all topics.  v2 cluster id.  v3 throttle.
@@ -129,6 +132,9 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> Response:
             if t is not None:
                 topics_out.append(topic_entry(ctx, t, include_ops))
                 continue
+            # KafkaApis.getTopicMetadata: a topic that does not exist is UNKNOWN_TOPIC_OR_PARTITION, created
+            # or not (DefaultAutoTopicCreationManager answers so while it asks the controller), unless its
+            # name is illegal
             err = ErrorCode.unknown_topic_or_partition
             if name is None or validate_topic_name(name) is not None:
                 err = ErrorCode.invalid_topic_exception
@@ -138,8 +144,11 @@ def handle(ctx: RequestContext, req: MetadataRequest) -> Response:
                     topics_out.append(_unauthorized(name))  # KafkaApis' unauthorizedForCreateTopics
                     continue
                 ctx.broker.controller.auto_create_topic(name)
-                err = ErrorCode.leader_not_available
-            topics_out.append({"error_code": err, "name": name, "topic_id": ZERO_UUID, "partitions": []})
+            # setTopicAuthorizedOperations covers every topic getTopicMetadata answered, these too
+            topics_out.append({"error_code": err, "name": name, "topic_id": ZERO_UUID,
+                               "is_internal": name in INTERNAL_TOPICS, "partitions": [],
+                               "topic_authorized_operations": authorized_operations(ctx, ResourceType.TOPIC, name or "")
+                               if include_ops else AUTHORIZED_OPS_NOT_REQUESTED})
     injected = ctx.injected
     if injected is not None:  # the topics the rule names get its error and no partitions
         for entry in topics_out:

@@ -5,10 +5,14 @@ Behavior (Kafka's ``ConfigHelper.describeConfigs``, answered by the config catal
 * Topics (type 2): every entry Kafka 4.4 lists, in its order, with the value in force, its source
   (1 topic override, 2/3 dynamic broker config, 4 static broker config, 5 default), synonyms in
   Kafka's order, type and documentation; an illegal name INVALID_TOPIC_EXCEPTION, an unknown
-  topic UNKNOWN_TOPIC_OR_PARTITION (no message).
+  topic UNKNOWN_TOPIC_OR_PARTITION.  A described resource and an unknown topic carry the empty error
+  message (the response data's default, which ConfigHelper leaves), a refused one its error's
+  message, an INVALID_REQUEST one the reason.
 * Brokers (type 4): named by this broker's id, every broker config Kafka lists (static ones
-  read-only; mockbroker's configuration where it has the key, Kafka's defaults elsewhere); the
-  empty name lists the cluster-default dynamic configs.  Another id or a name that is not one:
+  read-only; mockbroker's configuration where it has the key, Kafka's defaults elsewhere), and
+  before them each set key that is not one of Kafka's non-internal configs (a listener-prefixed or
+  internal one, as ConfigHelperUtils lists the originals); the empty name lists the cluster-default
+  dynamic configs.  Another id or a name that is not one:
   INVALID_REQUEST.
 * Broker loggers (type 8), groups (type 32) and client-metrics resources (type 16) as Kafka lists
   them (a group or subscription need not exist); an empty name INVALID_REQUEST; any other type
@@ -37,6 +41,9 @@ if TYPE_CHECKING:
     from protocol.request_types import DescribeConfigsRequest
 
 API_KEY = ApiKey.DESCRIBE_CONFIGS
+DENIED_MESSAGES = {ErrorCode.topic_authorization_failed: "Topic authorization failed.",
+                   ErrorCode.cluster_authorization_failed: "Cluster authorization failed.",
+                   ErrorCode.group_authorization_failed: "Group authorization failed."}
 
 
 def handle(ctx: RequestContext, req: DescribeConfigsRequest) -> Response:
@@ -46,9 +53,9 @@ def handle(ctx: RequestContext, req: DescribeConfigsRequest) -> Response:
     for r in req.resources:
         keys = list(r.configuration_keys) if r.configuration_keys else None
         denied = config_resource_denied(ctx, AclOperation.DESCRIBE_CONFIGS, r.resource_type, r.resource_name)
-        if denied is not None:
-            results.append({"error_code": denied, "error_message": None, "resource_type": r.resource_type,
-                            "resource_name": r.resource_name, "configs": []})
+        if denied is not None:  # ConfigHelper: the authorization error with its own message (Errors.java)
+            results.append({"error_code": denied, "error_message": DENIED_MESSAGES.get(denied),
+                            "resource_type": r.resource_type, "resource_name": r.resource_name, "configs": []})
             continue
         d = catalog.describe(ctx.node_id, r.resource_type, r.resource_name, keys, synonyms, documentation)
         results.append({"error_code": d.error, "error_message": d.message, "resource_type": r.resource_type,

@@ -6,11 +6,13 @@ Behavior:
   replication lag (``mock.replication.lag.ms``, ``set_lag``), until it has caught up with an end
   that did not move, then replaces it.  A partition already in the destination, or already moving
   there, answers NONE and nothing changes; a move to another directory replaces the running one.
-* Per partition: a directory the broker does not have: LOG_DIR_NOT_FOUND; a partition the cluster
+* Per partition: a topic name too long for the future replica's directory (``<topic>-<partition>.<32 hex
+  digits>-future`` longer than 255: a name of 214 characters and more for partition 0):
+  INVALID_TOPIC_EXCEPTION, before anything else; a directory the broker does not have: LOG_DIR_NOT_FOUND; a partition the cluster
   does not have: UNKNOWN_TOPIC_OR_PARTITION; one this broker holds no replica of:
   REPLICA_NOT_AVAILABLE, and the directory is remembered for when a replica is placed here.
 * A partition named twice: the last directory counts (Kafka collects them in a map).
-* No authorizer (no CLUSTER_AUTHORIZATION_FAILED).
+* With an authorizer, ALTER on the cluster (``apis/authorization.py``), else CLUSTER_AUTHORIZATION_FAILED.
 
 Version notes:
 * v2 flexible.
@@ -37,9 +39,21 @@ def _moves(req: AlterReplicaLogDirsRequest) -> dict[tuple[str, int], str]:
     return {(t.name, p): d.path for d in req.dirs for t in d.topics for p in t.partitions}
 
 
+# LocalLog.logFutureDirName: "<topic>-<partition>.<32 hex digits>-future", a directory name of at most 255
+FUTURE_DIR_EXTRA = len(".") + 32 + len("-future")
+MAX_DIR_NAME = 255
+
+
+def _future_dir_fits(topic: str, partition: int) -> bool:
+    """``ReplicaManager.alterReplicaLogDirs``' first check: the future replica's directory name fits a file
+    system's 255 characters (else InvalidTopicException, "The topic name is too long.")."""
+    return len(f"{topic}-{partition}") + FUTURE_DIR_EXTRA <= MAX_DIR_NAME
+
+
 def handle(ctx: RequestContext, req: AlterReplicaLogDirsRequest) -> Response:
     log_dirs = ctx.broker.log_dirs
-    errors = {tp: log_dirs.alter(ctx.node_id, tp[0], tp[1], path) for tp, path in _moves(req).items()}
+    errors = {tp: log_dirs.alter(ctx.node_id, tp[0], tp[1], path) if _future_dir_fits(*tp)
+              else ErrorCode.invalid_topic_exception for tp, path in _moves(req).items()}
     return _respond(errors)
 
 

@@ -9,7 +9,8 @@ Behavior:
   A topic none of whose partitions is in a directory is left out of it; a directory with none of
   them answers an empty topic list.
 * Total and usable bytes: ``mock.log.dir.total.bytes`` per directory, less the bytes of its logs.
-* Every directory is online (no KAFKA_STORAGE_ERROR); no authorizer (no CLUSTER_AUTHORIZATION_FAILED).
+* Every directory is online (no KAFKA_STORAGE_ERROR).  With an authorizer, DESCRIBE on the cluster
+  (``apis/authorization.py``), else CLUSTER_AUTHORIZATION_FAILED.
 
 Version notes:
 * v2 flexible.  v3 top-level error code.  v4 total and usable bytes (KIP-827).

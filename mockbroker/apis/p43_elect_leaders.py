@@ -13,7 +13,12 @@ Behavior:
 * ``topic_partitions`` null: every partition of every topic, each topic listed, only the partitions
   whose result is not ELECTION_NOT_NEEDED.
 * An election type other than 0 (preferred) and 1 (unclean): INVALID_REQUEST for every partition.
-* The timeout is not waited on (the election is complete when answered).  No authorizer.  Kafka's
+* ``topic_partitions`` empty: answered at once with nothing (Kafka's controller runs no event, so
+  neither the election type nor the timeout is looked at).  A timeout of 0 or less otherwise: the
+  controller's deadline has passed (``common.controller_deadline_passed``): REQUEST_TIMED_OUT at the
+  top (v1+) and for every partition named, nothing elected.
+* A positive timeout is not waited on (the election is complete when answered).  With an authorizer,
+  ALTER on the cluster (``apis/authorization.py``), else CLUSTER_AUTHORIZATION_FAILED.  Kafka's
   automatic preferred elections (``auto.leader.rebalance.enable``) do not run.
 
 Version notes:
@@ -29,7 +34,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import RequestContext, Response
-from .common import first_error, partition_errors
+from .common import controller_deadline_passed, first_error, partition_errors
 
 if TYPE_CHECKING:
     from protocol.request_types import ElectLeadersRequest
@@ -40,7 +45,11 @@ PREFERRED, UNCLEAN = 0, 1  # ElectionType
 
 def handle(ctx: RequestContext, req: ElectLeadersRequest) -> Response:
     election = req.election_type if ctx.version >= 1 else PREFERRED
-    if election not in (PREFERRED, UNCLEAN):
+    if req.topic_partitions is not None and not req.topic_partitions:
+        return _respond([], ErrorCode.none)  # QuorumController.electLeaders: nothing to do, no event
+    if controller_deadline_passed(req.timeout):
+        return error_response(ctx, req, ErrorCode.request_timed_out)
+    if election not in (PREFERRED, UNCLEAN):  # ReplicationControlManager.electionType, in the event
         return error_response(ctx, req, ErrorCode.invalid_request, f"Unknown election type {election}")
     controller = ctx.broker.controller
     results: list[dict[str, Any]] = []

@@ -14,7 +14,11 @@ Behavior:
 * Per partition, with Kafka's messages: UNKNOWN_TOPIC_OR_PARTITION; INVALID_REPLICA_ASSIGNMENT for
   an empty list, a broker that is not registered, a broker named twice; INVALID_REPLICATION_FACTOR
   when the count changes and ``allow_replication_factor_change`` is false (v1).
-* The timeout is not waited on (the change is recorded when answered).  No authorizer.
+* No topics: answered at once with an empty error message (Kafka's response data default: the
+  controller runs no event).  A timeout of 0 or less otherwise: the controller's deadline has passed
+  (``common.controller_deadline_passed``): REQUEST_TIMED_OUT at the top and for every partition,
+  nothing changed.  A positive timeout is not waited on (the change is recorded when answered).  With
+  an authorizer, ALTER on the cluster (``apis/authorization.py``), else CLUSTER_AUTHORIZATION_FAILED.
 
 Version notes:
 * v1: allow_replication_factor_change (KIP-860), echoed in the response.
@@ -28,7 +32,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import RequestContext, Response
-from .common import first_error, partition_errors
+from .common import controller_deadline_passed, first_error, partition_errors
 
 if TYPE_CHECKING:
     from protocol.request_types import AlterPartitionReassignmentsRequest
@@ -38,6 +42,10 @@ API_KEY = ApiKey.ALTER_PARTITION_REASSIGNMENTS
 
 def handle(ctx: RequestContext, req: AlterPartitionReassignmentsRequest) -> Response:
     allow = req.allow_replication_factor_change if ctx.version >= 1 else True
+    if not req.topics:  # QuorumController: nothing to do, no event; the response data's defaults
+        return _respond([], allow, ErrorCode.none, "")
+    if controller_deadline_passed(req.timeout):
+        return error_response(ctx, req, ErrorCode.request_timed_out)
     controller = ctx.broker.controller
     responses = []
     for t in req.topics:

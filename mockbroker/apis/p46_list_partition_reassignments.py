@@ -5,7 +5,7 @@ Behavior:
   null, else those asked), each with its replicas (the target, then the replicas leaving) and the
   replicas being added and removed.  Partitions not being reassigned, and unknown topics or
   partitions, are left out, as Kafka's ``listPartitionReassignments`` leaves them.
-* No authorizer.
+* With an authorizer, DESCRIBE on the cluster (``apis/authorization.py``), else CLUSTER_AUTHORIZATION_FAILED.
 
 Version notes:
 * v0 flexible.

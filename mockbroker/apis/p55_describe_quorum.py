@@ -13,7 +13,8 @@ Behavior:
 
 Version notes:
 * v1: last fetch and last caught-up timestamps (KIP-836).
-* v2: error messages, each replica's directory id (the zero Uuid while ``kraft.version`` is 0, a
+* v2: error messages (the top-level one, and a partition's without an error, empty: the response data's
+  default, which Kafka leaves), each replica's directory id (the zero Uuid while ``kraft.version`` is 0, a
   static quorum), and the voters' endpoints on the listener ``CONTROLLER`` (KIP-853).
 """
 
@@ -31,8 +32,9 @@ if TYPE_CHECKING:
     from protocol.request_types import DescribeQuorumRequest
 
 API_KEY = ApiKey.DESCRIBE_QUORUM
-# Errors.message() of the two partition errors this API gives
+# Errors.message() of the errors this API gives
 MESSAGES = {
+    ErrorCode.cluster_authorization_failed: "Cluster authorization failed.",
     ErrorCode.unknown_topic_or_partition: "This server does not host this topic-partition.",
     ErrorCode.not_leader_or_follower: (
         "For requests intended only for the leader, this error indicates that the broker is not the current "
@@ -51,7 +53,7 @@ def handle(ctx: RequestContext, req: DescribeQuorumRequest) -> Response:
     if leader < 0:
         return _single_error(ErrorCode.not_leader_or_follower)
     partition = {
-        "partition_index": 0, "error_code": ErrorCode.none, "error_message": None,
+        "partition_index": 0, "error_code": ErrorCode.none, "error_message": "",
         "leader_id": leader, "leader_epoch": quorum.leader_epoch, "high_watermark": quorum.high_watermark(),
         "current_voters": [_replica(s) for s in quorum.voter_states()],
         "observers": [_replica(s) for s in quorum.observer_states()],
@@ -59,7 +61,7 @@ def handle(ctx: RequestContext, req: DescribeQuorumRequest) -> Response:
     nodes = [{"node_id": v.node_id, "listeners": [{"name": CONTROLLER_LISTENER, "host": v.endpoint[0],
                                                    "port": v.endpoint[1]}]}
              for _, v in sorted(quorum.voters.items())]
-    return Response({"error_code": ErrorCode.none, "error_message": None,
+    return Response({"error_code": ErrorCode.none, "error_message": "",
                      "topics": [{"topic_name": METADATA_TOPIC, "partitions": [partition]}], "nodes": nodes})
 
 
@@ -73,13 +75,13 @@ def _partition_errors(req: DescribeQuorumRequest, error: ErrorCode) -> Response:
     topics = [{"topic_name": t.topic_name,
                "partitions": [_failed(p.partition_index, error) for p in t.partitions]}
               for t in req.topics]
-    return Response({"error_code": ErrorCode.none, "error_message": None, "topics": topics, "nodes": []},
+    return Response({"error_code": ErrorCode.none, "error_message": "", "topics": topics, "nodes": []},
                     error_code=int(error) if topics else None)
 
 
 def _single_error(error: ErrorCode) -> Response:
     """``DescribeQuorumResponse.singletonErrorResponse``: ``__cluster_metadata``-0 with ``error``."""
-    return Response({"error_code": ErrorCode.none, "error_message": None, "nodes": [],
+    return Response({"error_code": ErrorCode.none, "error_message": "", "nodes": [],
                      "topics": [{"topic_name": METADATA_TOPIC, "partitions": [_failed(0, error)]}]},
                     error_code=int(error))
 
@@ -91,5 +93,5 @@ def _failed(index: int, error: ErrorCode) -> dict[str, Any]:
 
 
 def error_response(ctx: RequestContext, req: DescribeQuorumRequest, error: ErrorCode) -> Response:
-    """``DescribeQuorumRequest.getErrorResponse``: the top-level error."""
-    return Response({"error_code": error, "error_message": None, "topics": [], "nodes": []})
+    """``DescribeQuorumRequest.getErrorResponse``: the top-level error with its own message."""
+    return Response({"error_code": error, "error_message": MESSAGES.get(error), "topics": [], "nodes": []})

@@ -44,7 +44,8 @@ LONG_NAME = 250  # one more than Kafka's longest topic name (249)
 # transactional producer), "ongoing" (one with a partition in an open transaction), "offsets" (one
 # with a group added to its transaction), "idempotent", "new" (a transactional id not yet used);
 # fresh_topic: its topics are made for each case (it deletes or changes them); protect: fields it
-# never mutates, with the reason in PROTECTED_REASONS.
+# never mutates; protect_values: values a field is never mutated to (a number, or "" for a string);
+# both with the reason in PROTECTED_REASONS.
 PROFILES: dict[str, dict[str, Any]] = {
     "Produce": {},
     "Fetch": {},
@@ -99,12 +100,15 @@ PROFILES: dict[str, dict[str, Any]] = {
     "RemoveRaftVoter": {"protect_values": {"VoterId": {NODE_ID}}},
     "UnregisterBroker": {"protect_values": {"BrokerId": {NODE_ID}}},
     "UnregisterController": {"protect_values": {"ControllerId": {NODE_ID}}},
+    "AddRaftVoter": {"protect_values": {"Name": {""}}},
 }
 PROTECTED_REASONS = {
     "UpdateFeatures.ValidateOnly": "a feature change would apply to every later case of the run",
     "RemoveRaftVoter.VoterId": "removing the only voter stops the cluster for every later case",
     "UnregisterBroker.BrokerId": "unregistering the only broker stops the cluster for every later case",
     "UnregisterController.ControllerId": "likewise for the only controller",
+    "AddRaftVoter.Listeners.Name": "never '': an empty listener name ends Kafka 4.4's process (a ConfigException from "
+        "Endpoints.fromAddVoterRequest in the raft IO thread is a fatal fault), and every later case with it",
     "CreateTopics.NumPartitions, CreatePartitions.Count": "at most 100: a topic of 2^31-1 (or thousands of) "
         "partitions keeps Kafka's controller busy for minutes, and every later case with it",
 }
@@ -542,7 +546,7 @@ def mutations_of(site: Site, api: str, version: int, rng: random.Random, prefix:
         if v != uuid.UUID(int=0):
             out.append((f"{site.where}=the zero uuid", uuid.UUID(int=0)))
     elif t == "string":
-        if v != "":
+        if v != "" and "" not in PROFILES.get(api, {}).get("protect_values", {}).get(f.name, set()):
             out.append((f"{site.where}=''", ""))
         out.append((f"{site.where}=an unknown name", f"{prefix}-unknown-" + format(rng.getrandbits(32), "x")))
         # the run's scope starts it: a transactional id or group of 250 characters is state too

@@ -14,6 +14,7 @@ import random
 import re
 import sys
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +32,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DIFFERENCES_MD = ROOT / "docs" / "differences.md"
 # What Kafka 4.4's broker advertises but serves only to other brokers or controllers, and what
 # the tester leaves out, with the reason.
+AUTO_CREATE_SETTLE_S = 5.0  # how long a case waits for the topics a Metadata request may have auto-created
+ZERO_UUID = uuid.UUID(int=0)
 SKIPPED_KEYS = {
     17: "SaslHandshake changes what the connection accepts next (the SASL tests cover it)",
     36: "SaslAuthenticate: likewise",
@@ -222,7 +225,35 @@ class Differential:
         outs = dict(zip((s.name for s in self.sides), self.both(one)))
         result = Result(case, outs, compare(outs["kafka"], outs["mockbroker"]))
         self.results.append(result)
+        self.settle_auto_created(case, outs)
         return result
+
+    def settle_auto_created(self, case: Case, outs: dict[str, Outcome]) -> None:
+        """Every case starts from equal state: a Metadata request that may auto-create topics leaves them
+        created at once on mockbroker but some hundreds of milliseconds later on Kafka (its broker answers
+        while its controller creates them), so the next case would list them on one side only.  Wait
+        (at most AUTO_CREATE_SETTLE_S) until both list every name either answered UNKNOWN_TOPIC_OR_PARTITION."""
+        if case.key != 3 or (case.version >= 4 and not case.body.get("AllowAutoTopicCreation")):
+            return
+        names = sorted({t["Name"] for o in outs.values() if o.kind == "answer" and o.body
+                        for t in o.body.get("Topics") or () if t.get("ErrorCode") == 3 and t.get("Name")})
+        if not names:
+            return
+        deadline = time.monotonic() + AUTO_CREATE_SETTLE_S
+
+        def listed(side: Side) -> None:
+            v = min(side.top(3), 12)
+            while time.monotonic() < deadline:
+                try:
+                    md = side.call(3, {"Topics": [{"Name": n, "TopicId": ZERO_UUID} for n in names],
+                                       "AllowAutoTopicCreation": False}, version=v)
+                except SetupError:
+                    return
+                if all(t["ErrorCode"] == 0 for t in md["Topics"]):
+                    return
+                time.sleep(0.1)
+
+        self.both(listed)
 
     def cleanup(self, side: Side, scope: Scope) -> None:
         """Delete every topic of the scope (its own and any a case made, by auto-creation or

@@ -72,10 +72,10 @@ def test_metadata_every_version(raw, broker, version):
         assert resp.cluster_id == "mockbroker-cluster-0001"
 
 
-def test_metadata_auto_create_answers_leader_not_available_then_exists(raw, broker):
+def test_metadata_auto_create_answers_unknown_topic_then_exists(raw, broker):
     c = raw()
     resp = c.request(3, 12, {"topics": [{"name": "auto-1"}], "allow_auto_topic_creation": True})
-    assert resp.topics[0].error_code == E.leader_not_available
+    assert resp.topics[0].error_code == E.unknown_topic_or_partition  # Kafka 4.4's AutoTopicCreationManager
     resp = c.request(3, 12, {"topics": [{"name": "auto-1"}], "allow_auto_topic_creation": True})
     assert resp.topics[0].error_code == 0 and len(resp.topics[0].partitions) == 3  # num.partitions=3
     resp = c.request(3, 12, {"topics": [{"name": "auto-2"}], "allow_auto_topic_creation": False})

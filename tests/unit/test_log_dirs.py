@@ -146,6 +146,16 @@ def test_alter_errors(b):
         assert ("later", 0) in describe(c)[B][1]
 
 
+def test_a_topic_name_too_long_for_the_future_directory(b):
+    """Kafka 4.4.0 (ReplicaManager.alterReplicaLogDirs): "<topic>-<partition>.<32 hex>-future" longer than
+    255 characters is INVALID_TOPIC_EXCEPTION before the directory or the partition is looked at."""
+    with client(b, 0) as c:
+        assert alter(c, {("y" * 213, 0): A, ("y" * 214, 0): A, ("z" * 211, 1_000_000): "/nowhere",
+                         ("x" * 249, -1): A}) == {
+            ("y" * 213, 0): E.unknown_topic_or_partition, ("y" * 214, 0): E.invalid_topic_exception,
+            ("z" * 211, 1_000_000): E.invalid_topic_exception, ("x" * 249, -1): E.invalid_topic_exception}
+
+
 def test_v5_on_kafka_4_4_says_no_directory_is_cordoned():
     with MockBroker(config={"mock.kafka.version": "4.4", "log.dirs": f"{A},{B}"}, clock=ManualClock()) as b, \
             RawKafkaClient.connect(b.bootstrap_servers) as c:

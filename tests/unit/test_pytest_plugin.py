@@ -30,13 +30,14 @@ from protocol.client import RawKafkaClient
 
 
 def metadata(bootstrap, topics=None, client_id="raw-client"):
-    """Metadata v12; topics are auto-created (asked again while LEADER_NOT_AVAILABLE, as Kafka answers first)."""
+    """Metadata v12; topics are auto-created (asked again while they are not there: Kafka 4.4 answers the request
+    that creates one UNKNOWN_TOPIC_OR_PARTITION, and LEADER_NOT_AVAILABLE until it has a leader)."""
     with RawKafkaClient.connect(bootstrap, client_id=client_id) as c:
         body = {"topics": None if topics is None else [{"name": t} for t in topics],
                 "allow_auto_topic_creation": True}
         for _ in range(20):
             resp = c.request(3, 12, body)
-            if all(t.error_code != 5 for t in resp.topics):
+            if all(t.error_code not in (3, 5) for t in resp.topics):
                 return resp
             time.sleep(0.05)
         return resp

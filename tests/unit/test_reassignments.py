@@ -76,8 +76,8 @@ def test_a_move_completes_once_the_new_replica_caught_up(b, c):
     assert done["leader_epoch"] == old["leader_epoch"] + 1
     assert (done["log_end_offset"], done["high_watermark"]) == (5, 5)  # nothing lost
     assert listed(c) == {}
-    assert alter(c, {("m", 0): None}) == {("m", 0): (E.no_reassignment_in_progress,
-                                                      "No partition reassignment is in progress.")}
+    # Kafka 4.4.0 sends no message: the exception's is the error's own, which ApiError.fromThrowable drops
+    assert alter(c, {("m", 0): None}) == {("m", 0): (E.no_reassignment_in_progress, None)}
 
 
 def test_removing_only_completes_at_once_and_bumps_the_epoch(b, c):
