@@ -47,6 +47,10 @@ RULES: list[tuple[str, str]] = [
     ("listings", "ListGroups and ListTransactions list every group and transactional id the broker has: only "
                  "the running scope's own are compared, since earlier scopes' left-overs differ wherever an "
                  "earlier case differed (and that case is reported itself)"),
+    ("internal topics", "`__consumer_offsets`, `__transaction_state` and `__share_group_state` are not topics on "
+                        "mockbroker (docs/differences.md, Consumer groups, Transactions): entries about them are "
+                        "taken out of every listing (Metadata of every topic, DescribeLogDirs, ElectLeaders, "
+                        "ListConfigResources, DescribeTopicPartitions)"),
     ("record batches", "compared by their header fields and records' bytes; a batch's "
                        "`partitionLeaderEpoch` and CRC follow from the rest"),
 ]
@@ -99,6 +103,7 @@ class Normaliser:
             out["SubscriptionId"] = "<subscription id>"
         if api_key == 18 and isinstance(out.get("ApiKeys"), list):
             out["ApiKeys"] = [a for a in out["ApiKeys"] if a.get("ApiKey") not in NOT_SERVED]
+        out = _without_internal_topics(out)
         listing = LISTINGS.get(api_key)
         if listing is not None and self.scope:
             array, key = listing
@@ -156,6 +161,20 @@ class Normaliser:
         if isinstance(value, (bytes, bytearray)) and name == "Records":
             return batches(bytes(value), self)
         return value
+
+
+INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state", "__share_group_state"}
+_TOPIC_KEYS = ("Name", "Topic", "TopicName", "ResourceName")
+
+
+def _without_internal_topics(tree: Any) -> Any:
+    """The tree with every array entry about an internal topic taken out (see RULES)."""
+    if isinstance(tree, dict):
+        return {k: _without_internal_topics(v) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [_without_internal_topics(e) for e in tree
+                if not (isinstance(e, dict) and any(e.get(k) in INTERNAL_TOPICS for k in _TOPIC_KEYS))]
+    return tree
 
 
 def batches(data: bytes, norm: Normaliser) -> Any:
