@@ -144,6 +144,9 @@ class Side:
         self.find_coordinator("dt-warm-up", 0)
         self.init_producer("dt-warm-up")
         self.init_producer(None)
+        for kind in ("producer_id", "producer_epoch"):  # no case names them: not symbols to map back to
+            for key in ("dt-warm-up", "idempotent"):
+                self.values.pop((kind, key), None)
         if 76 in self.versions:
             self.find_coordinator("dt-warm-up-share", 0)
             self.retried(76, {"GroupId": "dt-warm-up-share", "MemberId": "dtWarmUpShareMember000",
