@@ -11,7 +11,8 @@ Behavior:
   ``__transaction_state`` partition, COORDINATOR_NOT_AVAILABLE when no replica
   of it is alive, COORDINATOR_LOAD_IN_PROGRESS while a load is injected,
   INVALID_REQUEST for an empty id and TRANSACTIONAL_ID_NOT_FOUND for an id the
-  coordinator does not have (or one being expired: Dead).
+  coordinator does not have (or one being expired: Dead); an id answered with an
+  error has every other field at the schema's default, 0.
 * No authorizer: TRANSACTIONAL_ID_AUTHORIZATION_FAILED is never answered and
   no topic is hidden.
 
@@ -36,8 +37,10 @@ if TYPE_CHECKING:
 API_KEY = ApiKey.DESCRIBE_TRANSACTIONS
 
 def _state(tid: str, error: ErrorCode) -> dict[str, Any]:
+    """An id answered with an error: the schema's defaults beside it (Kafka builds
+    ``new TransactionState().setErrorCode(..)``: every number 0, no state)."""
     return {"error_code": error, "transactional_id": tid, "transaction_state": "", "transaction_timeout": 0,
-            "transaction_start_time": instant(-1), "producer_id": -1, "producer_epoch": -1, "topics": []}
+            "transaction_start_time": instant(0), "producer_id": 0, "producer_epoch": 0, "topics": []}
 
 
 def handle(ctx: RequestContext, req: DescribeTransactionsRequest) -> Response:

@@ -525,6 +525,12 @@ def mutations_of(site: Site, api: str, version: int, rng: random.Random, prefix:
             out.append((f"{site.where}: empty", []))
             if not f.is_struct and f.element == "int32":
                 out.append((f"{site.where}: plus -1", v + [-1]))
+            elif not f.is_struct and f.element == "string":  # a primitive array's entries are no sites
+                out.append((f"{site.where}[0]=an unknown name",
+                            [f"{prefix}-unknown-" + format(rng.getrandbits(32), "x")] + v[1:]))
+                out.append((f"{site.where}[0]=''", [""] + v[1:]))
+            elif not f.is_struct and f.element == "uuid":
+                out.append((f"{site.where}[0]=an unknown uuid", [uuid.UUID(int=rng.getrandbits(128))] + v[1:]))
         if nullable and v is not None:
             out.append((f"{site.where}: null", None))
         return out

@@ -109,3 +109,10 @@ def test_txn_offset_commit_leaves_out_a_topic_asked_with_no_partitions(raw, brok
         "generation_id": -1, "member_id": "", "group_instance_id": None,
         "topics": [{"name": "toc-empty", "partitions": []}, {"name": "toc-unknown", "partitions": []}]})
     assert [(t.name, t.partitions) for t in r.topics] == [("toc-unknown", ())]
+
+
+def test_describe_transactions_of_an_unknown_id_has_the_schemas_zeros(raw):
+    (s,) = raw().request(ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": ["dtx-unknown"]}).transaction_states
+    assert (s.error_code, s.producer_id, s.producer_epoch, s.transaction_timeout.total_seconds()) == (
+        E.transactional_id_not_found, 0, 0, 0)
+    assert s.transaction_start_time.timestamp() == 0
