@@ -256,29 +256,32 @@ class OffsetMetadataManager:
         return removed
 
     def delete_offsets(self, node_id: int, group_id: str, topics: list[tuple[str, list[int]]]
-                       ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
-        """OffsetDelete (OffsetMetadataManager.deleteOffsets): the group's error, else per partition
-        GROUP_SUBSCRIBED_TO_TOPIC while a member subscribes to its topic, NONE otherwise (its committed
-        and pending transactional offsets are gone: the tombstone's replay)."""
+                       ) -> tuple[ErrorCode, list[tuple[str, list[tuple[int, ErrorCode]]]]]:
+        """OffsetDelete (OffsetMetadataManager.deleteOffsets): the group's error, else per topic of the
+        request, in its order and as often as it is listed, each partition's GROUP_SUBSCRIBED_TO_TOPIC
+        while a member subscribes to the topic, NONE otherwise (its committed and pending transactional
+        offsets are gone: the tombstone's replay)."""
         err = self.registry.validate_group_status(group_id, node_id)
         if err is not None:
-            return err, {}
+            return err, []
         group = self.registry.get(group_id)
         if group is None:
-            return ErrorCode.group_id_not_found, {}
+            return ErrorCode.group_id_not_found, []
         err = group.validate_offset_delete()
         if err is not None:
-            return err, {}
-        out: dict[TopicPartition, ErrorCode] = {}
+            return err, []
+        out: list[tuple[str, list[tuple[int, ErrorCode]]]] = []
         for topic, partitions in topics:
             subscribed = group.is_subscribed_to_topic(topic)
+            answered: list[tuple[int, ErrorCode]] = []
             for index in partitions:
                 tp: TopicPartition = (topic, index)
-                out[tp] = ErrorCode.group_subscribed_to_topic if subscribed else ErrorCode.none
+                answered.append((index, ErrorCode.group_subscribed_to_topic if subscribed else ErrorCode.none))
                 if not subscribed:
                     group.offsets.pop(tp, None)
                     self._commit_seq.pop((group_id, tp), None)
                     self._drop_pending(group_id, keep=partial(_other, tp))
+            out.append((topic, answered))
         return ErrorCode.none, out
 
     def on_topic_deleted(self, topic: str) -> None:

@@ -169,8 +169,9 @@ class GroupCoordinatorService:
         return {tp: om for tp, om in self.offsets.committed_offsets(group_id).items() if om is not None}
 
     def delete_offsets(self, node_id: int, group_id: str, topics: list[tuple[str, list[int]]]
-                       ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
-        """OffsetDelete: (the group's error, per partition GROUP_SUBSCRIBED_TO_TOPIC or NONE)."""
+                       ) -> tuple[ErrorCode, list[tuple[str, list[tuple[int, ErrorCode]]]]]:
+        """OffsetDelete: (the group's error, per topic of ``topics`` its partitions' GROUP_SUBSCRIBED_TO_TOPIC
+        or NONE)."""
         return self.offsets.delete_offsets(node_id, group_id, topics)
 
     def expire_offsets(self) -> int:

@@ -49,3 +49,33 @@ class TestDeleteGroups:
         r = c.request(ApiKey.DELETE_GROUPS, version, {"groups_names": ["twice", "twice", "absent", "absent"]})
         assert [(x.group_id, x.error_code) for x in r.results] == [("twice", E.none), ("absent", E.group_id_not_found)]
         assert b.group("twice") is None
+
+
+def offset_delete(c: RawKafkaClient, group: str, topics: list[tuple[str, list[int]]]):
+    r = c.request(ApiKey.OFFSET_DELETE, 0, {"group_id": group, "topics": [
+        {"name": n, "partitions": [{"partition_index": p} for p in ps]} for n, ps in topics]})
+    return r.error_code, [(t.name, [(p.partition_index, p.error_code) for p in t.partitions]) for t in r.topics]
+
+
+class TestOffsetDelete:
+    """KafkaApis answers unknown topics and partitions itself (OffsetDeleteResponse.Builder, one entry
+    per topic name), sends the topics with a partition left to the coordinator (which answers each as
+    listed) and merges the two."""
+
+    def test_a_topic_listed_without_partitions(self, b, c):
+        simple_commit(c, "od", (0, 1))
+        # a topic of the cluster with no partitions is not sent, an unknown one is answered, empty
+        assert offset_delete(c, "od", [("t", []), ("nope", [])]) == (E.none, [("nope", [])])
+        assert offset_delete(c, "od", [("t", [])]) == (E.none, [])
+        # the group is still checked with nothing to delete
+        assert offset_delete(c, "absent", [("t", [])]) == (E.group_id_not_found, [])
+
+    def test_a_topic_listed_twice(self, b, c):
+        simple_commit(c, "od2", (0, 1))
+        # the coordinator answers each entry as listed
+        assert offset_delete(c, "od2", [("t", [0]), ("t", [1])]) == (E.none, [("t", [(0, E.none)]), ("t", [(1, E.none)])])
+        # with a partition the broker refused, the coordinator's entries join the broker's one
+        assert offset_delete(c, "od2", [("t", [0, 7]), ("t", [1])]) == (
+            E.none, [("t", [(7, E.unknown_topic_or_partition), (0, E.none), (1, E.none)])])
+        assert offset_delete(c, "od2", [("nope", [0]), ("nope", [1])]) == (
+            E.none, [("nope", [(0, E.unknown_topic_or_partition), (1, E.unknown_topic_or_partition)])])
