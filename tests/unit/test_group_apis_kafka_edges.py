@@ -79,3 +79,54 @@ class TestOffsetDelete:
             E.none, [("t", [(7, E.unknown_topic_or_partition), (0, E.none), (1, E.none)])])
         assert offset_delete(c, "od2", [("nope", [0]), ("nope", [1])]) == (
             E.none, [("nope", [(0, E.unknown_topic_or_partition), (1, E.unknown_topic_or_partition)])])
+
+
+def commit(c: RawKafkaClient, group: str, topics: list[tuple[str, list[int]]], generation: int = -1,
+           member_id: str = "", version: int = 8, metadata: str = ""):
+    r = c.request(ApiKey.OFFSET_COMMIT, version, {
+        "group_id": group, "generation_id_or_member_epoch": generation, "member_id": member_id,
+        "group_instance_id": None, "retention_time": -1, "topics": [{"name": n, "partitions": [
+            {"partition_index": p, "committed_offset": 1, "committed_leader_epoch": -1, "committed_metadata": metadata}
+            for p in ps]} for n, ps in topics]})
+    return [(t.name, [(p.partition_index, p.error_code) for p in t.partitions]) for t in r.topics]
+
+
+class TestOffsetCommit:
+    """KafkaApis answers unknown topics and partitions itself (OffsetCommitResponse.Builder) and sends
+    the coordinator only the topics with an existing partition; ClassicGroup.validateOffsetCommit takes
+    any negative generation in an Empty group first."""
+
+    def test_a_topic_listed_without_partitions(self, b, c):
+        assert commit(c, "oc-a", [("t", []), ("nope", [])]) == [("nope", [])]
+        assert b.group("oc-a") is None  # nothing was sent to the coordinator: no group made
+
+    def test_nothing_for_the_coordinator_is_answered_without_the_group(self, b, c):
+        """A generation of 5 for a group that does not exist would be ILLEGAL_GENERATION; with only
+        unknown partitions the group is not looked at."""
+        assert commit(c, "oc-b", [("t", [9]), ("nope", [0])], generation=5) == [
+            ("t", [(9, E.unknown_topic_or_partition)]), ("nope", [(0, E.unknown_topic_or_partition)])]
+        assert b.group("oc-b") is None
+
+    def test_the_groups_refusal_answers_only_the_partitions_sent_to_it(self, b, c):
+        assert commit(c, "oc-e", [("t", [0, 9])], generation=5, version=9) == [
+            ("t", [(9, E.unknown_topic_or_partition), (0, E.group_id_not_found)])]
+        assert commit(c, "oc-e", [("t", [0])], generation=5, version=8) == [("t", [(0, E.illegal_generation)])]
+
+    def test_a_negative_generation_with_a_member_id_commits_to_an_empty_group(self, b, c):
+        simple_commit(c, "oc-c")
+        assert commit(c, "oc-c", [("t", [0])], member_id="someone") == [("t", [(0, E.none)])]
+        assert commit(c, "oc-d", [("t", [0])], generation=-2, member_id="someone") == [("t", [(0, E.none)])]
+        assert b.committed_offsets("oc-d") == {("t", 0): 1}
+
+    def test_a_topic_listed_twice(self, b, c):
+        assert commit(c, "oc-g", [("t", [0]), ("t", [1])]) == [("t", [(0, E.none)]), ("t", [(1, E.none)])]
+        assert commit(c, "oc-g", [("t", [0, 9]), ("t", [1])]) == [
+            ("t", [(9, E.unknown_topic_or_partition), (0, E.none), (1, E.none)])]
+
+    def test_metadata_too_large_is_counted_in_java_chars(self, b, c):
+        """offset.metadata.max.bytes (4096) compares String.length(): 4096 two-byte characters pass, 2049
+        characters outside the BMP (two UTF-16 units each) do not."""
+        assert commit(c, "oc-i", [("t", [0])], metadata="é" * 4096) == [("t", [(0, E.none)])]
+        assert commit(c, "oc-i", [("t", [0])], metadata="\U0001F600" * 2048) == [("t", [(0, E.none)])]
+        assert commit(c, "oc-i", [("t", [0])], metadata="\U0001F600" * 2049) == [("t", [(0, E.offset_metadata_too_large)])]
+        assert commit(c, "oc-i", [("t", [0])], metadata="x" * 4097) == [("t", [(0, E.offset_metadata_too_large)])]
