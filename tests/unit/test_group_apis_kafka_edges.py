@@ -130,3 +130,39 @@ class TestOffsetCommit:
         assert commit(c, "oc-i", [("t", [0])], metadata="\U0001F600" * 2048) == [("t", [(0, E.none)])]
         assert commit(c, "oc-i", [("t", [0])], metadata="\U0001F600" * 2049) == [("t", [(0, E.offset_metadata_too_large)])]
         assert commit(c, "oc-i", [("t", [0])], metadata="x" * 4097) == [("t", [(0, E.offset_metadata_too_large)])]
+
+
+INVALID_REQUEST_MESSAGE = ("This most likely occurs because of a request being malformed by the client library or the "
+                           "message was sent to an incompatible broker. See the broker logs for more details.")
+
+
+class TestFindCoordinator:
+    """Below v4 the answer is prepareOldResponse (the error's default message, "NONE" on success); from
+    v4 KafkaApis sets no message per key, but the whole request's error answer carries the default."""
+
+    def test_error_messages(self, b, c):
+        r = c.request(ApiKey.FIND_COORDINATOR, 2, {"key": "g", "key_type": 0})
+        assert (r.error_code, r.error_message, r.node_id) == (E.none, "NONE", 0)
+        (x,) = c.request(ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["g"]}).coordinators
+        assert (x.error_code, x.error_message, x.node_id) == (E.none, "", 0)
+
+    def test_an_unknown_key_type_fails_the_whole_request(self, b, c):
+        r = c.request(ApiKey.FIND_COORDINATOR, 2, {"key": "g", "key_type": 5})
+        assert (r.error_code, r.error_message, r.node_id, r.host, r.port) == (
+            E.invalid_request, INVALID_REQUEST_MESSAGE, -1, "", -1)
+        r = c.request(ApiKey.FIND_COORDINATOR, 4, {"key_type": 7, "coordinator_keys": ["g", "h"]})
+        assert [(x.key, x.error_code, x.error_message) for x in r.coordinators] == [
+            ("g", E.invalid_request, INVALID_REQUEST_MESSAGE), ("h", E.invalid_request, INVALID_REQUEST_MESSAGE)]
+
+    def test_share_keys(self, b, c):
+        r = c.request(ApiKey.FIND_COORDINATOR, 3, {"key": "g", "key_type": 2})  # below v6
+        assert (r.error_code, r.error_message) == (E.invalid_request, INVALID_REQUEST_MESSAGE)
+        r = c.request(ApiKey.FIND_COORDINATOR, 5, {"key_type": 2, "coordinator_keys": ["g:AAAAAAAAAAAAAAAAAAAAAA:0"]})
+        assert [(x.error_code, x.error_message) for x in r.coordinators] == [(E.invalid_request, "")]
+        keys = ["g", "a:b:c", "g:AAAAAAAAAAAAAAAAAAAAAQ:x", "g:AAAAAAAAAAAAAAAAAAAAAA:0", "::AAAAAAAAAAAAAAAAAAAAAQ:1",
+                "g:AAAAAAAAAAAAAAAAAAAAAQ:1:"]
+        r = c.request(ApiKey.FIND_COORDINATOR, 6, {"key_type": 2, "coordinator_keys": keys})
+        assert [(x.key, x.error_code, x.node_id) for x in r.coordinators] == [
+            ("g", E.invalid_request, -1), ("a:b:c", E.invalid_request, -1),
+            ("g:AAAAAAAAAAAAAAAAAAAAAQ:x", E.invalid_request, -1), ("g:AAAAAAAAAAAAAAAAAAAAAA:0", E.none, 0),
+            ("::AAAAAAAAAAAAAAAAAAAAAQ:1", E.none, 0), ("g:AAAAAAAAAAAAAAAAAAAAAQ:1:", E.none, 0)]
