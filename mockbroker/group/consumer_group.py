@@ -92,8 +92,8 @@ class ConsumerGroupDescription:
     error: ErrorCode = ErrorCode.none
     error_message: str | None = None
     state: str = ""
-    group_epoch: int = -1
-    assignment_epoch: int = -1
+    group_epoch: int = 0  # the schema's defaults, as Kafka answers a group it could not describe
+    assignment_epoch: int = 0
     assignor_name: str = ""
     members: list[DescribedConsumerGroupMember] = field(default_factory=list)
 
@@ -229,13 +229,10 @@ class ConsumerGroup:
         return ListedGroup(self.group_id, self.protocol_type, self.state.value, GroupType.CONSUMER)
 
     def as_described_group(self) -> DescribedGroup:
-        """The group through the classic DescribeGroups: the assignor as protocol, members without
-        metadata or assignment."""
-        return DescribedGroup(
-            self.group_id, state=self.state.value, protocol_type=self.protocol_type,
-            protocol_data=self.preferred_assignor,
-            members=[DescribedMember(m.member_id, m.instance_id, m.client_id, m.client_host)
-                     for m in self.members.values()])
+        """DescribeGroups describes classic groups only (GroupMetadataManager.classicGroup): a consumer
+        group is GROUP_ID_NOT_FOUND, Dead (before v6 the handler answers NONE)."""
+        return DescribedGroup(self.group_id, ErrorCode.group_id_not_found,
+                              f"Group {self.group_id} is not a classic group.", state="Dead")
 
     def as_consumer_group_description(self) -> ConsumerGroupDescription:
         """ConsumerGroup.asDescribedGroup (ConsumerGroupDescribe)."""

@@ -466,8 +466,10 @@ class StreamsGroupCoordinator:
 
 
 def describe_error(group_id: str, error: ErrorCode, message: str | None) -> dict[str, Any]:
+    """A group StreamsGroupDescribe could not describe: the schema's defaults beside the error (epochs 0,
+    no topology, v1's assignor name null), as Kafka answers it."""
     return {"group_id": group_id, "error_code": error, "error_message": message, "group_state": "",
-            "group_epoch": -1, "assignment_epoch": -1, "topology": None, "members": [], "assignor_name": ""}
+            "group_epoch": 0, "assignment_epoch": 0, "topology": None, "members": [], "assignor_name": None}
 
 
 def _status(status: Status, detail: str) -> dict[str, Any]:

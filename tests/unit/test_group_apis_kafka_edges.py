@@ -166,3 +166,62 @@ class TestFindCoordinator:
             ("g", E.invalid_request, -1), ("a:b:c", E.invalid_request, -1),
             ("g:AAAAAAAAAAAAAAAAAAAAAQ:x", E.invalid_request, -1), ("g:AAAAAAAAAAAAAAAAAAAAAA:0", E.none, 0),
             ("::AAAAAAAAAAAAAAAAAAAAAQ:1", E.none, 0), ("g:AAAAAAAAAAAAAAAAAAAAAQ:1:", E.none, 0)]
+
+
+MIN_INT = -(2**31)  # Integer.MIN_VALUE: no authorized operations
+
+
+def join_consumer_group(c: RawKafkaClient, group: str, member_id: str = "m1") -> int:
+    r = c.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
+        "group_id": group, "member_id": member_id, "member_epoch": 0, "instance_id": None, "rack_id": None,
+        "rebalance_timeout": 30000, "subscribed_topic_names": ["t"], "subscribed_topic_regex": None,
+        "server_assignor": None, "topic_partitions": []})
+    assert r.error_code == E.none
+    return r.member_epoch
+
+
+class TestDescribes:
+    """A group described with an error carries the schema's defaults (epochs 0) and, whatever the
+    request asks, no authorized operations: KafkaApis sets them only on groups described without one."""
+
+    def test_describe_groups_of_an_unknown_group(self, b, c):
+        (g,) = c.request(ApiKey.DESCRIBE_GROUPS, 6, {"groups": ["nope"], "include_authorized_operations": True}).groups
+        assert (g.error_code, g.error_message, g.group_state, g.authorized_operations) == (
+            E.group_id_not_found, "Group nope not found.", "Dead", MIN_INT)
+        (g,) = c.request(ApiKey.DESCRIBE_GROUPS, 5, {"groups": ["nope"], "include_authorized_operations": True}).groups
+        assert (g.error_code, g.group_state, g.authorized_operations) == (E.none, "Dead", 3400)
+
+    def test_describe_groups_of_a_consumer_group(self, b, c):
+        """GroupMetadataManager.classicGroup: a KIP-848 group is not a classic group."""
+        join_consumer_group(c, "cg")
+        (g,) = c.request(ApiKey.DESCRIBE_GROUPS, 6, {"groups": ["cg"], "include_authorized_operations": True}).groups
+        assert (g.error_code, g.error_message, g.group_state, g.protocol_type, g.protocol_data, g.members,
+                g.authorized_operations) == (
+            E.group_id_not_found, "Group cg is not a classic group.", "Dead", "", "", (), MIN_INT)
+        (g,) = c.request(ApiKey.DESCRIBE_GROUPS, 5, {"groups": ["cg"], "include_authorized_operations": True}).groups
+        assert (g.error_code, g.group_state, g.protocol_type, g.protocol_data, g.authorized_operations) == (
+            E.none, "Dead", "", "", 3400)
+
+    @pytest.mark.parametrize("version", [0, 1])
+    def test_consumer_group_describe_of_an_unknown_group(self, b, c, version):
+        (g,) = c.request(ApiKey.CONSUMER_GROUP_DESCRIBE, version, {
+            "group_ids": ["nope"], "include_authorized_operations": True}).groups
+        assert (g.error_code, g.error_message, g.group_state, g.group_epoch, g.assignment_epoch, g.assignor_name,
+                g.authorized_operations) == (E.group_id_not_found, "Group nope not found.", "", 0, 0, "", MIN_INT)
+
+    def test_consumer_group_describe_a_member_without_a_regex(self, b, c):
+        join_consumer_group(c, "cg2")
+        (g,) = c.request(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, {
+            "group_ids": ["cg2"], "include_authorized_operations": False}).groups
+        assert [(m.subscribed_topic_names, m.subscribed_topic_regex) for m in g.members] == [(("t",), "")]
+
+    @pytest.mark.parametrize("version", [0, 1])
+    def test_streams_group_describe_of_an_unknown_group(self, b, c, version):
+        body = {"group_ids": ["nope"], "include_authorized_operations": True}
+        if version >= 1:
+            body["include_topology_description"] = True
+        (g,) = c.request(ApiKey.STREAMS_GROUP_DESCRIBE, version, body).groups
+        assert (g.error_code, g.error_message, g.group_state, g.group_epoch, g.assignment_epoch, g.topology,
+                g.authorized_operations) == (E.group_id_not_found, "Group nope not found.", "", 0, 0, None, MIN_INT)
+        if version >= 1:
+            assert g.assignor_name is None
