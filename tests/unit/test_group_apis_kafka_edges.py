@@ -225,3 +225,107 @@ class TestDescribes:
                 g.authorized_operations) == (E.group_id_not_found, "Group nope not found.", "", 0, 0, None, MIN_INT)
         if version >= 1:
             assert g.assignor_name is None
+
+
+def cgh(c: RawKafkaClient, group: str, member_id: str, epoch: int, topics=("t",), instance_id: str | None = None,
+        owned: list | None = ()):
+    """ConsumerGroupHeartbeat v1: a full one (rebalance timeout, subscription, owned partitions) unless
+    ``topics`` is None (then a plain heartbeat or a leave)."""
+    full = topics is not None
+    return c.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
+        "group_id": group, "member_id": member_id, "member_epoch": epoch, "instance_id": instance_id,
+        "rack_id": None, "rebalance_timeout": 30000 if full else -1,
+        "subscribed_topic_names": list(topics) if full else None, "subscribed_topic_regex": None,
+        "server_assignor": None, "topic_partitions": None if owned is None else list(owned)})
+
+
+def partitions(r) -> list[int] | None:
+    return None if r.assignment is None else sorted(p for t in r.assignment.topic_partitions for p in t.partitions)
+
+
+def described(c: RawKafkaClient, group: str):
+    (g,) = c.request(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": [group], "include_authorized_operations": False}).groups
+    return g.group_state, g.group_epoch, g.assignment_epoch, sorted(
+        (m.member_id, m.instance_id, m.member_epoch, sorted(p for t in m.assignment.topic_partitions for p in t.partitions))
+        for m in g.members)
+
+
+class TestConsumerGroupHeartbeat:
+    """GroupMetadataManager.consumerGroupHeartbeat with Kafka's 1 s assignment interval, each answer as
+    Kafka 4.4.0 gave it side by side (a new group's first member gets epoch 2)."""
+
+    def test_an_error_answer_carries_epoch_0(self, b, c):
+        r = cgh(c, "h-none", "m1", 5)
+        assert (r.error_code, r.error_message, r.member_id, r.member_epoch, r.heartbeat_interval.total_seconds()) == (
+            E.group_id_not_found, "Consumer group h-none not found.", None, 0, 0)
+        r = cgh(c, "h-none", "m1", -1, topics=None, owned=None)
+        assert (r.error_code, r.error_message, r.member_epoch) == (E.group_id_not_found, "Group h-none not found.", 0)
+        r = cgh(c, "", "m1", 0)
+        assert (r.error_code, r.member_epoch) == (E.invalid_request, 0)
+
+    def test_a_member_rejoining_with_epoch_0_keeps_its_state(self, b, c):
+        assert (partitions(cgh(c, "h1", "m1", 0)), described(c, "h1")[1]) == ([0, 1], 2)
+        r = cgh(c, "h1", "m1", 0)
+        assert (r.error_code, r.member_epoch, partitions(r)) == (E.none, 2, [0, 1])
+        # naming an instance id now: the same member, now static
+        r = cgh(c, "h1", "m1", 0, instance_id="i1")
+        assert (r.error_code, r.member_epoch, partitions(r)) == (E.none, 2, [0, 1])
+        assert described(c, "h1") == ("Stable", 2, 2, [("m1", "i1", 2, [0, 1])])
+
+    def test_rejoining_subscribed_to_nothing_gives_everything_up_at_once(self, b, c):
+        """CurrentAssignmentBuilder.updateCurrentAssignment: the target is not computed again within the
+        interval, but the partitions of topics no longer subscribed go at once."""
+        cgh(c, "h2", "m1", 0)
+        r = cgh(c, "h2", "m1", 0, topics=[])
+        assert (r.error_code, r.member_epoch, partitions(r)) == (E.none, 2, [])
+        assert described(c, "h2") == ("Assigning", 3, 2, [("m1", None, 2, [])])
+        b.advance(1000)  # past the interval: the target of epoch 3
+        cgh(c, "h3", "m1", 0)
+        b.advance(1000)
+        r = cgh(c, "h3", "m1", 0, topics=[])
+        assert (r.member_epoch, partitions(r)) == (3, [])
+        assert described(c, "h3") == ("Stable", 3, 3, [("m1", None, 3, [])])
+
+    def test_a_subscription_is_a_set_of_names(self, b, c):
+        assert cgh(c, "h4", "m1", 0, topics=["t", "t"]).member_epoch == 2
+        assert cgh(c, "h4", "m1", 2, topics=["t"]).member_epoch == 2
+        assert described(c, "h4")[:3] == ("Stable", 2, 2)  # no epoch bump
+
+    def test_a_new_member_subscribed_to_nothing_does_not_bump_the_epoch(self, b, c):
+        cgh(c, "h5", "m1", 0)
+        r = cgh(c, "h5", "m2", 0, topics=[])
+        assert (r.member_epoch, partitions(r)) == (2, [])
+        assert described(c, "h5") == ("Stable", 2, 2, [("m1", None, 2, [0, 1]), ("m2", None, 2, [])])
+
+    def test_static_members(self, b, c):
+        cgh(c, "h6", "m1", 0)
+        r = cgh(c, "h6", "m1", 2, instance_id="i9")
+        assert (r.error_code, r.error_message, r.member_epoch) == (E.unknown_member_id, "Instance id i9 is unknown.", 0)
+        assert cgh(c, "h7", "m2", 0, instance_id="i2").member_epoch == 2
+        r = cgh(c, "h7", "m3", 0, instance_id="i2")
+        assert (r.error_code, r.error_message) == (
+            E.unreleased_instance_id,
+            "Static member m3 with instance id i2 cannot join the group because the instance id is owned by m2 member.")
+        r = cgh(c, "h7", "m4", 2, instance_id="i2")
+        assert (r.error_code, r.error_message) == (
+            E.fenced_instance_id, "Static member m4 with instance id i2 was fenced by member m2.")
+        for epoch in (-1, -2):
+            r = cgh(c, "h7", "zz", epoch, instance_id="i2", topics=None, owned=None)
+            assert (r.error_code, r.member_epoch) == (E.fenced_instance_id, 0)
+        r = cgh(c, "h7", "zz", -1, instance_id="i7", topics=None, owned=None)
+        assert (r.error_code, r.error_message) == (E.unknown_member_id, "Instance id i7 is unknown.")
+
+    def test_a_static_member_comes_back_and_the_last_one_leaves(self, b, c):
+        cgh(c, "h8", "m1", 0, instance_id="i1")
+        cgh(c, "h8", "m2", 0)
+        r = cgh(c, "h8", "m1", -2, instance_id="i1", topics=None, owned=None)
+        assert (r.error_code, r.member_id, r.member_epoch, r.heartbeat_interval.total_seconds()) == (E.none, "m1", -2, 0)
+        assert described(c, "h8") == ("Assigning", 3, 2, [("m1", "i1", -2, [0, 1]), ("m2", None, 2, [])])
+        r = cgh(c, "h8", "m3", 0, instance_id="i1")  # the new incarnation takes the assignment over
+        assert (r.member_epoch, partitions(r)) == (2, [0, 1])
+        assert cgh(c, "h8", "m2", -1, topics=None, owned=None).member_epoch == -1
+        assert cgh(c, "h8", "m3", -1, instance_id="i1", topics=None, owned=None).member_epoch == -1
+        assert described(c, "h8") == ("Empty", 5, 5, [])
+        # the last member out reset the target's timestamp: the next target is computed at once
+        r = cgh(c, "h8", "m4", 0)
+        assert (r.member_epoch, partitions(r)) == (6, [0, 1])
