@@ -329,3 +329,47 @@ class TestConsumerGroupHeartbeat:
         # the last member out reset the target's timestamp: the next target is computed at once
         r = cgh(c, "h8", "m4", 0)
         assert (r.member_epoch, partitions(r)) == (6, [0, 1])
+
+
+def sgh(c: RawKafkaClient, group: str, member_id: str, epoch: int, version: int = 1, shutdown: bool = False):
+    """StreamsGroupHeartbeat: a join (epoch 0, the topology reading "t") or a plain heartbeat / leave."""
+    join = epoch == 0
+    body = {"group_id": group, "member_id": member_id, "member_epoch": epoch, "endpoint_information_epoch": 0,
+            "instance_id": None, "rack_id": None, "rebalance_timeout": 30000 if join else -1,
+            "topology": {"epoch": 0, "subtopologies": [{
+                "subtopology_id": "0", "source_topics": ["t"], "source_topic_regex": [], "state_changelog_topics": [],
+                "repartition_sink_topics": [], "repartition_source_topics": [], "copartition_groups": []}]}
+            if join else None,
+            "active_tasks": [], "standby_tasks": [], "warmup_tasks": [], "process_id": "p0" if join else None,
+            "user_endpoint": None, "client_tags": [] if join else None, "task_offsets": [], "task_end_offsets": [],
+            "shutdown_application": shutdown}
+    return c.request(ApiKey.STREAMS_GROUP_HEARTBEAT, version, body)
+
+
+class TestStreamsGroupHeartbeat:
+    """An answer with an error carries the schema's defaults beside it (epoch 0, no statuses), as Kafka
+    4.4.0's GroupCoordinatorService builds it; v0's AcceptableRecoveryLagLegacy is never set (0)."""
+
+    @pytest.mark.parametrize("version", [0, 1])
+    def test_error_answers(self, b, c, version):
+        assert sgh(c, "s1", "m1", 0, version).error_code == E.none
+        r = sgh(c, "s1", "zz", 3, version)
+        assert (r.error_code, r.error_message, r.member_id, r.member_epoch, r.status, r.active_tasks) == (
+            E.unknown_member_id, "Member zz is not a member of group s1.", "", 0, (), None)
+        r = sgh(c, "s-none", "zz", -1, version)
+        assert (r.error_code, r.error_message, r.member_epoch, r.status) == (
+            E.group_id_not_found, "Group s-none not found.", 0, ())
+        r = sgh(c, "s1", "m1", -1, version)  # a leave
+        assert (r.error_code, r.member_id, r.member_epoch, r.status) == (E.none, "m1", -1, ())
+
+    def test_v0_acceptable_recovery_lag_legacy_is_0(self, b, c):
+        r = sgh(c, "s0", "m1", 0, version=0)
+        assert (r.error_code, r.member_epoch, r.acceptable_recovery_lag) == (E.none, 1, 0)
+
+    def test_a_leave_asking_for_the_shutdown_asks_before_the_member_is_looked_up(self, b, c):
+        sgh(c, "s2", "m1", 0)
+        r = sgh(c, "s2", "zz", -1, shutdown=True)
+        assert r.error_code == E.unknown_member_id
+        statuses = [(s.status_code, s.status_detail) for s in sgh(c, "s2", "m1", 1).status]
+        assert (4, "Streams group member zz encountered a fatal error and requested a shutdown for the entire "
+                   "application.") in statuses
