@@ -379,6 +379,9 @@ def valid_request(key: int, version: int, scope: Scope, index: int) -> tuple[dic
     if api == "StreamsGroupHeartbeat":
         body = streams_join(w.group, ref("member_id", w.group), w.topic_a)  # type: ignore[arg-type]
         body["MemberEpoch"] = ref("member_epoch", w.group)
+        # the member heartbeats after its join (the setup's): Kafka refuses a topology outside a (re-)join
+        # ("Topology can only be provided when (re-)joining."), so the valid heartbeat carries none
+        body["Topology"] = None
         body = _fit(msg.fields, body, version, w)
     else:
         body = w.struct(msg.fields, None, 0)
