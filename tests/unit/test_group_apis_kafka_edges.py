@@ -13,6 +13,7 @@ from mockbroker import ManualClock, MockBroker
 from protocol.client import RawKafkaClient
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
+from tests.polling import until
 
 E = ErrorCode
 
@@ -373,3 +374,20 @@ class TestStreamsGroupHeartbeat:
         statuses = [(s.status_code, s.status_detail) for s in sgh(c, "s2", "m1", 1).status]
         assert (4, "Streams group member zz encountered a fatal error and requested a shutdown for the entire "
                    "application.") in statuses
+
+
+class TestJoinGroup:
+    def test_a_protocol_named_twice_is_counted_once(self, b, c):
+        """Kafka 4.4.0 never answers such a JoinGroup (ClassicGroupMember.vote throws when the join
+        phase completes: docs/differences.md, the differential tester's known differences); mockbroker
+        answers as if the protocol were named once."""
+        from tests.differential.state import subscription
+
+        meta = subscription(["t"])
+        corr = c.send(ApiKey.JOIN_GROUP, 3, {
+            "group_id": "j-dup", "session_timeout": 30000, "rebalance_timeout": 30000, "member_id": "",
+            "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": meta}] * 2})
+        until(lambda: (g := b.group("j-dup")) is not None and len(g["members"]) == 1, "the member joined", 5)
+        b.advance(3000)  # group.initial.rebalance.delay.ms
+        r = c.response(ApiKey.JOIN_GROUP, 3, corr)
+        assert (r.error_code, r.protocol_name, r.leader == r.member_id, len(r.members)) == (E.none, "range", True, 1)
