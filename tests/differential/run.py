@@ -163,6 +163,7 @@ class Differential:
 
     def start(self) -> None:
         self.both(lambda s: s.api_versions())
+        self.both(lambda s: s.warm_up())
 
     def run(self) -> list[Result]:
         self.start()

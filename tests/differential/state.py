@@ -154,6 +154,17 @@ class Side:
         self.cluster_id = md["ClusterId"]
         self.ports = {b["Port"]: b["NodeId"] for b in md["Brokers"]}
 
+    def warm_up(self) -> None:
+        """The internal topics first: a fresh Kafka creates __consumer_offsets, __transaction_state and
+        __share_group_state on the first FindCoordinator for a group, a transactional id and a share
+        key, and answers COORDINATOR_NOT_AVAILABLE until they have leaders; mockbroker has no such
+        topics and finds a coordinator at once (docs/differences.md).  Both start from coordinators
+        that are there."""
+        self.find_coordinator("dt-warm-up", 0)
+        self.find_coordinator("dt-warm-up", 1)
+        if self.top(10) >= 6:
+            self.find_coordinator("dt-warm-up:AAAAAAAAAAAAAAAAAAAAAA:0", 2)
+
     # --- topics ------------------------------------------------------------------------------------
     def create_topics(self, topics: dict[str, int]) -> None:
         """Create ``{name: partitions}`` (one replica each) and wait until each partition has a leader."""
