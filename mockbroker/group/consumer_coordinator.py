@@ -276,6 +276,7 @@ class ConsumerGroupCoordinator:
         if existing is not None and not (create and existing.group_type is GroupType.CLASSIC and existing.is_empty()):
             raise HeartbeatError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
         group = ConsumerGroup(group_id, self.clock.time_ms(), initial_group_epoch(self.config["mock.kafka.version"]))
+        group.topic_id_of = self._topic_id_of
         if existing is not None:
             group.offsets = existing.offsets  # an empty classic group is converted, its offsets kept
         self.registry.put(group)
@@ -339,6 +340,10 @@ class ConsumerGroupCoordinator:
         group.members[new_member_id] = old
         if old_id in group.target:
             group.target[new_member_id] = group.target.pop(old_id)
+
+    def _topic_id_of(self, name: str) -> uuid.UUID | None:
+        topic = self.cluster.topics.get(name)
+        return topic.topic_id if topic is not None else None
 
     def _preferred_assignor(self, group: ConsumerGroup) -> str:
         """ConsumerGroup.preferredServerAssignor: the assignor most members name (ties: the first
@@ -478,6 +483,17 @@ class ConsumerGroupCoordinator:
             member.state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
             self._update_epoch(member, group.assignment_epoch)
             member.assigned, member.pending_revocation = new_assigned, {}
+        # a partition kept keeps the epoch it was assigned at, one newly assigned gets the target's
+        self._keep_partition_epochs(member, group.assignment_epoch)
+
+    @staticmethod
+    def _keep_partition_epochs(member: ConsumerGroupMember, new_epoch: int) -> None:
+        """The epochs of the member's partitions (assigned or pending revocation): each keeps its own,
+        one it did not hold gets ``new_epoch``."""
+        old = member.partition_epochs
+        member.partition_epochs = {(tid, p): old.get((tid, p), new_epoch)
+                                   for part in (member.assigned, member.pending_revocation)
+                                   for tid, ps in part.items() for p in ps}
 
     @staticmethod
     def _update_epoch(member: ConsumerGroupMember, epoch: int) -> None:
@@ -569,6 +585,7 @@ class ConsumerGroupCoordinator:
             if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:  # consumerGroupStaticMemberGroupLeave
                 member.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH
                 member.pending_revocation = {}
+                member.partition_epochs = {(tid, p): 0 for tid, ps in member.assigned.items() for p in ps}
                 return ConsumerGroupHeartbeatResult(ErrorCode.none, None, member.member_id,
                                                     LEAVE_GROUP_STATIC_MEMBER_EPOCH)
         self._remove_member(group, member)

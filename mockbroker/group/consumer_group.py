@@ -9,8 +9,10 @@ that move them are in ``consumer_coordinator.py``.
 
 ``ConsumerGroup`` implements ``Group`` (``group.py``): ConsumerGroup's
 validateOffsetCommit (the member epoch, STALE_MEMBER_EPOCH; OffsetCommit v9+
-of its members) and validateOffsetFetch live here, as does the offset expiry
-of a group whose members subscribe by name.
+of its members; from an older epoch only for the partitions the member was
+assigned at that epoch or before, each partition keeping the epoch it was
+assigned at) and validateOffsetFetch live here, as does the offset expiry of
+a group whose members subscribe by name.
 """
 
 from __future__ import annotations
@@ -66,6 +68,9 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    # the epoch each partition (assigned or pending revocation) was assigned at: ConsumerGroupMember's
+    # assignedPartitions / partitionsPendingRevocation epochs, which OffsetCommit from an older epoch reads
+    partition_epochs: dict[tuple[uuid.UUID, int], int] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -136,6 +141,8 @@ class ConsumerGroup:
         self.offsets: dict[TopicPartition, OffsetAndMetadata] = {}
         self.state_timestamp_ms: int | None = now_ms  # when it last became empty
         self.preferred_assignor = DEFAULT_ASSIGNOR
+        # a topic's id by its name (the coordinator's view of the cluster): OffsetCommit names partitions
+        self.topic_id_of: Callable[[str], uuid.UUID | None] = lambda _name: None
 
     @property
     def state(self) -> ConsumerGroupState:
@@ -165,8 +172,9 @@ class ConsumerGroup:
                                generation_id_or_member_epoch: int, api_version: int,
                                is_transactional: bool = False) -> ErrorCode | None:
         """ConsumerGroup.validateOffsetCommit: a member commits with its current epoch, over v9+
-        (older versions cannot carry a member epoch; TxnOffsetCommit carries it as its generation);
-        anyone commits to a group without members."""
+        (older versions cannot carry a member epoch; TxnOffsetCommit carries it as its generation), or
+        with an older one for the partitions it held since then (commit_partition_error); a newer one
+        is STALE_MEMBER_EPOCH; anyone commits to a group without members."""
         member_epoch = generation_id_or_member_epoch
         if member_epoch < 0 and not self.members:
             return None
@@ -177,13 +185,22 @@ class ConsumerGroup:
             return ErrorCode.unknown_member_id
         if not is_transactional and api_version < 9:
             return ErrorCode.unsupported_version
-        if member_epoch != member.member_epoch:
+        if member_epoch > member.member_epoch:
             return ErrorCode.stale_member_epoch
         return None
 
     def commit_partition_error(self, member_id: str, generation_id_or_member_epoch: int,
                                tp: TopicPartition) -> ErrorCode | None:
-        return None  # no assignment epochs per partition here (CommitPartitionValidator.NO_OP)
+        """ConsumerGroup.createAssignmentEpochValidator: a commit from an older epoch than the member's
+        only for a partition assigned to it (or pending revocation) at that epoch or before."""
+        member = self.members.get(member_id)
+        if member is None or generation_id_or_member_epoch >= member.member_epoch:
+            return None  # the current epoch (CommitPartitionValidator.NO_OP), or a group without members
+        topic_id = self.topic_id_of(tp[0])
+        assigned_at = member.partition_epochs.get((topic_id, tp[1])) if topic_id is not None else None
+        if assigned_at is None or generation_id_or_member_epoch < assigned_at:
+            return ErrorCode.stale_member_epoch
+        return None
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode | None:
         """ConsumerGroup.validateOffsetFetch: OffsetFetch v9+ from a member carries its id and epoch."""

@@ -391,3 +391,27 @@ class TestJoinGroup:
         b.advance(3000)  # group.initial.rebalance.delay.ms
         r = c.response(ApiKey.JOIN_GROUP, 3, corr)
         assert (r.error_code, r.protocol_name, r.leader == r.member_id, len(r.members)) == (E.none, "range", True, 1)
+
+
+class TestConsumerGroupOffsetCommit:
+    def test_a_commit_from_an_older_epoch_for_partitions_held_since(self, b, c):
+        """ConsumerGroup.createAssignmentEpochValidator: from an epoch older than the member's, only the
+        partitions assigned to it at that epoch or before (Kafka 4.4.0 side by side)."""
+        b.create_topic("u", 1)
+        assert cgh(c, "oe", "m1", 0).member_epoch == 2  # t-0, t-1 assigned at epoch 2
+        cgh(c, "oe", "m2", 0, topics=["u"])  # the group epoch moves to 3
+        b.advance(1000)  # the assignment interval: the target of epoch 3
+        t_id = b.call(lambda cl: cl.metadata.topics["t"].topic_id)
+        r = cgh(c, "oe", "m1", 2, topics=None, owned=[{"topic_id": t_id, "partitions": [0, 1]}])
+        assert (r.error_code, r.member_epoch) == (E.none, 3)
+
+        def commit_at(epoch: int, topic: str = "t", version: int = 9):
+            return commit(c, "oe", [(topic, [0])], generation=epoch, member_id="m1", version=version)[0][1][0][1]
+
+        assert commit_at(2) == E.none  # held since epoch 2
+        assert commit_at(3) == E.none
+        assert commit_at(1) == E.stale_member_epoch  # before it was assigned
+        assert commit_at(2, "u") == E.stale_member_epoch  # never assigned to m1
+        assert commit_at(4) == E.stale_member_epoch  # newer than the member's
+        assert commit_at(-1) == E.stale_member_epoch
+        assert commit_at(2, version=8) == E.unsupported_version
