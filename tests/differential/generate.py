@@ -148,15 +148,20 @@ class Case:
 
 @dataclass
 class Scope:
-    """The names one (key, version) uses: its topics, and per case its group and transactional id."""
+    """The names one (key, version) uses: its topics, and per case its group and transactional id.
+    ``run``: a tag of the run's own (Differential.run_tag), so that brokers that ran the tester before
+    (a reproducer, another seed against the same brokers) hold nothing under the names of this run: a
+    group a former run left, expiring or removed on each broker's own schedule, would be listed by one
+    and not the other."""
 
     key: int
     version: int
+    run: str = ""
     prefix: str = ""
     topics: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.prefix = f"dt-k{self.key}v{self.version}"
+        self.prefix = f"dt-{self.run}-k{self.key}v{self.version}" if self.run else f"dt-k{self.key}v{self.version}"
         self.topics = {self.topic("a"): 3, self.topic("b"): 1}
 
     def topic(self, which: str, case: int | None = None) -> str:
