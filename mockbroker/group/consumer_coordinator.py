@@ -15,6 +15,11 @@ Mirrors the part of Kafka 4.x's ``GroupMetadataManager`` that serves the new pro
   (UNRELEASED_PARTITIONS), and the member moves to the target epoch when
   nothing is left to revoke; a member whose subscription changed gives up the
   partitions of the topics it left at once, before any new target;
+* a regex new to the group is resolved after the heartbeat that brought it (Kafka
+  resolves it in the background), at most once every 10 s per group, again when
+  topics were created or every group.consumer.regex.refresh.interval.ms (Kafka's
+  10 minutes); the group epoch moves when what it matches changed; an invalid one
+  is INVALID_REGULAR_EXPRESSION;
 * a subscription is a set of names (one listed twice is one); a known member
   rejoining with epoch 0 keeps its epoch and assignment (Kafka checks no
   epoch then), and naming an instance id makes it static;
@@ -70,6 +75,10 @@ log = logging.getLogger("mockbroker.group")
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
+# GroupMetadataManager.UpdateRegularExpressionStatus
+REGEX_NO_CHANGE, REGEX_UPDATED, REGEX_UPDATED_AND_RESOLVED = "no change", "updated", "updated and resolved"
+REGEX_MIN_REFRESH_MS = 10_000  # a group's regexes are resolved at most this often (maybeUpdateRegularExpressions)
+REGEX_REFRESH_INTERVAL_MS = 600_000  # group.consumer.regex.refresh.interval.ms, Kafka's default (not settable here)
 
 
 @dataclass(slots=True)
@@ -185,14 +194,6 @@ class ConsumerGroupCoordinator:
                 raise invalid("MemberId can't be empty.")
         else:
             raise invalid(f"MemberEpoch is invalid: {epoch}")
-        regex = getattr(req, "subscribed_topic_regex", None)
-        if regex is not None:
-            import re2  # loaded by topic_regex anyway; not at start-up
-
-            try:
-                topic_regex(regex)
-            except re2.error as e:
-                raise invalid(f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {e}.") from None
         if req.server_assignor is not None and req.server_assignor not in self.assignors:
             raise HeartbeatError(ErrorCode.unsupported_assignor,
                                  f"ServerAssignor {req.server_assignor} is not supported. "
@@ -207,7 +208,7 @@ class ConsumerGroupCoordinator:
         if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return self._leave(req)
         joining = req.member_epoch == 0
-        group = self._get_or_maybe_create(req.group_id, joining)
+        group, new_group = self._get_or_maybe_create(req.group_id, joining)
         self._throw_if_full(group, req.member_id, req.instance_id)
         now = self.clock.time_ms()
         member_id = req.member_id or f"{uuid.uuid4()}"  # v0: the coordinator names a new member
@@ -220,6 +221,10 @@ class ConsumerGroupCoordinator:
         # ConsumerGroupMember.Builder's maybeUpdate*: a null field leaves the value as it was
         old_names, old_regex = set(member.subscribed_topic_names), member.subscribed_topic_regex or ""
         old_assignor = self._preferred_assignor(group)
+        regex_counts = group.regex_subscribers()  # before this heartbeat
+        new_regex = getattr(req, "subscribed_topic_regex", None)
+        regex_status, to_resolve = self._update_regexes(
+            group, old_regex, old_regex if new_regex is None else new_regex, regex_counts, now)
         before = copy_assignment(member.assigned, drop_empty=True)
         if req.instance_id is not None:
             member.instance_id = req.instance_id
@@ -231,18 +236,18 @@ class ConsumerGroupCoordinator:
             member.server_assignor = req.server_assignor
         if req.subscribed_topic_names is not None:  # a set: a name listed twice is one subscription
             member.subscribed_topic_names = list(dict.fromkeys(req.subscribed_topic_names))
-        regex = getattr(req, "subscribed_topic_regex", None)
-        if regex is not None:
-            member.subscribed_topic_regex = regex or None
+        if new_regex is not None:
+            member.subscribed_topic_regex = new_regex or None
         member.client_id, member.client_host = client_id, client_host
+        if new_group:
+            self.registry.put(group)
         group.members[member_id] = member
         if member.instance_id is not None:
             group.static_members[member.instance_id] = member_id
         names_changed = set(member.subscribed_topic_names) != old_names
-        regex_changed = (member.subscribed_topic_regex or "") != old_regex
-        subscription_changed = names_changed or regex_changed
-        # a regex is resolved at once here (Kafka resolves a new one in the background and bumps then)
-        bump = subscription_changed or self._preferred_assignor(group) != old_assignor
+        subscription_changed = names_changed or regex_status != REGEX_NO_CHANGE
+        bump = (names_changed or regex_status == REGEX_UPDATED_AND_RESOLVED
+                or self._preferred_assignor(group) != old_assignor)
         if bump or group.metadata_version != self.cluster.topics_version:  # else nothing it reads changed
             metadata = self._subscription_metadata(group)
             if metadata != group.subscription_metadata:
@@ -257,30 +262,33 @@ class ConsumerGroupCoordinator:
                                         and member.member_epoch == group.assignment_epoch):
             self._reconcile(group, member, owned, subscription_changed)  # maybeReconcile
         self._schedule(group, member)
-        full = (rebalance_timeout_ms(req) != -1 and (req.subscribed_topic_names is not None or regex is not None)
+        full = (rebalance_timeout_ms(req) != -1 and (req.subscribed_topic_names is not None or new_regex is not None)
                 and req.topic_partitions is not None)
         result = ConsumerGroupHeartbeatResult(ErrorCode.none, None, member.member_id, member.member_epoch,
                                               self.group_config(group.group_id, "consumer.heartbeat.interval.ms"))
         if joining or full or before != copy_assignment(member.assigned, drop_empty=True):
             result.assignment = {tid: set(ps) for tid, ps in member.assigned.items()}
+        if to_resolve:  # Kafka resolves in the background, after this answer, and bumps the epoch then
+            self._resolve_regexes(group, to_resolve, now)
         return result
 
-    def _get_or_maybe_create(self, group_id: str, create: bool) -> ConsumerGroup:
+    def _get_or_maybe_create(self, group_id: str, create: bool) -> tuple[ConsumerGroup, bool]:
         """GroupMetadataManager.getOrMaybeCreateConsumerGroup (without the online upgrade of a classic
-        group with members: GROUP_ID_NOT_FOUND)."""
+        group with members: GROUP_ID_NOT_FOUND): (the group, whether it is new).  A new group (or an
+        empty classic one converted) is registered only once the heartbeat succeeds, as Kafka's records
+        are written only then."""
         existing = self.registry.get(group_id)
         if existing is None and not create:
             raise HeartbeatError(ErrorCode.group_id_not_found, f"Consumer group {group_id} not found.")
         if existing is not None and existing.group_type is GroupType.CONSUMER:
-            return cast(ConsumerGroup, existing)
+            return cast(ConsumerGroup, existing), False
         if existing is not None and not (create and existing.group_type is GroupType.CLASSIC and existing.is_empty()):
             raise HeartbeatError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
         group = ConsumerGroup(group_id, self.clock.time_ms(), initial_group_epoch(self.config["mock.kafka.version"]))
         group.topic_id_of = self._topic_id_of
         if existing is not None:
             group.offsets = existing.offsets  # an empty classic group is converted, its offsets kept
-        self.registry.put(group)
-        return group
+        return group, True
 
     def _throw_if_full(self, group: ConsumerGroup, member_id: str, instance_id: str | None) -> None:
         """GroupMetadataManager.throwIfConsumerGroupIsFull."""
@@ -340,6 +348,71 @@ class ConsumerGroupCoordinator:
         group.members[new_member_id] = old
         if old_id in group.target:
             group.target[new_member_id] = group.target.pop(old_id)
+
+    def _update_regexes(self, group: ConsumerGroup, old: str, new: str, counts: dict[str, int],
+                        now: int) -> tuple[str, set[str] | None]:
+        """GroupMetadataManager.maybeUpdateRegularExpressions: (the member's regex status, the regexes to
+        resolve after this heartbeat or None).  A regex new to the group is checked (RE2, as Kafka's
+        RE2/J: INVALID_REGULAR_EXPRESSION) and resolved after this heartbeat, at most once every 10 s
+        per group; one another member subscribes with is resolved already."""
+        status, require = REGEX_NO_CHANGE, False
+        if old != new:
+            status = REGEX_UPDATED
+            if new:
+                if counts.get(new, 0) == 0:
+                    import re2  # loaded by topic_regex anyway; not at start-up
+
+                    try:
+                        topic_regex(new)
+                    except re2.error as e:
+                        detail = e.args[0].decode(errors="replace") if e.args and isinstance(e.args[0], bytes) else e
+                        raise HeartbeatError(ErrorCode.invalid_regular_expression,
+                                             f"SubscribedTopicRegex `{new}` is not a valid regular expression: "
+                                             f"{detail}.") from None
+                    require = True
+                elif new in group.resolved_regexes:
+                    status = REGEX_UPDATED_AND_RESOLVED
+            elif old:
+                status = REGEX_UPDATED_AND_RESOLVED
+            if old and counts.get(old, 0) == 1:  # the last member with it: its resolution goes
+                group.resolved_regexes.pop(old, None)
+        if not require and not counts:
+            return status, None
+        if now <= group.regex_refresh_ms + REGEX_MIN_REFRESH_MS:
+            return status, None
+        after = dict(counts)
+        if old:
+            after[old] = after.get(old, 0) - 1
+        if new:
+            after[new] = after.get(new, 0) + 1
+        subscribed = {r for r, n in after.items() if n > 0}
+        require |= len(subscribed) != len(group.resolved_regexes)
+        require |= bool(set(self.cluster.topics) - group.regex_topics_seen)  # topics created since
+        require |= now > group.regex_refresh_ms + REGEX_REFRESH_INTERVAL_MS
+        return status, (subscribed if require and subscribed else None)
+
+    def _resolve_regexes(self, group: ConsumerGroup, regexes: set[str], now: int) -> None:
+        """TopicRegexResolver.resolveRegularExpressions and handleRegularExpressionsResult: the topics each
+        regex a member still subscribes with matches; the group epoch moves when they changed."""
+        topics = self.cluster.topics
+        counts = group.regex_subscribers()
+        bump = False
+        for regex in regexes:
+            if counts.get(regex, 0) == 0:
+                continue
+            rx = topic_regex(regex)
+            resolved = frozenset(t for t in topics if not t.startswith("__") and rx.fullmatch(t))
+            if group.resolved_regexes.get(regex, frozenset()) != resolved:
+                bump = True
+            group.resolved_regexes[regex] = resolved
+        metadata = self._subscription_metadata(group)
+        if metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            bump = True
+        if bump:
+            group.group_epoch += 1
+        group.regex_refresh_ms = now
+        group.regex_topics_seen = frozenset(topics)
 
     def _topic_id_of(self, name: str) -> uuid.UUID | None:
         topic = self.cluster.topics.get(name)
@@ -550,6 +623,9 @@ class ConsumerGroupCoordinator:
             del group.static_members[member.instance_id]
         self.heartbeat_purgatory.cancel_for_key(session_key(group.group_id, member.member_id))
         self.heartbeat_purgatory.cancel_for_key(revocation_key(group.group_id, member.member_id))
+        subscribed = group.regex_subscribers()  # maybeDeleteResolvedRegularExpressions
+        for regex in [r for r in group.resolved_regexes if r not in subscribed]:
+            del group.resolved_regexes[regex]
         group.group_epoch += 1
         group.subscription_metadata = self._subscription_metadata(group)
         if not group.members:  # the target assignment's metadata record: this epoch, timestamp 0

@@ -131,8 +131,14 @@ class ConsumerGroup:
     def __init__(self, group_id: str, now_ms: int, initial_epoch: int = 0) -> None:
         self.group_id = group_id
         self.group_epoch = initial_epoch  # ModernGroup's: 1 from Kafka 4.3 (group.group.initial_group_epoch)
-        self.assignment_epoch = 0
+        # TargetAssignmentMetadata.INITIAL: the group's first epoch, computed never (timestamp 0)
+        self.assignment_epoch = initial_epoch
         self.assignment_timestamp_ms = 0  # when the target was last computed (0: never)
+        # the members' regexes resolved to topic names (ResolvedRegularExpression), when they were last
+        # resolved and the topics there were then (the resolution runs after the heartbeat asking for it)
+        self.resolved_regexes: dict[str, frozenset[str]] = {}
+        self.regex_refresh_ms = 0
+        self.regex_topics_seen: frozenset[str] = frozenset()
         self.members: dict[str, ConsumerGroupMember] = {}
         self.static_members: dict[str, str] = {}
         self.target: dict[str, Assignment] = {}
@@ -269,9 +275,17 @@ class ConsumerGroup:
                 return m.member_id
         return None
 
-    def subscribed_names(self, member: ConsumerGroupMember, topics: Iterable[str]) -> set[str]:
+    def subscribed_names(self, member: ConsumerGroupMember, topics: Iterable[str] = ()) -> set[str]:
+        """The member's topic names and the topics its regex was resolved to (nothing until it is)."""
         names = set(member.subscribed_topic_names)
-        if member.subscribed_topic_regex:  # validated when the heartbeat brought it
-            rx = topic_regex(member.subscribed_topic_regex)
-            names.update(t for t in topics if not t.startswith("__") and rx.fullmatch(t))
+        if member.subscribed_topic_regex:
+            names |= self.resolved_regexes.get(member.subscribed_topic_regex, frozenset())
         return names
+
+    def regex_subscribers(self) -> dict[str, int]:
+        """ConsumerGroup.subscribedRegularExpressions: each regex and how many members subscribe with it."""
+        counts: dict[str, int] = {}
+        for m in self.members.values():
+            if m.subscribed_topic_regex:
+                counts[m.subscribed_topic_regex] = counts.get(m.subscribed_topic_regex, 0) + 1
+        return counts

@@ -415,3 +415,65 @@ class TestConsumerGroupOffsetCommit:
         assert commit_at(4) == E.stale_member_epoch  # newer than the member's
         assert commit_at(-1) == E.stale_member_epoch
         assert commit_at(2, version=8) == E.unsupported_version
+
+
+def cgh_regex(c: RawKafkaClient, group: str, member_id: str, epoch: int, regex: str | None = None):
+    """A join (epoch 0) or a plain heartbeat that may bring a new regex."""
+    join = epoch == 0
+    return c.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
+        "group_id": group, "member_id": member_id, "member_epoch": epoch, "instance_id": None, "rack_id": None,
+        "rebalance_timeout": 30000 if join else -1, "subscribed_topic_names": None, "subscribed_topic_regex": regex,
+        "server_assignor": None, "topic_partitions": [] if join else None})
+
+
+def described_regex(c: RawKafkaClient, group: str):
+    (g,) = c.request(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": [group], "include_authorized_operations": False}).groups
+    return g.group_state, g.group_epoch, g.assignment_epoch, sorted(
+        (m.member_id, m.member_epoch, m.subscribed_topic_regex,
+         sorted(p for t in m.assignment.topic_partitions for p in t.partitions)) for m in g.members)
+
+
+class TestConsumerGroupRegex:
+    """GroupMetadataManager.maybeUpdateRegularExpressions: a regex new to the group is resolved after
+    the heartbeat that brought it (Kafka: in the background, within milliseconds), at most once every
+    10 s per group, and moves the group epoch only when what it matches changed; a regex another member
+    has is resolved already.  Each step as Kafka 4.4.0 answered it side by side."""
+
+    def test_a_member_joining_by_regex(self, b, c):
+        r = cgh_regex(c, "rx", "m1", 0, "t.*")
+        assert (r.error_code, r.member_epoch, partitions(r)) == (E.none, 1, [])  # nothing resolved yet
+        assert described_regex(c, "rx") == ("Assigning", 2, 1, [("m1", 1, "t.*", [])])  # resolved: epoch 2
+        b.advance(300)  # the first target was never computed (the group's initial one): no interval to wait
+        r = cgh_regex(c, "rx", "m1", 1)
+        assert (r.member_epoch, partitions(r)) == (2, [0, 1])
+
+    def test_a_regex_matching_nothing_moves_nothing(self, b, c):
+        assert cgh(c, "rx0", "m1", 0).member_epoch == 2
+        r = cgh_regex(c, "rx0", "m1", 2, "zzz-.*")
+        assert (r.error_code, r.member_epoch, r.assignment) == (E.none, 2, None)
+        assert described_regex(c, "rx0") == ("Stable", 2, 2, [("m1", 2, "zzz-.*", [0, 1])])
+
+    def test_a_second_member_and_a_regex_changed_within_10_s(self, b, c):
+        cgh_regex(c, "rx2", "m1", 0, "t")
+        b.advance(1200)
+        assert cgh_regex(c, "rx2", "m1", 1).member_epoch == 2
+        r = cgh_regex(c, "rx2", "m2", 0, "t")  # resolved already: the group epoch moves at once
+        assert (r.member_epoch, partitions(r)) == (2, [])
+        assert described_regex(c, "rx2")[:3] == ("Assigning", 3, 2)
+        cgh_regex(c, "rx2", "m2", 2, "t.*")  # resolved at most once every 10 s: not yet
+        assert described_regex(c, "rx2")[:3] == ("Assigning", 3, 2)
+        b.advance(1200)
+        assert cgh_regex(c, "rx2", "m1", 2).member_epoch == 3
+        b.create_topic("t2", 2)
+        b.advance(9000)  # 10 s since the last resolution: the next heartbeat has the regexes resolved again
+        assert cgh_regex(c, "rx2", "m2", 2).member_epoch == 3
+        assert described_regex(c, "rx2")[:3] == ("Assigning", 4, 3)
+
+    def test_an_invalid_regex(self, b, c):
+        r = cgh_regex(c, "rx-bad", "m1", 0, "(?<=a)b")
+        assert (r.error_code, r.member_epoch) == (E.invalid_regular_expression, 0)
+        # Kafka's detail is RE2/J's ("invalid named capture."), here RE2's
+        assert r.error_message.startswith("SubscribedTopicRegex `(?<=a)b` is not a valid regular expression: ")
+        (g,) = c.request(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": ["rx-bad"],
+                                                            "include_authorized_operations": False}).groups
+        assert g.error_code == E.group_id_not_found  # no group made
