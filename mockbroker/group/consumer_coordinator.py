@@ -54,31 +54,32 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from protocol.codec import timedelta_ms
 from protocol.errors import ErrorCode
 
 from ..clock import Clock
 from ..purgatory import DelayedDeadline, DelayedOperationPurgatory
 from .assignors import ASSIGNORS, Assignment, copy_assignment
 from ..cluster_view import ClusterView
+from . import consumer_regex
+from .consumer_checks import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    HeartbeatError,
+    rebalance_timeout_ms,
+    validate_heartbeat,
+)
+from .consumer_assignment import reconcile
 from .consumer_group import (
     ConsumerGroup,
     ConsumerGroupDescription,
     ConsumerGroupMember,
     MemberState,
-    topic_regex,
 )
 from .group import GroupType, assignment_interval_applies, can_compute_next_target_assignment, initial_group_epoch
 from .registry import GroupRegistry
 
 log = logging.getLogger("mockbroker.group")
 
-LEAVE_GROUP_MEMBER_EPOCH = -1
-LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
-# GroupMetadataManager.UpdateRegularExpressionStatus
-REGEX_NO_CHANGE, REGEX_UPDATED, REGEX_UPDATED_AND_RESOLVED = "no change", "updated", "updated and resolved"
-REGEX_MIN_REFRESH_MS = 10_000  # a group's regexes are resolved at most this often (maybeUpdateRegularExpressions)
-REGEX_REFRESH_INTERVAL_MS = 600_000  # group.consumer.regex.refresh.interval.ms, Kafka's default (not settable here)
 
 
 @dataclass(slots=True)
@@ -91,13 +92,6 @@ class ConsumerGroupHeartbeatResult:
     member_epoch: int = 0  # an error answer: the schema's default
     heartbeat_interval_ms: int = 0
     assignment: Assignment | None = None
-
-
-class HeartbeatError(Exception):
-    def __init__(self, error: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.error = error
-        self.message = message
 
 
 def _subset(owned: Assignment, of: Assignment) -> bool:
@@ -160,51 +154,12 @@ class ConsumerGroupCoordinator:
         except HeartbeatError as e:
             return ConsumerGroupHeartbeatResult(e.error, e.message)
 
-    def _validate(self, version: int, req: Any) -> None:
-        """GroupMetadataManager.throwIfConsumerGroupHeartbeatRequestIsInvalid."""
-        def invalid(msg: str) -> HeartbeatError:
-            return HeartbeatError(ErrorCode.invalid_request, msg)
-
-        if not req.group_id:
-            raise invalid("GroupId can't be empty.")
-        if req.instance_id is not None and not req.instance_id:
-            raise invalid("InstanceId can't be empty.")
-        if req.rack_id is not None and not req.rack_id:
-            raise invalid("RackId can't be empty.")
-        epoch = req.member_epoch
-        if version >= 1 and not req.member_id:
-            raise invalid("MemberId can't be empty.")
-        if epoch == 0:
-            if rebalance_timeout_ms(req) == -1:
-                raise invalid("RebalanceTimeoutMs must be provided in first request.")
-            if req.topic_partitions is None or len(req.topic_partitions) > 0:
-                raise invalid("TopicPartitions must be empty when (re-)joining.")
-            if req.subscribed_topic_names is None and getattr(req, "subscribed_topic_regex", None) is None:
-                raise invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
-        elif epoch > 0:
-            if not req.member_id:
-                raise invalid("MemberId can't be empty.")
-        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            if req.instance_id is None:
-                raise invalid("InstanceId can't be null.")
-            if not req.member_id:
-                raise invalid("MemberId can't be empty.")
-        elif epoch == LEAVE_GROUP_MEMBER_EPOCH:
-            if not req.member_id:
-                raise invalid("MemberId can't be empty.")
-        else:
-            raise invalid(f"MemberEpoch is invalid: {epoch}")
-        if req.server_assignor is not None and req.server_assignor not in self.assignors:
-            raise HeartbeatError(ErrorCode.unsupported_assignor,
-                                 f"ServerAssignor {req.server_assignor} is not supported. "
-                                 f"Supported assignors: {', '.join(self.assignors)}.")
-
     def _heartbeat(self, node_id: int, version: int, req: Any, client_id: str,
                    client_host: str) -> ConsumerGroupHeartbeatResult:
-        self._validate(version, req)
+        validate_heartbeat(version, req, self.assignors)
         err = self.registry.validate_group_status(req.group_id, node_id)
         if err is not None:
-            raise HeartbeatError(err, "")
+            raise HeartbeatError(err, None)
         if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return self._leave(req)
         joining = req.member_epoch == 0
@@ -223,8 +178,11 @@ class ConsumerGroupCoordinator:
         old_assignor = self._preferred_assignor(group)
         regex_counts = group.regex_subscribers()  # before this heartbeat
         new_regex = getattr(req, "subscribed_topic_regex", None)
-        regex_status, to_resolve = self._update_regexes(
-            group, old_regex, old_regex if new_regex is None else new_regex, regex_counts, now)
+        try:
+            regex_status, to_resolve = consumer_regex.update_regexes(
+                group, old_regex, old_regex if new_regex is None else new_regex, regex_counts, now, self.cluster.topics)
+        except consumer_regex.InvalidRegex as e:
+            raise HeartbeatError(e.error, str(e)) from None
         before = copy_assignment(member.assigned, drop_empty=True)
         if req.instance_id is not None:
             member.instance_id = req.instance_id
@@ -245,8 +203,8 @@ class ConsumerGroupCoordinator:
         if member.instance_id is not None:
             group.static_members[member.instance_id] = member_id
         names_changed = set(member.subscribed_topic_names) != old_names
-        subscription_changed = names_changed or regex_status != REGEX_NO_CHANGE
-        bump = (names_changed or regex_status == REGEX_UPDATED_AND_RESOLVED
+        subscription_changed = names_changed or regex_status != consumer_regex.NO_CHANGE
+        bump = (names_changed or regex_status == consumer_regex.UPDATED_AND_RESOLVED
                 or self._preferred_assignor(group) != old_assignor)
         if bump or group.metadata_version != self.cluster.topics_version:  # else nothing it reads changed
             metadata = self._subscription_metadata(group)
@@ -260,7 +218,7 @@ class ConsumerGroupCoordinator:
             self._compute_target(group, now)
         if subscription_changed or not (member.state is MemberState.STABLE
                                         and member.member_epoch == group.assignment_epoch):
-            self._reconcile(group, member, owned, subscription_changed)  # maybeReconcile
+            reconcile(group, member, owned, subscription_changed, self._subscribed_topic_ids(group, member))
         self._schedule(group, member)
         full = (rebalance_timeout_ms(req) != -1 and (req.subscribed_topic_names is not None or new_regex is not None)
                 and req.topic_partitions is not None)
@@ -269,7 +227,11 @@ class ConsumerGroupCoordinator:
         if joining or full or before != copy_assignment(member.assigned, drop_empty=True):
             result.assignment = {tid: set(ps) for tid, ps in member.assigned.items()}
         if to_resolve:  # Kafka resolves in the background, after this answer, and bumps the epoch then
-            self._resolve_regexes(group, to_resolve, now)
+            changed = consumer_regex.resolve_regexes(group, to_resolve, now, self.cluster.topics)
+            metadata = self._subscription_metadata(group)
+            if changed or metadata != group.subscription_metadata:
+                group.subscription_metadata = metadata
+                group.group_epoch += 1
         return result
 
     def _get_or_maybe_create(self, group_id: str, create: bool) -> tuple[ConsumerGroup, bool]:
@@ -349,70 +311,11 @@ class ConsumerGroupCoordinator:
         if old_id in group.target:
             group.target[new_member_id] = group.target.pop(old_id)
 
-    def _update_regexes(self, group: ConsumerGroup, old: str, new: str, counts: dict[str, int],
-                        now: int) -> tuple[str, set[str] | None]:
-        """GroupMetadataManager.maybeUpdateRegularExpressions: (the member's regex status, the regexes to
-        resolve after this heartbeat or None).  A regex new to the group is checked (RE2, as Kafka's
-        RE2/J: INVALID_REGULAR_EXPRESSION) and resolved after this heartbeat, at most once every 10 s
-        per group; one another member subscribes with is resolved already."""
-        status, require = REGEX_NO_CHANGE, False
-        if old != new:
-            status = REGEX_UPDATED
-            if new:
-                if counts.get(new, 0) == 0:
-                    import re2  # loaded by topic_regex anyway; not at start-up
-
-                    try:
-                        topic_regex(new)
-                    except re2.error as e:
-                        detail = e.args[0].decode(errors="replace") if e.args and isinstance(e.args[0], bytes) else e
-                        raise HeartbeatError(ErrorCode.invalid_regular_expression,
-                                             f"SubscribedTopicRegex `{new}` is not a valid regular expression: "
-                                             f"{detail}.") from None
-                    require = True
-                elif new in group.resolved_regexes:
-                    status = REGEX_UPDATED_AND_RESOLVED
-            elif old:
-                status = REGEX_UPDATED_AND_RESOLVED
-            if old and counts.get(old, 0) == 1:  # the last member with it: its resolution goes
-                group.resolved_regexes.pop(old, None)
-        if not require and not counts:
-            return status, None
-        if now <= group.regex_refresh_ms + REGEX_MIN_REFRESH_MS:
-            return status, None
-        after = dict(counts)
-        if old:
-            after[old] = after.get(old, 0) - 1
-        if new:
-            after[new] = after.get(new, 0) + 1
-        subscribed = {r for r, n in after.items() if n > 0}
-        require |= len(subscribed) != len(group.resolved_regexes)
-        require |= bool(set(self.cluster.topics) - group.regex_topics_seen)  # topics created since
-        require |= now > group.regex_refresh_ms + REGEX_REFRESH_INTERVAL_MS
-        return status, (subscribed if require and subscribed else None)
-
-    def _resolve_regexes(self, group: ConsumerGroup, regexes: set[str], now: int) -> None:
-        """TopicRegexResolver.resolveRegularExpressions and handleRegularExpressionsResult: the topics each
-        regex a member still subscribes with matches; the group epoch moves when they changed."""
+    def _subscribed_topic_ids(self, group: ConsumerGroup, member: ConsumerGroupMember) -> set[uuid.UUID]:
+        """CurrentAssignmentBuilder.subscribedTopicIds: the ids of the topics the member subscribes to
+        (by name or by its resolved regex) that exist."""
         topics = self.cluster.topics
-        counts = group.regex_subscribers()
-        bump = False
-        for regex in regexes:
-            if counts.get(regex, 0) == 0:
-                continue
-            rx = topic_regex(regex)
-            resolved = frozenset(t for t in topics if not t.startswith("__") and rx.fullmatch(t))
-            if group.resolved_regexes.get(regex, frozenset()) != resolved:
-                bump = True
-            group.resolved_regexes[regex] = resolved
-        metadata = self._subscription_metadata(group)
-        if metadata != group.subscription_metadata:
-            group.subscription_metadata = metadata
-            bump = True
-        if bump:
-            group.group_epoch += 1
-        group.regex_refresh_ms = now
-        group.regex_topics_seen = frozenset(topics)
+        return {topics[n].topic_id for n in group.subscribed_names(member) if n in topics}
 
     def _topic_id_of(self, name: str) -> uuid.UUID | None:
         topic = self.cluster.topics.get(name)
@@ -465,115 +368,6 @@ class ConsumerGroupCoordinator:
         group.assignment_epoch = group.group_epoch
         group.assignment_timestamp_ms = now_ms  # ConsumerGroupTargetAssignmentMetadataValue.assignmentTimestamp
 
-    def _subscribed_topic_ids(self, group: ConsumerGroup, member: ConsumerGroupMember) -> set[uuid.UUID]:
-        """CurrentAssignmentBuilder.subscribedTopicIds: the ids of the topics the member subscribes to
-        (by name or by its regex) that exist."""
-        topics = self.cluster.topics
-        return {topics[n].topic_id for n in group.subscribed_names(member, topics) if n in topics}
-
-    def _reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember, owned: Assignment | None,
-                   subscription_changed: bool) -> None:
-        """CurrentAssignmentBuilder.build."""
-        target_epoch = group.assignment_epoch
-        if member.state is MemberState.STABLE:
-            if member.member_epoch != target_epoch:
-                self._next(group, member, member.member_epoch, owned)
-            elif subscription_changed:
-                self._update_current(group, member, owned)
-        elif member.state is MemberState.UNREVOKED_PARTITIONS:
-            if self._owns_any(owned, member.pending_revocation):
-                if subscription_changed:
-                    self._update_current(group, member, owned)
-                return  # still revoking
-            self._next(group, member, member.member_epoch, owned)
-        else:  # UNRELEASED_PARTITIONS
-            self._next(group, member, member.member_epoch, owned)
-
-    @staticmethod
-    def _owns_any(owned: Assignment | None, pending: Assignment) -> bool:
-        """ownsRevokedPartitions: a heartbeat without its owned partitions (null) owns them all."""
-        if owned is None:
-            return True
-        return any(owned.get(t, set()) & ps for t, ps in pending.items())
-
-    def _update_current(self, group: ConsumerGroup, member: ConsumerGroupMember, owned: Assignment | None) -> None:
-        """CurrentAssignmentBuilder.updateCurrentAssignment: the subscription changed; the partitions
-        of topics no longer subscribed are revoked at once (all of them when it subscribes to none)."""
-        subscribed = self._subscribed_topic_ids(group, member)
-        assigned = member.assigned
-        if not subscribed and not member.pending_revocation:
-            if not assigned:
-                return  # nothing to give up: the member unchanged
-            new_assigned: Assignment = {}
-            pending: Assignment = {t: set(ps) for t, ps in assigned.items()}
-        else:
-            dropped = [t for t in assigned if t not in subscribed]
-            if not dropped:
-                return  # the member unchanged
-            new_assigned = {t: set(ps) for t, ps in assigned.items() if t in subscribed}
-            pending = {t: set(ps) for t, ps in member.pending_revocation.items()}
-            for t in dropped:
-                pending.setdefault(t, set()).update(assigned[t])
-        if pending and self._owns_any(owned, pending):
-            member.state = MemberState.UNREVOKED_PARTITIONS
-            member.pending_revocation = pending
-        member.assigned = new_assigned
-        self._update_epoch(member, member.member_epoch)
-
-    def _next(self, group: ConsumerGroup, member: ConsumerGroupMember, epoch: int, owned: Assignment | None) -> None:
-        """CurrentAssignmentBuilder.computeNextAssignment: the target of the topics the member
-        subscribes to; what it must give up first, what another member still holds back."""
-        subscribed = self._subscribed_topic_ids(group, member)
-        target = group.target.get(member.member_id, {})
-        new_assigned: Assignment = {}
-        revoke: Assignment = {}
-        pending_assign: Assignment = {}
-        unreleased = False
-        for tid in set(target) | set(member.assigned):
-            tgt = target.get(tid, set()) if tid in subscribed else set()
-            cur = member.assigned.get(tid, set())
-            keep = cur & tgt
-            rev = cur - keep
-            add = tgt - keep
-            held = {p for p in add if group.owner_of(tid, p) is not None
-                    and p not in member.pending_revocation.get(tid, set())}
-            if held:
-                unreleased = True
-                add -= held
-            if keep:
-                new_assigned[tid] = keep
-            if rev:
-                revoke[tid] = rev
-            if add:
-                pending_assign[tid] = add
-        if revoke and self._owns_any(owned, revoke):
-            member.state = MemberState.UNREVOKED_PARTITIONS
-            self._update_epoch(member, epoch)
-            member.assigned, member.pending_revocation = new_assigned, revoke
-        else:
-            for tid, ps in pending_assign.items():
-                new_assigned.setdefault(tid, set()).update(ps)
-            member.state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
-            self._update_epoch(member, group.assignment_epoch)
-            member.assigned, member.pending_revocation = new_assigned, {}
-        # a partition kept keeps the epoch it was assigned at, one newly assigned gets the target's
-        self._keep_partition_epochs(member, group.assignment_epoch)
-
-    @staticmethod
-    def _keep_partition_epochs(member: ConsumerGroupMember, new_epoch: int) -> None:
-        """The epochs of the member's partitions (assigned or pending revocation): each keeps its own,
-        one it did not hold gets ``new_epoch``."""
-        old = member.partition_epochs
-        member.partition_epochs = {(tid, p): old.get((tid, p), new_epoch)
-                                   for part in (member.assigned, member.pending_revocation)
-                                   for tid, ps in part.items() for p in ps}
-
-    @staticmethod
-    def _update_epoch(member: ConsumerGroupMember, epoch: int) -> None:
-        """ConsumerGroupMember.Builder.updateMemberEpoch: the previous epoch is the one it had."""
-        member.previous_member_epoch = member.member_epoch
-        member.member_epoch = epoch
-
     # -- deadlines ------------------------------------------------------------------------------------
     def _schedule(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         purgatory = self.heartbeat_purgatory
@@ -623,9 +417,7 @@ class ConsumerGroupCoordinator:
             del group.static_members[member.instance_id]
         self.heartbeat_purgatory.cancel_for_key(session_key(group.group_id, member.member_id))
         self.heartbeat_purgatory.cancel_for_key(revocation_key(group.group_id, member.member_id))
-        subscribed = group.regex_subscribers()  # maybeDeleteResolvedRegularExpressions
-        for regex in [r for r in group.resolved_regexes if r not in subscribed]:
-            del group.resolved_regexes[regex]
+        consumer_regex.drop_unsubscribed(group)
         group.group_epoch += 1
         group.subscription_metadata = self._subscription_metadata(group)
         if not group.members:  # the target assignment's metadata record: this epoch, timestamp 0
@@ -681,7 +473,3 @@ class ConsumerGroupCoordinator:
                                             else f"Group {group_id} is not a consumer group.")
         return group.as_consumer_group_description()
 
-
-def rebalance_timeout_ms(req: Any) -> int:
-    value = req.rebalance_timeout
-    return -1 if value is None else timedelta_ms(value)

@@ -477,3 +477,41 @@ class TestConsumerGroupRegex:
         (g,) = c.request(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": ["rx-bad"],
                                                             "include_authorized_operations": False}).groups
         assert g.error_code == E.group_id_not_found  # no group made
+
+
+class TestConsumerGroupHeartbeatChecks:
+    """GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid, in Kafka's order and with
+    its messages (Kafka 4.4.0 side by side)."""
+
+    def test_the_member_id_is_checked_first(self, b, c):
+        r = c.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, {
+            "group_id": "", "member_id": "", "member_epoch": 5, "instance_id": None, "rack_id": None,
+            "rebalance_timeout": 30000, "subscribed_topic_names": ["t"], "server_assignor": None,
+            "topic_partitions": []})
+        assert (r.error_code, r.error_message) == (E.invalid_request, "MemberId can't be empty.")
+
+    def test_v0_a_static_leave_without_a_member_id_is_fenced(self, b, c):
+        """v0 needs no member id for epoch -2: the instance id's member is found, and it is not this one."""
+        assert cgh(c, "ck", "m1", 0, instance_id="i1").member_epoch == 2
+        r = c.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, {
+            "group_id": "ck", "member_id": "", "member_epoch": -2, "instance_id": "i1", "rack_id": None,
+            "rebalance_timeout": -1, "subscribed_topic_names": None, "server_assignor": None,
+            "topic_partitions": None})
+        assert (r.error_code, r.error_message) == (
+            E.fenced_instance_id, "Static member  with instance id i1 was fenced by member m1.")
+
+    def test_messages(self, b, c):
+        def v0(**kw):
+            body = {"group_id": "ck2", "member_id": "m1", "member_epoch": 0, "instance_id": None, "rack_id": None,
+                    "rebalance_timeout": 30000, "subscribed_topic_names": ["t"], "server_assignor": None,
+                    "topic_partitions": []}
+            return c.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, {**body, **kw})
+
+        assert (v0(member_epoch=-3).error_message, v0(subscribed_topic_names=None).error_message) == (
+            "MemberEpoch is invalid.", "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when "
+                                       "(re-)joining.")
+
+    def test_a_coordinator_error_has_no_message(self, b, c):
+        b.inject_coordinator_loading("ck3", 500)
+        r = cgh(c, "ck3", "m1", 0)
+        assert (r.error_code, r.error_message, r.member_epoch) == (E.coordinator_load_in_progress, None, 0)
