@@ -120,7 +120,6 @@ EMPTY_ARRAYS = {"Assignments", "Configs", "ForgottenTopicsData", "Acknowledgemen
                 "CordonedLogDirs", "OfflineLogDirs", "TopicPartitions", "Owners", "Deletions"}
 PARTITION_FIELDS = {"PartitionIndex", "Partition", "Index"}
 BROKER_ID_FIELDS = {"BrokerId", "LeaderId", "VoterId", "NodeId", "ControllerId", "CandidateId"}
-GROUP_APIS_KEY = {"FindCoordinator"}
 
 
 def member_id(label: str) -> str:

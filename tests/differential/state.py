@@ -24,7 +24,7 @@ from typing import Any
 from protocol.records import build_batch
 
 from . import schema
-from .wire import Connection, Outcome, connect
+from .wire import Connection, connect
 
 SETTLE_S = 30.0
 CLASSIC_SESSION_MS = 300_000  # a classic setup member's session: longer than any scope runs
@@ -408,9 +408,3 @@ def streams_join(group: str, member: str, topic: str) -> dict[str, Any]:
             "ActiveTasks": [], "StandbyTasks": [], "WarmupTasks": [], "ProcessId": "process-0",
             "UserEndpoint": None, "ClientTags": [], "TaskOffsets": [], "TaskEndOffsets": [],
             "ShutdownApplication": False}
-
-
-def outcome_error(out: Outcome) -> int | None:
-    if out.body is None:
-        return None
-    return out.body.get("ErrorCode")
