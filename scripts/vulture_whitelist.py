@@ -75,3 +75,5 @@ DESCRIPTION_NOT_REQUESTED, DESCRIPTION_ERROR
 # Kafka's ACL enums mirrored whole (mockbroker/authorizer.py): members a request names by number,
 # decoded through the enum, that no check of mockbroker names itself
 DELEGATION_TOKEN, CLUSTER_ACTION, CREATE_TOKENS, DESCRIBE_TOKENS, TWO_PHASE_COMMIT
+# a test module's marks, read by pytest (tests/differential/test_differential.py)
+pytestmark

@@ -8,10 +8,19 @@ see ``mockbroker/group/offsets.py``):
   Stable or PreparingRebalance also counts as a heartbeat.
 * generation -1 with no member id (a consumer using assign()) commits to a
   group without members, creating it if needed; a non-empty group refuses it
-  (UNKNOWN_MEMBER_ID).
+  (UNKNOWN_MEMBER_ID).  An Empty group takes any negative generation, whatever
+  member id it names; a group that does not exist and a generation of 0 or more
+  is ILLEGAL_GENERATION, from v9 GROUP_ID_NOT_FOUND.
 * Per partition: UNKNOWN_TOPIC_OR_PARTITION (v10: UNKNOWN_TOPIC_ID) for a
   partition that does not exist, OFFSET_METADATA_TOO_LARGE past
-  offset.metadata.max.bytes; nothing of those is stored.
+  offset.metadata.max.bytes (in Java chars); nothing of those is stored.
+* As KafkaApis builds the answer (``OffsetCommitResponse.Builder``): the broker
+  answers unknown topics and partitions itself (one entry per topic; a topic it
+  refuses is listed even without partitions), and only the topics with an
+  existing partition go to the coordinator, listed as sent (a topic of the
+  cluster listed without partitions is left out).  With none to send the group
+  is not looked at: no error, and no group is created.  A group's refusal
+  answers only the partitions sent to it.
 * Offsets survive the group going Empty and expire offsets.retention.minutes
   after that (KIP-211); v2-4's retention_time sets an explicit expiry.
 
@@ -23,6 +32,7 @@ Version notes:
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from protocol.codec import timedelta_ms
@@ -32,7 +42,7 @@ from protocol.registry import ApiKey
 from ..group.group import OffsetAndMetadata
 from ..request import RequestContext, Response
 from ..authorizer import AclOperation, ResourceType
-from .common import authorized, partition_errors, resolve_topic
+from .common import authorized, partition_errors
 
 if TYPE_CHECKING:
     from protocol.request_types import OffsetCommitRequest
@@ -40,36 +50,91 @@ if TYPE_CHECKING:
 API_KEY = ApiKey.OFFSET_COMMIT
 
 
+ZERO_UUID = uuid.UUID(int=0)
+
+
+class _Answered:
+    """OffsetCommitResponse.Builder (by name below v10, by topic id from v10): the partitions the
+    broker answers itself, one entry per topic (a topic listed twice gathers them), in the order first
+    seen; a topic refused as a whole is listed even without partitions."""
+
+    def __init__(self, by_id: bool) -> None:
+        self.by_id = by_id
+        self.topics: dict[Any, dict[str, Any]] = {}
+
+    def topic(self, name: str, topic_id: uuid.UUID) -> dict[str, Any]:
+        key = topic_id if self.by_id else name
+        entry = self.topics.get(key)
+        if entry is None:
+            entry = self.topics[key] = {"name": name, "topic_id": topic_id, "partitions": []}
+        return entry
+
+    def add(self, name: str, topic_id: uuid.UUID, indexes: list[int], error: ErrorCode) -> None:
+        self.topic(name, topic_id)["partitions"].extend(
+            {"partition_index": i, "error_code": error} for i in indexes)
+
+    def merge(self, coordinator: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Builder.merge: the coordinator's topics as it answered them when the broker answered none,
+        else each appended to the broker's entry for that topic, or added."""
+        if not self.topics:
+            return coordinator
+        for t in coordinator:
+            key = t["topic_id"] if self.by_id else t["name"]
+            if key in self.topics:
+                self.topics[key]["partitions"].extend(t["partitions"])
+            else:
+                self.topics[key] = t
+        return list(self.topics.values())
+
+
 def handle(ctx: RequestContext, req: OffsetCommitRequest) -> Response:
     groups = ctx.broker.groups
+    metadata = ctx.metadata
     now = ctx.broker.clock.time_ms()
     by_id = ctx.version >= 10
     retention_ms = timedelta_ms(req.retention_time)  # -1 (the default): none
-    offsets: dict[tuple[str, int], Any] = {}
-    layout: list[tuple[Any, Any, list[tuple[int, tuple[str, int]]]]] = []  # (name, id, [(index, key)])
+    answered = _Answered(by_id)  # KafkaApis.handleOffsetCommitRequest: what the broker answers itself
+    # what goes to the coordinator: the topics with an existing partition left, as listed
+    sent: list[tuple[str, uuid.UUID, list[tuple[int, OffsetAndMetadata]]]] = []
     for t in req.topics:
-        name, topic_id = (None, t.topic_id) if by_id else (t.name, None)
-        topic, err = resolve_topic(ctx.metadata, name, topic_id, by_id)
-        tname = topic.name if topic is not None else (name or f"<unknown {topic_id}>")
-        if (topic is not None or name) and not authorized(ctx, AclOperation.READ, ResourceType.TOPIC, tname):
-            topic, err = None, ErrorCode.topic_authorization_failed  # KafkaApis: READ on each topic
-        parts: list[tuple[int, tuple[str, int]]] = []
+        indexes = [int(p.partition_index) for p in t.partitions]
+        request_id = t.topic_id if t.topic_id is not None else ZERO_UUID
+        if by_id:
+            known = metadata.topics_by_id.get(t.topic_id) if t.topic_id else None
+            name = known.name if known is not None else ""
+            if not name:
+                answered.add("", request_id, indexes, ErrorCode.unknown_topic_id)
+                continue
+        else:
+            name = str(t.name)
+        if not authorized(ctx, AclOperation.READ, ResourceType.TOPIC, name):
+            answered.add(name, request_id if by_id else ZERO_UUID, indexes, ErrorCode.topic_authorization_failed)
+            continue
+        topic = metadata.topics.get(name)
+        if topic is None:
+            answered.add(name, ZERO_UUID, indexes, ErrorCode.unknown_topic_or_partition)
+            continue
+        topic_id = request_id if by_id else topic.topic_id
+        valid: list[tuple[int, OffsetAndMetadata]] = []
         for p in t.partitions:
-            key = (tname, p.partition_index)
-            meta = p.committed_metadata if p.committed_metadata is not None else ""
-            if topic is None or not 0 <= p.partition_index < len(topic.partitions):
-                offsets[key] = err if topic is None else ErrorCode.unknown_topic_or_partition
-            else:  # OFFSET_METADATA_TOO_LARGE is the offset manager's check
-                offsets[key] = OffsetAndMetadata(
+            if 0 <= p.partition_index < len(topic.partitions):
+                meta = p.committed_metadata if p.committed_metadata is not None else ""
+                valid.append((int(p.partition_index), OffsetAndMetadata(
                     p.committed_offset, p.committed_leader_epoch, meta, now,
-                    now + retention_ms if retention_ms >= 0 else None)
-            parts.append((p.partition_index, key))
-        layout.append((name, topic_id, parts))
-    errors = groups.commit_offsets(ctx.node_id, req.group_id, req.member_id, req.group_instance_id,
-                                   req.generation_id_or_member_epoch, offsets, ctx.version)
-    topics = [{"name": name, "topic_id": topic_id,
-               "partitions": [{"partition_index": idx, "error_code": errors[key]} for idx, key in parts]}
-              for name, topic_id, parts in layout]
+                    now + retention_ms if retention_ms >= 0 else None)))
+            else:
+                answered.add(name, topic_id, [int(p.partition_index)], ErrorCode.unknown_topic_or_partition)
+        if valid:
+            sent.append((name, topic_id, valid))
+    if not sent:  # nothing for the coordinator: the group is not even looked at
+        topics = list(answered.topics.values())
+    else:
+        errors = iter(groups.commit_offsets(
+            ctx.node_id, req.group_id, req.member_id, req.group_instance_id, req.generation_id_or_member_epoch,
+            [((name, index), om) for name, _id, parts in sent for index, om in parts], ctx.version))
+        topics = answered.merge([{"name": name, "topic_id": topic_id, "partitions": [
+            {"partition_index": index, "error_code": next(errors)} for index, _om in parts]}
+            for name, topic_id, parts in sent])
     return Response({"topics": topics}, partition_errors(topics, "partitions"))
 
 

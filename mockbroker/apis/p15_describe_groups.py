@@ -8,10 +8,11 @@ Behavior (Kafka's GroupCoordinatorService.describeGroups / ClassicGroup's summar
 * A group the coordinator does not have: state Dead, error NONE (v0-5) or
   GROUP_ID_NOT_FOUND with a message (v6, KIP-1043).
 * NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE per group.
-* A KIP-848 group: its state, protocol type "consumer", its assignor as the
-  protocol, members without metadata or assignment.
-* Authorized operations (v3+): READ, DESCRIBE and DELETE when asked (no
-  authorizer: all of a group's operations), else Integer.MIN_VALUE.
+* A group of another type (KIP-848 consumer, share, streams): not a classic
+  group (GroupMetadataManager.classicGroup), answered as an unknown one.
+* Authorized operations (v3+): the client's operations on the group when asked
+  (no authorizer: all of a group's operations) and the group was described
+  (error NONE, so also a Dead one before v6), else Integer.MIN_VALUE.
 
 Version notes:
 * v1 throttle.  v2 clients back off.  v3 authorized operations.  v4 group.instance.id.
@@ -36,10 +37,12 @@ if TYPE_CHECKING:
 API_KEY = ApiKey.DESCRIBE_GROUPS
 
 
-def _described(version: int, d: DescribedGroup, ops: int) -> dict[str, Any]:
+def _described(ctx: RequestContext, d: DescribedGroup, include: bool) -> dict[str, Any]:
     error, message = d.error, d.error_message
-    if error is ErrorCode.group_id_not_found and version < 6:
+    if error is ErrorCode.group_id_not_found and ctx.version < 6:
         error, message = ErrorCode.none, None  # before v6 an unknown group is only "Dead"
+    # KafkaApis: the authorized operations of the groups described without an error
+    ops = group_operations(ctx, d.group_id, include and error is ErrorCode.none)
     return {"group_id": d.group_id, "error_code": error, "error_message": message, "group_state": d.state,
             "protocol_type": d.protocol_type, "protocol_data": d.protocol_data,
             "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
@@ -53,8 +56,7 @@ def handle(ctx: RequestContext, req: DescribeGroupsRequest) -> Response:
     # KafkaApis: DESCRIBE on each group, those refused listed first; the others are described
     allowed = [g for g in req.groups if authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)]
     groups = [_denied(g) for g in req.groups if g not in allowed]
-    groups += [_described(ctx.version, d, group_operations(ctx, d.group_id, include))
-               for d in ctx.broker.groups.describe_groups(ctx.node_id, allowed)]
+    groups += [_described(ctx, d, include) for d in ctx.broker.groups.describe_groups(ctx.node_id, allowed)]
     return Response({"groups": groups}, error_code=first_error(groups))
 
 

@@ -4,7 +4,8 @@ Behavior: per group the state (Empty, Assigning, Reconciling, Stable), group
 and assignment epochs, the assignor, and each member's epoch, subscription,
 current assignment and target assignment.  A classic group or an unknown one
 gets GROUP_ID_NOT_FOUND with Kafka's message; NOT_COORDINATOR /
-COORDINATOR_NOT_AVAILABLE per group.
+COORDINATOR_NOT_AVAILABLE per group.  A group answered with an error has epochs 0
+and no authorized operations (Integer.MIN_VALUE), as Kafka answers it.
 
 Version notes:
 * v1 member type (KIP-1099; always 1, the consumer protocol).
@@ -48,7 +49,8 @@ def _described(d: ConsumerGroupDescription, names: dict[Any, str], ops: int) -> 
         "members": [{
             "member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
             "member_epoch": m.member_epoch, "client_id": m.client_id, "client_host": m.client_host,
-            "subscribed_topic_names": m.subscribed_topic_names, "subscribed_topic_regex": m.subscribed_topic_regex,
+            # ConsumerGroupMember.subscribedTopicRegex: "" for a member that names no regex
+            "subscribed_topic_names": m.subscribed_topic_names, "subscribed_topic_regex": m.subscribed_topic_regex or "",
             "assignment": assignment(m.assignment), "target_assignment": assignment(m.target_assignment),
             "member_type": 1,  # consumer protocol (KIP-1099: -1 unknown, 0 classic, 1 consumer)
         } for m in d.members],
@@ -67,7 +69,8 @@ def handle(ctx: RequestContext, req: ConsumerGroupDescribeRequest) -> Response:
     groups = [g for g in error_response(ctx, req, ErrorCode.group_authorization_failed).body["groups"]
               if g["group_id"] not in allowed]
     for d in ctx.broker.groups.consumer_group_describe(ctx.node_id, allowed):
-        g = _described(d, names, group_operations(ctx, d.group_id, include))
+        # KafkaApis: the authorized operations of the groups described without an error
+        g = _described(d, names, group_operations(ctx, d.group_id, include and d.error is ErrorCode.none))
         topics = [t["topic_name"] for m in g["members"] for a in (m["assignment"], m["target_assignment"])
                   for t in a["topic_partitions"]]
         groups.append(hidden_group(d.group_id) if undescribable_topic(ctx, topics) else g)
@@ -76,7 +79,7 @@ def handle(ctx: RequestContext, req: ConsumerGroupDescribeRequest) -> Response:
 
 def error_response(ctx: RequestContext, req: ConsumerGroupDescribeRequest, error: ErrorCode) -> Response:
     groups: list[dict[str, Any]] = [
-        {"group_id": gid, "error_code": error, "error_message": None, "group_state": "", "group_epoch": -1,
-         "assignment_epoch": -1, "assignor_name": "", "members": [],
+        {"group_id": gid, "error_code": error, "error_message": None, "group_state": "", "group_epoch": 0,
+         "assignment_epoch": 0, "assignor_name": "", "members": [],
          "authorized_operations": AUTHORIZED_OPS_NOT_REQUESTED} for gid in req.group_ids]
     return Response({"groups": groups}, error_code=first_error(groups))

@@ -20,7 +20,10 @@ Warm-up tasks are never assigned.  With
 group.streams.topology.description.plugin.class set, v1 asks once per topology
 epoch for a topology description (StreamsGroupTopologyDescriptionUpdate, key 93).
 
+An error answer carries Kafka's defaults beside the error: member epoch 0, no statuses.
+
 Version notes:
+* v0: AcceptableRecoveryLagLegacy is always 0 (Kafka 4.4 sets only v1's AcceptableRecoveryLag).
 * v1: MISSING_CLIENT_TAGS status and topology_description_required.
 """
 
@@ -58,10 +61,18 @@ def _required_topics(req: StreamsGroupHeartbeatRequest) -> list[str]:
 
 
 def _error(error: ErrorCode, message: str | None) -> dict[str, Any]:
-    return {"error_code": error, "error_message": message, "member_id": "", "member_epoch": -1,
-            "heartbeat_interval": 0, "task_offset_interval": 0, "acceptable_recovery_lag": -1, "status": None,
+    """An error answer: the schema's defaults beside the error (member epoch 0, no statuses), as Kafka's."""
+    return {"error_code": error, "error_message": message, "member_id": "", "member_epoch": 0,
+            "heartbeat_interval": 0, "task_offset_interval": 0, "acceptable_recovery_lag": -1, "status": [],
             "active_tasks": None, "standby_tasks": None, "warmup_tasks": None, "endpoint_information_epoch": 0,
             "partitions_by_user_endpoint": None}
+
+
+def _response(ctx: RequestContext, body: dict[str, Any]) -> Response:
+    """v0's AcceptableRecoveryLagLegacy is never set by Kafka 4.4 (it sets v1's AcceptableRecoveryLag): 0."""
+    if ctx.version == 0:
+        body = {**body, "acceptable_recovery_lag": 0}
+    return Response(body)
 
 
 def _create(ctx: RequestContext, topics: dict[str, ConfiguredInternalTopic]) -> None:
@@ -89,18 +100,18 @@ def handle(ctx: RequestContext, req: StreamsGroupHeartbeatRequest) -> Response:
     required = _required_topics(req)
     prohibited = [n for n in required if n in INTERNAL_TOPICS]
     if prohibited:
-        return Response(_error(ErrorCode.streams_invalid_topology,
-                               f"Use of Kafka internal topics {','.join(prohibited)} in a Kafka Streams topology is "
-                               "prohibited."))
+        return _response(ctx, _error(ErrorCode.streams_invalid_topology,
+                                     f"Use of Kafka internal topics {','.join(prohibited)} in a Kafka Streams "
+                                     "topology is prohibited."))
     invalid = [n for n in required if validate_topic_name(n) is not None]
     if invalid:
-        return Response(_error(ErrorCode.streams_invalid_topology,
-                               f"Topic names {','.join(invalid)} are not valid topic names."))
+        return _response(ctx, _error(ErrorCode.streams_invalid_topology,
+                                     f"Topic names {','.join(invalid)} are not valid topic names."))
     if not all(authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, n) for n in required):
-        return Response(_error(ErrorCode.topic_authorization_failed, None))
+        return _response(ctx, _error(ErrorCode.topic_authorization_failed, None))
     r = ctx.broker.groups.streams_group_heartbeat(ctx.node_id, ctx.version, req, ctx.client_id, client_host(ctx))
     if r.error != ErrorCode.none:
-        return Response(_error(r.error, r.error_message))
+        return _response(ctx, _error(r.error, r.error_message))
     body = {"error_code": ErrorCode.none, "error_message": None, **r.response}
     creatable = r.internal_topics_to_create
     if creatable:
@@ -110,7 +121,7 @@ def handle(ctx: RequestContext, req: StreamsGroupHeartbeatRequest) -> Response:
             _unauthorized_to_create(body, denied)
         else:
             _create(ctx, creatable)
-    return Response(body)
+    return _response(ctx, body)
 
 
 def _unauthorized_to_create(body: dict[str, Any], denied: list[str]) -> None:
@@ -126,4 +137,4 @@ def _unauthorized_to_create(body: dict[str, Any], denied: list[str]) -> None:
 
 
 def error_response(ctx: RequestContext, req: StreamsGroupHeartbeatRequest, error: ErrorCode) -> Response:
-    return Response(_error(error, None))
+    return _response(ctx, _error(error, None))

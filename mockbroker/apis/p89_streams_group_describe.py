@@ -6,9 +6,11 @@ the coordinator decided once it is ready, else as the member declared it), the
 assignor (``sticky``), and each member's epoch, process, endpoint, client tags,
 task offsets, current and target tasks.  A group of another type or an unknown
 one gets GROUP_ID_NOT_FOUND with Kafka's message; NOT_COORDINATOR /
-COORDINATOR_NOT_AVAILABLE per group.  With an authorizer, DESCRIBE on each group
+COORDINATOR_NOT_AVAILABLE per group; a group answered with an error has epochs 0 and (v1) a null
+assignor name, Kafka's defaults.  With an authorizer, DESCRIBE on each group
 (GROUP_AUTHORIZATION_FAILED, those refused listed first, as KafkaApis); authorized_operations, when
-asked for, the client's operations on the group (AuthHelper.authorizedOperations).
+asked for and the group was described without an error, the client's operations on the group
+(AuthHelper.authorizedOperations).
 
 Version notes:
 * v1: include_topology_description returns the description the members pushed
@@ -54,9 +56,10 @@ def handle(ctx: RequestContext, req: StreamsGroupDescribeRequest) -> Response:
                                                        ctx.version >= 1 and req.include_topology_description):
         if g["topology"] is not None and undescribable_topic(ctx, _topology_topics(g["topology"])):
             g = {**describe_error(g["group_id"], ErrorCode.topic_authorization_failed, HIDDEN),
-                 "group_epoch": 0, "assignment_epoch": 0, "authorized_operations": AUTHORIZED_OPS_NOT_REQUESTED}
-        else:
-            g = {**g, "authorized_operations": group_operations(ctx, g["group_id"], include)}
+                 "authorized_operations": AUTHORIZED_OPS_NOT_REQUESTED}
+        else:  # KafkaApis: the authorized operations of the groups described without an error
+            g = {**g, "authorized_operations": group_operations(
+                ctx, g["group_id"], include and g["error_code"] == ErrorCode.none)}
         groups.append(g)
     return Response({"groups": groups}, error_code=first_error(groups))
 

@@ -218,11 +218,15 @@ class GroupMetadata:
                                is_transactional: bool = False) -> ErrorCode | None:
         """ClassicGroup.validateOffsetCommit: a member commits with its id and generation, and not
         while the group waits for SyncGroup; anyone else (generation -1, no member id: a consumer
-        using assign()) only to a group without members.  A transactional commit (TxnOffsetCommit)
-        is not held to the group's state, and before v3 it carries no member id or generation."""
+        using assign()) only to a group without members.  An Empty group takes any commit with a
+        negative generation, whatever member id or instance id it names (Kafka checks that first).
+        A transactional commit (TxnOffsetCommit) is not held to the group's state, and before v3 it
+        carries no member id or generation."""
         generation_id = generation_id_or_member_epoch
         if self.is_state(GroupState.DEAD):
             return ErrorCode.coordinator_not_available
+        if generation_id < 0 and self.is_state(GroupState.EMPTY):
+            return None
         if generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID or group_instance_id is not None:
             err = self.validate_member(member_id, group_instance_id, "offset-commit")
             if err is not None:

@@ -8,11 +8,21 @@ Mirrors the part of Kafka 4.x's ``GroupMetadataManager`` that serves the new pro
   target assignment is then recomputed by the server-side assignor (``uniform``
   by default, or ``range``; ``assignors.py``) and the assignment epoch set to the group
   epoch, at most once per ``consumer.assignment.interval.ms`` (Kafka 4.3+, 1 s by default);
-* each member reconciles towards its target on its own heartbeats:
-  partitions it must give up are revoked first (UNREVOKED_PARTITIONS, the
-  member keeps its epoch until it stops reporting them), partitions still
-  owned by another member are held back (UNRELEASED_PARTITIONS), and the
-  member moves to the target epoch when nothing is left to revoke;
+* each member reconciles towards its target on its own heartbeats, over the
+  topics it subscribes to: partitions it must give up are revoked first
+  (UNREVOKED_PARTITIONS, the member keeps its epoch until it stops reporting
+  them), partitions still owned by another member are held back
+  (UNRELEASED_PARTITIONS), and the member moves to the target epoch when
+  nothing is left to revoke; a member whose subscription changed gives up the
+  partitions of the topics it left at once, before any new target;
+* a regex new to the group is resolved after the heartbeat that brought it (Kafka
+  resolves it in the background), at most once every 10 s per group, again when
+  topics were created or every group.consumer.regex.refresh.interval.ms (Kafka's
+  10 minutes); the group epoch moves when what it matches changed; an invalid one
+  is INVALID_REGULAR_EXPRESSION;
+* a subscription is a set of names (one listed twice is one); a known member
+  rejoining with epoch 0 keeps its epoch and assignment (Kafka checks no
+  epoch then), and naming an instance id makes it static;
 * a member is fenced after consumer.session.timeout.ms without a
   heartbeat (the group's config, else group.consumer.session.timeout.ms; read
   at each heartbeat, so an alteration holds from the member's next one, as in
@@ -21,11 +31,13 @@ Mirrors the part of Kafka 4.x's ``GroupMetadataManager`` that serves the new pro
   until the session timeout and a new member with the same instance id takes
   it over without a rebalance; an active instance id gives
   UNRELEASED_INSTANCE_ID;
-* errors: INVALID_REQUEST (Kafka's request checks, with its messages),
-  UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, UNSUPPORTED_ASSIGNOR,
-  GROUP_MAX_SIZE_REACHED, GROUP_ID_NOT_FOUND for a classic group with members
-  (online migration between protocols is not simulated); an empty classic
-  group becomes a consumer group, keeping its offsets.
+* errors, with Kafka's messages and member epoch 0: INVALID_REQUEST (Kafka's
+  request checks), UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, UNSUPPORTED_ASSIGNOR,
+  GROUP_MAX_SIZE_REACHED (checked first), UNRELEASED_INSTANCE_ID,
+  FENCED_INSTANCE_ID, GROUP_ID_NOT_FOUND for a heartbeat past the join to no
+  group, a group of another type, or a classic group with members (online
+  migration between protocols is not simulated); an empty classic group
+  becomes a consumer group, keeping its offsets.
 
 The groups live in the ``GroupRegistry`` with the classic ones; their offsets
 are the ``OffsetMetadataManager``'s (``offsets.py``).  Session and revocation
@@ -42,27 +54,32 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from protocol.codec import timedelta_ms
 from protocol.errors import ErrorCode
 
 from ..clock import Clock
 from ..purgatory import DelayedDeadline, DelayedOperationPurgatory
 from .assignors import ASSIGNORS, Assignment, copy_assignment
 from ..cluster_view import ClusterView
+from . import consumer_regex
+from .consumer_checks import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    HeartbeatError,
+    rebalance_timeout_ms,
+    validate_heartbeat,
+)
+from .consumer_assignment import reconcile
 from .consumer_group import (
     ConsumerGroup,
     ConsumerGroupDescription,
     ConsumerGroupMember,
     MemberState,
-    topic_regex,
 )
 from .group import GroupType, assignment_interval_applies, can_compute_next_target_assignment, initial_group_epoch
 from .registry import GroupRegistry
 
 log = logging.getLogger("mockbroker.group")
 
-LEAVE_GROUP_MEMBER_EPOCH = -1
-LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 
 
 @dataclass(slots=True)
@@ -72,16 +89,9 @@ class ConsumerGroupHeartbeatResult:
     error: ErrorCode
     error_message: str | None
     member_id: str | None = None
-    member_epoch: int = -1
+    member_epoch: int = 0  # an error answer: the schema's default
     heartbeat_interval_ms: int = 0
     assignment: Assignment | None = None
-
-
-class HeartbeatError(Exception):
-    def __init__(self, error: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.error = error
-        self.message = message
 
 
 def _subset(owned: Assignment, of: Assignment) -> bool:
@@ -144,102 +154,58 @@ class ConsumerGroupCoordinator:
         except HeartbeatError as e:
             return ConsumerGroupHeartbeatResult(e.error, e.message)
 
-    def _validate(self, version: int, req: Any) -> None:
-        """GroupMetadataManager.throwIfConsumerGroupHeartbeatRequestIsInvalid."""
-        def invalid(msg: str) -> HeartbeatError:
-            return HeartbeatError(ErrorCode.invalid_request, msg)
-
-        if not req.group_id:
-            raise invalid("GroupId can't be empty.")
-        if req.instance_id is not None and not req.instance_id:
-            raise invalid("InstanceId can't be empty.")
-        if req.rack_id is not None and not req.rack_id:
-            raise invalid("RackId can't be empty.")
-        epoch = req.member_epoch
-        if version >= 1 and not req.member_id:
-            raise invalid("MemberId can't be empty.")
-        if epoch == 0:
-            if rebalance_timeout_ms(req) == -1:
-                raise invalid("RebalanceTimeoutMs must be provided in first request.")
-            if req.topic_partitions is None or len(req.topic_partitions) > 0:
-                raise invalid("TopicPartitions must be empty when (re-)joining.")
-            if req.subscribed_topic_names is None and getattr(req, "subscribed_topic_regex", None) is None:
-                raise invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
-        elif epoch > 0:
-            if not req.member_id:
-                raise invalid("MemberId can't be empty.")
-        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            if req.instance_id is None:
-                raise invalid("InstanceId can't be null.")
-            if not req.member_id:
-                raise invalid("MemberId can't be empty.")
-        elif epoch == LEAVE_GROUP_MEMBER_EPOCH:
-            if not req.member_id:
-                raise invalid("MemberId can't be empty.")
-        else:
-            raise invalid(f"MemberEpoch is invalid: {epoch}")
-        regex = getattr(req, "subscribed_topic_regex", None)
-        if regex is not None:
-            import re2  # loaded by topic_regex anyway; not at start-up
-
-            try:
-                topic_regex(regex)
-            except re2.error as e:
-                raise invalid(f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {e}.") from None
-        if req.server_assignor is not None and req.server_assignor not in self.assignors:
-            raise HeartbeatError(ErrorCode.unsupported_assignor,
-                                 f"ServerAssignor {req.server_assignor} is not supported. "
-                                 f"Supported assignors: {', '.join(self.assignors)}.")
-
     def _heartbeat(self, node_id: int, version: int, req: Any, client_id: str,
                    client_host: str) -> ConsumerGroupHeartbeatResult:
-        self._validate(version, req)
+        validate_heartbeat(version, req, self.assignors)
         err = self.registry.validate_group_status(req.group_id, node_id)
         if err is not None:
-            raise HeartbeatError(err, "")
+            raise HeartbeatError(err, None)
         if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return self._leave(req)
-        group = self._get_or_maybe_create(req.group_id, req.member_epoch == 0)
+        joining = req.member_epoch == 0
+        group, new_group = self._get_or_maybe_create(req.group_id, joining)
+        self._throw_if_full(group, req.member_id, req.instance_id)
         now = self.clock.time_ms()
         member_id = req.member_id or f"{uuid.uuid4()}"  # v0: the coordinator names a new member
-        member = group.members.get(member_id)
         owned = None if req.topic_partitions is None else {
             tp.topic_id: set(tp.partitions) for tp in req.topic_partitions if tp.partitions}
-        bump = False
-        if req.member_epoch == 0:
-            if req.instance_id is not None:
-                member, bump = self._static_join(group, member_id, req.instance_id)
-            elif member is None:
-                if len(group.members) >= self.max_size:
-                    raise HeartbeatError(ErrorCode.group_max_size_reached,
-                                         f"The consumer group has reached its maximum capacity of {self.max_size} members.")
-                member = ConsumerGroupMember(member_id)
-                group.members[member_id] = member
-                bump = True
-            else:  # a known member rejoining from scratch gives everything up
-                self._release(member)
-                member.member_epoch, member.previous_member_epoch = 0, -1
+        if req.instance_id is None:
+            member = self._dynamic_member(group, member_id, req.member_epoch, owned)
         else:
-            if member is None:
-                raise HeartbeatError(ErrorCode.unknown_member_id,
-                                     f"Member {member_id} is not a member of group {group.group_id}.")
-            self._check_epoch(member, req.member_epoch, owned)
-        # the member's fields (a null field means "unchanged")
-        member.client_id, member.client_host = client_id, client_host
+            member = self._static_member(group, member_id, req.member_epoch, req.instance_id, owned)
+        # ConsumerGroupMember.Builder's maybeUpdate*: a null field leaves the value as it was
+        old_names, old_regex = set(member.subscribed_topic_names), member.subscribed_topic_regex or ""
+        old_assignor = self._preferred_assignor(group)
+        regex_counts = group.regex_subscribers()  # before this heartbeat
+        new_regex = getattr(req, "subscribed_topic_regex", None)
+        try:
+            regex_status, to_resolve = consumer_regex.update_regexes(
+                group, old_regex, old_regex if new_regex is None else new_regex, regex_counts, now, self.cluster.topics)
+        except consumer_regex.InvalidRegex as e:
+            raise HeartbeatError(e.error, str(e)) from None
+        before = copy_assignment(member.assigned, drop_empty=True)
+        if req.instance_id is not None:
+            member.instance_id = req.instance_id
         if req.rack_id is not None:
             member.rack_id = req.rack_id
         if rebalance_timeout_ms(req) != -1:
             member.rebalance_timeout_ms = rebalance_timeout_ms(req)
         if req.server_assignor is not None:
             member.server_assignor = req.server_assignor
-        if req.subscribed_topic_names is not None and sorted(req.subscribed_topic_names) != sorted(
-                member.subscribed_topic_names):
-            member.subscribed_topic_names = list(req.subscribed_topic_names)
-            bump = True
-        regex = getattr(req, "subscribed_topic_regex", None)
-        if regex is not None and regex != (member.subscribed_topic_regex or None):
-            member.subscribed_topic_regex = regex or None
-            bump = True
+        if req.subscribed_topic_names is not None:  # a set: a name listed twice is one subscription
+            member.subscribed_topic_names = list(dict.fromkeys(req.subscribed_topic_names))
+        if new_regex is not None:
+            member.subscribed_topic_regex = new_regex or None
+        member.client_id, member.client_host = client_id, client_host
+        if new_group:
+            self.registry.put(group)
+        group.members[member_id] = member
+        if member.instance_id is not None:
+            group.static_members[member.instance_id] = member_id
+        names_changed = set(member.subscribed_topic_names) != old_names
+        subscription_changed = names_changed or regex_status != consumer_regex.NO_CHANGE
+        bump = (names_changed or regex_status == consumer_regex.UPDATED_AND_RESOLVED
+                or self._preferred_assignor(group) != old_assignor)
         if bump or group.metadata_version != self.cluster.topics_version:  # else nothing it reads changed
             metadata = self._subscription_metadata(group)
             if metadata != group.subscription_metadata:
@@ -250,62 +216,121 @@ class ConsumerGroupCoordinator:
         if group.group_epoch > group.assignment_epoch and can_compute_next_target_assignment(
                 group.assignment_timestamp_ms, self._assignment_interval_ms(group.group_id), now):
             self._compute_target(group, now)
-        before = copy_assignment(member.assigned, drop_empty=True)
-        if (member.member_epoch != group.assignment_epoch or member.state is not MemberState.STABLE):
-            self._reconcile(group, member, owned)
+        if subscription_changed or not (member.state is MemberState.STABLE
+                                        and member.member_epoch == group.assignment_epoch):
+            reconcile(group, member, owned, subscription_changed, self._subscribed_topic_ids(group, member))
         self._schedule(group, member)
-        full = (rebalance_timeout_ms(req) != -1 and (req.subscribed_topic_names is not None or regex is not None)
+        full = (rebalance_timeout_ms(req) != -1 and (req.subscribed_topic_names is not None or new_regex is not None)
                 and req.topic_partitions is not None)
         result = ConsumerGroupHeartbeatResult(ErrorCode.none, None, member.member_id, member.member_epoch,
                                               self.group_config(group.group_id, "consumer.heartbeat.interval.ms"))
-        if req.member_epoch == 0 or full or before != copy_assignment(member.assigned, drop_empty=True):
+        if joining or full or before != copy_assignment(member.assigned, drop_empty=True):
             result.assignment = {tid: set(ps) for tid, ps in member.assigned.items()}
-        if not group.members:
-            group.state_timestamp_ms = now
+        if to_resolve:  # Kafka resolves in the background, after this answer, and bumps the epoch then
+            changed = consumer_regex.resolve_regexes(group, to_resolve, now, self.cluster.topics)
+            metadata = self._subscription_metadata(group)
+            if changed or metadata != group.subscription_metadata:
+                group.subscription_metadata = metadata
+                group.group_epoch += 1
         return result
 
-    def _get_or_maybe_create(self, group_id: str, create: bool) -> ConsumerGroup:
-        """GroupMetadataManager.getOrMaybeCreateConsumerGroup."""
+    def _get_or_maybe_create(self, group_id: str, create: bool) -> tuple[ConsumerGroup, bool]:
+        """GroupMetadataManager.getOrMaybeCreateConsumerGroup (without the online upgrade of a classic
+        group with members: GROUP_ID_NOT_FOUND): (the group, whether it is new).  A new group (or an
+        empty classic one converted) is registered only once the heartbeat succeeds, as Kafka's records
+        are written only then."""
         existing = self.registry.get(group_id)
+        if existing is None and not create:
+            raise HeartbeatError(ErrorCode.group_id_not_found, f"Consumer group {group_id} not found.")
         if existing is not None and existing.group_type is GroupType.CONSUMER:
-            return cast(ConsumerGroup, existing)
-        if existing is not None and (existing.has_members() or existing.group_type is GroupType.SHARE):
+            return cast(ConsumerGroup, existing), False
+        if existing is not None and not (create and existing.group_type is GroupType.CLASSIC and existing.is_empty()):
             raise HeartbeatError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
-        if not create:
-            raise HeartbeatError(ErrorCode.unknown_member_id, f"Consumer group {group_id} not found.")
         group = ConsumerGroup(group_id, self.clock.time_ms(), initial_group_epoch(self.config["mock.kafka.version"]))
+        group.topic_id_of = self._topic_id_of
         if existing is not None:
             group.offsets = existing.offsets  # an empty classic group is converted, its offsets kept
-        self.registry.put(group)
-        return group
+        return group, True
 
-    def _static_join(self, group: ConsumerGroup, member_id: str, instance_id: str) -> tuple[ConsumerGroupMember, bool]:
+    def _throw_if_full(self, group: ConsumerGroup, member_id: str, instance_id: str | None) -> None:
+        """GroupMetadataManager.throwIfConsumerGroupIsFull."""
+        if instance_id is not None and instance_id in group.static_members:
+            return
+        if len(group.members) >= self.max_size and (not member_id or member_id not in group.members):
+            raise HeartbeatError(ErrorCode.group_max_size_reached,
+                                 f"The consumer group has reached its maximum capacity of {self.max_size} members.")
+
+    def _dynamic_member(self, group: ConsumerGroup, member_id: str, epoch: int,
+                        owned: Assignment | None) -> ConsumerGroupMember:
+        """getOrMaybeSubscribeDynamicConsumerGroupMember: the member (a new one when joining), its epoch
+        checked unless it (re)joins with epoch 0; a known member rejoining keeps what it has."""
+        member = group.members.get(member_id)
+        if member is None:
+            if epoch != 0:
+                raise HeartbeatError(ErrorCode.unknown_member_id,
+                                     f"Member {member_id} is not a member of group {group.group_id}.")
+            return ConsumerGroupMember(member_id)
+        if epoch != 0:
+            self._check_epoch(member, epoch, owned)
+        return member
+
+    def _static_member(self, group: ConsumerGroup, member_id: str, epoch: int, instance_id: str,
+                       owned: Assignment | None) -> ConsumerGroupMember:
+        """getOrMaybeSubscribeStaticConsumerGroupMember."""
         old_id = group.static_members.get(instance_id)
-        old = group.members.get(old_id) if old_id is not None else None
-        if old is None or old_id is None:
-            if member_id in group.members:
-                raise HeartbeatError(ErrorCode.unknown_member_id, f"Member {member_id} already exists.")
-            if len(group.members) >= self.max_size:
-                raise HeartbeatError(ErrorCode.group_max_size_reached,
-                                     f"The consumer group has reached its maximum capacity of {self.max_size} members.")
-            m = ConsumerGroupMember(member_id, instance_id=instance_id)
-            group.members[member_id] = m
-            group.static_members[instance_id] = member_id
-            return m, True
-        if old.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            raise HeartbeatError(ErrorCode.unreleased_instance_id,
-                                 f"Static member {old_id} with instance id {instance_id} is not released yet.")
-        # the new incarnation takes the old one's place, epoch and assignment: no rebalance
+        existing = group.members.get(old_id) if old_id is not None else None
+        if epoch == 0:
+            if existing is None:  # a new static member, or a known one that now names an instance id
+                return group.members.get(member_id) or ConsumerGroupMember(member_id)
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:  # throwIfInstanceIdIsUnreleased
+                raise HeartbeatError(ErrorCode.unreleased_instance_id,
+                                     f"Static member {member_id} with instance id {instance_id} cannot join the group "
+                                     f"because the instance id is owned by {existing.member_id} member.")
+            # the new incarnation takes the old one's place and assignment (epoch 0): no rebalance
+            self._replace_member(group, existing, member_id)
+            return existing
+        if existing is None:  # throwIfStaticMemberIsUnknown
+            raise HeartbeatError(ErrorCode.unknown_member_id, f"Instance id {instance_id} is unknown.")
+        if existing.member_id != member_id:  # throwIfInstanceIdIsFenced
+            raise HeartbeatError(ErrorCode.fenced_instance_id,
+                                 f"Static member {member_id} with instance id {instance_id} was fenced by member "
+                                 f"{existing.member_id}.")
+        self._check_epoch(existing, epoch, owned)
+        return existing
+
+    def _replace_member(self, group: ConsumerGroup, old: ConsumerGroupMember, new_member_id: str) -> None:
+        """replaceMember: the old id's place, assignment and target go to the new id, with epoch 0
+        (previous 0); the old id's timers are cancelled."""
+        old_id = old.member_id
         del group.members[old_id]
         self.heartbeat_purgatory.cancel_for_key(session_key(group.group_id, old_id))
         self.heartbeat_purgatory.cancel_for_key(revocation_key(group.group_id, old_id))
-        old.member_id = member_id
-        old.member_epoch = old.previous_member_epoch if old.previous_member_epoch >= 0 else 0
-        group.members[member_id] = old
-        group.static_members[instance_id] = member_id
+        old.member_id = new_member_id
+        old.member_epoch, old.previous_member_epoch = 0, 0
+        group.members[new_member_id] = old
         if old_id in group.target:
-            group.target[member_id] = group.target.pop(old_id)
-        return old, False
+            group.target[new_member_id] = group.target.pop(old_id)
+
+    def _subscribed_topic_ids(self, group: ConsumerGroup, member: ConsumerGroupMember) -> set[uuid.UUID]:
+        """CurrentAssignmentBuilder.subscribedTopicIds: the ids of the topics the member subscribes to
+        (by name or by its resolved regex) that exist."""
+        topics = self.cluster.topics
+        return {topics[n].topic_id for n in group.subscribed_names(member) if n in topics}
+
+    def _topic_id_of(self, name: str) -> uuid.UUID | None:
+        topic = self.cluster.topics.get(name)
+        return topic.topic_id if topic is not None else None
+
+    def _preferred_assignor(self, group: ConsumerGroup) -> str:
+        """ConsumerGroup.preferredServerAssignor: the assignor most members name (ties: the first
+        named), else the broker's default."""
+        counts: dict[str, int] = {}
+        for m in group.members.values():
+            if m.server_assignor:
+                counts[m.server_assignor] = counts.get(m.server_assignor, 0) + 1
+        if not counts:
+            return self.assignors[0]
+        return max(counts, key=lambda a: counts[a])
 
     def _check_epoch(self, member: ConsumerGroupMember, received: int, owned: Assignment | None) -> None:
         """GroupMetadataManager.throwIfMemberEpochIsInvalid."""
@@ -336,73 +361,12 @@ class ConsumerGroupCoordinator:
 
     def _compute_target(self, group: ConsumerGroup, now_ms: int) -> None:
         topics = self.cluster.topics
-        assignor = next((m.server_assignor for m in group.members.values() if m.server_assignor), None)
-        assignor = assignor or self.assignors[0]
+        assignor = self._preferred_assignor(group)
         subs = {mid: group.subscribed_names(m, topics) for mid, m in group.members.items()}
         group.target = ASSIGNORS[assignor](subs, group.subscription_metadata, group.target)
         group.preferred_assignor = assignor
         group.assignment_epoch = group.group_epoch
         group.assignment_timestamp_ms = now_ms  # ConsumerGroupTargetAssignmentMetadataValue.assignmentTimestamp
-
-    def _reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember, owned: Assignment | None) -> None:
-        """CurrentAssignmentBuilder.build."""
-        target_epoch = group.assignment_epoch
-        if member.state is MemberState.UNREVOKED_PARTITIONS:
-            if owned is None or self._owns_any(owned, member.pending_revocation):
-                return  # still revoking
-            self._next(group, member, min(member.member_epoch + 1, target_epoch), owned)
-        else:
-            self._next(group, member, member.member_epoch, owned)
-
-    @staticmethod
-    def _owns_any(owned: Assignment | None, pending: Assignment) -> bool:
-        if owned is None:
-            return True
-        return any(owned.get(t, set()) & ps for t, ps in pending.items())
-
-    def _next(self, group: ConsumerGroup, member: ConsumerGroupMember, epoch: int, owned: Assignment | None) -> None:
-        """CurrentAssignmentBuilder.computeNextAssignment."""
-        target = group.target.get(member.member_id, {})
-        new_assigned: Assignment = {}
-        revoke: Assignment = {}
-        pending_assign: Assignment = {}
-        unreleased = False
-        for tid in set(target) | set(member.assigned):
-            tgt = target.get(tid, set())
-            cur = member.assigned.get(tid, set())
-            keep = cur & tgt
-            rev = cur - keep
-            add = tgt - keep
-            held = {p for p in add if (o := group.owner_of(tid, p)) is not None and o != member.member_id}
-            if held:
-                unreleased = True
-                add -= held
-            if keep:
-                new_assigned[tid] = keep
-            if rev:
-                revoke[tid] = rev
-            if add:
-                pending_assign[tid] = add
-        if revoke and self._owns_any(owned, revoke):
-            member.state = MemberState.UNREVOKED_PARTITIONS
-            self._set_epoch(member, epoch)
-            member.assigned, member.pending_revocation = new_assigned, revoke
-        else:
-            for tid, ps in pending_assign.items():
-                new_assigned.setdefault(tid, set()).update(ps)
-            member.state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
-            self._set_epoch(member, group.assignment_epoch)
-            member.assigned, member.pending_revocation = new_assigned, {}
-
-    @staticmethod
-    def _set_epoch(member: ConsumerGroupMember, epoch: int) -> None:
-        if epoch != member.member_epoch:
-            member.previous_member_epoch = member.member_epoch
-            member.member_epoch = epoch
-
-    def _release(self, member: ConsumerGroupMember) -> None:
-        member.assigned, member.pending_revocation = {}, {}
-        member.state = MemberState.STABLE
 
     # -- deadlines ------------------------------------------------------------------------------------
     def _schedule(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
@@ -453,31 +417,46 @@ class ConsumerGroupCoordinator:
             del group.static_members[member.instance_id]
         self.heartbeat_purgatory.cancel_for_key(session_key(group.group_id, member.member_id))
         self.heartbeat_purgatory.cancel_for_key(revocation_key(group.group_id, member.member_id))
+        consumer_regex.drop_unsubscribed(group)
         group.group_epoch += 1
         group.subscription_metadata = self._subscription_metadata(group)
-        if not group.members:
+        if not group.members:  # the target assignment's metadata record: this epoch, timestamp 0
             group.state_timestamp_ms = self.clock.time_ms()
             group.assignment_epoch = group.group_epoch
+            group.assignment_timestamp_ms = 0  # the next member's target is computed at once
             group.target = {}
 
     def _leave(self, req: Any) -> ConsumerGroupHeartbeatResult:
-        group = self._group(req.group_id)
-        member = group.members.get(req.member_id) if group is not None else None
-        if group is None or member is None:
-            raise HeartbeatError(ErrorCode.unknown_member_id,
-                                 f"Member {req.member_id} is not a member of group {req.group_id}.")
-        if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            # a static member leaves temporarily: it keeps its assignment until the session expires
-            member.previous_member_epoch = member.member_epoch
-            member.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH
-            purgatory = self.heartbeat_purgatory
-            key = session_key(group.group_id, member.member_id)
-            purgatory.cancel_for_key(key)
-            session_ms = self.group_config(group.group_id, "consumer.session.timeout.ms")
-            purgatory.try_complete_else_watch(DelayedDeadline(session_ms, partial(
-                self.on_member_timeout, group.group_id, member.member_id, "session", member.member_epoch)), [key])
+        """GroupMetadataManager.consumerGroupLeave: epoch -1 removes the member (a static one named by
+        its instance id too); -2 is a static member leaving for a while: it keeps its assignment (its
+        session timer still runs from its last heartbeat) and a new incarnation takes it over."""
+        existing = self.registry.get(req.group_id)
+        if existing is None:
+            raise HeartbeatError(ErrorCode.group_id_not_found, f"Group {req.group_id} not found.")
+        if existing.group_type is not GroupType.CONSUMER:
+            raise HeartbeatError(ErrorCode.group_id_not_found, f"Group {req.group_id} is not a consumer group.")
+        group = cast(ConsumerGroup, existing)
+        if req.instance_id is None:
+            member = group.members.get(req.member_id)
+            if member is None:
+                raise HeartbeatError(ErrorCode.unknown_member_id,
+                                     f"Member {req.member_id} is not a member of group {req.group_id}.")
         else:
-            self._remove_member(group, member)
+            old_id = group.static_members.get(req.instance_id)
+            member = group.members.get(old_id) if old_id is not None else None
+            if member is None:
+                raise HeartbeatError(ErrorCode.unknown_member_id, f"Instance id {req.instance_id} is unknown.")
+            if member.member_id != req.member_id:
+                raise HeartbeatError(ErrorCode.fenced_instance_id,
+                                     f"Static member {req.member_id} with instance id {req.instance_id} was fenced "
+                                     f"by member {member.member_id}.")
+            if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:  # consumerGroupStaticMemberGroupLeave
+                member.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH
+                member.pending_revocation = {}
+                member.partition_epochs = {(tid, p): 0 for tid, ps in member.assigned.items() for p in ps}
+                return ConsumerGroupHeartbeatResult(ErrorCode.none, None, member.member_id,
+                                                    LEAVE_GROUP_STATIC_MEMBER_EPOCH)
+        self._remove_member(group, member)
         return ConsumerGroupHeartbeatResult(ErrorCode.none, None, req.member_id, req.member_epoch)
 
     # -- ConsumerGroupDescribe -------------------------------------------------------------------------
@@ -494,7 +473,3 @@ class ConsumerGroupCoordinator:
                                             else f"Group {group_id} is not a consumer group.")
         return group.as_consumer_group_description()
 
-
-def rebalance_timeout_ms(req: Any) -> int:
-    value = req.rebalance_timeout
-    return -1 if value is None else timedelta_ms(value)

@@ -9,8 +9,10 @@ that move them are in ``consumer_coordinator.py``.
 
 ``ConsumerGroup`` implements ``Group`` (``group.py``): ConsumerGroup's
 validateOffsetCommit (the member epoch, STALE_MEMBER_EPOCH; OffsetCommit v9+
-of its members) and validateOffsetFetch live here, as does the offset expiry
-of a group whose members subscribe by name.
+of its members; from an older epoch only for the partitions the member was
+assigned at that epoch or before, each partition keeping the epoch it was
+assigned at) and validateOffsetFetch live here, as does the offset expiry of
+a group whose members subscribe by name.
 """
 
 from __future__ import annotations
@@ -66,6 +68,9 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    # the epoch each partition (assigned or pending revocation) was assigned at: ConsumerGroupMember's
+    # assignedPartitions / partitionsPendingRevocation epochs, which OffsetCommit from an older epoch reads
+    partition_epochs: dict[tuple[uuid.UUID, int], int] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -92,8 +97,8 @@ class ConsumerGroupDescription:
     error: ErrorCode = ErrorCode.none
     error_message: str | None = None
     state: str = ""
-    group_epoch: int = -1
-    assignment_epoch: int = -1
+    group_epoch: int = 0  # the schema's defaults, as Kafka answers a group it could not describe
+    assignment_epoch: int = 0
     assignor_name: str = ""
     members: list[DescribedConsumerGroupMember] = field(default_factory=list)
 
@@ -126,8 +131,14 @@ class ConsumerGroup:
     def __init__(self, group_id: str, now_ms: int, initial_epoch: int = 0) -> None:
         self.group_id = group_id
         self.group_epoch = initial_epoch  # ModernGroup's: 1 from Kafka 4.3 (group.group.initial_group_epoch)
-        self.assignment_epoch = 0
+        # TargetAssignmentMetadata.INITIAL: the group's first epoch, computed never (timestamp 0)
+        self.assignment_epoch = initial_epoch
         self.assignment_timestamp_ms = 0  # when the target was last computed (0: never)
+        # the members' regexes resolved to topic names (ResolvedRegularExpression), when they were last
+        # resolved and the topics there were then (the resolution runs after the heartbeat asking for it)
+        self.resolved_regexes: dict[str, frozenset[str]] = {}
+        self.regex_refresh_ms = 0
+        self.regex_topics_seen: frozenset[str] = frozenset()
         self.members: dict[str, ConsumerGroupMember] = {}
         self.static_members: dict[str, str] = {}
         self.target: dict[str, Assignment] = {}
@@ -136,6 +147,8 @@ class ConsumerGroup:
         self.offsets: dict[TopicPartition, OffsetAndMetadata] = {}
         self.state_timestamp_ms: int | None = now_ms  # when it last became empty
         self.preferred_assignor = DEFAULT_ASSIGNOR
+        # a topic's id by its name (the coordinator's view of the cluster): OffsetCommit names partitions
+        self.topic_id_of: Callable[[str], uuid.UUID | None] = lambda _name: None
 
     @property
     def state(self) -> ConsumerGroupState:
@@ -165,8 +178,9 @@ class ConsumerGroup:
                                generation_id_or_member_epoch: int, api_version: int,
                                is_transactional: bool = False) -> ErrorCode | None:
         """ConsumerGroup.validateOffsetCommit: a member commits with its current epoch, over v9+
-        (older versions cannot carry a member epoch; TxnOffsetCommit carries it as its generation);
-        anyone commits to a group without members."""
+        (older versions cannot carry a member epoch; TxnOffsetCommit carries it as its generation), or
+        with an older one for the partitions it held since then (commit_partition_error); a newer one
+        is STALE_MEMBER_EPOCH; anyone commits to a group without members."""
         member_epoch = generation_id_or_member_epoch
         if member_epoch < 0 and not self.members:
             return None
@@ -177,13 +191,22 @@ class ConsumerGroup:
             return ErrorCode.unknown_member_id
         if not is_transactional and api_version < 9:
             return ErrorCode.unsupported_version
-        if member_epoch != member.member_epoch:
+        if member_epoch > member.member_epoch:
             return ErrorCode.stale_member_epoch
         return None
 
     def commit_partition_error(self, member_id: str, generation_id_or_member_epoch: int,
                                tp: TopicPartition) -> ErrorCode | None:
-        return None  # no assignment epochs per partition here (CommitPartitionValidator.NO_OP)
+        """ConsumerGroup.createAssignmentEpochValidator: a commit from an older epoch than the member's
+        only for a partition assigned to it (or pending revocation) at that epoch or before."""
+        member = self.members.get(member_id)
+        if member is None or generation_id_or_member_epoch >= member.member_epoch:
+            return None  # the current epoch (CommitPartitionValidator.NO_OP), or a group without members
+        topic_id = self.topic_id_of(tp[0])
+        assigned_at = member.partition_epochs.get((topic_id, tp[1])) if topic_id is not None else None
+        if assigned_at is None or generation_id_or_member_epoch < assigned_at:
+            return ErrorCode.stale_member_epoch
+        return None
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode | None:
         """ConsumerGroup.validateOffsetFetch: OffsetFetch v9+ from a member carries its id and epoch."""
@@ -229,13 +252,10 @@ class ConsumerGroup:
         return ListedGroup(self.group_id, self.protocol_type, self.state.value, GroupType.CONSUMER)
 
     def as_described_group(self) -> DescribedGroup:
-        """The group through the classic DescribeGroups: the assignor as protocol, members without
-        metadata or assignment."""
-        return DescribedGroup(
-            self.group_id, state=self.state.value, protocol_type=self.protocol_type,
-            protocol_data=self.preferred_assignor,
-            members=[DescribedMember(m.member_id, m.instance_id, m.client_id, m.client_host)
-                     for m in self.members.values()])
+        """DescribeGroups describes classic groups only (GroupMetadataManager.classicGroup): a consumer
+        group is GROUP_ID_NOT_FOUND, Dead (before v6 the handler answers NONE)."""
+        return DescribedGroup(self.group_id, ErrorCode.group_id_not_found,
+                              f"Group {self.group_id} is not a classic group.", state="Dead")
 
     def as_consumer_group_description(self) -> ConsumerGroupDescription:
         """ConsumerGroup.asDescribedGroup (ConsumerGroupDescribe)."""
@@ -255,9 +275,17 @@ class ConsumerGroup:
                 return m.member_id
         return None
 
-    def subscribed_names(self, member: ConsumerGroupMember, topics: Iterable[str]) -> set[str]:
+    def subscribed_names(self, member: ConsumerGroupMember, topics: Iterable[str] = ()) -> set[str]:
+        """The member's topic names and the topics its regex was resolved to (nothing until it is)."""
         names = set(member.subscribed_topic_names)
-        if member.subscribed_topic_regex:  # validated when the heartbeat brought it
-            rx = topic_regex(member.subscribed_topic_regex)
-            names.update(t for t in topics if not t.startswith("__") and rx.fullmatch(t))
+        if member.subscribed_topic_regex:
+            names |= self.resolved_regexes.get(member.subscribed_topic_regex, frozenset())
         return names
+
+    def regex_subscribers(self) -> dict[str, int]:
+        """ConsumerGroup.subscribedRegularExpressions: each regex and how many members subscribe with it."""
+        counts: dict[str, int] = {}
+        for m in self.members.values():
+            if m.subscribed_topic_regex:
+                counts[m.subscribed_topic_regex] = counts.get(m.subscribed_topic_regex, 0) + 1
+        return counts

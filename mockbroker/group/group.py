@@ -150,7 +150,8 @@ class Group(Protocol):
     def as_listed_group(self) -> ListedGroup: ...
 
     def as_described_group(self) -> DescribedGroup:
-        """The group through DescribeGroups (ClassicGroup's summary; a consumer group's classic view)."""
+        """The group through DescribeGroups (ClassicGroup's summary; any other type is GROUP_ID_NOT_FOUND,
+        "not a classic group")."""
         ...
 
 

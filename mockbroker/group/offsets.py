@@ -29,7 +29,7 @@ Mirrors Kafka 4.x's ``OffsetMetadataManager``, over the ``Group`` protocol
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
@@ -48,6 +48,9 @@ log = logging.getLogger("mockbroker.group")
 
 # TxnOffsetCommitRequest.supportsGroupIdNotFoundError / supportsStaleMemberEpochError: from v6 (KIP-1319)
 TXN_GROUP_ID_NOT_FOUND_SINCE = 6
+# OffsetMetadataManager.validateOffsetCommit: from OffsetCommit v9 a commit with a generation to a group
+# that does not exist is GROUP_ID_NOT_FOUND (before, ILLEGAL_GENERATION)
+COMMIT_GROUP_ID_NOT_FOUND_SINCE = 9
 
 
 def _other(gone: TopicPartition, tp: TopicPartition) -> bool:
@@ -75,17 +78,17 @@ class OffsetMetadataManager:
 
     def commit_offsets(self, node_id: int, group_id: str, member_id: str, group_instance_id: str | None,
                        generation_id_or_member_epoch: int,
-                       offsets: Mapping[TopicPartition, OffsetAndMetadata | ErrorCode],
-                       api_version: int) -> dict[TopicPartition, ErrorCode]:
-        """Per partition: the error; entries given as an ErrorCode (an unknown topic or partition)
-        are answered with it and not stored."""
+                       offsets: Sequence[tuple[TopicPartition, OffsetAndMetadata]],
+                       api_version: int) -> list[ErrorCode]:
+        """OffsetMetadataManager.commitOffset: each offset's error, in the order given (a partition
+        given twice is stored twice, the later one staying); a group's refusal is every offset's."""
         group, err = self._validate_commit(node_id, group_id, member_id, group_instance_id,
                                            generation_id_or_member_epoch, api_version, False)
         if err is None and group is not None:
             err = self._validate_partitions(group, member_id, generation_id_or_member_epoch, offsets, api_version,
                                             False)
         if err is not None or group is None:
-            return {tp: err or ErrorCode.unknown_server_error for tp in offsets}
+            return [err or ErrorCode.unknown_server_error for _ in offsets]
         if group.group_type is GroupType.CLASSIC:
             classic = cast(GroupMetadata, group)
             if classic.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE):
@@ -109,8 +112,9 @@ class OffsetMetadataManager:
         Entries given as an ErrorCode are answered with it."""
         group, err = self._validate_commit(node_id, group_id, member_id, group_instance_id, generation_id,
                                            api_version, True)
+        pairs = list(offsets.items())
         if err is None and group is not None:
-            err = self._validate_partitions(group, member_id, generation_id, offsets, api_version, True)
+            err = self._validate_partitions(group, member_id, generation_id, pairs, api_version, True)
         if err is not None:
             return {tp: err for tp in offsets}
 
@@ -118,7 +122,7 @@ class OffsetMetadataManager:
             self.pending_txn_offsets.setdefault(producer_id, {}).setdefault(group_id, {})[tp] = (self._next_seq(), om)
             self.open_txns_by_group.setdefault(group_id, set()).add(producer_id)
 
-        return self._store_each(offsets, store)
+        return dict(zip(offsets, self._store_each(pairs, store)))
 
     def _validate_commit(self, node_id: int, group_id: str, member_id: str, group_instance_id: str | None,
                          generation_id_or_member_epoch: int, api_version: int, transactional: bool
@@ -126,15 +130,17 @@ class OffsetMetadataManager:
         """validateOffsetCommit / validateTransactionalOffsetCommit: the coordinator is checked
         (OffsetCommit accepts an empty group id, TxnOffsetCommit does not), the group looked up (a
         generation -1 commit to no group creates one that only stores offsets; any other gets
-        ILLEGAL_GENERATION), then the group decides."""
+        ILLEGAL_GENERATION, or GROUP_ID_NOT_FOUND from OffsetCommit v9 / TxnOffsetCommit v6), then the
+        group decides."""
         err = self.registry.validate_group_status(group_id, node_id, allow_empty_id=not transactional)
         if err is not None:
             return None, err
         group = self.registry.get(group_id)
         if group is None:
             if generation_id_or_member_epoch >= 0:
-                # from an older generation of a group that is gone: reject (TxnOffsetCommit v6 says so)
-                gone = transactional and api_version >= TXN_GROUP_ID_NOT_FOUND_SINCE
+                # from an older generation of a group that is gone: reject (OffsetCommit v9 and
+                # TxnOffsetCommit v6 say so: OffsetCommitRequest / TxnOffsetCommitRequest's version checks)
+                gone = api_version >= (TXN_GROUP_ID_NOT_FOUND_SINCE if transactional else COMMIT_GROUP_ID_NOT_FOUND_SINCE)
                 return None, ErrorCode.group_id_not_found if gone else ErrorCode.illegal_generation
             group = self.classic.get_or_create(group_id)  # a group that uses Kafka only to store offsets
         err = group.validate_offset_commit(member_id, group_instance_id, generation_id_or_member_epoch, api_version,
@@ -143,14 +149,19 @@ class OffsetMetadataManager:
             err = ErrorCode.illegal_generation
         return group, err
 
-    @staticmethod
-    def _validate_partitions(group: Group, member_id: str, epoch: int,
-                             offsets: Mapping[TopicPartition, OffsetAndMetadata | ErrorCode],
+    def _metadata_too_large(self, om: OffsetAndMetadata) -> bool:
+        """OffsetMetadataManager.isMetadataInvalid: longer than offset.metadata.max.bytes, counted as
+        Java's String.length() counts (UTF-16 code units)."""
+        return len(om.metadata.encode("utf-16-le")) // 2 > self.offset_metadata_max_bytes
+
+    def _validate_partitions(self, group: Group, member_id: str, epoch: int,
+                             offsets: Iterable[tuple[TopicPartition, OffsetAndMetadata | ErrorCode]],
                              api_version: int, transactional: bool) -> ErrorCode | None:
-        """The group's CommitPartitionValidator over the partitions to store: the first error fails
-        the whole commit (Kafka throws it out of commitOffset)."""
-        for tp, om in offsets.items():
-            if isinstance(om, ErrorCode):
+        """The group's CommitPartitionValidator over the partitions to store (not those whose metadata
+        is too large: they are answered before it is asked): the first error fails the whole commit
+        (Kafka throws it out of commitOffset)."""
+        for tp, om in offsets:
+            if isinstance(om, ErrorCode) or self._metadata_too_large(om):
                 continue
             err = group.commit_partition_error(member_id, epoch, tp)
             if err is not None:
@@ -158,19 +169,19 @@ class OffsetMetadataManager:
                 return ErrorCode.illegal_generation if old and err is ErrorCode.stale_member_epoch else err
         return None
 
-    def _store_each(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | ErrorCode],
-                    store: Callable[[TopicPartition, OffsetAndMetadata], None]) -> dict[TopicPartition, ErrorCode]:
+    def _store_each(self, offsets: Iterable[tuple[TopicPartition, OffsetAndMetadata | ErrorCode]],
+                    store: Callable[[TopicPartition, OffsetAndMetadata], None]) -> list[ErrorCode]:
         """Each offset stored, or answered OFFSET_METADATA_TOO_LARGE past offset.metadata.max.bytes
-        (an ErrorCode given for it is its answer)."""
-        out = {}
-        for tp, om in offsets.items():
+        (an ErrorCode given for it is its answer), in the order given."""
+        out = []
+        for tp, om in offsets:
             if isinstance(om, ErrorCode):
-                out[tp] = om
-            elif len(om.metadata.encode()) > self.offset_metadata_max_bytes:
-                out[tp] = ErrorCode.offset_metadata_too_large
+                out.append(om)
+            elif self._metadata_too_large(om):
+                out.append(ErrorCode.offset_metadata_too_large)
             else:
                 store(tp, om)
-                out[tp] = ErrorCode.none
+                out.append(ErrorCode.none)
         return out
 
     def complete_transaction(self, producer_id: int, commit: bool, in_partition: Callable[[str], bool]) -> None:
@@ -256,29 +267,32 @@ class OffsetMetadataManager:
         return removed
 
     def delete_offsets(self, node_id: int, group_id: str, topics: list[tuple[str, list[int]]]
-                       ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
-        """OffsetDelete (OffsetMetadataManager.deleteOffsets): the group's error, else per partition
-        GROUP_SUBSCRIBED_TO_TOPIC while a member subscribes to its topic, NONE otherwise (its committed
-        and pending transactional offsets are gone: the tombstone's replay)."""
+                       ) -> tuple[ErrorCode, list[tuple[str, list[tuple[int, ErrorCode]]]]]:
+        """OffsetDelete (OffsetMetadataManager.deleteOffsets): the group's error, else per topic of the
+        request, in its order and as often as it is listed, each partition's GROUP_SUBSCRIBED_TO_TOPIC
+        while a member subscribes to the topic, NONE otherwise (its committed and pending transactional
+        offsets are gone: the tombstone's replay)."""
         err = self.registry.validate_group_status(group_id, node_id)
         if err is not None:
-            return err, {}
+            return err, []
         group = self.registry.get(group_id)
         if group is None:
-            return ErrorCode.group_id_not_found, {}
+            return ErrorCode.group_id_not_found, []
         err = group.validate_offset_delete()
         if err is not None:
-            return err, {}
-        out: dict[TopicPartition, ErrorCode] = {}
+            return err, []
+        out: list[tuple[str, list[tuple[int, ErrorCode]]]] = []
         for topic, partitions in topics:
             subscribed = group.is_subscribed_to_topic(topic)
+            answered: list[tuple[int, ErrorCode]] = []
             for index in partitions:
                 tp: TopicPartition = (topic, index)
-                out[tp] = ErrorCode.group_subscribed_to_topic if subscribed else ErrorCode.none
+                answered.append((index, ErrorCode.group_subscribed_to_topic if subscribed else ErrorCode.none))
                 if not subscribed:
                     group.offsets.pop(tp, None)
                     self._commit_seq.pop((group_id, tp), None)
                     self._drop_pending(group_id, keep=partial(_other, tp))
+            out.append((topic, answered))
         return ErrorCode.none, out
 
     def on_topic_deleted(self, topic: str) -> None:

@@ -23,7 +23,7 @@ responses.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
@@ -130,10 +130,9 @@ class GroupCoordinatorService:
     # -- offsets --------------------------------------------------------------------------------------------
     def commit_offsets(self, node_id: int, group_id: str, member_id: str, group_instance_id: str | None,
                        generation_id_or_member_epoch: int,
-                       offsets: Mapping[TopicPartition, OffsetAndMetadata | ErrorCode],
-                       api_version: int) -> dict[TopicPartition, ErrorCode]:
-        """Per partition: the error; entries given as an ErrorCode (an unknown topic or partition)
-        are answered with it and not stored."""
+                       offsets: Sequence[tuple[TopicPartition, OffsetAndMetadata]],
+                       api_version: int) -> list[ErrorCode]:
+        """Each offset's error, in the order given (a group's refusal is every offset's)."""
         return self.offsets.commit_offsets(node_id, group_id, member_id, group_instance_id,
                                            generation_id_or_member_epoch, offsets, api_version)
 
@@ -169,8 +168,9 @@ class GroupCoordinatorService:
         return {tp: om for tp, om in self.offsets.committed_offsets(group_id).items() if om is not None}
 
     def delete_offsets(self, node_id: int, group_id: str, topics: list[tuple[str, list[int]]]
-                       ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
-        """OffsetDelete: (the group's error, per partition GROUP_SUBSCRIBED_TO_TOPIC or NONE)."""
+                       ) -> tuple[ErrorCode, list[tuple[str, list[tuple[int, ErrorCode]]]]]:
+        """OffsetDelete: (the group's error, per topic of ``topics`` its partitions' GROUP_SUBSCRIBED_TO_TOPIC
+        or NONE)."""
         return self.offsets.delete_offsets(node_id, group_id, topics)
 
     def expire_offsets(self) -> int:

@@ -403,9 +403,14 @@ class StreamsGroupCoordinator:
 
     def _leave(self, req: Any) -> StreamsGroupHeartbeatResult:
         """streamsGroupLeave / streamsGroupStaticMemberGroupLeave."""
+        existing = self.registry.get(req.group_id)  # GroupMetadataManager.streamsGroup
+        if existing is None:
+            raise StreamsGroupError(ErrorCode.group_id_not_found, f"Group {req.group_id} not found.")
         group = self._group(req.group_id)
         if group is None:
-            raise StreamsGroupError(ErrorCode.group_id_not_found, f"Streams group {req.group_id} not found.")
+            raise StreamsGroupError(ErrorCode.group_id_not_found, f"Group {req.group_id} is not a streams group.")
+        if req.shutdown_application:  # asked for before the member is even looked up
+            group.shutdown_request_member_id = req.member_id
         if req.instance_id is None:
             member = group.members.get(req.member_id)
             if member is None:
@@ -428,7 +433,7 @@ class StreamsGroupCoordinator:
             self._remove(group, member, bump_epoch=True)
         return StreamsGroupHeartbeatResult(ErrorCode.none, None, {
             "member_id": req.member_id, "member_epoch": epoch, "heartbeat_interval": 0, "task_offset_interval": 0,
-            "acceptable_recovery_lag": -1, "status": None, "active_tasks": None, "standby_tasks": None,
+            "acceptable_recovery_lag": -1, "status": [], "active_tasks": None, "standby_tasks": None,
             "warmup_tasks": None, "endpoint_information_epoch": 0, "partitions_by_user_endpoint": None})
 
     # -- StreamsGroupTopologyDescriptionUpdate (KIP-1331) ------------------------------------------------
@@ -466,8 +471,10 @@ class StreamsGroupCoordinator:
 
 
 def describe_error(group_id: str, error: ErrorCode, message: str | None) -> dict[str, Any]:
+    """A group StreamsGroupDescribe could not describe: the schema's defaults beside the error (epochs 0,
+    no topology, v1's assignor name null), as Kafka answers it."""
     return {"group_id": group_id, "error_code": error, "error_message": message, "group_state": "",
-            "group_epoch": -1, "assignment_epoch": -1, "topology": None, "members": [], "assignor_name": ""}
+            "group_epoch": 0, "assignment_epoch": 0, "topology": None, "members": [], "assignor_name": None}
 
 
 def _status(status: Status, detail: str) -> dict[str, Any]:

@@ -36,6 +36,9 @@ from .state import Lazy, assignment, ref, streams_join, subscription
 NODE_ID = 1  # both brokers run as node 1 (Kafka's bench/brokers.py numbers its nodes from 1)
 RECORD_TIMESTAMP = 1_764_000_000_000  # written into every record batch, the same on both sides
 LONG_NAME = 250  # one more than Kafka's longest topic name (249)
+# how long past a request's own timeout an answer is waited for: a broker on a loaded machine (a JVM
+# collecting, two cores shared by several brokers) stalled past 2 s now and then, on either side
+ANSWER_MARGIN_S = 5.0
 
 # What a schema does not say: per API (by schema name without "Request"), the state its requests
 # are about.  group: which group its GroupId names ("classic": a group with a stable member;
@@ -149,8 +152,10 @@ class Case:
 @dataclass
 class Scope:
     """The names one (key, version) uses: its topics, and per case its group and transactional id.
-    ``run`` makes them a run's own: groups and transactional ids outlive a run on a broker that is
-    used again, and their state (a producer epoch, a group's generation) would differ."""
+    ``run``: a tag of the run's own (Differential.run_tag), so that brokers that ran the tester before
+    (a reproducer, another seed against the same brokers) hold nothing under the names of this run: a
+    group a former run left, expiring or removed on each broker's own schedule, would be listed by one
+    and not the other."""
 
     key: int
     version: int
@@ -159,7 +164,7 @@ class Scope:
     topics: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.prefix = f"dt{self.run}-k{self.key}v{self.version}"
+        self.prefix = f"dt-{self.run}-k{self.key}v{self.version}" if self.run else f"dt-k{self.key}v{self.version}"
         self.topics = {self.topic("a"): 3, self.topic("b"): 1}
 
     def topic(self, which: str, case: int | None = None) -> str:
@@ -385,6 +390,9 @@ def valid_request(key: int, version: int, scope: Scope, index: int) -> tuple[dic
     if api == "StreamsGroupHeartbeat":
         body = streams_join(w.group, ref("member_id", w.group), w.topic_a)  # type: ignore[arg-type]
         body["MemberEpoch"] = ref("member_epoch", w.group)
+        # the member heartbeats after its join (the setup's): Kafka refuses a topology outside a (re-)join
+        # ("Topology can only be provided when (re-)joining."), so the valid heartbeat carries none
+        body["Topology"] = None
         body = _fit(msg.fields, body, version, w)
     else:
         body = w.struct(msg.fields, None, 0)
@@ -554,9 +562,11 @@ def mutations_of(site: Site, api: str, version: int, rng: random.Random, prefix:
     elif t == "string":
         if v != "" and "" not in PROFILES.get(api, {}).get("protect_values", {}).get(f.name, set()):
             out.append((f"{site.where}=''", ""))
-        out.append((f"{site.where}=an unknown name", f"{prefix}-unknown-" + format(rng.getrandbits(32), "x")))
-        # the run's scope starts it: a transactional id or group of 250 characters is state too
-        out.append((f"{site.where}={LONG_NAME} characters", (prefix + "-long-").ljust(LONG_NAME, "x")[:LONG_NAME]))
+        tag = format(rng.getrandbits(32), "x")
+        out.append((f"{site.where}=an unknown name", f"{prefix}-unknown-{tag}"))
+        # a name of its own too (padded to the length): one shared by every case made a group of that name
+        # hold what earlier cases left in it (their members, offsets), by then different on each broker
+        out.append((f"{site.where}={LONG_NAME} characters", f"{prefix}-long-{tag}".ljust(LONG_NAME, "x")))
         if nullable and v is not None:
             out.append((f"{site.where}=null", None))
     elif t == "bytes":
@@ -586,7 +596,7 @@ def apply(tree: dict[str, Any], path: tuple[Any, ...], value: Any) -> bool:
 
 
 def expected_wait(body: Any) -> float:
-    """How long to wait for an answer: the request's own longest timeout (up to 8 s) and 2 s more."""
+    """How long to wait for an answer: the request's own longest timeout (up to 8 s) and ANSWER_MARGIN_S more."""
     longest = 0
 
     def walk(t: Any) -> None:
@@ -603,7 +613,7 @@ def expected_wait(body: Any) -> float:
                 walk(v)
 
     walk(body)
-    return min(max(longest, 0), 8000) / 1000 + 2.0
+    return min(max(longest, 0), 8000) / 1000 + ANSWER_MARGIN_S
 
 
 def cases(key: int, version: int, count: int, seed: int, scope: Scope | None = None) -> list[Case]:

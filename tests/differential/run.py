@@ -123,7 +123,8 @@ class Differential:
         self.results: list[Result] = []
         self.setup_failures: list[str] = []
         self.pool = ThreadPoolExecutor(2, thread_name_prefix="differential")
-        self.run_id = format(random.getrandbits(20), "05x")  # this run's names (Scope.run)
+        # the names of this run's own (Scope.run): four base-36 digits of the time it started
+        self.run_tag = _base36(int(time.time() * 10) % 36**4).rjust(4, "0")
 
     # --- plan ----------------------------------------------------------------------------------------
     def common_versions(self) -> dict[int, tuple[int, int]]:
@@ -183,7 +184,7 @@ class Differential:
         return self.results
 
     def run_scope(self, key: int, version: int) -> None:
-        scope = Scope(key, version, self.run_id)
+        scope = Scope(key, version, self.run_tag)
         cases = generate.cases(key, version, self.per_version, self.seed, scope)
         if self.only is not None:
             cases = [c for c in cases if c.index == self.only[2]]
@@ -360,6 +361,16 @@ def compare(k: Outcome, m: Outcome) -> list[tuple[str, Any, Any]]:
     if k.kind in ("undecodable", "setup failed") and k.detail != m.detail:
         return [("outcome", str(k), str(m))]
     return []
+
+
+def _base36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+        if n == 0:
+            return out
 
 
 def _brief(v: Any, limit: int = 200) -> str:

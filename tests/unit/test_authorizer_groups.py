@@ -201,9 +201,21 @@ def test_authorized_operations_are_the_clients(b, login):
     group_ops = bits(Op.READ, Op.DELETE, Op.DESCRIBE)  # bob's PREFIXED sg ACLs
     r = bob.request(ApiKey.DESCRIBE_GROUPS, 5, {"groups": ["sg-od"], "include_authorized_operations": True})
     assert r.groups[0].authorized_operations == group_ops
-    r = bob.request(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": ["sg-none"],
+    hb = admin.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
+        "group_id": "sg-ops", "member_id": "m1", "member_epoch": 0, "instance_id": None, "rack_id": None,
+        "rebalance_timeout": 30000, "subscribed_topic_names": ["open"], "subscribed_topic_regex": None,
+        "server_assignor": None, "topic_partitions": []})
+    assert hb.error_code == E.none
+    r = bob.request(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": ["sg-ops", "sg-none"],
                                                         "include_authorized_operations": True})
-    assert r.groups[0].authorized_operations == group_ops
+    # KafkaApis sets them only on the groups described without an error (sg-none does not exist)
+    assert [(g.group_id, g.error_code, g.authorized_operations) for g in r.groups] == [
+        ("sg-ops", E.none, group_ops), ("sg-none", E.group_id_not_found, not_asked)]
+    left = admin.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {  # the partitions of "open" free for the other tests
+        "group_id": "sg-ops", "member_id": "m1", "member_epoch": -1, "instance_id": None, "rack_id": None,
+        "rebalance_timeout": -1, "subscribed_topic_names": None, "subscribed_topic_regex": None,
+        "server_assignor": None, "topic_partitions": None})
+    assert left.error_code == E.none
     r = bob.request(ApiKey.SHARE_GROUP_DESCRIBE, 1, {"group_ids": ["sg-share", "other"],
                                                      "include_authorized_operations": True})
     assert [(g.group_id, g.authorized_operations) for g in r.groups] == [("other", not_asked), ("sg-share", group_ops)]

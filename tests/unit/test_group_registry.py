@@ -254,7 +254,7 @@ def consumer(members: dict[str, int] | None = None) -> ConsumerGroup:
 
 @pytest.mark.parametrize("members,member,epoch,version,expected", [
     ({"m1": 5}, "m1", 5, 9, None),
-    ({"m1": 5}, "m1", 4, 9, E.stale_member_epoch),
+    ({"m1": 5}, "m1", 4, 9, None),  # an older epoch: decided per partition (below)
     ({"m1": 5}, "m1", 6, 9, E.stale_member_epoch),
     ({"m1": 5}, "m1", 5, 8, E.unsupported_version),  # below v9 a member epoch cannot be sent
     ({"m1": 5}, "nobody", 5, 9, E.unknown_member_id),
@@ -264,6 +264,21 @@ def consumer(members: dict[str, int] | None = None) -> ConsumerGroup:
 ])
 def test_consumer_validate_offset_commit(members, member, epoch, version, expected):
     assert consumer(members).validate_offset_commit(member, None, epoch, version) is expected
+
+
+def test_consumer_commit_from_an_older_epoch_is_decided_per_partition():
+    """ConsumerGroup.createAssignmentEpochValidator: a partition held since that epoch, or before."""
+    g = consumer({"m1": 5})
+    t = uuid.uuid4()
+    g.topic_id_of = lambda name: t if name == "t" else None
+    g.members["m1"].partition_epochs = {(t, 0): 3, (t, 1): 5}
+    assert g.commit_partition_error("m1", 5, ("t", 2)) is None  # the member's epoch: every partition
+    assert g.commit_partition_error("m1", 4, ("t", 0)) is None
+    assert g.commit_partition_error("m1", 3, ("t", 0)) is None
+    assert g.commit_partition_error("m1", 2, ("t", 0)) is E.stale_member_epoch
+    assert g.commit_partition_error("m1", 4, ("t", 1)) is E.stale_member_epoch
+    assert g.commit_partition_error("m1", 4, ("t", 2)) is E.stale_member_epoch  # not held
+    assert g.commit_partition_error("m1", 4, ("other", 0)) is E.stale_member_epoch
 
 
 @pytest.mark.parametrize("member,epoch,expected", [
