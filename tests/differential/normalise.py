@@ -44,7 +44,8 @@ RULES: list[tuple[str, str]] = [
                         "Initialize/Read/Write/Delete/ReadSummary ShareGroupState), which only brokers send to "
                         "one another; mockbroker has no inter-broker traffic and leaves them out of ApiVersions "
                         "(docs/apis.md): they are taken out of Kafka's ApiVersions answer"),
-    ("listings", "ListGroups and ListTransactions list every group and transactional id the broker has: only "
+    ("listings", "ListGroups, ListTransactions and DescribeUserScramCredentials (of every user) list every "
+                 "group, transactional id and SCRAM user the broker has: only "
                  "the running scope's own are compared, since earlier scopes' left-overs differ wherever an "
                  "earlier case differed (and that case is reported itself)"),
     ("internal topics", "`__consumer_offsets`, `__transaction_state` and `__share_group_state` are not topics on "
@@ -62,7 +63,7 @@ ZERO_UUID = uuid.UUID(int=0)
 NOT_SERVED = {83, 84, 85, 86, 87}  # the share coordinator's inter-broker state APIs
 # Answers that list everything of a kind the broker has (ListGroups, ListTransactions): only the
 # scope's own entries are compared (see RULES, "listings")
-LISTINGS = {16: ("Groups", "GroupId"), 66: ("TransactionStates", "TransactionalId")}
+LISTINGS = {16: ("Groups", "GroupId"), 66: ("TransactionStates", "TransactionalId"), 50: ("Results", "User")}
 
 
 class Normaliser:
