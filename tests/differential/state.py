@@ -171,7 +171,10 @@ class Side:
         self.find_coordinator("dt-warm-up", 0)
         self.find_coordinator("dt-warm-up", 1)
         if self.top(10) >= 6:
-            self.find_coordinator("dt-warm-up:AAAAAAAAAAAAAAAAAAAAAA:0", 2)
+            try:  # a broker that cannot place share keys shows it in the FindCoordinator cases
+                self.find_coordinator("dt-warm-up:AAAAAAAAAAAAAAAAAAAAAA:0", 2)
+            except SetupError:
+                pass
         # the transaction coordinator answers COORDINATOR_LOAD_IN_PROGRESS to InitProducerId while it
         # loads its partition, after FindCoordinator found it: one producer of each kind first
         self.init_producer("dt-warm-up")
