@@ -70,7 +70,9 @@ public class MessageCrossCheck {
                 line.put("code", e.code());
                 line.put("name", e.name());
                 line.put("retriable", e.exception() instanceof RetriableException);
-                line.put("message", e.message());
+                // the exception's own message (what ApiError(error) carries); NONE has no exception, and
+                // Errors.message() falls back to its name there, which no response carries
+                line.put("message", e.exception() == null ? null : e.message());
                 out.println(JSON.writeValueAsString(line));
             }
         } else {
