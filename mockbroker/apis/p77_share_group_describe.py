@@ -66,7 +66,10 @@ def handle(ctx: RequestContext, req: ShareGroupDescribeRequest) -> Response:
     allowed = [g for g in req.group_ids if authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)]
     groups = [_error(gid, ErrorCode.group_authorization_failed) for gid in req.group_ids if gid not in allowed]
     for gid in allowed:
-        g = _described(ctx.broker.share_groups.describe(ctx.node_id, gid), names, group_operations(ctx, gid, include))
+        d = ctx.broker.share_groups.describe(ctx.node_id, gid)
+        # KafkaApis.handleShareGroupDescribe: the operations of the groups described without an error only
+        ops = group_operations(ctx, gid, include) if d.error is ErrorCode.none else AUTHORIZED_OPS_NOT_REQUESTED
+        g = _described(d, names, ops)
         topics = [t["topic_name"] for m in g["members"] for t in m["assignment"]["topic_partitions"]]
         groups.append(hidden_group(gid) if undescribable_topic(ctx, topics) else g)  # as ConsumerGroupDescribe
     return Response({"groups": groups}, error_code=first_error(groups))

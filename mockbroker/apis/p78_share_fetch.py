@@ -18,8 +18,11 @@ Behavior (Kafka 4.4's ``KafkaApis.handleShareFetchRequest`` and ``SharePartition
   share.record.lock.duration.ms, returned as acquired_records with their delivery counts; it
   waits in the ShareFetch purgatory (max_wait, min_bytes) until records can be acquired.
   Per partition: UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER with the
-  current leader and its endpoint.  An incremental session answers only the partitions with
-  records or news.
+  current leader and its endpoint (otherwise the schema's 0, 0), and never an error message (the
+  response is rebuilt without them).  An incremental session answers only the partitions with
+  records or news.  A share_acquire_mode other than 0 or 1 with partitions to fetch:
+  UNKNOWN_SERVER_ERROR for the whole request (ShareAcquireMode.forId throws in the handler).
+* A whole-request error (getErrorResponse) carries its code only, never a message.
 * The quotas as Fetch's: a response a quota throttles is sent without partitions (the records it
   acquired stay locked until their lock expires, as in Kafka).
 
@@ -31,6 +34,7 @@ Version notes:
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +64,8 @@ if TYPE_CHECKING:
     from protocol.request_types import ShareFetchRequest
 
 API_KEY = ApiKey.SHARE_FETCH
+log = logging.getLogger("mockbroker.share")
+ACQUIRE_MODES = (0, 1)  # ShareAcquireMode.forId: BATCH_OPTIMIZED, RECORD_LIMIT
 
 
 def _requested(ctx: RequestContext, req: ShareFetchRequest) -> list[tuple[SharePartitionId, str | None]]:
@@ -90,7 +96,8 @@ def handle(ctx: RequestContext, req: ShareFetchRequest) -> Outcome:
             ("maxBytes", req.max_bytes), ("minBytes", req.min_bytes), ("maxRecords", req.max_records),
             ("maxWaitMs", max_wait_ms)) if value != 0]
         if wrong:
-            return error_response_body(ErrorCode.invalid_request, "".join(wrong) + "if isRenewAck is true.")
+            log.info("ShareFetch from %s refused: %sif isRenewAck is true.", ctx.client_id, "".join(wrong))  # as Kafka logs it
+            return error_response_body(ErrorCode.invalid_request)
     acks_present = any(getattr(p, "acknowledgement_batches", ()) for t in req.topics for p in t.partitions)
     forgotten: list[SharePartitionId] = [(t.topic_id or ZERO_UUID, int(p)) for t in req.forgotten_topics_data
                                          for p in t.partitions]
@@ -130,8 +137,13 @@ def handle(ctx: RequestContext, req: ShareFetchRequest) -> Outcome:
     max_bytes = int(min(req.max_bytes, ctx.metadata.config["fetch.max.bytes"], quota_max))
     params = FetchParams(max_wait_ms=max_wait_ms, min_bytes=min(req.min_bytes, max_bytes), max_bytes=max_bytes,
                          isolation_level=READ_COMMITTED if configs.read_committed(group_id) else 0, by_topic_id=True)
-    fetch = ShareFetch(group_id, member_id, params, int(getattr(req, "share_acquire_mode", 0)), req.batch_size,
-                       req.max_records, interested)
+    mode = int(getattr(req, "share_acquire_mode", 0))
+    if interested and mode not in ACQUIRE_MODES:
+        # new ShareFetch(...) throws IllegalArgumentException("Unknown share acquire mode id") out of the
+        # handler, after the acknowledgements: KafkaApis.handleError, UNKNOWN_SERVER_ERROR for the request
+        log.info("ShareFetch from %s refused: unknown share acquire mode id %d", ctx.client_id, mode)
+        return error_response_body(ErrorCode.unknown_server_error)
+    fetch = ShareFetch(group_id, member_id, params, mode, req.batch_size, req.max_records, interested)
 
     def respond() -> Response:
         results = {**fetch.results, **fetch_errors}
@@ -146,7 +158,9 @@ def handle(ctx: RequestContext, req: ShareFetchRequest) -> Outcome:
 
 def _entry(ctx: RequestContext, index: int, r: PartitionResult, leaders: dict[int, Any],
            topic_id: uuid.UUID) -> dict[str, Any]:
-    entry: dict[str, Any] = {"partition_index": index, "error_code": r.error, "error_message": r.message,
+    # createResponse (KafkaApis.getResponsePartitionData) rebuilds each partition from its index, error
+    # code, records, acquired records and current leader: its error message never reaches the wire
+    entry: dict[str, Any] = {"partition_index": index, "error_code": r.error, "error_message": None,
                              "acknowledge_error_code": ErrorCode.none, "acknowledge_error_message": None,
                              "current_leader": current_leader(ctx.metadata, topic_id, index, r.error, leaders),
                              "records": r.records,

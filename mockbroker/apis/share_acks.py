@@ -21,12 +21,15 @@ from .common import ZERO_UUID, authorized, leader_info
 # (partition key, topic name or None): an acknowledgement's partition and its topic
 AckBatches = dict[SharePartitionId, list[tuple[int, int, list[int]]]]
 AckResults = dict[SharePartitionId, tuple[ErrorCode, str | None]]
-NO_LEADER = {"leader_id": -1, "leader_epoch": -1}
+# LeaderIdAndEpoch as Share{Fetch,Acknowledge}ResponseData builds it: the schema gives no defaults, so 0, 0
+NO_LEADER = {"leader_id": 0, "leader_epoch": 0}
 
 
-def error_response_body(error: ErrorCode, message: str | None = None) -> Response:
-    """A ShareFetch or ShareAcknowledge answered with a top-level error only (getErrorResponse)."""
-    return Response({"error_code": error, "error_message": message, "acquisition_lock_timeout": 0,
+def error_response_body(error: ErrorCode) -> Response:
+    """A ShareFetch or ShareAcknowledge answered with a top-level error only: Share{Fetch,Acknowledge}
+    Request.getErrorResponse, which keeps the error's code and drops the exception's message (the
+    broker logs it), so no such answer carries an error_message."""
+    return Response({"error_code": error, "error_message": None, "acquisition_lock_timeout": 0,
                      "responses": [], "node_endpoints": []})
 
 
@@ -46,8 +49,7 @@ def refused(ctx: RequestContext, group_id: str | None, member_id: str | None) ->
     member id that is not valid (INVALID_REQUEST); None when it goes on."""
     if group_id is not None and not authorized(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
         return error_response_body(ErrorCode.group_authorization_failed)
-    message = invalid_ids(group_id, member_id)
-    return None if message is None else error_response_body(ErrorCode.invalid_request, message)
+    return None if invalid_ids(group_id, member_id) is None else error_response_body(ErrorCode.invalid_request)
 
 
 def readable_topics(ctx: RequestContext) -> Callable[[str], bool]:
@@ -122,12 +124,13 @@ def handle_acknowledgements(broker: Any, group_id: str, member_id: str, batches:
 def current_leader(metadata: ClusterMetadata, topic_id: uuid.UUID, index: int, error: ErrorCode,
                    leaders: dict[int, Any]) -> dict[str, int]:
     """A partition's current_leader: its leader and epoch after NOT_LEADER_OR_FOLLOWER or
-    FENCED_LEADER_EPOCH (the leader's node added to ``leaders`` for node_endpoints), else -1, -1."""
+    FENCED_LEADER_EPOCH (the leader's node added to ``leaders`` for node_endpoints), else the schema's
+    0, 0 (processShare{Fetch,Acknowledge}Response sets it only on those errors)."""
     if error not in (ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch):
-        return NO_LEADER
+        return dict(NO_LEADER)
     topic = metadata.topics_by_id.get(topic_id)
     if topic is None or not 0 <= index < len(topic.partitions):
-        return NO_LEADER
+        return {"leader_id": -1, "leader_epoch": -1}  # getCurrentLeader: no leader known
     p = topic.partitions[index]
     node = metadata.brokers.get(p.leader_id)
     if node is not None and node.alive:

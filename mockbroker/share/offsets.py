@@ -14,7 +14,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, default_message
 
 from .coordinator import HeartbeatError, ShareGroupCoordinator
 from .group import ShareGroup
@@ -63,7 +63,7 @@ ZERO = uuid.UUID(int=0)
 
 
 def _failed(error: ErrorCode, message: str | None = None) -> OffsetsResult:
-    return OffsetsResult(error, message or MESSAGES.get(error))
+    return OffsetsResult(error, message or MESSAGES.get(error) or default_message(error))
 
 
 def describe(c: ShareGroupCoordinator, node_id: int, group_id: str,
@@ -85,12 +85,18 @@ def describe(c: ShareGroupCoordinator, node_id: int, group_id: str,
             if tid in names and ps:
                 wanted.append((names[tid], tid, sorted(ps)))
     else:
+        # readSummary's futures map (topic id -> partition -> result): a topic named twice is one entry,
+        # a partition named twice one result
+        merged: dict[uuid.UUID, tuple[str, list[int]]] = {}
         for name, partitions in topics:
             topic = metadata.topics.get(name)
             if topic is None:
                 unknown.append(TopicOffsets(name, ZERO, [PartitionOffset(p) for p in partitions]))
             else:
-                wanted.append((name, topic.topic_id, list(partitions)))
+                merged.setdefault(topic.topic_id, (name, []))[1].extend(partitions)
+        if merged and not _summary_valid(group_id, [ps for _, ps in merged.values()]):
+            return _failed(ErrorCode.unknown_server_error)
+        wanted = [(name, tid, sorted(set(ps))) for tid, (name, ps) in merged.items()]
     out = OffsetsResult()
     for name, tid, partitions in wanted:
         t = TopicOffsets(name, tid)
@@ -111,6 +117,13 @@ def describe(c: ShareGroupCoordinator, node_id: int, group_id: str,
         out.topics.append(t)
     out.topics += unknown
     return out
+
+
+def _summary_valid(group_id: str, partitions: list[list[int]]) -> bool:
+    """DefaultStatePersister.validate(ReadShareGroupStateSummaryParameters): a group id, and every topic
+    with partitions, none negative; otherwise readSummary fails with IllegalArgumentException, which
+    KafkaApis answers as the group's UNKNOWN_SERVER_ERROR (no topics)."""
+    return bool(group_id) and all(ps and min(ps) >= 0 for ps in partitions)
 
 
 def _empty_share_group(c: ShareGroupCoordinator, node_id: int, group_id: str, create: bool) -> ShareGroup:

@@ -149,7 +149,8 @@ class SharePersister:
         if current is not None and current.state_epoch > state_epoch:
             return ErrorCode.fenced_state_epoch
         snapshot = current.snapshot_epoch + 1 if current is not None else 0
-        self.states[key] = ShareGroupOffset(snapshot, state_epoch, -1, start_offset)
+        # ShareGroupOffset.fromRequest: leader epoch 0, and no delivery count (-1) while the start is unknown
+        self.states[key] = ShareGroupOffset(snapshot, state_epoch, 0, start_offset, -1 if start_offset == -1 else 0)
         self.writes += 1
         return ErrorCode.none
 

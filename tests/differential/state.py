@@ -345,6 +345,15 @@ class Side:
             raise SetupError(f"{self.name}: ShareGroupHeartbeat {group}: error {res['ErrorCode']}")
         self.values[("member_id", group)] = res["MemberId"] or member
         self.values[("member_epoch", group)] = res["MemberEpoch"]
+        if 90 in self.versions:
+            # Kafka initializes the group's share-partitions after the heartbeat is answered (the
+            # coordinator's InitializeShareGroupState, a few ms later); mockbroker while answering it.
+            # The cases start from the initialized state on both: DescribeShareGroupOffsets of the
+            # whole group lists the topic once it is.
+            def initialized() -> tuple[bool, Any]:
+                r = self.call(90, {"Groups": [{"GroupId": group, "Topics": None}]}, version=0)
+                return any(t["TopicName"] == topic for g in r["Groups"] for t in g["Topics"]), r
+            self.settle(f"share group {group} initialized", initialized)
 
     def streams_member(self, group: str, member: str, topic: str) -> None:
         self.find_coordinator(group, 0)

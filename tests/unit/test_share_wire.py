@@ -204,7 +204,8 @@ def test_share_session_errors(b):
     bad = m.c.request(SF, 1, {"group_id": "g-session", "member_id": "", "share_session_epoch": 0, "max_wait": 0,
                               "min_bytes": 1, "max_bytes": 1, "max_records": 1, "batch_size": 1, "topics": [],
                               "forgotten_topics_data": []})
-    assert (bad.error_code, bad.error_message) == (E.invalid_request, "Invalid member id in the request.")
+    # ShareFetchRequest.getErrorResponse keeps the code only: Kafka 4.4.0 answers no message
+    assert (bad.error_code, bad.error_message) == (E.invalid_request, None)
     assert m.fetch(tid, epoch=-1).error_code == E.none  # closed
     assert m.fetch(tid, epoch=2).error_code == E.share_session_not_found
 
@@ -381,8 +382,7 @@ def test_renew_extends_the_lock_from_v2_only(b):
                               "max_wait": 0, "min_bytes": 1, "max_bytes": 100, "max_records": 0, "batch_size": 0,
                               "share_acquire_mode": 0, "is_renew_ack": True, "topics": [],
                               "forgotten_topics_data": []})
-    assert (bad.error_code, bad.error_message) == (
-        E.invalid_request, "maxBytes must be set to 0, minBytes must be set to 0, if isRenewAck is true.")
+    assert (bad.error_code, bad.error_message) == (E.invalid_request, None)  # the reason is logged only
 
 
 def test_group_configs_set_over_the_wire_take_effect(b):
