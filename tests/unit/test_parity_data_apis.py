@@ -88,6 +88,14 @@ class TestProduce:
         r = produce(raw(), "pd-req", [(0, b""), (1, batch() + batch())])
         assert answers(r) == [(0, E.invalid_record, -1, -1, None), (1, E.invalid_record, -1, -1, None)]
 
+    def test_null_records_in_one_partition_write_nothing(self, raw, broker):
+        """Kafka 4.4.0 never answers (a NullPointerException in ProduceRequest.partitionSizes) and writes
+        nothing; mockbroker answers every partition INVALID_RECORD and writes nothing either."""
+        broker.create_topic("pd-null", 2)
+        r = produce(raw(), "pd-null", [(0, batch()), (1, None)])
+        assert answers(r) == [(0, E.invalid_record, -1, -1, None), (1, E.invalid_record, -1, -1, None)]
+        assert hw(broker, "pd-null", 0) == 0
+
     def test_a_transactional_batch_without_a_producer_id_is_appended(self, raw, broker):
         """Kafka verifies (and tracks) only batches with a producer id."""
         broker.create_topic("pd-txn", 1)
