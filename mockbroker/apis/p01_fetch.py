@@ -258,6 +258,11 @@ def handle(ctx: RequestContext, req: FetchRequest) -> Outcome:
     epoch = req.session_epoch
     broker = ctx.broker
     now = broker.clock.monotonic_ms()
+    if by_id and any((t.topic_id or ZERO_UUID) == ZERO_UUID for t in req.topics):
+        # Kafka 4.4.0 fails the whole request for a topic id of zeros (an exception out of the handler,
+        # FetchRequest.getErrorResponse: UNKNOWN_SERVER_ERROR, no partitions); an unknown id that is not
+        # zero is the partition's UNKNOWN_TOPIC_ID
+        return error_response(ctx, req, ErrorCode.unknown_server_error)
     fctx: FetchContext = broker.fetch_manager.new_context(
         session_id, epoch, _requested(req, by_id, ctx.metadata), _forgotten(req, by_id), by_id, now
     )

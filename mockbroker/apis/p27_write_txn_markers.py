@@ -68,6 +68,9 @@ def _response(req: WriteTxnMarkersRequest, errors: dict[tuple[int, str, int], Er
     return Response(body, partition_errors([t for m in body["markers"] for t in m["topics"]], "partitions"))
 
 
+TRANSACTION_VERSIONS = (0, 1, 2)  # TransactionVersion's TV_0, TV_1, TV_2
+
+
 def handle(ctx: RequestContext, req: WriteTxnMarkersRequest) -> Response | Deferred:
     errors: dict[tuple[int, str, int], ErrorCode] = {}
     waiting: set[tuple[int, str, int]] = set()
@@ -104,6 +107,12 @@ def handle(ctx: RequestContext, req: WriteTxnMarkersRequest) -> Response | Defer
     for key, m, commit in appends:
         _, topic, index = key
         version = getattr(m, "transaction_version", 0) or 0  # v2+
+        if version not in TRANSACTION_VERSIONS:
+            # the marker's append reads TransactionVersion.fromFeatureLevel, which throws
+            # IllegalArgumentException ("No feature:transaction.version with feature level ..."): the
+            # partition's UNKNOWN_SERVER_ERROR, nothing written
+            answered(key, ErrorCode.unknown_server_error)
+            continue
         error = rm.append_txn_marker(topic, index, m.producer_id, m.producer_epoch, commit, m.coordinator_epoch,
                                      partial(answered, key), transaction_version=version)
         if error is not ErrorCode.none:

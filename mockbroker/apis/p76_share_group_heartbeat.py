@@ -9,7 +9,8 @@ interval from share.heartbeat.interval.ms (the group's config, else the broker's
 member's partitions come on its second heartbeat, after their share-group state was
 initialized, as with Kafka.  With an authorizer (``KafkaApis.handleShareGroupHeartbeat``): READ on
 the group (GROUP_AUTHORIZATION_FAILED), then DESCRIBE on every subscribed topic, else
-TOPIC_AUTHORIZATION_FAILED for the whole heartbeat (after the member id's INVALID_REQUEST).  While
+TOPIC_AUTHORIZATION_FAILED for the whole heartbeat (after the member id's INVALID_REQUEST: a member
+id null, empty or longer than 36 characters, answered without a message).  While
 share groups are off (``mock.kafka.version`` 4.1, whose share.version a fresh cluster leaves at 0
 until an UpdateFeatures raises it: ``FeatureControl.enables``) every heartbeat is UNSUPPORTED_VERSION,
 before anything else, as Kafka 4.1.2 answers.
@@ -39,6 +40,11 @@ API_KEY = ApiKey.SHARE_GROUP_HEARTBEAT
 def handle(ctx: RequestContext, req: ShareGroupHeartbeatRequest) -> Response:
     if not ctx.broker.features.enables(SHARE_VERSION):
         return disabled_group_heartbeat()
+    member_id = req.member_id
+    if member_id is None or member_id == "" or len(member_id) > 36:
+        # KafkaApis.isMemberIdValid, after READ on the group: getErrorResponse, the code without its message
+        return Response({"error_code": ErrorCode.invalid_request, "error_message": None, "member_id": None,
+                         "member_epoch": 0, "heartbeat_interval": 0, "assignment": None})
     if invalid_ids(req.group_id, req.member_id) is None and undescribable_topic(ctx, req.subscribed_topic_names or ()):
         return Response({"error_code": ErrorCode.topic_authorization_failed, "error_message": None,
                          "member_id": None, "member_epoch": 0, "heartbeat_interval": 0, "assignment": None})

@@ -102,8 +102,14 @@ def handle(ctx: RequestContext, req: ShareFetchRequest) -> Outcome:
     forgotten: list[SharePartitionId] = [(t.topic_id or ZERO_UUID, int(p)) for t in req.forgotten_topics_data
                                          for p in t.partitions]
     manager = broker.share_partitions
+    requested = _requested(ctx, req)
+    if len({key for key, _ in requested}) < len(requested):
+        # a partition named twice (or a topic listed twice): Kafka 4.4.0's newContext throws building the
+        # session's partitions, so the request fails as a whole (UNKNOWN_SERVER_ERROR) and opens no session
+        log.info("ShareFetch from %s refused: a partition is named twice", ctx.client_id)
+        return error_response_body(ErrorCode.unknown_server_error)
     try:
-        fctx = manager.sessions.new_context(group_id, member_id, epoch, _requested(ctx, req), forgotten,
+        fctx = manager.sessions.new_context(group_id, member_id, epoch, requested, forgotten,
                                             acks_present, ctx.conn_id)
     except ShareError as e:
         if e.error is ErrorCode.share_session_limit_reached:

@@ -238,3 +238,19 @@ def test_describe_producers_of_an_unknown_topic_has_kafkas_message(raw, broker):
     r = raw().request(61, 0, {"topics": [{"name": "dp-unknown", "partition_indexes": [0, 1]}]})
     assert [(p.error_code, p.error_message) for p in r.topics[0].partitions] == [
         (E.unknown_topic_or_partition, default_message(E.unknown_topic_or_partition))] * 2
+
+
+def test_a_fetch_naming_the_zero_topic_id_fails_as_a_whole(raw, broker):
+    """Kafka 4.4.0: UNKNOWN_SERVER_ERROR for the request, no partitions (an unknown non-zero id is the
+    partition's UNKNOWN_TOPIC_ID)."""
+    import uuid
+    c = raw()
+    body = {"replica_id": -1, "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1, "topics": [{"topic_id": uuid.UUID(int=0), "partitions": [
+                {"partition": 0, "current_leader_epoch": -1, "fetch_offset": 0, "last_fetched_epoch": -1,
+                 "log_start_offset": -1, "partition_max_bytes": 1024}]}], "forgotten_topics_data": [], "rack_id": ""}
+    r = c.request(1, 15, body)
+    assert (r.error_code, list(r.responses)) == (E.unknown_server_error, [])
+    body["topics"][0]["topic_id"] = uuid.UUID(int=7)
+    r = c.request(1, 15, body)
+    assert r.error_code == E.none and r.responses[0].partitions[0].error_code == E.unknown_topic_id

@@ -120,3 +120,26 @@ def test_only_unknown_topics_reach_no_persister(b):
     g = describe(c, "", [("no-such-topic", [])])
     assert g.error_code == E.none
     assert [(t.topic_name, t.topic_id or uuid.UUID(int=0)) for t in g.topics] == [("no-such-topic", uuid.UUID(int=0))]
+
+
+def test_a_partition_named_twice_fails_the_share_fetch(b):
+    m = Member(b, "p-twice-fetch")
+    m.join()
+    tid = topic_id(b, "t")
+    body = {"group_id": m.group, "member_id": m.member_id, "share_session_epoch": 0, "max_wait": 0,
+            "min_bytes": 1, "max_bytes": 1 << 20, "max_records": 10, "batch_size": 10,
+            "topics": [{"topic_id": tid, "partitions": [{"partition_index": 0, "acknowledgement_batches": []},
+                                                        {"partition_index": 0, "acknowledgement_batches": []}]}],
+            "forgotten_topics_data": []}
+    r = m.c.request(SF, 1, body)
+    assert (r.error_code, list(r.responses)) == (E.unknown_server_error, [])
+    assert m.fetch(tid, epoch=1).error_code == E.share_session_not_found  # no session was opened
+
+
+@pytest.mark.parametrize("member_id", ["", "m" * 37])
+def test_a_heartbeat_with_an_invalid_member_id_is_refused_without_a_message(b, member_id):
+    """KafkaApis.isMemberIdValid (not empty, at most 36 characters) before the coordinator."""
+    c = RawKafkaClient.connect(b.bootstrap_servers)
+    r = c.request(76, 1, {"group_id": "p-hb", "member_id": member_id, "member_epoch": 0, "rack_id": None,
+                          "subscribed_topic_names": ["t"]})
+    assert (r.error_code, r.error_message) == (E.invalid_request, None)

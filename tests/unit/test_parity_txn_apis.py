@@ -66,11 +66,11 @@ class TestAddPartitionsToTxn:
                 for x in r.results_by_transaction] == [("apt-twice", [E.none]), ("apt-twice", [E.none])]
 
 
-def markers(c, *entries, version=2):
+def markers(c, *entries, version=2, transaction_version=0):
     """entries: (pid, epoch, coordinator epoch, [(topic, [partitions])])."""
     r = c.request(ApiKey.WRITE_TXN_MARKERS, version, {"markers": [
         {"producer_id": pid, "producer_epoch": epoch, "transaction_result": False, "coordinator_epoch": ce,
-         "transaction_version": 0, "topics": [{"name": n, "partition_indexes": ps} for n, ps in topics]}
+         "transaction_version": transaction_version, "topics": [{"name": n, "partition_indexes": ps} for n, ps in topics]}
         for pid, epoch, ce, topics in entries]})
     return sorted((m.producer_id, t.name, p.partition_index, p.error_code)
                   for m in r.markers for t in m.topics for p in t.partitions), len(r.markers)
@@ -82,6 +82,16 @@ class TestWriteTxnMarkers:
         c = raw()
         assert markers(c, (-1, 0, 0, [("wtm-minus", [0])]))[0] == [(-1, "wtm-minus", 0, E.unknown_server_error)]
         assert markers(c, (5, -1, 0, [("wtm-minus", [0])]))[0] == [(5, "wtm-minus", 0, E.unknown_server_error)]
+
+    def test_an_unknown_transaction_version_writes_no_marker(self, raw, broker):
+        """TransactionVersion.fromFeatureLevel throws for a level it does not know (0-2 only)."""
+        broker.create_topic("wtm-tv", 2)
+        c = raw()
+        for tv in (-1, 3):
+            assert markers(c, (90, 0, 0, [("wtm-tv", [0, 1])]), transaction_version=tv)[0] == [
+                (90, "wtm-tv", 0, E.unknown_server_error), (90, "wtm-tv", 1, E.unknown_server_error)]
+        assert broker.call(lambda cl: cl.metadata.partition("wtm-tv", 0).log.log_end_offset) == 0
+        assert markers(c, (90, 0, 0, [("wtm-tv", [0])]), transaction_version=2)[0] == [(90, "wtm-tv", 0, E.none)]
 
     def test_a_coordinator_epoch_below_a_new_producers_is_fenced(self, raw, broker):
         """ProducerStateEntry.empty has coordinator epoch -1."""
