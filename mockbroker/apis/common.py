@@ -252,3 +252,38 @@ def config_resources_error(resources: Sequence[Any], error: ErrorCode) -> Respon
     out: list[dict[str, Any]] = [{"error_code": error, "error_message": None, "resource_type": r.resource_type,
                                   "resource_name": r.resource_name} for r in resources]
     return Response({"responses": out}, error_code=first_error(out))
+
+
+class AnsweredTopics:
+    """OffsetCommitResponse.Builder and TxnOffsetCommitResponse.Builder (by name, or by topic id once the
+    API answers by id: OffsetCommit v10, TxnOffsetCommit v6): the partitions the
+    broker answers itself, one entry per topic (a topic listed twice gathers them), in the order first
+    seen; a topic refused as a whole is listed even without partitions."""
+
+    def __init__(self, by_id: bool) -> None:
+        self.by_id = by_id
+        self.topics: dict[Any, dict[str, Any]] = {}
+
+    def topic(self, name: str, topic_id: uuid.UUID) -> dict[str, Any]:
+        key = topic_id if self.by_id else name
+        entry = self.topics.get(key)
+        if entry is None:
+            entry = self.topics[key] = {"name": name, "topic_id": topic_id, "partitions": []}
+        return entry
+
+    def add(self, name: str, topic_id: uuid.UUID, indexes: list[int], error: ErrorCode) -> None:
+        self.topic(name, topic_id)["partitions"].extend(
+            {"partition_index": i, "error_code": error} for i in indexes)
+
+    def merge(self, coordinator: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Builder.merge: the coordinator's topics as it answered them when the broker answered none,
+        else each appended to the broker's entry for that topic, or added."""
+        if not self.topics:
+            return coordinator
+        for t in coordinator:
+            key = t["topic_id"] if self.by_id else t["name"]
+            if key in self.topics:
+                self.topics[key]["partitions"].extend(t["partitions"])
+            else:
+                self.topics[key] = t
+        return list(self.topics.values())

@@ -42,7 +42,7 @@ from protocol.registry import ApiKey
 from ..group.group import OffsetAndMetadata
 from ..request import RequestContext, Response
 from ..authorizer import AclOperation, ResourceType
-from .common import authorized, partition_errors
+from .common import AnsweredTopics, authorized, partition_errors
 
 if TYPE_CHECKING:
     from protocol.request_types import OffsetCommitRequest
@@ -53,47 +53,13 @@ API_KEY = ApiKey.OFFSET_COMMIT
 ZERO_UUID = uuid.UUID(int=0)
 
 
-class _Answered:
-    """OffsetCommitResponse.Builder (by name below v10, by topic id from v10): the partitions the
-    broker answers itself, one entry per topic (a topic listed twice gathers them), in the order first
-    seen; a topic refused as a whole is listed even without partitions."""
-
-    def __init__(self, by_id: bool) -> None:
-        self.by_id = by_id
-        self.topics: dict[Any, dict[str, Any]] = {}
-
-    def topic(self, name: str, topic_id: uuid.UUID) -> dict[str, Any]:
-        key = topic_id if self.by_id else name
-        entry = self.topics.get(key)
-        if entry is None:
-            entry = self.topics[key] = {"name": name, "topic_id": topic_id, "partitions": []}
-        return entry
-
-    def add(self, name: str, topic_id: uuid.UUID, indexes: list[int], error: ErrorCode) -> None:
-        self.topic(name, topic_id)["partitions"].extend(
-            {"partition_index": i, "error_code": error} for i in indexes)
-
-    def merge(self, coordinator: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Builder.merge: the coordinator's topics as it answered them when the broker answered none,
-        else each appended to the broker's entry for that topic, or added."""
-        if not self.topics:
-            return coordinator
-        for t in coordinator:
-            key = t["topic_id"] if self.by_id else t["name"]
-            if key in self.topics:
-                self.topics[key]["partitions"].extend(t["partitions"])
-            else:
-                self.topics[key] = t
-        return list(self.topics.values())
-
-
 def handle(ctx: RequestContext, req: OffsetCommitRequest) -> Response:
     groups = ctx.broker.groups
     metadata = ctx.metadata
     now = ctx.broker.clock.time_ms()
     by_id = ctx.version >= 10
     retention_ms = timedelta_ms(req.retention_time)  # -1 (the default): none
-    answered = _Answered(by_id)  # KafkaApis.handleOffsetCommitRequest: what the broker answers itself
+    answered = AnsweredTopics(by_id)  # KafkaApis.handleOffsetCommitRequest: what the broker answers itself
     # what goes to the coordinator: the topics with an existing partition left, as listed
     sent: list[tuple[str, uuid.UUID, list[tuple[int, OffsetAndMetadata]]]] = []
     for t in req.topics:

@@ -56,7 +56,7 @@ from ..txn.verification import (
     AddPartitionsToTxnManager,
     operation_for_txn_offset_commit_version,
 )
-from .common import ZERO_UUID, partition_errors
+from .common import ZERO_UUID, AnsweredTopics, partition_errors
 
 if TYPE_CHECKING:
     from protocol.request_types import TxnOffsetCommitRequest
@@ -125,11 +125,24 @@ def handle(ctx: RequestContext, req: TxnOffsetCommitRequest) -> Response:
             errors = ctx.broker.groups.commit_transactional_offsets(
                 ctx.node_id, req.group_id, req.producer_id, req.member_id,
                 req.group_instance_id, req.generation_id, offsets, ctx.version)
-    # KafkaApis.handleTxnOffsetCommitRequest: a topic the cluster has, asked with no partitions, goes
-    # neither to the coordinator nor into the answer
-    topics = [{"name": name, "topic_id": topic_id,
-               "partitions": [{"partition_index": i, "error_code": errors[key]} for i, key in parts]}
-              for name, topic_id, parts in layout if parts or ctx.metadata.topics.get(name) is None]
+    # KafkaApis.handleTxnOffsetCommitRequest: what the broker answers itself (unknown topics and
+    # partitions) goes into TxnOffsetCommitResponse.Builder, one entry per topic (by id from v6, else by
+    # name; an unknown topic is listed even without partitions), and the coordinator's topics are merged
+    # after it; a topic the cluster has, asked with no partitions, goes neither to the coordinator nor
+    # into the answer
+    answered = AnsweredTopics(by_id)
+    coordinator: list[dict[str, Any]] = []
+    for name, topic_id, parts in layout:
+        known = ctx.metadata.topics.get(name) is not None if name else False
+        mine = [(i, key) for i, key in parts if isinstance(offsets[key], ErrorCode)]
+        if mine or not known:
+            answered.topic(name, topic_id)["partitions"].extend(
+                {"partition_index": i, "error_code": errors[key]} for i, key in mine)
+        sent = [{"partition_index": i, "error_code": errors[key]} for i, key in parts
+                if not isinstance(offsets[key], ErrorCode)]
+        if sent:
+            coordinator.append({"name": name, "topic_id": topic_id, "partitions": sent})
+    topics = answered.merge(coordinator)
     return Response({"topics": topics}, partition_errors(topics, "partitions"))
 
 

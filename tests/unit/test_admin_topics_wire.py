@@ -283,7 +283,10 @@ def test_txn_offset_commit_v6_names_topics_by_id(b, c):
                  "committed_metadata": ""}]} for t in topics]})
         return [(t.topic_id if version >= 6 else t.name, [p.error_code for p in t.partitions]) for t in r.topics]
 
-    assert commit([tid, unknown]) == [(tid, [E.none]), (unknown, [E.unknown_topic_id])]
+    # the broker's own answers (TxnOffsetCommitResponse.Builder) first, the coordinator's merged after
+    assert commit([tid, unknown]) == [(unknown, [E.unknown_topic_id]), (tid, [E.none])]
+    # an unknown id listed twice is one entry with both lists of partitions
+    assert commit([unknown, unknown]) == [(unknown, [E.unknown_topic_id, E.unknown_topic_id])]
     assert add_offsets(c, "tv6-txn", pid, epoch, "tv6-nogroup") == E.none
     assert commit([tid], generation=3, member="m", group="tv6-nogroup") == [(tid, [E.group_id_not_found])]
     assert commit([tid], version=5, generation=3, member="m", group="tv6-nogroup") == [
