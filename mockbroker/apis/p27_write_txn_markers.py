@@ -68,8 +68,6 @@ def _response(req: WriteTxnMarkersRequest, errors: dict[tuple[int, str, int], Er
     return Response(body, partition_errors([t for m in body["markers"] for t in m["topics"]], "partitions"))
 
 
-TRANSACTION_VERSIONS = (0, 1, 2)  # TransactionVersion's TV_0, TV_1, TV_2
-
 
 def handle(ctx: RequestContext, req: WriteTxnMarkersRequest) -> Response | Deferred:
     errors: dict[tuple[int, str, int], ErrorCode] = {}
@@ -107,10 +105,9 @@ def handle(ctx: RequestContext, req: WriteTxnMarkersRequest) -> Response | Defer
     for key, m, commit in appends:
         _, topic, index = key
         version = getattr(m, "transaction_version", 0) or 0  # v2+
-        if version not in TRANSACTION_VERSIONS:
-            # the marker's append reads TransactionVersion.fromFeatureLevel, which throws
-            # IllegalArgumentException ("No feature:transaction.version with feature level ..."): the
-            # partition's UNKNOWN_SERVER_ERROR, nothing written
+        if version < 0:
+            # Kafka 4.4.0 fails the append of a marker at a negative transaction version (levels above
+            # the known 0-2 are written as 2's): the partition's UNKNOWN_SERVER_ERROR, nothing written
             answered(key, ErrorCode.unknown_server_error)
             continue
         error = rm.append_txn_marker(topic, index, m.producer_id, m.producer_epoch, commit, m.coordinator_epoch,

@@ -84,14 +84,15 @@ class TestWriteTxnMarkers:
         assert markers(c, (5, -1, 0, [("wtm-minus", [0])]))[0] == [(5, "wtm-minus", 0, E.unknown_server_error)]
 
     def test_an_unknown_transaction_version_writes_no_marker(self, raw, broker):
-        """TransactionVersion.fromFeatureLevel throws for a level it does not know (0-2 only)."""
+        """Kafka 4.4.0 fails a marker at a negative transaction version (3 and above are written)."""
         broker.create_topic("wtm-tv", 2)
         c = raw()
-        for tv in (-1, 3):
+        for tv in (-1, -128):
             assert markers(c, (90, 0, 0, [("wtm-tv", [0, 1])]), transaction_version=tv)[0] == [
                 (90, "wtm-tv", 0, E.unknown_server_error), (90, "wtm-tv", 1, E.unknown_server_error)]
         assert broker.call(lambda cl: cl.metadata.partition("wtm-tv", 0).log.log_end_offset) == 0
-        assert markers(c, (90, 0, 0, [("wtm-tv", [0])]), transaction_version=2)[0] == [(90, "wtm-tv", 0, E.none)]
+        for tv in (2, 3, 127):
+            assert markers(c, (90, 0, 0, [("wtm-tv", [0])]), transaction_version=tv)[0] == [(90, "wtm-tv", 0, E.none)]
 
     def test_a_coordinator_epoch_below_a_new_producers_is_fenced(self, raw, broker):
         """ProducerStateEntry.empty has coordinator epoch -1."""
