@@ -3,8 +3,9 @@
 Nothing here hand-writes a message codec.  Where kio 0.6.5 lags Kafka 4.4 (a
 version or an API it lacks), the class comes from ``protocol/generated/``:
 modules of kio's form that ``scripts/gen_kafka_messages.py`` writes from Kafka's
-own schemas, read and written by kio's reader and writer all the same.  This
-module adds three things kio leaves to its caller:
+own schemas, read and written by kio's reader and writer all the same (the writer
+compiled per class by ``compiled_writer.py``: kio's bytes, its per-field work done
+once).  This module adds three things kio leaves to its caller:
 
 * looking up the class for ``(api_key, version)``, kio's or generated (cached);
 * the request header rule (v1 or v2 by flexibility; ``client_id`` keeps its
@@ -42,7 +43,7 @@ from kio.index import load_payload_module
 from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
 from kio.serial.readers import Reader
 from kio.serial._implicit_defaults import primitive_implicit_defaults
 from kio.serial._introspect import (
@@ -57,6 +58,7 @@ from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32
 
 from .bounds import check_request_bounds, clamp_durations
+from .compiled_writer import compiled_writer
 from .errors import InvalidRequest
 from .generated.index import module_name as generated_module
 from .registry import ApiSpec, schema_versions
@@ -181,7 +183,7 @@ def _reader(cls: type) -> Any:
 def _writer(cls: type) -> Any:
     writer = _WRITERS.get(cls)
     if writer is None:
-        writer = _WRITERS[cls] = entity_writer(cls)
+        writer = _WRITERS[cls] = compiled_writer(cls)  # kio's entity_writer, compiled per class
     return writer
 
 
