@@ -58,7 +58,7 @@ from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32
 
 from .bounds import check_request_bounds, clamp_durations
-from .compiled_writer import compiled_writer
+from .compiled_writer import DictRules, compiled_dict_writer, compiled_writer
 from .errors import InvalidRequest
 from .generated.index import module_name as generated_module
 from .registry import ApiSpec, schema_versions
@@ -231,12 +231,26 @@ def encode_response(
     Returns a view of the encode buffer (no final copy: record data is copied
     once, into the buffer, and the transport sends from it).
     """
+    return _frame_response(spec, version, correlation_id, _writer(type(body)), body)
+
+
+def encode_response_dict(spec: ApiSpec, version: int, correlation_id: int, data: Mapping[str, Any]) -> memoryview:
+    """``encode_response(spec, version, correlation_id, build_response(spec.key, version, data))``, the same
+    bytes without building the entity (``compiled_writer.compiled_dict_writer``: build's rules as it
+    writes); the strict keys checked as ``build_response`` checks them."""
+    if _strict_keys:
+        _check_keys(data, _known_keys(spec.key, EntityType.response), (), f"response of api key {spec.key}")
+    writer = compiled_dict_writer(response_class(spec.key, version), _DICT_RULES)
+    return _frame_response(spec, version, correlation_id, writer, data)
+
+
+def _frame_response(spec: ApiSpec, version: int, correlation_id: int, writer: Any, body: Any) -> memoryview:
     buf = io.BytesIO()
     buf.write(b"\0\0\0\0")
     buf.write(_I32.pack(correlation_id))
     if spec.response_header_version(version) == 1:
         buf.write(b"\0")  # empty tagged fields
-    _writer(type(body))(buf, body)
+    writer(buf, body)
     out = buf.getbuffer()
     _I32.pack_into(out, 0, len(out) - 4)
     return out
@@ -377,6 +391,9 @@ def build(cls: type, data: Mapping[str, Any]) -> Any:
         else:  # PrimitiveTupleField
             kwargs[name] = None if value is None else tuple(_coerce(kafka_type, v) for v in value)
     return cls(**kwargs)
+
+
+_DICT_RULES = DictRules(build, _coerce, _zero)
 
 
 def build_response(api_key: int, version: int, data: Mapping[str, Any]) -> Any:

@@ -296,3 +296,170 @@ def _tag_value_writer(f: Field[Any], flexible: bool) -> Writer:
     exec(compile("\n".join(src.lines), f"<compiled writer of tag {f.name}>", "exec"), src.ns)  # noqa: S102
     writer: Writer = src.ns["write"]
     return writer
+
+
+# -- writing a version-agnostic dict tree (codec.build's rules) without building the entity -----------
+
+_COERCED = ("error_code", "timedelta_i32", "timedelta_i64", "datetime_i64", "uuid")
+
+
+class DictRules:
+    """What ``codec.build`` does to a dict tree, handed in by the codec (which imports this module):
+    ``build(cls, data)``, ``coerce(kafka_type, value)`` and ``zero(field, kind)``."""
+
+    def __init__(self, build: Callable[[type, Any], Any], coerce: Callable[[str, Any], Any],
+                 zero: Callable[[Field[Any], Any], Any]) -> None:
+        self.build = build
+        self.coerce = coerce
+        self.zero = zero
+        self.cache: dict[type, Writer] = {}
+
+
+def compiled_dict_writer(cls: type, rules: DictRules) -> Writer:
+    """Write what ``compiled_writer(cls)`` writes of ``rules.build(cls, data)`` for a dict tree ``data``
+    (nested values may be entities already), without building it: a field the dict lacks takes the
+    build's zero, a value the build coerces (error codes, durations and timestamps as ints, uuids) is
+    coerced as it would be.  An entity of ``cls`` given instead of a dict is written as it is."""
+    writer = rules.cache.get(cls)
+    if writer is None:
+        try:
+            writer = _compile_dict(cls, rules)
+        except _Unsupported:
+            entity = compiled_writer(cls)
+
+            def writer(buf: Any, data: Any) -> None:
+                entity(buf, data if isinstance(data, cls) else rules.build(cls, data))
+        rules.cache[cls] = writer
+    return writer
+
+
+def _compile_dict(cls: type, rules: DictRules) -> Writer:
+    flexible: bool = getattr(cls, "__flexible__")
+    src = _Source()
+    src.ns.update(_CLS=cls, _ENTITY=compiled_writer(cls), _MISS=_MISS, _coerce=rules.coerce, _build=rules.build)
+    src.add(0, "def write(buf, d):")
+    src.add(1, "if isinstance(d, _CLS):")
+    src.add(2, "return _ENTITY(buf, d)")
+    src.add(1, "w = buf.write")
+    run: list[tuple[str, str]] = []
+
+    def flush() -> None:
+        if run:
+            packer = src.bind(struct.Struct(">" + "".join(c for c, _ in run)).pack)
+            src.add(1, f"w({packer}({', '.join(v for _, v in run)}))")
+            run.clear()
+
+    def fetch(var: str, f: Field[Any], kind: Any) -> None:
+        """``var`` = the dict's value of ``f``, else the build's zero (a value the build made already)."""
+        zero = src.bind(rules.zero(f, kind))
+        src.add(1, f"{var} = d.get({f.name!r}, _MISS)")
+        src.add(1, f"if {var} is _MISS:")
+        src.add(2, f"{var} = {zero}")
+
+    tagged: list[tuple[int, Field[Any]]] = []
+    for i, f in enumerate(fields(cls)):
+        tag = get_field_tag(f)
+        if tag is not None:
+            tagged.append((int(tag), f))
+            continue
+        kind = classify_field(f)
+        optional = is_optional(f)
+        if isinstance(kind, PrimitiveField):
+            kafka_type = get_schema_field_type(f)
+            var = f"f{i}"
+            fetch(var, f, kind)
+            if kafka_type in _COERCED:
+                src.add(1, f"{var} = _coerce({kafka_type!r}, {var})")
+            fixed = _fixed_code(f, optional)
+            if fixed is not None:
+                run.append((fixed[0], _FIXED[kafka_type][1].format(var)))
+                continue
+            flush()
+            _primitive(src, 1, var, kafka_type, flexible, optional)
+            continue
+        flush()
+        fetch("v", f, kind)
+        if isinstance(kind, PrimitiveTupleField):
+            kafka_type = get_schema_field_type(f)
+            if kafka_type in _COERCED:
+                src.add(1, f"v = None if v is None else [_coerce({kafka_type!r}, x) for x in v]")
+            _value(src, 1, "v", f, flexible, optional, False)
+            continue
+        sub = kind.type_
+        sub_cls, sub_entity = src.bind(sub), src.bind(compiled_writer(sub))
+        sub_dict = src.bind(_LazyDictWriter(sub, rules))
+        if isinstance(kind, EntityField):
+            src.add(1, "if v is None:")
+            src.add(2, "w(b'\\xff')" if optional else f"{sub_entity}(buf, v)")  # kio's: a marker, or its error
+            src.add(1, "else:")
+            if optional:
+                src.add(2, "w(b'\\x01')")
+            src.add(2, f"({sub_entity} if isinstance(v, {sub_cls}) else {sub_dict})(buf, v)")
+            continue
+        src.add(1, "if v is None:")
+        src.add(2, "w(b'\\x00')" if flexible else "w(b'\\xff\\xff\\xff\\xff')")
+        src.add(1, "else:")
+        _length(src, 2, "len(v)", flexible, _I32_MAX, "i", "Sequence")
+        src.add(2, "for x in v:")
+        src.add(3, f"({sub_entity} if isinstance(x, {sub_cls}) else {sub_dict})(buf, x)")
+    flush()
+    if flexible:
+        if not tagged:
+            src.add(1, "w(b'\\x00')")
+        else:  # the build's value of each tagged field, then kio's rule as compiled_writer writes it
+            src.add(1, "tags = []")
+            for number, f in sorted(tagged, key=lambda t: t[0]):
+                kind = classify_field(f)
+                fetch("v", f, kind)
+                if isinstance(kind, PrimitiveField):
+                    src.add(1, f"v = _coerce({get_schema_field_type(f)!r}, v)")
+                elif isinstance(kind, PrimitiveTupleField):
+                    src.add(1, f"v = None if v is None else tuple(_coerce({get_schema_field_type(f)!r}, x) for x in v)")
+                elif isinstance(kind, EntityTupleField):
+                    sub_cls = src.bind(kind.type_)
+                    src.add(1, f"v = None if v is None else tuple(x if isinstance(x, {sub_cls}) else "
+                               f"_build({sub_cls}, x) for x in v)")
+                else:
+                    sub_cls = src.bind(kind.type_)
+                    src.add(1, f"v = None if v is None else v if isinstance(v, {sub_cls}) else _build({sub_cls}, v)")
+                default = src.bind(f.default)
+                implicit = src.bind(get_tagged_field_default(f))
+                missing = src.bind(f.default == MISSING)
+                tag_writer = src.bind(_tag_value_writer(f, flexible))
+                src.add(1, f"if not (v == {default} or ({missing} and v == {implicit})):")
+                src.add(2, "t = io.BytesIO()")
+                src.add(2, f"{tag_writer}(t, v)")
+                src.add(2, "d_ = t.getvalue()")
+                src.add(2, f"tags.append({_uv(number)!r} + _uv(len(d_)) + d_)")
+            src.add(1, "w(_uv(len(tags)))")
+            src.add(1, "for t in tags:")
+            src.add(2, "w(t)")
+    code = "\n".join(src.lines)
+    exec(compile(code, f"<compiled dict writer of {cls.__module__}.{cls.__qualname__}>", "exec"), src.ns)  # noqa: S102
+    writer: Writer = src.ns["write"]
+    return writer
+
+
+class _Missing:
+    __slots__ = ()
+
+
+_MISS = _Missing()
+
+
+class _LazyDictWriter:
+    """A nested class's dict writer, compiled on its first use (a class's writer is compiled before the
+    writers of the entities it holds are needed)."""
+
+    __slots__ = ("cls", "rules", "writer")
+
+    def __init__(self, cls: type, rules: DictRules) -> None:
+        self.cls = cls
+        self.rules = rules
+        self.writer: Writer | None = None
+
+    def __call__(self, buf: Any, data: Any) -> None:
+        writer = self.writer
+        if writer is None:
+            writer = self.writer = compiled_dict_writer(self.cls, self.rules)
+        writer(buf, data)
