@@ -20,13 +20,15 @@ groups do not read); the only group config set is share.auto.offset.reset.  Also
 producers finished, the first record, records delivered more than once, and how the records were spread
 over the members.
 
-Each round runs every scenario on mockbroker (``mockbroker serve`` from this checkout), then on a fresh
+Each round runs every scenario on mockbroker (``mockbroker serve`` from this checkout), with
+``--baseline DIR`` on another checkout too (before and after a change, in the same run), then on a fresh
 single-node Kafka 4.4.0 (the order of the brokers alternates by round), after one warm-up scenario on each
-(a broker's first share group creates its internal state); the table gives the median over the rounds and
-the ratio mockbroker / Kafka.
+(a broker's first share group creates its internal state); the table gives the median over the rounds, the
+ratio mockbroker / Kafka, and the broker's CPU time (user + system, the whole process: under a loaded
+machine the steadier figure).
 
-Run: ``.venv/bin/python bench/share_consumers.py [--rounds R] [--only mockbroker|kafka] [--scenarios 1,3]``
-(one round: about 4 minutes).
+Run: ``.venv/bin/python bench/share_consumers.py [--rounds R] [--only mockbroker|kafka] [--scenarios 1,3]
+[--baseline DIR]`` (one round: about 4 minutes per broker).
 """
 
 from __future__ import annotations
@@ -232,10 +234,10 @@ def run_all(broker: str, bootstrap: str, pid: int, scenarios: list[tuple[int, Sc
               f"per member {o.per_member})", flush=True)
 
 
-def on_mockbroker(scenarios: list[tuple[int, Scenario]], rnd: int,
+def on_mockbroker(name: str, scenarios: list[tuple[int, Scenario]], rnd: int,
                   results: dict[tuple[str, int], list[Outcome]], config: list[str], checkout: Path) -> None:
     with brokers.serve_mockbroker(config, cwd=checkout) as (proc, bootstrap):
-        run_all("mockbroker", bootstrap, proc.pid, scenarios, rnd, results)
+        run_all(name, bootstrap, proc.pid, scenarios, rnd, results)
 
 
 def on_kafka(cp: str, scenarios: list[tuple[int, Scenario]], rnd: int,
@@ -264,8 +266,8 @@ def main() -> None:
     ap.add_argument("--only", choices=["mockbroker", "kafka"])
     ap.add_argument("--scenarios", help="comma-separated scenario numbers (1-based; default all)")
     ap.add_argument("-c", dest="config", action="append", default=[], help="a mockbroker config key=value")
-    ap.add_argument("--checkout", type=Path, default=brokers.ROOT,
-                    help="the mockbroker checkout to serve (default this one; another to compare commits)")
+    ap.add_argument("--baseline", type=Path,
+                    help="another mockbroker checkout (e.g. a `git worktree` of main), served side by side as 'baseline'")
     args = ap.parse_args()
     chosen = [int(x) for x in args.scenarios.split(",")] if args.scenarios else range(1, len(SCENARIOS) + 1)
     scenarios = [(i, SCENARIOS[i - 1]) for i in chosen]
@@ -276,21 +278,31 @@ def main() -> None:
         except brokers.Unavailable as e:
             print(f"Kafka unavailable ({e}): mockbroker only")
     results: dict[tuple[str, int], list[Outcome]] = {}
+    names = ["mockbroker"] * (args.only != "kafka") + ["baseline"] * (args.baseline is not None) + \
+        ["kafka"] * (cp is not None and args.only != "mockbroker")
     for rnd in range(1, args.rounds + 1):
-        for broker in (["mockbroker", "kafka"] if rnd % 2 else ["kafka", "mockbroker"]):
-            if broker == "mockbroker" and args.only != "kafka":
-                on_mockbroker(scenarios, rnd, results, args.config, args.checkout)
-            elif broker == "kafka" and cp is not None:
+        for broker in names if rnd % 2 else names[::-1]:
+            if broker == "kafka":
+                assert cp is not None
                 on_kafka(cp, scenarios, rnd, results)
+            else:
+                on_mockbroker(broker, scenarios, rnd, results, args.config,
+                              brokers.ROOT if broker == "mockbroker" else args.baseline)
     print()
-    print(f"| scenario (median of {args.rounds} round(s)) | mockbroker s | Kafka 4.4.0 s | mockbroker / Kafka "
-          "| broker CPU s, mockbroker / Kafka |")
-    print("|---|---|---|---|---|")
+    base = args.baseline is not None
+    print(f"| scenario (median of {args.rounds} round(s)) | mockbroker s |" + (" baseline s |" if base else "") +
+          " Kafka 4.4.0 s | mockbroker / Kafka |" + (" baseline / Kafka |" if base else "") +
+          " broker CPU s, mockbroker" + (" / baseline" if base else "") + " / Kafka |")
+    print("|---" * (5 + 2 * base) + "|")
     for idx, s in scenarios:
-        mb, kf = results.get(("mockbroker", idx), []), results.get(("kafka", idx), [])
-        m, k = median([o.seconds for o in mb]), median([o.seconds for o in kf])
-        mc, kc = median([o.broker_cpu_s for o in mb]), median([o.broker_cpu_s for o in kf])
-        print(f"| {idx}. {s.name} | {m:.1f} | {k:.1f} | {m / k:.2f} | {mc:.1f} / {kc:.1f} |")
+        got = {n: results.get((n, idx), []) for n in ("mockbroker", "baseline", "kafka")}
+        t = {n: median([o.seconds for o in v]) for n, v in got.items()}
+        cpu = {n: median([o.broker_cpu_s for o in v]) for n, v in got.items()}
+        row = [f"{idx}. {s.name}", f"{t['mockbroker']:.1f}"] + ([f"{t['baseline']:.1f}"] if base else []) + \
+            [f"{t['kafka']:.1f}", f"{t['mockbroker'] / t['kafka']:.2f}"] + \
+            ([f"{t['baseline'] / t['kafka']:.2f}"] if base else []) + \
+            [" / ".join(f"{cpu[n]:.1f}" for n in ("mockbroker", "baseline", "kafka") if n != "baseline" or base)]
+        print("| " + " | ".join(row) + " |")
 
 
 if __name__ == "__main__":
