@@ -34,6 +34,7 @@ from protocol.codec import (
     build_response,
     decode_request,
     encode_response,
+    encode_response_dict,
     parse_request_header,
     peek_api,
 )
@@ -265,7 +266,7 @@ class KafkaApis:
         if answer.encode is not None:
             frame: Frame = answer.encode(ctx, body)
             return frame
-        return encode_response(ctx.spec, ctx.version, ctx.correlation_id, build_response(ctx.api_key, ctx.version, body))
+        return encode_response_dict(ctx.spec, ctx.version, ctx.correlation_id, body)
 
     # -- requests answered or refused before they have a handler ------------------------------------
     def _unsupported_api_versions(self, conn: KafkaConnection, spec: ApiSpec, version: int, correlation_id: int,

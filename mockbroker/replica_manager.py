@@ -735,6 +735,14 @@ class ReplicaManager:
                                      log_start_offset=log.log_start_offset, partition=p, diverging_epoch=(epoch, end))
         log = p.log
         offset, isolation = cp.fetch_offset, params.isolation_level
+        if offset == (log.last_stable_offset if isolation == READ_COMMITTED else log.high_watermark) and \
+                offset >= log.log_start_offset:
+            # at the bound: nothing to read, what the read would answer without reading (Kafka's delayed
+            # fetches compare offset metadata before they read: a fetch parked at the end, woken by
+            # every append to the partition or acknowledgement of its share group, reads nothing)
+            return LogReadResult(high_watermark=log.high_watermark, last_stable_offset=log.last_stable_offset,
+                                 log_start_offset=log.log_start_offset, partition=p,
+                                 aborted_transactions=[] if isolation == READ_COMMITTED else None)
         max_bytes = min(cp.max_bytes, limit)
 
         def read() -> tuple[LogReadResult, PartitionLog]:

@@ -3,8 +3,9 @@
 Nothing here hand-writes a message codec.  Where kio 0.6.5 lags Kafka 4.4 (a
 version or an API it lacks), the class comes from ``protocol/generated/``:
 modules of kio's form that ``scripts/gen_kafka_messages.py`` writes from Kafka's
-own schemas, read and written by kio's reader and writer all the same.  This
-module adds three things kio leaves to its caller:
+own schemas, read and written by kio's reader and writer all the same (the writer
+compiled per class by ``compiled_writer.py``: kio's bytes, its per-field work done
+once).  This module adds three things kio leaves to its caller:
 
 * looking up the class for ``(api_key, version)``, kio's or generated (cached);
 * the request header rule (v1 or v2 by flexibility; ``client_id`` keeps its
@@ -42,7 +43,7 @@ from kio.index import load_payload_module
 from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
 from kio.serial.readers import Reader
 from kio.serial._implicit_defaults import primitive_implicit_defaults
 from kio.serial._introspect import (
@@ -57,6 +58,7 @@ from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32
 
 from .bounds import check_request_bounds, clamp_durations
+from .compiled_writer import DictRules, compiled_dict_writer, compiled_writer
 from .errors import InvalidRequest
 from .generated.index import module_name as generated_module
 from .registry import ApiSpec, schema_versions
@@ -181,7 +183,7 @@ def _reader(cls: type) -> Any:
 def _writer(cls: type) -> Any:
     writer = _WRITERS.get(cls)
     if writer is None:
-        writer = _WRITERS[cls] = entity_writer(cls)
+        writer = _WRITERS[cls] = compiled_writer(cls)  # kio's entity_writer, compiled per class
     return writer
 
 
@@ -229,12 +231,26 @@ def encode_response(
     Returns a view of the encode buffer (no final copy: record data is copied
     once, into the buffer, and the transport sends from it).
     """
+    return _frame_response(spec, version, correlation_id, _writer(type(body)), body)
+
+
+def encode_response_dict(spec: ApiSpec, version: int, correlation_id: int, data: Mapping[str, Any]) -> memoryview:
+    """``encode_response(spec, version, correlation_id, build_response(spec.key, version, data))``, the same
+    bytes without building the entity (``compiled_writer.compiled_dict_writer``: build's rules as it
+    writes); the strict keys checked as ``build_response`` checks them."""
+    if _strict_keys:
+        _check_keys(data, _known_keys(spec.key, EntityType.response), (), f"response of api key {spec.key}")
+    writer = compiled_dict_writer(response_class(spec.key, version), _DICT_RULES)
+    return _frame_response(spec, version, correlation_id, writer, data)
+
+
+def _frame_response(spec: ApiSpec, version: int, correlation_id: int, writer: Any, body: Any) -> memoryview:
     buf = io.BytesIO()
     buf.write(b"\0\0\0\0")
     buf.write(_I32.pack(correlation_id))
     if spec.response_header_version(version) == 1:
         buf.write(b"\0")  # empty tagged fields
-    _writer(type(body))(buf, body)
+    writer(buf, body)
     out = buf.getbuffer()
     _I32.pack_into(out, 0, len(out) - 4)
     return out
@@ -375,6 +391,9 @@ def build(cls: type, data: Mapping[str, Any]) -> Any:
         else:  # PrimitiveTupleField
             kwargs[name] = None if value is None else tuple(_coerce(kafka_type, v) for v in value)
     return cls(**kwargs)
+
+
+_DICT_RULES = DictRules(build, _coerce, _zero)
 
 
 def build_response(api_key: int, version: int, data: Mapping[str, Any]) -> Any:

@@ -256,7 +256,14 @@ class SharePartitionManager:
         return [PartitionRead(key, sp, offset, r) for (key, sp, offset), r in zip(chosen, results)]
 
     def min_bytes_satisfied(self, fetch: ShareFetch, reads: list[PartitionRead]) -> bool:
+        """isMinBytesSatisfied: each partition's bytes from its fetch offset to the end, at most its
+        share of max_bytes.  What the reads returned is a lower bound of that (each read is bounded by
+        the share too), enough when it reaches min_bytes (a fetch with records: nothing read twice);
+        else the bytes are counted in the logs."""
         share = max(fetch.params.max_bytes // len(reads), 1)
+        if sum(min(r.result.size_bytes, share) for r in reads) >= fetch.params.min_bytes and \
+                all(r.result.partition is not None for r in reads):
+            return True
         total = 0
         for r in reads:
             p = r.result.partition

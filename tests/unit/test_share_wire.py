@@ -234,6 +234,26 @@ def test_a_long_poll_waits_for_records_and_wakes_on_produce(b):
     assert len(acquired(r)) == 1 and acquired(r)[0][2] == 1
 
 
+def test_a_fetch_at_the_log_end_reads_nothing_from_the_log(b, monkeypatch):
+    """A ShareFetch (or a Fetch) whose offset is the high watermark answers without reading the log, as
+    the read would answer (no records); one below it reads."""
+    from mockbroker.log import PartitionLog
+
+    reads: list[int] = []
+    real_read = PartitionLog.read
+    monkeypatch.setattr(PartitionLog, "read",
+                        lambda log, offset, *a, **kw: reads.append(offset) or real_read(log, offset, *a, **kw))
+    tid = topic_id(b, "t")
+    m = Member(b, "g-end")
+    m.join()
+    assert acquired(m.fetch(tid)) == [] and reads == []  # latest: at the end, nothing read
+    producer = RawKafkaClient.connect(b.bootstrap_servers, client_id="p")
+    produce(producer, "t", 2)
+    got = acquired(m.fetch(tid))
+    assert len(got) == 1 and got[0][2] == 1 and len(reads) == 1  # records below the end: read once
+    assert acquired(m.fetch(tid, acks=[(got[0][0], got[0][1], [ACCEPT])])) == [] and len(reads) == 1
+
+
 def test_share_group_describe_list_and_delete(b):
     m = Member(b, "g-describe")
     m.join()
