@@ -162,11 +162,6 @@ def handle(ctx: RequestContext, req: ProduceRequest) -> Outcome:
         transactional = _has_transactional_records(req)
     except CorruptRecordBatch as e:  # KafkaApis.handle's error path: the whole request
         return _error_response(req, v, e.error, str(e))
-    if any(pd.records is None for td in req.topic_data for pd in td.partition_data):
-        # Kafka's bug: null records make ProduceRequest.partitionSizes throw a NullPointerException and
-        # Kafka 4.4.0 never answers, writing nothing (docs/differences.md).  The sensible answer that
-        # keeps what is written the same: every partition INVALID_RECORD, none appended.
-        return _error_response(req, v, ErrorCode.invalid_record, None)
     if transactional and (tid is None or not authorized(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
                                                          tid)):
         # KafkaApis.handleProduceRequest: transactional records need a transactional id the client
@@ -203,6 +198,12 @@ def handle(ctx: RequestContext, req: ProduceRequest) -> Outcome:
                     unauthorized[key] = PartitionResponse(ErrorCode.topic_authorization_failed)
                 elif partition is None:
                     non_existing[key] = PartitionResponse(terr if topic is None else ErrorCode.unknown_topic_or_partition)
+                elif pd.records is None:
+                    # Kafka's bug: null records of a partition it would append to throw a
+                    # NullPointerException and Kafka 4.4.0 never answers, writing nothing
+                    # (docs/differences.md).  The sensible answer that keeps what is written the
+                    # same: every partition INVALID_RECORD, none appended.
+                    raise _WholeRequest(ErrorCode.invalid_record, None)
                 else:
                     error = _validate_records(v, pd.records)
                     if error is None and injected is not None and injected.applies(partition.topic.name, pd.index):

@@ -22,6 +22,7 @@ import base64
 import copy
 import random
 import struct
+import time
 import uuid
 import zlib
 from dataclasses import dataclass, field
@@ -34,7 +35,10 @@ from .schema import INT_RANGE, Field
 from .state import Lazy, assignment, ref, streams_join, subscription
 
 NODE_ID = 1  # both brokers run as node 1 (Kafka's bench/brokers.py numbers its nodes from 1)
-RECORD_TIMESTAMP = 1_764_000_000_000  # written into every record batch, the same on both sides
+# written into every record batch, the same on both sides: the start of today (UTC), so that no record is
+# older than a topic's retention.ms (7 days): with a fixed date, both brokers' retention sweeps (every 5
+# minutes on Kafka, at their own moments) deleted the records, moving the log start offsets apart
+RECORD_TIMESTAMP = int(time.time()) // 86_400 * 86_400_000
 LONG_NAME = 250  # one more than Kafka's longest topic name (249)
 # how long past a request's own timeout an answer is waited for: a broker on a loaded machine (a JVM
 # collecting, two cores shared by several brokers) stalled past 2 s now and then, on either side

@@ -278,6 +278,22 @@ class Differential:
             return False, names[:5]
 
         side.settle("deleting the scope's topics", step)
+        if 48 in side.versions and 49 in side.versions:
+            self.cleanup_quotas(side, scope)
+
+    @staticmethod
+    def cleanup_quotas(side: Side, scope: Scope) -> None:
+        """Remove the client quotas of every entity a case named (the scope's names, and any an earlier
+        run left: they all start with ``dt-``, or are the default entity a null name sets): Kafka keeps
+        them across runs, a fresh mockbroker has none,
+        and an every-entity DescribeClientQuotas would list them on one side only."""
+        described = side.call(48, {"Components": [], "Strict": False}, version=min(side.top(48), 1))
+        entries = [e for e in described.get("Entries") or ()
+                   if all(x.get("EntityName") is None or x["EntityName"].startswith("dt-") for x in e["Entity"])]
+        if entries:
+            side.call(49, {"Entries": [{"Entity": e["Entity"], "Ops": [
+                {"Key": v["Key"], "Value": 0.0, "Remove": True} for v in e["Values"]]} for e in entries],
+                "ValidateOnly": False}, version=min(side.top(49), 1))
 
     # --- reporting -------------------------------------------------------------------------------------
     def classify(self, known: list[Known]) -> None:

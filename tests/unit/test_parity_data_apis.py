@@ -95,6 +95,10 @@ class TestProduce:
         r = produce(raw(), "pd-null", [(0, batch()), (1, None)])
         assert answers(r) == [(0, E.invalid_record, -1, -1, None), (1, E.invalid_record, -1, -1, None)]
         assert hw(broker, "pd-null", 0) == 0
+        # a topic Kafka does not know is answered before the records are looked at
+        r = produce(raw(), "pd-null-unknown", [(0, None)])
+        assert [(p.index, p.error_code) for t in r.responses for p in t.partition_responses] == [
+            (0, E.unknown_topic_or_partition)]
 
     def test_a_transactional_batch_without_a_producer_id_is_appended(self, raw, broker):
         """Kafka verifies (and tracks) only batches with a producer id."""
