@@ -330,8 +330,15 @@ def test_confluent_and_franz_go_share_consumers_release_accept_reject(brokers):
         assert confluent_share_scenario(b.bootstrap_servers) == CLIENT_SHARE
         assert franz_go_share_scenario(b.bootstrap_servers) == CLIENT_SHARE + [GO_RENEW]
         assert b.share_group("cf-share")["acknowledgements"] == {"ACCEPT": 5, "RELEASE": 2, "REJECT": 2}
-        # the third RELEASE: r0, released as franz-go's client closes
-        assert b.share_group("go-share-acks")["acknowledgements"] == {"ACCEPT": 5, "RELEASE": 3, "REJECT": 2}
+        # the third RELEASE: r0, released as franz-go's client closes.  Unless the partition's leader is
+        # not node 0: the renew step's INVALID_RECORD_STATE comes with Kafka's current_leader (0, 0) (set
+        # only for NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH, otherwise the schema's zeros), which
+        # franz-go v1.22 follows as a leader hint on any partition error, so its closing release goes to
+        # node 0, which does not lead the partition, and r0 is released by its lock's expiry instead.
+        # A 3-broker Kafka 4.4.0 leads franz-go there too.
+        leader = b.call(lambda c: c.metadata.partition("go-share-acks", 0).leader_id)
+        assert b.share_group("go-share-acks")["acknowledgements"] == {
+            "ACCEPT": 5, "RELEASE": 3 if leader == 0 else 2, "REJECT": 2}
 
 
 def test_a_real_kafka_gives_the_same_to_confluent_and_franz_go(realkafka):
