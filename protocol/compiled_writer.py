@@ -268,21 +268,35 @@ def _compile(cls: type, nullable: bool) -> Writer:
         else:  # kio: in tag order, each field unless its default, then the count and the fields
             src.add(1, "tags = []")
             for number, f in sorted(tagged, key=lambda t: t[0]):
-                default = src.bind(f.default)
-                implicit = src.bind(get_tagged_field_default(f))
-                missing = src.bind(f.default == MISSING)
-                tag_writer = src.bind(_tag_value_writer(f, flexible))
                 src.add(1, f"v = e.{f.name}")
-                src.add(1, f"if not (v == {default} or ({missing} and v == {implicit})):")
-                src.add(2, "t = io.BytesIO()")
-                src.add(2, f"{tag_writer}(t, v)")
-                src.add(2, "d = t.getvalue()")
-                src.add(2, f"tags.append({_uv(number)!r} + _uv(len(d)) + d)")
-            src.add(1, "w(_uv(len(tags)))")
-            src.add(1, "for t in tags:")
-            src.add(2, "w(t)")
+                _tag(src, number, f, flexible)
+            _tags_end(src)
+    return _compiled(src, "writer", cls)
+
+
+def _tag(src: _Source, number: int, f: Field[Any], flexible: bool) -> None:
+    """Append tagged field ``f`` (its value in ``v``) to ``tags`` unless it holds its default, as kio does."""
+    default = src.bind(f.default)
+    implicit = src.bind(get_tagged_field_default(f))
+    missing = src.bind(f.default == MISSING)
+    tag_writer = src.bind(_tag_value_writer(f, flexible))
+    src.add(1, f"if not (v == {default} or ({missing} and v == {implicit})):")
+    src.add(2, "t = io.BytesIO()")
+    src.add(2, f"{tag_writer}(t, v)")
+    src.add(2, "d_ = t.getvalue()")
+    src.add(2, f"tags.append({_uv(number)!r} + _uv(len(d_)) + d_)")
+
+
+def _tags_end(src: _Source) -> None:
+    """The tagged fields' count, then the fields."""
+    src.add(1, "w(_uv(len(tags)))")
+    src.add(1, "for t in tags:")
+    src.add(2, "w(t)")
+
+
+def _compiled(src: _Source, what: str, cls: type) -> Writer:
     code = "\n".join(src.lines)
-    exec(compile(code, f"<compiled writer of {cls.__module__}.{cls.__qualname__}>", "exec"), src.ns)  # noqa: S102
+    exec(compile(code, f"<compiled {what} of {cls.__module__}.{cls.__qualname__}>", "exec"), src.ns)  # noqa: S102
     writer: Writer = src.ns["write"]
     return writer
 
@@ -422,22 +436,9 @@ def _compile_dict(cls: type, rules: DictRules) -> Writer:
                 else:
                     sub_cls = src.bind(kind.type_)
                     src.add(1, f"v = None if v is None else v if isinstance(v, {sub_cls}) else _build({sub_cls}, v)")
-                default = src.bind(f.default)
-                implicit = src.bind(get_tagged_field_default(f))
-                missing = src.bind(f.default == MISSING)
-                tag_writer = src.bind(_tag_value_writer(f, flexible))
-                src.add(1, f"if not (v == {default} or ({missing} and v == {implicit})):")
-                src.add(2, "t = io.BytesIO()")
-                src.add(2, f"{tag_writer}(t, v)")
-                src.add(2, "d_ = t.getvalue()")
-                src.add(2, f"tags.append({_uv(number)!r} + _uv(len(d_)) + d_)")
-            src.add(1, "w(_uv(len(tags)))")
-            src.add(1, "for t in tags:")
-            src.add(2, "w(t)")
-    code = "\n".join(src.lines)
-    exec(compile(code, f"<compiled dict writer of {cls.__module__}.{cls.__qualname__}>", "exec"), src.ns)  # noqa: S102
-    writer: Writer = src.ns["write"]
-    return writer
+                _tag(src, number, f, flexible)
+            _tags_end(src)
+    return _compiled(src, "dict writer", cls)
 
 
 class _Missing:
