@@ -5,10 +5,10 @@ so byte rates are measured from 12 s to 24 s, when the sampled window has fully 
 within 10% of the quota, measured at the client.  The request-rate throttle is capped at one
 window, which makes its rate cycle with the 11 s window: it is measured over two whole cycles.
 
-The five clients run at once against one broker, each under its own client-id's quota (quotas are
-per entity, so they pace each other no more than the machine does; the request-rate client has
-a process of its own, see ``REQUEST_RATE_CLIENT``): one 24 s run for the module,
-each test asserting its client's figures.
+The four byte-rate clients run at once against one broker, each under its own client-id's quota
+(quotas are per entity, so they pace each other no more than the machine does), then the
+request-rate client runs alone, in a process of its own (see ``REQUEST_RATE_CLIENT``): two 24 s
+runs for the module, each test asserting its client's figures.
 """
 
 from __future__ import annotations
@@ -154,6 +154,10 @@ def kafka_python_consumer(b: MockBroker) -> dict[str, float]:
 # The request-rate client runs in a process of its own: one request at a time, each a round trip
 # through its sender thread, is GIL hand-offs more than work, and in this process (the broker and
 # four clients' threads) it was starved to 8-10 requests/s, below the 20/s quota it is meant to reach.
+# Beside the four others, even from its own process, a CI run measured 17.7/s: the broker's event
+# loop shares its process's GIL with the four clients' threads, so each round trip slowed past the
+# 1/20 s the quota leaves it.  It runs after them, alone, so the rate is the broker's pacing and not
+# the machine's.
 REQUEST_RATE_CLIENT = """
 import sys, time
 from kafka import KafkaProducer
@@ -177,18 +181,24 @@ def kafka_python_request_rate(b: MockBroker) -> dict[str, float]:
     # client pays it back at about one request per window until the burst leaves the 11 s
     # window, then bursts again.  So the rate converges over whole 11 s cycles, not within one.
     cycles = 2 * 11.0
-    return {"rate": sum(1 for t, _ in points if t < cycles) / cycles}
+    # the client's own time per request (gap to its next request less the throttle it honoured),
+    # printed with the rate so that a slow machine shows as such
+    entries = b.journal(ApiKey.PRODUCE, client_id="conv-r")
+    own = sorted((b_["received_ns"] - a["received_ns"]) / 1e6 - (a.get("throttle_time_ms") or 0)
+                 for a, b_ in zip(entries, entries[1:]))
+    return {"rate": sum(1 for t, _ in points if t < cycles) / cycles,
+            "own_ms_median": own[len(own) // 2], "own_ms_p95": own[int(len(own) * 0.95)]}
 
 
 CLIENTS: dict[str, Callable[[MockBroker], dict[str, float]]] = {
     "kafka-python producer": kafka_python_producer, "confluent-kafka producer": confluent_producer,
-    "aiokafka producer": aiokafka_producer, "kafka-python consumer": kafka_python_consumer,
-    "kafka-python request rate": kafka_python_request_rate}
+    "aiokafka producer": aiokafka_producer, "kafka-python consumer": kafka_python_consumer}
 
 
 @pytest.fixture(scope="module")
 def runs() -> dict[str, Any]:
-    """The five clients' figures (or the exception one raised), from one run of them all at once."""
+    """The five clients' figures (or the exception one raised): the four byte-rate clients at once,
+    then the request-rate client alone."""
     confluent_kafka = pytest.importorskip("confluent_kafka")
     with MockBroker(config={"mock.quotas": QUOTAS}) as b:
         for topic in ("conv-p", "conv-ck", "conv-ak", "conv-c", "conv-r"):
@@ -210,6 +220,10 @@ def runs() -> dict[str, Any]:
                     results[name] = f.result(timeout=RUN_S + 90)
                 except Exception as e:  # noqa: BLE001 - reported by that client's test
                     results[name] = e
+        try:
+            results["kafka-python request rate"] = kafka_python_request_rate(b)
+        except Exception as e:  # noqa: BLE001 - reported by its test
+            results["kafka-python request rate"] = e
         return results
 
 
@@ -253,5 +267,5 @@ def test_kafka_python_consumer_converges_to_consumer_byte_rate(runs):
 
 
 def test_kafka_python_producer_converges_to_request_rate(runs):
-    rate = figures(runs, "kafka-python request rate")["rate"]
-    assert 0.9 * REQUEST_QUOTA <= rate <= 1.1 * REQUEST_QUOTA, rate
+    got = figures(runs, "kafka-python request rate")
+    assert 0.9 * REQUEST_QUOTA <= got["rate"] <= 1.1 * REQUEST_QUOTA, got
