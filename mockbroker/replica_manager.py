@@ -503,9 +503,12 @@ class ReplicaManager:
             logging.getLogger(__name__).debug("Produce to %s-%d refused: %s", topic.name, p.index, message)
             return _Appended(PartitionResponse(err, log_start_offset=log.log_start_offset))
         if duplicate is not None:
-            # ProducerStateManager found the batch among the last 5: answer with the original offsets
+            # ProducerStateManager found the batch among the last 5: answer with the original offsets,
+            # and (UnifiedLog.append: appendInfo.setLogAppendTime(duplicate.timestamp())) the original's
+            # timestamp as the log append time whatever the topic's timestamp type: with CreateTime, the
+            # batch's max timestamp where a first append answers -1
             return _Appended(PartitionResponse(
-                base_offset=duplicate.first_offset, log_append_time_ms=duplicate.timestamp if log_append else -1,
+                base_offset=duplicate.first_offset, log_append_time_ms=duplicate.timestamp,
                 log_start_offset=log.log_start_offset), duplicate.last_offset + 1, produced=True)
         base, last = self._append_to_log(p, batch, header, now_ms, log_append,
                                          lambda base, last: p.producers.update(

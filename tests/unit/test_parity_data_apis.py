@@ -258,3 +258,19 @@ def test_a_fetch_naming_the_zero_topic_id_fails_as_a_whole(raw, broker):
     body["topics"][0]["topic_id"] = uuid.UUID(int=7)
     r = c.request(1, 15, body)
     assert r.error_code == E.none and r.responses[0].partitions[0].error_code == E.unknown_topic_id
+
+
+def test_a_duplicate_batch_answers_its_timestamp_as_the_log_append_time(raw, broker):
+    """UnifiedLog.append gives a duplicate (a retried idempotent batch) its original's timestamp as the
+    log append time, also on a CreateTime topic, where the first append answers -1 (Kafka 4.4.0)."""
+    broker.create_topic("pd-dup-time", 1)
+    c = raw()
+    pid = c.request(22, 4, {"transactional_id": None, "transaction_timeout": 60000, "producer_id": -1,
+                            "producer_epoch": -1}).producer_id
+    batch = build_batch([(b"k", b"v", [])], base_timestamp=1_700_000_000_000, producer_id=pid, producer_epoch=0,
+                        base_sequence=0)
+    first = produce(c, "pd-dup-time", [(0, batch)]).responses[0].partition_responses[0]
+    again = produce(c, "pd-dup-time", [(0, batch)]).responses[0].partition_responses[0]
+    assert (first.error_code, first.base_offset, first.log_append_time) == (E.none, 0, None)  # -1 on the wire
+    assert (again.error_code, again.base_offset) == (E.none, 0)
+    assert again.log_append_time is not None and int(again.log_append_time.timestamp() * 1000) == 1_700_000_000_000
