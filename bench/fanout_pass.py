@@ -42,7 +42,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from longpoll import TOPIC, fetch_frame, produce_frame, recv_exact  # noqa: E402
 
-from mockbroker import MockBroker, socket_io, shared_encodings  # noqa: E402
+from mockbroker import MockBroker, socket_io
+from mockbroker.common import shared_encodings  # noqa: E402
 from protocol.codec import decode_response  # noqa: E402
 from protocol.registry import ApiKey  # noqa: E402
 

@@ -77,7 +77,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mockbroker.clock import SystemClock  # noqa: E402
+from mockbroker.common.clock import SystemClock  # noqa: E402
 from mockbroker.purgatory import DelayedOperation, DelayedOperationPurgatory, Timer  # noqa: E402
 
 TIMEOUT_MS = 200

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from purgatory import TIMEOUT_MS, BenchOp, HeapPurgatory, Workload  # noqa: E402
 
-from mockbroker.clock import ManualClock  # noqa: E402
+from mockbroker.common.clock import ManualClock  # noqa: E402
 from mockbroker.purgatory import DelayedOperationPurgatory, Timer  # noqa: E402
 
 

@@ -15,16 +15,16 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .clock import ManualClock, SystemClock
+    from .common.clock import ManualClock, SystemClock
     from .config import BrokerConfig, ConfigError
     from .runner import MockBroker
 
 _LAZY = {
     "BrokerConfig": ".config",
     "ConfigError": ".config",
-    "ManualClock": ".clock",
+    "ManualClock": ".common.clock",
     "MockBroker": ".runner",
-    "SystemClock": ".clock",
+    "SystemClock": ".common.clock",
 }
 
 __all__ = sorted(_LAZY)

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING
 from protocol.registry import ApiRegistry
 
 from .apis import build_handlers
-from .channel import Authenticator, CloseReason
+from .common.channel import Authenticator, CloseReason
 from .client_metrics_manager import ClientMetricsManager
-from .clock import Clock
+from .common.clock import Clock
 from .config import SASL_PROTOCOLS, BrokerConfig, Listener
 from .config_catalog import ConfigCatalog
 from .share.config import share_group_configs
@@ -38,7 +38,7 @@ from .share.persister import SharePersister
 from .connection import KafkaConnection
 from .controller import Controller
 from .fault_actions import FaultActions
-from .faults import FaultInjector
+from .common.faults import FaultInjector
 from .features import FeatureControl
 from .fetch_session import FetchManager
 from .group.service import GroupCoordinatorService

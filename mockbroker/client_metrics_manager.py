@@ -41,7 +41,7 @@ from protocol.compression import DecompressionError, decompress
 from protocol.errors import ErrorCode
 from protocol.records import crc32c
 
-from .clock import Clock
+from .common.clock import Clock
 from .quorum import kafka_uuid
 
 # ClientMetricsManager.SUPPORTED_COMPRESSION_TYPES: zstd, lz4, gzip, snappy (CompressionType ids)

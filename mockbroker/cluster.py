@@ -34,7 +34,7 @@ from protocol.registry import ApiRegistry
 
 from .apis import build_handlers
 from .broker import Broker, SharedState
-from .clock import Clock, ManualClock, PeriodicTask, SystemClock, every
+from .common.clock import Clock, ManualClock, PeriodicTask, SystemClock, every
 from .cluster_view import TopicPartition
 from .config import (
     BrokerConfig,
@@ -49,7 +49,7 @@ from .share.config import share_group_configs
 from .share.coordinator import ShareGroupCoordinator
 from .share.persister import SharePersister
 from .controller import Controller
-from .faults import FaultInjector
+from .common.faults import FaultInjector
 from .features import FeatureControl
 from .group.service import GroupCoordinatorService
 from .journal import RequestJournal

@@ -35,7 +35,7 @@ from typing import Any
 from protocol.registry import KAFKA_RELEASES, TRANSACTION_VERSION_FEATURE
 
 from .authorizer import STANDARD_AUTHORIZER, acl_from_spec
-from .faults import parse_rule
+from .common.faults import parse_rule
 from .quota.entities import QuotaStore, parse_quota_spec
 
 ENV_PREFIX = "MOCKBROKER_"

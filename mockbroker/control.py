@@ -32,9 +32,9 @@ from protocol.registry import ApiKey
 
 from .apis import supports_error_injection
 from .authorizer import STANDARD_AUTHORIZER, StandardAuthorizer, acl_filter_from_spec, acl_from_spec, acl_view
-from .channel import MuteReason
-from .clock import ManualClock
-from .faults import FaultRule, FaultRuleError, api_key_of
+from .common.channel import MuteReason
+from .common.clock import ManualClock
+from .common.faults import FaultRule, FaultRuleError, api_key_of
 from .group.group import GroupType
 from .metadata import Partition, Topic
 from .quota.entities import QUOTA_KEYS, validate_quota

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from protocol.errors import ErrorCode
 
-from .clock import Clock
+from .common.clock import Clock
 from .quorum import kafka_uuid
 from .sasl_mechanisms import SCRAM_HASHES, SCRAM_MIN_ITERATIONS, ScramCredential
 

@@ -14,9 +14,9 @@ from typing import Any, Protocol
 from protocol.registry import ApiKey
 
 from .apis import error_responder, handles_injected_errors
-from .channel import CloseReason
+from .common.channel import CloseReason
 from .connection import KafkaConnection
-from .faults import FaultInjector, FaultRule, HeldRequest, InjectedError, request_partitions
+from .common.faults import FaultInjector, FaultRule, HeldRequest, InjectedError, request_partitions
 from .fetch_session import FetchManager
 from .journal import PartitionRecord
 from .journal_recorder import InFlight, bytes_moved

@@ -26,7 +26,7 @@ from protocol.gather import GatherFrame, RecordChunks, encode_body_gather, encod
 from protocol.registry import ApiKey
 
 from .request import Body, RequestContext
-from .shared_encodings import SharedEncodings
+from .common.shared_encodings import SharedEncodings
 
 # frame size, correlation id, [header tags,] throttle_time_ms[, error_code, session_id]
 _HEADS = {(False, False): struct.Struct(">iii"), (False, True): struct.Struct(">iiihi"),

@@ -44,8 +44,8 @@ from protocol.registry import ApiKey, ApiRegistry, ApiSpec, any_spec
 
 from .apis import error_responder
 from .apis.authorization import request_denied
-from .channel import CloseReason
-from .clock import Clock
+from .common.channel import CloseReason
+from .common.clock import Clock
 from .connection import KafkaConnection
 from .fault_actions import FaultActions
 from .journal import PartitionRecord

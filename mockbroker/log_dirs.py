@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from protocol.errors import ErrorCode
 
-from .clock import Clock
+from .common.clock import Clock
 from .metadata import ClusterMetadata, Partition
 
 # (broker, topic id hex, partition): one replica

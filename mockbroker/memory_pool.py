@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Protocol
 from .quota.rate import Rate
 
 if TYPE_CHECKING:
-    from .clock import Clock
+    from .common.clock import Clock
 
 LONG_MAX = (1 << 63) - 1
 

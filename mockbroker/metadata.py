@@ -18,7 +18,7 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
-from .clock import Clock
+from .common.clock import Clock
 from .config import BrokerConfig, _cleanup_policy
 from .config_defs import validate_topic_configs
 from .log import PartitionLog

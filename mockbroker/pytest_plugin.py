@@ -245,7 +245,7 @@ class _State:
         cls = _broker_class()
         clock = kw.pop("clock", None)
         if manual_clock and clock is None:
-            from .clock import ManualClock
+            from .common.clock import ManualClock
 
             clock = ManualClock()
         broker = cls(config=dict(config), clock=clock, **kw).start()

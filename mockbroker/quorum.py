@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from protocol.errors import ErrorCode
 from protocol.registry import BOOTSTRAP_METADATA_OFFSET
 
-from .clock import Clock
+from .common.clock import Clock
 from .metadata import ClusterMetadata
 
 METADATA_TOPIC = "__cluster_metadata"  # Topic.CLUSTER_METADATA_TOPIC_NAME, partition 0

@@ -100,7 +100,7 @@ from protocol.records import (
     wrap64,
 )
 
-from .clock import Clock
+from .common.clock import Clock
 from .cluster_view import TopicPartition
 from .delayed_fetch import READ_COMMITTED, DelayedFetch
 from .delayed_produce import DelayedProduce, PartitionResponse, ProducePartitionStatus
@@ -110,7 +110,7 @@ from .log import AbortedTxn, FetchSlice, OffsetOutOfRange, PartitionLog
 from .metadata import INTERNAL_TOPICS, ClusterMetadata, Partition
 from .purgatory import DelayedOperationPurgatory, Timer
 from .replication import ReplicationSimulator
-from .shared_encodings import SharedEncodings
+from .common.shared_encodings import SharedEncodings
 
 # a partition's record set in a fetch: one stored batch, or several sent unjoined
 Records = bytes | memoryview | RecordChunks

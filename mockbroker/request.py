@@ -55,12 +55,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias
 from protocol.errors import ErrorCode
 from protocol.registry import ApiRegistry, ApiSpec
 
-from .channel import Authenticator
+from .common.channel import Authenticator
 from .client_metrics_manager import ClientMetricsManager
-from .clock import Clock
+from .common.clock import Clock
 from .config_catalog import ConfigCatalog
 from .controller import Controller
-from .faults import InjectedError
+from .common.faults import InjectedError
 from .features import FeatureControl
 from .fetch_session import FetchManager
 from .group.service import GroupCoordinatorService

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .clock import Clock, ManualClock
+from .common.clock import Clock, ManualClock
 from .cluster import Cluster
 from .config import BrokerConfig
 from .control import ControlPlane
@@ -395,7 +395,7 @@ class MockBroker:
 
     # faults
     def inject(self, spec: Mapping[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
-        """Add a fault rule (``mockbroker/faults.py``), e.g.
+        """Add a fault rule (``mockbroker/common/faults.py``), e.g.
         ``inject(api="Produce", errors=["NOT_LEADER_OR_FOLLOWER"] * 2)``,
         ``inject(api="Fetch", action="hold")``, ``inject(action="delay", delay_ms=200, broker=1, count=None)``."""
         rule = {**(spec or {}), **kw}

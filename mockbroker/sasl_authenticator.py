@@ -37,7 +37,7 @@ from protocol.framing import frame
 from protocol.gather import Frame
 from protocol.registry import ApiKey
 
-from .channel import CloseReason
+from .common.channel import CloseReason
 from .connection import KafkaConnection
 from .sasl_mechanisms import (
     CredentialStore,

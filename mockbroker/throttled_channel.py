@@ -25,7 +25,7 @@ from typing import Any
 
 from protocol.gather import Frame
 
-from .clock import Clock
+from .common.clock import Clock
 from .connection import KafkaConnection
 from .quota.throttle import ThrottleEvent
 from .request import RequestContext

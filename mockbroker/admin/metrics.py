@@ -42,7 +42,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..broker import Broker
-from ..channel import MuteReason
+from ..common.channel import MuteReason
 from ..cluster import Cluster
 from ..request_stats import LATENCY_BUCKETS_MS
 from ..share.partition import ACCEPT, REJECT, RELEASE, RENEW
@@ -302,7 +302,7 @@ class ClusterCollector(Collector):
             refused.add_metric([node], m["refused"])
         fired = CounterMetricFamily(
             "mockbroker_fault_rule_fired",
-            "Times a fault rule acted (mockbroker/faults.py); a removed rule's series goes with it.",
+            "Times a fault rule acted (mockbroker/common/faults.py); a removed rule's series goes with it.",
             labels=["rule", "action", "api"])
         for rule in self.cluster.faults.rules:
             key = rule.match.api_key

@@ -72,7 +72,7 @@ from ..journal import PartitionRecord
 from ..metadata import ClusterMetadata
 from ..replica_manager import FetchParams, LogReadResult
 from ..request import Body, Deferred, Outcome, RequestContext, Response
-from ..shared_encodings import SharedEncodings
+from ..common.shared_encodings import SharedEncodings
 from ..authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from .common import ZERO_UUID, authorized, leader_info, node_endpoints, partition_errors
 

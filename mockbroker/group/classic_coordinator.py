@@ -35,7 +35,7 @@ from typing import Any, cast
 
 from protocol.errors import ErrorCode
 
-from ..clock import Clock
+from ..common.clock import Clock
 from ..purgatory import DelayedOperationPurgatory
 from .delayed import (
     DelayedHeartbeat,

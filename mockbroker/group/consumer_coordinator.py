@@ -56,7 +56,7 @@ from typing import Any, cast
 
 from protocol.errors import ErrorCode
 
-from ..clock import Clock
+from ..common.clock import Clock
 from ..purgatory import DelayedDeadline, DelayedOperationPurgatory
 from .assignors import ASSIGNORS, Assignment, copy_assignment
 from ..cluster_view import ClusterView

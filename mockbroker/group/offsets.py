@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from protocol.errors import ErrorCode
 
-from ..clock import Clock
+from ..common.clock import Clock
 from ..cluster_view import TopicPartition
 from .classic_group import GroupMetadata, GroupState
 from .group import Group, GroupType, OffsetAndMetadata

@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from protocol.errors import ErrorCode
 
-from ..clock import Clock
+from ..common.clock import Clock
 from ..cluster_view import BrokerView, ClusterView
 from .group import Group
 

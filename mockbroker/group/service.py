@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 
-from ..clock import Clock
+from ..common.clock import Clock
 from ..purgatory import DelayedOperationPurgatory, Timer
 from ..cluster_view import BrokerView, ClusterView, TopicPartition
 from .consumer_coordinator import ConsumerGroupCoordinator, ConsumerGroupHeartbeatResult

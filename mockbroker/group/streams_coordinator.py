@@ -40,7 +40,7 @@ from typing import Any, cast
 
 from protocol.errors import ErrorCode
 
-from ..clock import Clock
+from ..common.clock import Clock
 from ..cluster_view import ClusterView
 from ..purgatory import DelayedDeadline, DelayedOperationPurgatory
 from .group import GroupType, can_compute_next_target_assignment

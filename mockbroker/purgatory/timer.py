@@ -31,7 +31,7 @@ import itertools
 import logging
 from collections.abc import Callable
 
-from ..clock import Clock, TimerHandle
+from ..common.clock import Clock, TimerHandle
 from .timing_wheel import (
     TaskCounter,
     TimerTask,

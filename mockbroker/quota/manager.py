@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..clock import Clock
+from ..common.clock import Clock
 from .entities import QuotaStore
 from .rate import Rate, Sensor, TokenBucket, bounded_throttle_time_ms, throttle_time_ms
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
-from ..clock import Clock
+from ..common.clock import Clock
 from ..group.assignors import Assignment
 from ..group.group import can_compute_next_target_assignment
 from ..group.registry import GroupRegistry

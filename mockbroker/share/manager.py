@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from protocol.errors import ErrorCode
 from protocol.records import CONTROL_ABORT, LOG_OVERHEAD, parse_header, decode_records
 
-from ..clock import Clock
+from ..common.clock import Clock
 from ..fetch_session import CachedPartition
 from ..metadata import ClusterMetadata, Partition
 from ..purgatory import DelayedOperation, DelayedOperationPurgatory, Timer

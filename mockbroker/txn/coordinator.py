@@ -30,7 +30,7 @@ from typing import NamedTuple, Protocol
 
 from protocol.errors import ErrorCode
 
-from ..clock import PeriodicTask, every
+from ..common.clock import PeriodicTask, every
 from ..cluster_view import BrokerView, TopicPartition
 from .transaction_metadata import (
     NO_PRODUCER_EPOCH,

@@ -19,7 +19,7 @@ from mockbroker.client_metrics_manager import (
     decode_metrics_data,
     subscription_id,
 )
-from mockbroker.clock import ManualClock
+from mockbroker.common.clock import ManualClock
 from mockbroker.quorum import kafka_uuid
 from protocol.compression import compress
 from protocol.errors import ErrorCode as E

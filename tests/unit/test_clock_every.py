@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 
 from mockbroker import ManualClock, MockBroker
-from mockbroker.clock import every
+from mockbroker.common.clock import every
 
 
 def test_a_task_runs_every_interval_with_one_timer():

@@ -14,7 +14,7 @@ import struct
 import pytest
 
 from mockbroker import MockBroker
-from mockbroker.clock import ManualClock
+from mockbroker.common.clock import ManualClock
 from protocol.client import RawKafkaClient
 from protocol.errors import ErrorCode
 

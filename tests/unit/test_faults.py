@@ -1,4 +1,4 @@
-"""Fault and latency injection (mockbroker/faults.py, the dispatcher's rule handling) over real
+"""Fault and latency injection (mockbroker/common/faults.py, the dispatcher's rule handling) over real
 sockets, with the clock driven by the test where time matters."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 from mockbroker import ManualClock, MockBroker
 from mockbroker.control import InvalidArgument, NotFound
-from mockbroker.faults import FaultRuleError, parse_rule, request_partitions
+from mockbroker.common.faults import FaultRuleError, parse_rule, request_partitions
 from protocol.client import RawKafkaClient
 from protocol.codec import build_request
 from protocol.errors import ErrorCode

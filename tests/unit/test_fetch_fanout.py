@@ -10,7 +10,7 @@ import weakref
 import pytest
 
 from mockbroker.fetch_response import encoder
-from mockbroker.shared_encodings import SharedEncodings
+from mockbroker.common.shared_encodings import SharedEncodings
 from protocol.codec import build_response, decode_response, encode_response
 from protocol.gather import GatherFrame, RecordChunks
 from protocol.records import build_batch

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mockbroker import ConfigError, ManualClock, MockBroker
-from mockbroker.channel import MuteReason
+from mockbroker.common.channel import MuteReason
 from mockbroker.memory_pool import MemoryMutedChannels
 from mockbroker.memory_pool import (
     LONG_MAX,

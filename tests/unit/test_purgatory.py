@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mockbroker.clock import ManualClock
+from mockbroker.common.clock import ManualClock
 from mockbroker.purgatory import DelayedOperation, DelayedOperationPurgatory, Timer
 
 

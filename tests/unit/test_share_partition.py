@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from mockbroker.clock import ManualClock
+from mockbroker.common.clock import ManualClock
 from mockbroker.purgatory import Timer
 from mockbroker.share.inflight import RecordState
 from mockbroker.share.partition import (

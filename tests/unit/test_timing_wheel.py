@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mockbroker.clock import ManualClock, SystemClock
+from mockbroker.common.clock import ManualClock, SystemClock
 from mockbroker.purgatory import Timer, TimerTask, TimingWheel, timing_wheel
 from mockbroker.purgatory.timing_wheel import TaskCounter, TimerTaskEntry
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from mockbroker.clock import ManualClock
+from mockbroker.common.clock import ManualClock
 from mockbroker.config import BrokerConfig
 from mockbroker.controller import FIRST_PRODUCER_ID
 from mockbroker.txn.coordinator import (
