@@ -4,7 +4,7 @@ of a Kafka 4.4.0 over the same three too.
 
 Set-up: per run and protocol, a fresh broker subprocess (``bench/brokers.py``'s ``serve_mockbroker``)
 with one listener: PLAINTEXT, SSL (``ssl.client.auth=none``) or mTLS (``required``), certificates from
-``mockbroker.certs`` (EC P-256, TLS 1.3 negotiated); the client runs in this process.  The protocols
+``mockbroker.security.certs`` (EC P-256, TLS 1.3 negotiated); the client runs in this process.  The protocols
 alternate within each run (``--runs``), so all see the same machine at the same time; medians and the
 ratios SSL/PLAINTEXT and mTLS/PLAINTEXT are printed.  ``--kafka``: one single-node Kafka 4.4.0
 (``brokers.RealKafka``, -Xmx512m) for the whole bench with three listeners -- PLAINTEXT, SSL and MTLS
@@ -36,7 +36,7 @@ sys.path.insert(0, str(HERE / "bench"))
 sys.path.insert(0, str(HERE))
 import brokers  # bench/brokers.py: serve_mockbroker, RealKafka  # noqa: E402
 
-from mockbroker.certs import make_certs  # noqa: E402
+from mockbroker.security.certs import make_certs  # noqa: E402
 
 TOPIC = "bench-tls"
 MB = 1e6

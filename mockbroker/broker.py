@@ -56,9 +56,9 @@ from .replica_manager import ActionQueue, ReplicaManager, TxnVerifier, Verificat
 from .replication import ReplicationSimulator
 from .request_stats import RequestStats
 from .sasl_authenticator import SaslAuthenticator
-from .authorizer import StandardAuthorizer
+from .security.authorizer import StandardAuthorizer
 from .delegation_tokens import DelegationTokenManager
-from .sasl_mechanisms import CredentialStore
+from .security.sasl_mechanisms import CredentialStore
 from .throttled_channel import ThrottleDelivery
 from .tls import TlsHandshake, peer_subject
 from .txn.coordinator import TransactionCoordinator

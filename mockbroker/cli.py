@@ -104,7 +104,7 @@ async def _serve(cfg: BrokerConfig, host: str | None, port: int | None) -> int:
 
 
 def _certs(args: argparse.Namespace) -> int:
-    from .certs import make_certs
+    from .security.certs import make_certs
 
     made = make_certs(args.dir, clients=args.client or ["client"], password=args.password, days=args.days)
     print(f"CA: {made.ca}")

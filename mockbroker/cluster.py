@@ -62,9 +62,9 @@ from .quota.entities import QuotaStore
 from .quota.throttle import ThrottleEvent
 from .replica_manager import ActionQueue
 from .replication import ReplicationSimulator
-from .authorizer import StandardAuthorizer, acl_from_spec
+from .security.authorizer import StandardAuthorizer, acl_from_spec
 from .delegation_tokens import DelegationTokenManager
-from .sasl_mechanisms import CredentialStore
+from .security.sasl_mechanisms import CredentialStore
 from .txn.coordinator import GROUP_METADATA_TOPIC, MarkerErrors, TransactionCoordinator
 from .txn.state_manager import TransactionConfig, TransactionStateManager
 from .txn.verification import AddPartitionsToTxnManager

@@ -31,7 +31,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from .apis import supports_error_injection
-from .authorizer import STANDARD_AUTHORIZER, StandardAuthorizer, acl_filter_from_spec, acl_from_spec, acl_view
+from .security.authorizer import STANDARD_AUTHORIZER, StandardAuthorizer, acl_filter_from_spec, acl_from_spec, acl_view
 from .common.channel import MuteReason
 from .common.clock import ManualClock
 from .common.faults import FaultRule, FaultRuleError, api_key_of

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 if TYPE_CHECKING:
-    from .certs import CertSet
+    from .security.certs import CertSet
     from .runner import MockBroker
 
 T = TypeVar("T")
@@ -432,7 +432,7 @@ def mockbroker_session(request: pytest.FixtureRequest) -> Iterator[MockBroker]:
 def mockbroker_certs(tmp_path_factory: pytest.TempPathFactory) -> CertSet:
     """A throwaway CA, a broker certificate (SANs localhost, 127.0.0.1, ::1) and a client certificate
     ``clients["client"]`` (subject ``CN=client,OU=mockbroker,O=mockbroker test``), made once per session."""
-    from .certs import make_certs
+    from .security.certs import make_certs
 
     return make_certs(str(tmp_path_factory.mktemp("mockbroker-certs")), clients=("client",))
 

@@ -72,9 +72,9 @@ from .quorum import ControllerQuorum
 from .quota.entities import QuotaStore
 from .quota.manager import QuotaManagers
 from .replica_manager import ReplicaManager
-from .authorizer import StandardAuthorizer
+from .security.authorizer import StandardAuthorizer
 from .delegation_tokens import DelegationTokenManager
-from .sasl_mechanisms import CredentialStore
+from .security.sasl_mechanisms import CredentialStore
 from .share.coordinator import ShareGroupCoordinator
 from .txn.coordinator import TransactionCoordinator
 

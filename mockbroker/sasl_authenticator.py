@@ -39,14 +39,8 @@ from protocol.registry import ApiKey
 
 from .common.channel import CloseReason
 from .connection import KafkaConnection
-from .sasl_mechanisms import (
-    CredentialStore,
-    IllegalSaslState,
-    PlainServer,
-    SaslAuthenticationFailed,
-    SaslFailed,
-    ScramServer,
-    create_server,
+from .security.sasl_mechanisms import (
+    CredentialStore, IllegalSaslState, PlainServer, SaslAuthenticationFailed, SaslFailed, ScramServer, create_server,
 )
 
 log = logging.getLogger("mockbroker.sasl")

@@ -72,7 +72,7 @@ UNKNOWN, MISSING_CLIENT_TAGS
 # StreamsGroupDescribeResponse's TopologyDescriptionStatus mirrored whole (mockbroker/group/streams_description.py):
 # NOT_REQUESTED is the wire default when the client did not ask; ERROR needs a failing plugin, which is not simulated
 DESCRIPTION_NOT_REQUESTED, DESCRIPTION_ERROR
-# Kafka's ACL enums mirrored whole (mockbroker/authorizer.py): members a request names by number,
+# Kafka's ACL enums mirrored whole (mockbroker/security/authorizer.py): members a request names by number,
 # decoded through the enum, that no check of mockbroker names itself
 DELEGATION_TOKEN, CLUSTER_ACTION, CREATE_TOKENS, DESCRIBE_TOKENS, TWO_PHASE_COMMIT
 # a test module's marks, read by pytest (tests/differential/test_differential.py)

@@ -11,7 +11,7 @@ from typing import Protocol, TypeVar
 from protocol.errors import InvalidRequest
 
 from ..request import RequestContext
-from ..authorizer import AclBinding, AclFilter, AclOperation, AclPermissionType, PatternType, ResourceType
+from ..security.authorizer import AclBinding, AclFilter, AclOperation, AclPermissionType, PatternType, ResourceType
 
 # AclApis' messages when no authorizer is configured: DescribeAcls' own, and the
 # SecurityDisabledException the other two give getErrorResponse

@@ -10,7 +10,7 @@ from typing import Any
 from protocol.codec import timedelta_ms
 from protocol.errors import ErrorCode
 
-from ..authorizer import CLUSTER_NAME, AclOperation, ResourceType
+from ..security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from ..journal import PartitionRecord
 from ..metadata import BrokerNode, ClusterMetadata, Partition, Topic
 from ..config_catalog import DUPLICATE_RESOURCE, AlterResult, duplicate_resources

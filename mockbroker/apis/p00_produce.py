@@ -70,7 +70,7 @@ from ..metadata import Partition
 from ..replica_manager import ProduceEntry
 from ..journal import PartitionRecord
 from ..request import Answer, CloseConnection, Deferred, NoResponse, Outcome, RequestContext, Response
-from ..authorizer import AclOperation, ResourceType
+from ..security.authorizer import AclOperation, ResourceType
 from .common import authorized, leader_info, node_endpoints, partition_errors, resolve_topic
 
 if TYPE_CHECKING:

@@ -73,7 +73,7 @@ from ..metadata import ClusterMetadata
 from ..replica_manager import FetchParams, LogReadResult
 from ..request import Body, Deferred, Outcome, RequestContext, Response
 from ..common.shared_encodings import SharedEncodings
-from ..authorizer import CLUSTER_NAME, AclOperation, ResourceType
+from ..security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from .common import ZERO_UUID, authorized, leader_info, node_endpoints, partition_errors
 
 if TYPE_CHECKING:

@@ -41,7 +41,7 @@ from protocol.registry import ApiKey
 
 from ..group.group import OffsetAndMetadata
 from ..request import RequestContext, Response
-from ..authorizer import AclOperation, ResourceType
+from ..security.authorizer import AclOperation, ResourceType
 from .common import AnsweredTopics, authorized, partition_errors
 
 if TYPE_CHECKING:

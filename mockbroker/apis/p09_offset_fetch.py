@@ -29,7 +29,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import Body, RequestContext, Response
-from ..authorizer import AclOperation, ResourceType
+from ..security.authorizer import AclOperation, ResourceType
 from .common import authorized, first_error, partition_errors
 
 if TYPE_CHECKING:

@@ -37,7 +37,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import Body, RequestContext, Response
-from ..authorizer import CLUSTER_NAME, AclOperation, ResourceType
+from ..security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from .common import authorized, first_error
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..authorizer import AclOperation, ResourceType
+from ..security.authorizer import AclOperation, ResourceType
 from ..group.group import DescribedGroup
 from ..request import RequestContext, Response
 from .common import authorized, first_error, group_operations

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..authorizer import CLUSTER_NAME, AclOperation, ResourceType
+from ..security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from ..request import RequestContext, Response
 from .common import authorized
 

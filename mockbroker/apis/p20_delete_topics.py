@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..authorizer import CLUSTER_NAME, AclOperation, ResourceType
+from ..security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from ..metadata import Topic
 from ..request import RequestContext, Response
 from .common import (

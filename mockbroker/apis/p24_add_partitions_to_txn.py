@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..authorizer import AclOperation, ResourceType
+from ..security.authorizer import AclOperation, ResourceType
 from ..cluster_view import TopicPartition
 from ..request import Body, Deferred, RequestContext, Response
 from ..txn.coordinator import error_for_client_version

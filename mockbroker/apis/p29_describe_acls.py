@@ -22,7 +22,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import RequestContext, Response
-from ..authorizer import CLUSTER_NAME, AclOperation, ResourceType
+from ..security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from .acls import DESCRIBE_DISABLED, acl_filter, needs_permission, refuse_unknown
 from .common import authorized
 

@@ -28,14 +28,8 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import RequestContext, Response
-from ..authorizer import (
-    CIDR_UNSUPPORTED,
-    CLUSTER_NAME,
-    AclBinding,
-    AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourceType,
+from ..security.authorizer import (
+    CIDR_UNSUPPORTED, CLUSTER_NAME, AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType,
     validate_new_acl,
 )
 from .acls import ALTER_DISABLED, from_code, needs_permission, refuse_unknown

@@ -24,7 +24,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import RequestContext, Response
-from ..authorizer import CLUSTER_NAME, AclOperation, ResourceType
+from ..security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from .acls import ALTER_DISABLED, acl_filter, binding_fields, filter_refusal, needs_permission, refuse_unknown
 from .common import authorized, first_error
 

@@ -34,7 +34,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import RequestContext, Response
-from ..authorizer import AclOperation
+from ..security.authorizer import AclOperation
 from .common import config_resource_denied, first_error
 
 if TYPE_CHECKING:

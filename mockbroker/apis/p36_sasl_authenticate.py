@@ -2,7 +2,7 @@
 
 Behavior:
 * After SaslHandshake v1 on a SASL_PLAINTEXT listener, each request carries
-  one SASL token to the chosen mechanism (``mockbroker/sasl_mechanisms.py``): PLAIN
+  one SASL token to the chosen mechanism (``mockbroker/security/sasl_mechanisms.py``): PLAIN
   (RFC 4616) in one round, SCRAM-SHA-256/512 (RFC 5802/7677) in two
   (server-first, then server-final with ``v=``).  On success the username
   becomes the connection's principal (the quota user).

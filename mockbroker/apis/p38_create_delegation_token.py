@@ -26,7 +26,7 @@ from protocol.codec import timedelta_ms
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..authorizer import AclOperation, ResourceType
+from ..security.authorizer import AclOperation, ResourceType
 from ..delegation_tokens import Principal
 from ..request import RequestContext, Response
 from .common import authorized, instant

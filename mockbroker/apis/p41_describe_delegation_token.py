@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..authorizer import AclOperation, ResourceType
+from ..security.authorizer import AclOperation, ResourceType
 from ..request import RequestContext, Response
 from .common import authorized
 from .token_requests import allow_token_requests, requester

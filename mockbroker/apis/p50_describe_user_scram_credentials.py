@@ -26,7 +26,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import RequestContext, Response
-from ..sasl_mechanisms import SCRAM_TYPES
+from ..security.sasl_mechanisms import SCRAM_TYPES
 
 if TYPE_CHECKING:
     from protocol.request_types import DescribeUserScramCredentialsRequest

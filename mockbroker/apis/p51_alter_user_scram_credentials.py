@@ -33,7 +33,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import RequestContext, Response
-from ..sasl_mechanisms import SCRAM_MAX_ITERATIONS, SCRAM_MIN_ITERATIONS, SCRAM_TYPES, ScramCredential
+from ..security.sasl_mechanisms import SCRAM_MAX_ITERATIONS, SCRAM_MIN_ITERATIONS, SCRAM_TYPES, ScramCredential
 from .common import first_error
 
 if TYPE_CHECKING:

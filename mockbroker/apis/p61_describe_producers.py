@@ -35,7 +35,7 @@ from protocol.registry import ApiKey
 from ..metadata import validate_topic_name
 from ..producer_state import ProducerStateManager
 from ..request import RequestContext, Response
-from ..authorizer import AclOperation, ResourceType
+from ..security.authorizer import AclOperation, ResourceType
 from .common import authorized, partition_errors
 
 if TYPE_CHECKING:

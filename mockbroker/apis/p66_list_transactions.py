@@ -31,7 +31,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..group.consumer_group import re2_options
-from ..authorizer import AclOperation, ResourceType
+from ..security.authorizer import AclOperation, ResourceType
 from ..request import RequestContext, Response
 from .common import authorized
 

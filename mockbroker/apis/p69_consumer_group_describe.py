@@ -21,7 +21,7 @@ from protocol.registry import ApiKey
 from ..group.assignors import Assignment
 from ..group.consumer_group import ConsumerGroupDescription
 from ..request import RequestContext, Response
-from ..authorizer import AclOperation, ResourceType
+from ..security.authorizer import AclOperation, ResourceType
 from ..features import GROUP_VERSION
 from .common import (
     AUTHORIZED_OPS_NOT_REQUESTED,

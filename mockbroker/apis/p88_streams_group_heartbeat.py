@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..authorizer import CLUSTER_NAME, AclOperation, ResourceType
+from ..security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from ..group.streams_topology import ConfiguredInternalTopic, Status
 from ..metadata import INTERNAL_TOPICS, validate_topic_name
 from ..request import RequestContext, Response

@@ -27,7 +27,7 @@ from protocol.registry import ApiKey
 
 from ..group.streams_coordinator import describe_error
 from ..request import RequestContext, Response
-from ..authorizer import AclOperation, ResourceType
+from ..security.authorizer import AclOperation, ResourceType
 from .common import AUTHORIZED_OPS_NOT_REQUESTED, authorized, first_error, group_operations, undescribable_topic
 
 if TYPE_CHECKING:

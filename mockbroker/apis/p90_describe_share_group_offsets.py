@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..authorizer import AclOperation, ResourceType
+from ..security.authorizer import AclOperation, ResourceType
 from ..request import RequestContext, Response
 from ..share import offsets
 from ..features import SHARE_VERSION

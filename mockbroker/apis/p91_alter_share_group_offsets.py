@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..authorizer import AclOperation, ResourceType
+from ..security.authorizer import AclOperation, ResourceType
 from ..journal import PartitionRecord
 from ..request import Body, RequestContext, Response
 from ..share import offsets

@@ -10,7 +10,7 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
-from ..authorizer import AclOperation, ResourceType
+from ..security.authorizer import AclOperation, ResourceType
 from ..journal import PartitionRecord
 from ..metadata import ClusterMetadata
 from ..request import RequestContext, Response

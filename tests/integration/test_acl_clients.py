@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from mockbroker import MockBroker
-from mockbroker.certs import CertSet, make_certs
+from mockbroker.security.certs import CertSet, make_certs
 
 from .realkafka import brokers, start
 

@@ -9,7 +9,7 @@ user quota's throttle working over TLS as over PLAINTEXT.
 
 One broker for the module, with five listeners: PLAINTEXT, SSL (ssl.client.auth=required, a rule
 mapping ``CN=client,OU=...`` to ``client``), OPTIONAL (SSL, ssl.client.auth=requested, DEFAULT rules),
-SASL_SSL, and STRICT (SSL with a rule no test certificate matches); certificates from ``mockbroker.certs`` (the ``mockbroker certs`` command).
+SASL_SSL, and STRICT (SSL with a rule no test certificate matches); certificates from ``mockbroker.security.certs`` (the ``mockbroker certs`` command).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import time
 import pytest
 
 from mockbroker import MockBroker
-from mockbroker.certs import make_certs
+from mockbroker.security.certs import make_certs
 
 from .gotools import franz_go_binary
 from .javatools import JAVA_TIMEOUT_S, java_classpath

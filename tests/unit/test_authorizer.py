@@ -9,16 +9,11 @@ from __future__ import annotations
 import pytest
 
 from mockbroker import MockBroker
-from mockbroker.authorizer import (
-    AclBinding,
-    AclFilter,
-    AclPermissionType,
-    PatternType,
-    StandardAuthorizer,
-    validate_new_acl,
+from mockbroker.security.authorizer import (
+    AclBinding, AclFilter, AclPermissionType, PatternType, StandardAuthorizer, validate_new_acl,
 )
-from mockbroker.authorizer import AclOperation as Op
-from mockbroker.authorizer import ResourceType as R
+from mockbroker.security.authorizer import AclOperation as Op
+from mockbroker.security.authorizer import ResourceType as R
 from protocol.client import RawKafkaClient
 from protocol.errors import ErrorCode
 

@@ -167,7 +167,7 @@ def bits(*ops):
 def test_authorized_operations_are_the_clients(b, login):
     """AuthHelper.authorizedOperations: the bit field of the operations the principal may do, only
     when asked for (else Integer.MIN_VALUE); the cluster's 0 without DESCRIBE on it."""
-    from mockbroker.authorizer import AclOperation as Op
+    from mockbroker.security.authorizer import AclOperation as Op
 
     admin, bob = login("admin"), login("bob")
     not_asked = -(2**31)

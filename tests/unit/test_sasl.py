@@ -21,14 +21,8 @@ from mockbroker.config import (
     parse_listeners,
     parse_users,
 )
-from mockbroker.sasl_mechanisms import (
-    MECHANISMS,
-    CredentialStore,
-    PlainServer,
-    SaslAuthenticationFailed,
-    SaslFailed,
-    ScramCredential,
-    ScramServer,
+from mockbroker.security.sasl_mechanisms import (
+    MECHANISMS, CredentialStore, PlainServer, SaslAuthenticationFailed, SaslFailed, ScramCredential, ScramServer,
 )
 from protocol.client import RawKafkaClient
 from protocol.codec import build_request, encode_request, timedelta_ms

@@ -8,9 +8,9 @@ import ssl
 
 import pytest
 
-from mockbroker.certs import make_certs
+from mockbroker.security.certs import make_certs
 from mockbroker.config import BrokerConfig, ConfigError
-from mockbroker.tls_config import NoMatchingRule, SslPrincipalMapper, _openssl_cipher, listener_ssl_configs
+from mockbroker.security.tls_config import NoMatchingRule, SslPrincipalMapper, _openssl_cipher, listener_ssl_configs
 
 
 @pytest.fixture(scope="module")
