@@ -28,7 +28,7 @@ HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE))
 
 from mockbroker import ManualClock, MockBroker  # noqa: E402
-from mockbroker.log import PartitionLog  # noqa: E402
+from mockbroker.storage.log import PartitionLog  # noqa: E402
 from protocol.client import RawKafkaClient  # noqa: E402
 from protocol.records import build_batch, parse_header  # noqa: E402
 

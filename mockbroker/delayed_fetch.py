@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .fetch_session import CachedPartition
-from .log import PartitionLog
+from .storage.log import PartitionLog
 from .metadata import ClusterMetadata, Topic
 from .purgatory import DelayedOperation, no_callback
 

@@ -65,7 +65,7 @@ from protocol.records import (
     parse_header,
 )
 
-from .log import AbortedTxn, LogSegment, PartitionLog
+from .storage.log import AbortedTxn, LogSegment, PartitionLog
 from .metadata import ClusterMetadata, Partition
 
 log = logging.getLogger("mockbroker.log_cleaner")

@@ -105,8 +105,8 @@ from .cluster_view import TopicPartition
 from .delayed_fetch import READ_COMMITTED, DelayedFetch
 from .delayed_produce import DelayedProduce, PartitionResponse, ProducePartitionStatus
 from .fetch_session import CachedPartition
-from .producer_state import SENTINEL_GUARD
-from .log import AbortedTxn, FetchSlice, OffsetOutOfRange, PartitionLog
+from .storage.producer_state import SENTINEL_GUARD
+from .storage.log import AbortedTxn, FetchSlice, OffsetOutOfRange, PartitionLog
 from .metadata import INTERNAL_TOPICS, ClusterMetadata, Partition
 from .purgatory import DelayedOperationPurgatory, Timer
 from .replication import ReplicationSimulator

@@ -33,7 +33,7 @@ from protocol.errors import ErrorCode, default_message
 from protocol.registry import ApiKey
 
 from ..metadata import validate_topic_name
-from ..producer_state import ProducerStateManager
+from ..storage.producer_state import ProducerStateManager
 from ..request import RequestContext, Response
 from ..security.authorizer import AclOperation, ResourceType
 from .common import authorized, partition_errors

@@ -19,7 +19,7 @@ import zstandard
 from kafka.codec import snappy_encode
 
 from mockbroker import ManualClock, MockBroker
-from mockbroker.log import PartitionLog
+from mockbroker.storage.log import PartitionLog
 from protocol.client import RawKafkaClient
 from protocol.errors import ErrorCode
 from protocol.records import CRC_OFFSET, HEADER, compute_crc, parse_header

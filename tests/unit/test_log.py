@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mockbroker.log import PartitionLog
+from mockbroker.storage.log import PartitionLog
 from protocol.records import assign_offsets, build_batch, parse_header
 
 SEG = 1 << 30

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mockbroker.producer_state import SENTINEL_GUARD, ProducerStateManager
+from mockbroker.storage.producer_state import SENTINEL_GUARD, ProducerStateManager
 from protocol.errors import ErrorCode
 from protocol.records import build_batch, parse_header
 

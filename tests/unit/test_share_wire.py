@@ -237,7 +237,7 @@ def test_a_long_poll_waits_for_records_and_wakes_on_produce(b):
 def test_a_fetch_at_the_log_end_reads_nothing_from_the_log(b, monkeypatch):
     """A ShareFetch (or a Fetch) whose offset is the high watermark answers without reading the log, as
     the read would answer (no records); one below it reads."""
-    from mockbroker.log import PartitionLog
+    from mockbroker.storage.log import PartitionLog
 
     reads: list[int] = []
     real_read = PartitionLog.read

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mockbroker import ManualClock, MockBroker
-from mockbroker.log import AbortedTxn
+from mockbroker.storage.log import AbortedTxn
 from mockbroker.replica_manager import ProduceEntry, VerificationConfig
 from protocol.client import RawKafkaClient
 from protocol.errors import ErrorCode
@@ -303,7 +303,7 @@ def test_retention_drops_index_entries_below_the_log_start(b, c):
     def shrink(cl):
         log = cl.metadata.partition(t, 0).log
         # roll segments by hand so that retention can drop the first transaction's
-        from mockbroker.log import LogSegment
+        from mockbroker.storage.log import LogSegment
         seg = log.segments[0]
         first = LogSegment(0, seg.created_ms, seg.batches[:2], seg.last_offsets[:2], seg.max_timestamps[:2],
                            sum(len(x) for x in seg.batches[:2]), max(seg.max_timestamps[:2]))
