@@ -42,7 +42,7 @@ from .common.faults import FaultInjector
 from .features import FeatureControl
 from .fetch_session import FetchManager
 from .group.service import GroupCoordinatorService
-from .journal import RequestJournal
+from .observe.journal import RequestJournal
 from .journal_recorder import RequestRecorder
 from .kafka_apis import KafkaApis
 from .log_dirs import LogDirs
@@ -54,7 +54,7 @@ from .quota.manager import QuotaManagers
 from .quota.throttle import ThrottleEvent
 from .replica_manager import ActionQueue, ReplicaManager, TxnVerifier, VerificationConfig
 from .replication import ReplicationSimulator
-from .request_stats import RequestStats
+from .observe.request_stats import RequestStats
 from .sasl_authenticator import SaslAuthenticator
 from .security.authorizer import StandardAuthorizer
 from .delegation_tokens import DelegationTokenManager

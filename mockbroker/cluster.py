@@ -52,8 +52,8 @@ from .controller import Controller
 from .common.faults import FaultInjector
 from .features import FeatureControl
 from .group.service import GroupCoordinatorService
-from .journal import RequestJournal
-from .journal_writer import JournalWriter
+from .observe.journal import RequestJournal
+from .observe.journal_writer import JournalWriter
 from .log_cleaner import LogCleaner
 from .log_dirs import LogDirs
 from .metadata import ClusterMetadata, Topic

@@ -18,7 +18,7 @@ from .common.channel import CloseReason
 from .connection import KafkaConnection
 from .common.faults import FaultInjector, FaultRule, HeldRequest, InjectedError, request_partitions
 from .fetch_session import FetchManager
-from .journal import PartitionRecord
+from .observe.journal import PartitionRecord
 from .journal_recorder import InFlight, bytes_moved
 from .metadata import ClusterMetadata
 from .request import Answer, CloseConnection

@@ -48,7 +48,7 @@ from .common.channel import CloseReason
 from .common.clock import Clock
 from .connection import KafkaConnection
 from .fault_actions import FaultActions
-from .journal import PartitionRecord
+from .observe.journal import PartitionRecord
 from .journal_recorder import InFlight, RequestRecorder, bytes_moved
 from .quota.throttle import charge_quotas
 from .request import (

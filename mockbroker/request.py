@@ -64,7 +64,7 @@ from .common.faults import InjectedError
 from .features import FeatureControl
 from .fetch_session import FetchManager
 from .group.service import GroupCoordinatorService
-from .journal import PartitionRecord
+from .observe.journal import PartitionRecord
 from .log_dirs import LogDirs
 from .metadata import ClusterMetadata
 from .purgatory import DelayedOperation

@@ -44,7 +44,7 @@ from protocol.registry import ApiKey
 from ..broker import Broker
 from ..common.channel import MuteReason
 from ..cluster import Cluster
-from ..request_stats import LATENCY_BUCKETS_MS
+from ..observe.request_stats import LATENCY_BUCKETS_MS
 from ..share.partition import ACCEPT, REJECT, RELEASE, RENEW
 
 # The text format 0.0.4, which every Prometheus reads: what generate_latest writes for names like these

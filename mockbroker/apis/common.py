@@ -11,7 +11,7 @@ from protocol.codec import timedelta_ms
 from protocol.errors import ErrorCode
 
 from ..security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
-from ..journal import PartitionRecord
+from ..observe.journal import PartitionRecord
 from ..metadata import BrokerNode, ClusterMetadata, Partition, Topic
 from ..config_catalog import DUPLICATE_RESOURCE, AlterResult, duplicate_resources
 from ..request import Body, RequestContext, Response

@@ -68,7 +68,7 @@ from protocol.registry import ApiKey
 from ..delayed_produce import DelayedProduce, PartitionResponse
 from ..metadata import Partition
 from ..replica_manager import ProduceEntry
-from ..journal import PartitionRecord
+from ..observe.journal import PartitionRecord
 from ..request import Answer, CloseConnection, Deferred, NoResponse, Outcome, RequestContext, Response
 from ..security.authorizer import AclOperation, ResourceType
 from .common import authorized, leader_info, node_endpoints, partition_errors, resolve_topic

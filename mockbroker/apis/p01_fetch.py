@@ -68,7 +68,7 @@ from protocol.registry import ApiKey
 
 from ..fetch_response import encoder
 from ..fetch_session import CachedPartition, FetchContext
-from ..journal import PartitionRecord
+from ..observe.journal import PartitionRecord
 from ..metadata import ClusterMetadata
 from ..replica_manager import FetchParams, LogReadResult
 from ..request import Body, Deferred, Outcome, RequestContext, Response

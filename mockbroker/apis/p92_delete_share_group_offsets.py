@@ -21,7 +21,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..security.authorizer import AclOperation, ResourceType
-from ..journal import PartitionRecord
+from ..observe.journal import PartitionRecord
 from ..request import Body, RequestContext, Response
 from ..share import offsets
 from ..features import SHARE_VERSION

@@ -11,7 +11,7 @@ from typing import Any
 from protocol.errors import ErrorCode
 
 from ..security.authorizer import AclOperation, ResourceType
-from ..journal import PartitionRecord
+from ..observe.journal import PartitionRecord
 from ..metadata import ClusterMetadata
 from ..request import RequestContext, Response
 from ..share.partition import RENEW, REJECT

@@ -205,8 +205,8 @@ def test_a_passs_records_reach_the_journal_and_statistics_in_one_step_at_its_end
 def test_statistics_in_one_step_count_as_one_at_a_time():
     """``RequestStats.record_many``: the counts, errors and latency histogram (its sum to the last
     bit) of recording the same records one by one."""
-    from mockbroker.journal import PartitionRecord, RequestRecord
-    from mockbroker.request_stats import RequestStats
+    from mockbroker.observe.journal import PartitionRecord, RequestRecord
+    from mockbroker.observe.request_stats import RequestStats
 
     def rec(i):
         return RequestRecord(broker=0, connection=i, peer="p", client_id="c", principal="User:ANONYMOUS",

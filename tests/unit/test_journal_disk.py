@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from mockbroker import MockBroker
-from mockbroker.journal import SCHEMA_VERSION, PartitionRecord, RequestRecord
+from mockbroker.observe.journal import SCHEMA_VERSION, PartitionRecord, RequestRecord
 from mockbroker.journal_reader import (
     JournalSchemaError, JournalWarning, journal_files, main as reader_main, read_journal, segment_key,
 )
-from mockbroker.journal_writer import (
+from mockbroker.observe.journal_writer import (
     JournalWriter, compress_segment, encode_line, encode_line_generic, record_json, segment_name,
 )
 from protocol.client import RawKafkaClient
