@@ -47,13 +47,13 @@ from .journal_recorder import RequestRecorder
 from .kafka_apis import KafkaApis
 from .log_dirs import LogDirs
 from .memory_pool import MemoryMutedChannels, memory_pool_for
-from .metadata import ClusterMetadata
+from .state.metadata import ClusterMetadata
 from .quorum import ControllerQuorum
 from .quota.entities import QuotaStore
 from .quota.manager import QuotaManagers
 from .quota.throttle import ThrottleEvent
 from .replica_manager import ActionQueue, ReplicaManager, TxnVerifier, VerificationConfig
-from .replication import ReplicationSimulator
+from .state.replication import ReplicationSimulator
 from .observe.request_stats import RequestStats
 from .sasl_authenticator import SaslAuthenticator
 from .security.authorizer import StandardAuthorizer

@@ -35,7 +35,7 @@ from protocol.registry import ApiRegistry
 from .apis import build_handlers
 from .broker import Broker, SharedState
 from .common.clock import Clock, ManualClock, PeriodicTask, SystemClock, every
-from .cluster_view import TopicPartition
+from .state.cluster_view import TopicPartition
 from .config import (
     BrokerConfig,
     Listener,
@@ -56,12 +56,12 @@ from .observe.journal import RequestJournal
 from .observe.journal_writer import JournalWriter
 from .log_cleaner import LogCleaner
 from .log_dirs import LogDirs
-from .metadata import ClusterMetadata, Topic
+from .state.metadata import ClusterMetadata, Topic
 from .quorum import ControllerQuorum
 from .quota.entities import QuotaStore
 from .quota.throttle import ThrottleEvent
 from .replica_manager import ActionQueue
-from .replication import ReplicationSimulator
+from .state.replication import ReplicationSimulator
 from .security.authorizer import StandardAuthorizer, acl_from_spec
 from .delegation_tokens import DelegationTokenManager
 from .security.sasl_mechanisms import CredentialStore

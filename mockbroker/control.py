@@ -36,7 +36,7 @@ from .common.channel import MuteReason
 from .common.clock import ManualClock
 from .common.faults import FaultRule, FaultRuleError, api_key_of
 from .group.group import GroupType
-from .metadata import Partition, Topic
+from .state.metadata import Partition, Topic
 from .quota.entities import QUOTA_KEYS, validate_quota
 from .quota.verdict import verdict
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from .fetch_session import CachedPartition
 from .storage.log import PartitionLog
-from .metadata import ClusterMetadata, Topic
+from .state.metadata import ClusterMetadata, Topic
 from .purgatory import DelayedOperation, no_callback
 
 READ_COMMITTED = 1

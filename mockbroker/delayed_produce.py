@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from protocol.errors import ErrorCode
 
-from .metadata import ClusterMetadata, Partition
+from .state.metadata import ClusterMetadata, Partition
 from .purgatory import DelayedOperation, no_callback
 
 

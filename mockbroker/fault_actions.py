@@ -20,7 +20,7 @@ from .common.faults import FaultInjector, FaultRule, HeldRequest, InjectedError,
 from .fetch_session import FetchManager
 from .observe.journal import PartitionRecord
 from .journal_recorder import InFlight, bytes_moved
-from .metadata import ClusterMetadata
+from .state.metadata import ClusterMetadata
 from .request import Answer, CloseConnection
 
 log = logging.getLogger("mockbroker.apis")

@@ -66,7 +66,7 @@ from protocol.records import (
 )
 
 from .storage.log import AbortedTxn, LogSegment, PartitionLog
-from .metadata import ClusterMetadata, Partition
+from .state.metadata import ClusterMetadata, Partition
 
 log = logging.getLogger("mockbroker.log_cleaner")
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from protocol.errors import ErrorCode
 
 from .common.clock import Clock
-from .metadata import ClusterMetadata, Partition
+from .state.metadata import ClusterMetadata, Partition
 
 # (broker, topic id hex, partition): one replica
 ReplicaId = tuple[int, str, int]

@@ -42,7 +42,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import BOOTSTRAP_METADATA_OFFSET
 
 from .common.clock import Clock
-from .metadata import ClusterMetadata
+from .state.metadata import ClusterMetadata
 
 METADATA_TOPIC = "__cluster_metadata"  # Topic.CLUSTER_METADATA_TOPIC_NAME, partition 0
 CONTROLLER_LISTENER = "CONTROLLER"     # controller.listener.names of a Kafka node

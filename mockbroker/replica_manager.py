@@ -101,15 +101,15 @@ from protocol.records import (
 )
 
 from .common.clock import Clock
-from .cluster_view import TopicPartition
+from .state.cluster_view import TopicPartition
 from .delayed_fetch import READ_COMMITTED, DelayedFetch
 from .delayed_produce import DelayedProduce, PartitionResponse, ProducePartitionStatus
 from .fetch_session import CachedPartition
 from .storage.producer_state import SENTINEL_GUARD
 from .storage.log import AbortedTxn, FetchSlice, OffsetOutOfRange, PartitionLog
-from .metadata import INTERNAL_TOPICS, ClusterMetadata, Partition
+from .state.metadata import INTERNAL_TOPICS, ClusterMetadata, Partition
 from .purgatory import DelayedOperationPurgatory, Timer
-from .replication import ReplicationSimulator
+from .state.replication import ReplicationSimulator
 from .common.shared_encodings import SharedEncodings
 
 # a partition's record set in a fetch: one stored batch, or several sent unjoined

@@ -66,7 +66,7 @@ from .fetch_session import FetchManager
 from .group.service import GroupCoordinatorService
 from .observe.journal import PartitionRecord
 from .log_dirs import LogDirs
-from .metadata import ClusterMetadata
+from .state.metadata import ClusterMetadata
 from .purgatory import DelayedOperation
 from .quorum import ControllerQuorum
 from .quota.entities import QuotaStore

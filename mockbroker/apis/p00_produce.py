@@ -66,7 +66,7 @@ from protocol.records import COMPRESSION_MASK, TRANSACTIONAL_FLAG, Compression, 
 from protocol.registry import ApiKey
 
 from ..delayed_produce import DelayedProduce, PartitionResponse
-from ..metadata import Partition
+from ..state.metadata import Partition
 from ..replica_manager import ProduceEntry
 from ..observe.journal import PartitionRecord
 from ..request import Answer, CloseConnection, Deferred, NoResponse, Outcome, RequestContext, Response

@@ -69,7 +69,7 @@ from protocol.registry import ApiKey
 from ..fetch_response import encoder
 from ..fetch_session import CachedPartition, FetchContext
 from ..observe.journal import PartitionRecord
-from ..metadata import ClusterMetadata
+from ..state.metadata import ClusterMetadata
 from ..replica_manager import FetchParams, LogReadResult
 from ..request import Body, Deferred, Outcome, RequestContext, Response
 from ..common.shared_encodings import SharedEncodings

@@ -35,7 +35,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
-from ..metadata import INTERNAL_TOPICS, validate_topic_name
+from ..state.metadata import INTERNAL_TOPICS, validate_topic_name
 from ..request import RequestContext, Response
 from .common import (
     AUTHORIZED_OPS_NOT_REQUESTED,

@@ -30,7 +30,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
-from ..metadata import Topic
+from ..state.metadata import Topic
 from ..request import RequestContext, Response
 from .common import (
     THROTTLING_QUOTA_EXCEEDED,

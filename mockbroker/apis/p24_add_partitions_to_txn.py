@@ -38,7 +38,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..security.authorizer import AclOperation, ResourceType
-from ..cluster_view import TopicPartition
+from ..state.cluster_view import TopicPartition
 from ..request import Body, Deferred, RequestContext, Response
 from ..txn.coordinator import error_for_client_version
 from ..txn.transaction_metadata import TV_0, TV_2

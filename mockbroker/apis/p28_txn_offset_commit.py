@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..cluster_view import TopicPartition
+from ..state.cluster_view import TopicPartition
 from ..group.group import OffsetAndMetadata
 from ..request import RequestContext, Response
 from ..txn.coordinator import GROUP_METADATA_TOPIC

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode, default_message
 from protocol.registry import ApiKey
 
-from ..metadata import validate_topic_name
+from ..state.metadata import validate_topic_name
 from ..storage.producer_state import ProducerStateManager
 from ..request import RequestContext, Response
 from ..security.authorizer import AclOperation, ResourceType

@@ -29,7 +29,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..security.authorizer import AclOperation, ResourceType
-from ..metadata import INTERNAL_TOPICS, validate_topic_name
+from ..state.metadata import INTERNAL_TOPICS, validate_topic_name
 from ..request import RequestContext, Response
 from .common import ZERO_UUID, authorized, authorized_operations, partition_errors
 

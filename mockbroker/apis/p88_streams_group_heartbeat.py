@@ -37,7 +37,7 @@ from protocol.registry import ApiKey
 
 from ..security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from ..group.streams_topology import ConfiguredInternalTopic, Status
-from ..metadata import INTERNAL_TOPICS, validate_topic_name
+from ..state.metadata import INTERNAL_TOPICS, validate_topic_name
 from ..request import RequestContext, Response
 from .common import authorized, client_host
 

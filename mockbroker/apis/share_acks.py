@@ -12,7 +12,7 @@ from protocol.errors import ErrorCode
 
 from ..security.authorizer import AclOperation, ResourceType
 from ..observe.journal import PartitionRecord
-from ..metadata import ClusterMetadata
+from ..state.metadata import ClusterMetadata
 from ..request import RequestContext, Response
 from ..share.partition import RENEW, REJECT
 from ..share.session import SharePartitionId

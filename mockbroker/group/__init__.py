@@ -7,7 +7,7 @@ classic group) and ``delayed.py`` (its delayed operations),
 ``consumer_coordinator.py`` (KIP-848) with ``consumer_group.py`` (the consumer
 group) and ``assignors.py``, ``offsets.py`` (committed offsets) and ``group.py``
 (the ``Group`` protocol both group types implement); what the package reads of
-the cluster is ``mockbroker/cluster_view.py``.
+the cluster is ``mockbroker/state/cluster_view.py``.
 """
 
 from .group import Group, GroupType

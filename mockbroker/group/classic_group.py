@@ -24,7 +24,7 @@ from typing import Any
 from protocol.codec import decode_consumer_subscription
 from protocol.errors import ErrorCode
 
-from ..cluster_view import TopicPartition
+from ..state.cluster_view import TopicPartition
 
 from .group import (
     DescribedGroup,

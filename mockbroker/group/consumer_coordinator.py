@@ -59,7 +59,7 @@ from protocol.errors import ErrorCode
 from ..common.clock import Clock
 from ..purgatory import DelayedDeadline, DelayedOperationPurgatory
 from .assignors import ASSIGNORS, Assignment, copy_assignment
-from ..cluster_view import ClusterView
+from ..state.cluster_view import ClusterView
 from . import consumer_regex
 from .consumer_checks import (
     LEAVE_GROUP_MEMBER_EPOCH,

@@ -26,7 +26,7 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
-from ..cluster_view import TopicPartition
+from ..state.cluster_view import TopicPartition
 from .assignors import Assignment, copy_assignment
 from .group import (
     DescribedGroup,

@@ -21,7 +21,7 @@ from typing import Protocol
 
 from protocol.errors import ErrorCode
 
-from ..cluster_view import TopicPartition
+from ..state.cluster_view import TopicPartition
 
 
 class GroupType(enum.StrEnum):

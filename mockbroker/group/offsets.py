@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, cast
 from protocol.errors import ErrorCode
 
 from ..common.clock import Clock
-from ..cluster_view import TopicPartition
+from ..state.cluster_view import TopicPartition
 from .classic_group import GroupMetadata, GroupState
 from .group import Group, GroupType, OffsetAndMetadata
 from .registry import GroupRegistry

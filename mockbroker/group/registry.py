@@ -23,7 +23,7 @@ from collections.abc import Callable
 from protocol.errors import ErrorCode
 
 from ..common.clock import Clock
-from ..cluster_view import BrokerView, ClusterView
+from ..state.cluster_view import BrokerView, ClusterView
 from .group import Group
 
 # (the group, the broker that coordinated it, the one that does now; -1: none is alive)

@@ -30,7 +30,7 @@ from protocol.errors import ErrorCode
 
 from ..common.clock import Clock
 from ..purgatory import DelayedOperationPurgatory, Timer
-from ..cluster_view import BrokerView, ClusterView, TopicPartition
+from ..state.cluster_view import BrokerView, ClusterView, TopicPartition
 from .consumer_coordinator import ConsumerGroupCoordinator, ConsumerGroupHeartbeatResult
 from .consumer_group import ConsumerGroupDescription
 from .classic_coordinator import ClassicGroupCoordinator

@@ -41,7 +41,7 @@ from typing import Any, cast
 from protocol.errors import ErrorCode
 
 from ..common.clock import Clock
-from ..cluster_view import ClusterView
+from ..state.cluster_view import ClusterView
 from ..purgatory import DelayedDeadline, DelayedOperationPurgatory
 from .group import GroupType, can_compute_next_target_assignment
 from .registry import GroupRegistry

@@ -25,7 +25,7 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
-from ..cluster_view import TopicPartition, TopicView
+from ..state.cluster_view import TopicPartition, TopicView
 from .group import DescribedGroup, GroupType, ListedGroup, OffsetAndMetadata
 from .streams_tasks import EMPTY_TASKS, StreamsGroupMember, TasksTuple, TasksTupleWithEpochs, task_ids
 from .streams_topology import ConfiguredTopology, StreamsTopology

@@ -25,7 +25,7 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
-from ..cluster_view import TopicView
+from ..state.cluster_view import TopicView
 
 
 class Status(enum.IntEnum):

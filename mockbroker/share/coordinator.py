@@ -31,7 +31,7 @@ from ..common.clock import Clock
 from ..group.assignors import Assignment
 from ..group.group import can_compute_next_target_assignment
 from ..group.registry import GroupRegistry
-from ..metadata import ClusterMetadata
+from ..state.metadata import ClusterMetadata
 from ..purgatory import DelayedDeadline, DelayedOperationPurgatory
 from .assignor import assign_simple
 from .config import ShareGroupConfigs

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from protocol.errors import ErrorCode
 
-from ..cluster_view import TopicPartition
+from ..state.cluster_view import TopicPartition
 from ..group.assignors import Assignment
 from ..group.group import DescribedGroup, GroupType, ListedGroup, OffsetAndMetadata
 

@@ -23,7 +23,7 @@ from protocol.records import CONTROL_ABORT, LOG_OVERHEAD, parse_header, decode_r
 
 from ..common.clock import Clock
 from ..fetch_session import CachedPartition
-from ..metadata import ClusterMetadata, Partition
+from ..state.metadata import ClusterMetadata, Partition
 from ..purgatory import DelayedOperation, DelayedOperationPurgatory, Timer
 from ..replica_manager import FetchParams, LogReadResult, ReplicaManager
 from .config import ShareGroupConfigs

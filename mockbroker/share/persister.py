@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from protocol.errors import ErrorCode
 
 from ..group.registry import OffsetsTopicLeaders
-from ..metadata import ClusterMetadata
+from ..state.metadata import ClusterMetadata
 
 # (first offset, last offset, delivery state, delivery count): PersisterStateBatch
 StateBatch = tuple[int, int, int, int]

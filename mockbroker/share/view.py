@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..metadata import ClusterMetadata
+from ..state.metadata import ClusterMetadata
 from .group import ShareGroup
 from .manager import SharePartitionManager
 from .persister import SharePersister

@@ -31,7 +31,7 @@ from typing import NamedTuple, Protocol
 from protocol.errors import ErrorCode
 
 from ..common.clock import PeriodicTask, every
-from ..cluster_view import BrokerView, TopicPartition
+from ..state.cluster_view import BrokerView, TopicPartition
 from .transaction_metadata import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,

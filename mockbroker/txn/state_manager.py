@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 from protocol.errors import ErrorCode
 
 from ..common.clock import Clock
-from ..cluster_view import ClusterView
+from ..state.cluster_view import ClusterView
 from ..group.registry import OffsetsTopicLeaders
 from .transaction_metadata import TV_2, IllegalStateError, TransactionMetadata, TxnTransitMetadata
 from .state import TransactionState

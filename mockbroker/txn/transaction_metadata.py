@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from protocol.errors import ErrorCode
 
-from ..cluster_view import TopicPartition
+from ..state.cluster_view import TopicPartition
 from .state import TransactionState
 
 S = TransactionState

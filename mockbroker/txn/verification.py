@@ -39,7 +39,7 @@ from enum import Enum
 from protocol.errors import ErrorCode
 
 from .coordinator import TransactionCoordinator
-from ..cluster_view import TopicPartition
+from ..state.cluster_view import TopicPartition
 from .transaction_metadata import TV_2
 
 

@@ -342,7 +342,7 @@ def test_no_isinstance_on_group_classes_in_group_or_apis():
 
 
 def test_the_group_package_imports_nothing_above_it():
-    allowed = ("mockbroker.group", "mockbroker.common.clock", "mockbroker.purgatory", "mockbroker.cluster_view")
+    allowed = ("mockbroker.group", "mockbroker.common.clock", "mockbroker.purgatory", "mockbroker.state.cluster_view")
     bad = []
     for p in _sources("group"):
         for node in ast.walk(ast.parse(p.read_text())):

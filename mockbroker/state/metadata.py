@@ -18,11 +18,11 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
-from .common.clock import Clock
-from .config import BrokerConfig, _cleanup_policy
-from .config_defs import validate_topic_configs
-from .storage.log import PartitionLog
-from .storage.producer_state import ProducerStateManager
+from ..common.clock import Clock
+from ..config import BrokerConfig, _cleanup_policy
+from ..config_defs import validate_topic_configs
+from ..storage.log import PartitionLog
+from ..storage.producer_state import ProducerStateManager
 
 # Topic.java: legal characters and the length limit.
 _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]+$")
