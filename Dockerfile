@@ -5,7 +5,7 @@
 #
 # BASE may be any Debian-like image with python3 >= 3.11 and its venv module (the tests build on a
 # debootstrapped bookworm with python3-venv: scripts/container_engine.sh).  Configuration: MOCKBROKER_*
-# environment variables (mockbroker/config.py), a TOML file mounted at /etc/mockbroker/mockbroker.toml,
+# environment variables (mockbroker/config/broker_config.py), a TOML file mounted at /etc/mockbroker/mockbroker.toml,
 # and the command's own options (`serve -c key=value ...`).
 ARG BASE=python:3.11-slim
 FROM ${BASE}

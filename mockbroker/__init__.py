@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .common.clock import ManualClock, SystemClock
-    from .config import BrokerConfig, ConfigError
+    from .config.broker_config import BrokerConfig, ConfigError
     from .runner import MockBroker
 
 _LAZY = {

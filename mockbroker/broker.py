@@ -30,7 +30,7 @@ from .apis import build_handlers
 from .common.channel import Authenticator, CloseReason
 from .client_metrics_manager import ClientMetricsManager
 from .common.clock import Clock
-from .config import SASL_PROTOCOLS, BrokerConfig, Listener
+from .config.broker_config import SASL_PROTOCOLS, BrokerConfig, Listener
 from .config_catalog import ConfigCatalog
 from .share.config import share_group_configs
 from .share.coordinator import ShareGroupCoordinator

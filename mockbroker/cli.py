@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from . import admin_client, probe
 
 if TYPE_CHECKING:
-    from .config import BrokerConfig
+    from .config.broker_config import BrokerConfig
 
 
 def _version() -> str:
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         return probe.run(args)
     if args.command == "certs":
         return _certs(args)
-    from .config import BrokerConfig, ConfigError  # serve only, with the broker's modules
+    from .config.broker_config import BrokerConfig, ConfigError  # serve only, with the broker's modules
     from .runner import run_loop
     logging.basicConfig(
         level=getattr(logging, str(args.log_level).upper(), logging.INFO),

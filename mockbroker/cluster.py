@@ -36,13 +36,7 @@ from .apis import build_handlers
 from .broker import Broker, SharedState
 from .common.clock import Clock, ManualClock, PeriodicTask, SystemClock, every
 from .state.cluster_view import TopicPartition
-from .config import (
-    BrokerConfig,
-    Listener,
-    parse_topic_spec,
-    parse_users,
-    routable_address,
-)
+from .config.broker_config import BrokerConfig, Listener, parse_topic_spec, parse_users, routable_address
 from .config_catalog import ConfigCatalog
 from .group.group import assignment_interval_applies, initial_group_epoch
 from .share.config import share_group_configs

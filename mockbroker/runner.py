@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .common.clock import Clock, ManualClock
 from .cluster import Cluster
-from .config import BrokerConfig
+from .config.broker_config import BrokerConfig
 from .control import ControlPlane
 
 if TYPE_CHECKING:

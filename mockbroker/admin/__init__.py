@@ -7,7 +7,7 @@ loads the HTTP stack (aiohttp, prometheus-client).
 from __future__ import annotations
 
 from ..cluster import Cluster
-from ..config import parse_host_port
+from ..config.broker_config import parse_host_port
 from ..control import ControlPlane
 from .http import AdminServer
 

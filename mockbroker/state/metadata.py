@@ -19,8 +19,8 @@ from typing import Any
 from protocol.errors import ErrorCode
 
 from ..common.clock import Clock
-from ..config import BrokerConfig, _cleanup_policy
-from ..config_defs import validate_topic_configs
+from ..config.broker_config import BrokerConfig, _cleanup_policy
+from ..config.config_defs import validate_topic_configs
 from ..storage.log import PartitionLog
 from ..storage.producer_state import ProducerStateManager
 

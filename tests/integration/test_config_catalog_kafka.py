@@ -12,7 +12,7 @@ import sys
 
 from mockbroker import MockBroker
 from mockbroker.config_catalog import BROKER, ConfigCatalog
-from mockbroker.config_defs import load
+from mockbroker.config.config_defs import load
 from tests.integration.realkafka import ROOT, realkafka  # noqa: F401 - a fixture
 
 _spec = importlib.util.spec_from_file_location("record_kafka_configs", ROOT / "scripts" / "record_kafka_configs.py")

@@ -1,7 +1,7 @@
 """Transactions under mockbroker's latency knobs, with real clients: what the clients see must be
 what a Kafka 4.4 with that latency could answer.
 
-The knobs (mockbroker/config.py) that make the broker slower than an in-process call:
+The knobs (mockbroker/config/broker_config.py) that make the broker slower than an in-process call:
 
 * ``mock.txn.marker.latency.ms``: the coordinator's WriteTxnMarkers reaches the leaders this late
   (Kafka's marker sender round trip), so the transaction stays PrepareCommit/PrepareAbort that long;

@@ -196,7 +196,7 @@ def test_acl_apis_and_enforcement(login):
 
 
 def test_acls_from_config_python_and_the_admin_api():
-    from mockbroker.config import BrokerConfig, ConfigError
+    from mockbroker.config.broker_config import BrokerConfig, ConfigError
 
     from .test_admin_api import http
 

@@ -69,7 +69,7 @@ def test_certs_writes_a_ca_broker_and_client_certificates_a_broker_starts_with(t
     import ssl
 
     from mockbroker.cli import main
-    from mockbroker.config import BrokerConfig
+    from mockbroker.config.broker_config import BrokerConfig
 
     assert main(["certs", str(tmp_path), "--client", "alice", "--password", "pw"]) == 0
     out = capsys.readouterr().out

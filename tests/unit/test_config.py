@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mockbroker.config import CONFIG_DEF, BrokerConfig, ConfigError
+from mockbroker.config.broker_config import CONFIG_DEF, BrokerConfig, ConfigError
 
 
 def test_defaults_are_kafkas():
@@ -84,7 +84,7 @@ def test_every_kafka_broker_config_is_accepted_by_c_toml_and_environment(tmp_pat
     """A configuration written for Kafka 4.4 starts mockbroker: every key of Kafka's broker ConfigDef
     (recorded in mockbroker/data/kafka-4.4.0-configs.json) is accepted, those mockbroker lacks kept as
     set, with a line each saying they have no effect."""
-    from mockbroker.config_defs import load
+    from mockbroker.config.config_defs import load
 
     keys = load().keys["broker"]
     f = tmp_path / "kafka.toml"

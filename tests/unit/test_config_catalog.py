@@ -27,7 +27,7 @@ from mockbroker.config_catalog import (
     ConfigCatalog,
     duplicate_resources,
 )
-from mockbroker.config_defs import load
+from mockbroker.config.config_defs import load
 from protocol.client import RawKafkaClient
 from protocol.errors import ErrorCode
 from protocol.records import build_batch

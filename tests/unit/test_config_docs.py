@@ -1,4 +1,4 @@
-"""docs/configuration.md is what scripts/config_docs.py writes from mockbroker/config.py's CONFIG_DEF,
+"""docs/configuration.md is what scripts/config_docs.py writes from mockbroker/config/broker_config.py's CONFIG_DEF,
 and what it says about the sources of configuration is what BrokerConfig.load does."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from mockbroker import config
-from mockbroker.config import BrokerConfig, ConfigError
+from mockbroker.config import broker_config as config
+from mockbroker.config.broker_config import BrokerConfig, ConfigError
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "config_docs.py"

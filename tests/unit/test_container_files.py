@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from mockbroker.config import CONFIG_DEF, ENV_PREFIX, BrokerConfig
+from mockbroker.config.broker_config import CONFIG_DEF, ENV_PREFIX, BrokerConfig
 
 REPO = Path(__file__).resolve().parents[2]
 

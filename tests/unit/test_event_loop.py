@@ -12,7 +12,7 @@ import time
 import pytest
 
 from mockbroker.cli import main
-from mockbroker.config import BrokerConfig, ConfigError
+from mockbroker.config.broker_config import BrokerConfig, ConfigError
 from mockbroker.runner import MockBroker
 
 

@@ -13,7 +13,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer
 
 from mockbroker import BrokerConfig, ConfigError, MockBroker
-from mockbroker.config import Listener, parse_listeners
+from mockbroker.config.broker_config import Listener, parse_listeners
 from protocol.client import RawKafkaClient
 
 TWO = {

@@ -14,13 +14,7 @@ import struct
 import pytest
 
 from mockbroker import ManualClock, MockBroker
-from mockbroker.config import (
-    SASL_MECHANISMS,
-    BrokerConfig,
-    ConfigError,
-    parse_listeners,
-    parse_users,
-)
+from mockbroker.config.broker_config import SASL_MECHANISMS, BrokerConfig, ConfigError, parse_listeners, parse_users
 from mockbroker.security.sasl_mechanisms import (
     MECHANISMS, CredentialStore, PlainServer, SaslAuthenticationFailed, SaslFailed, ScramCredential, ScramServer,
 )

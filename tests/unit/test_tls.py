@@ -9,7 +9,7 @@ import ssl
 import pytest
 
 from mockbroker.security.certs import make_certs
-from mockbroker.config import BrokerConfig, ConfigError
+from mockbroker.config.broker_config import BrokerConfig, ConfigError
 from mockbroker.security.tls_config import NoMatchingRule, SslPrincipalMapper, _openssl_cipher, listener_ssl_configs
 
 

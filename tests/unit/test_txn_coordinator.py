@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from mockbroker.common.clock import ManualClock
-from mockbroker.config import BrokerConfig
+from mockbroker.config.broker_config import BrokerConfig
 from mockbroker.controller import FIRST_PRODUCER_ID
 from mockbroker.txn.coordinator import (
     MARKER_RETRY_BACKOFF_MS,

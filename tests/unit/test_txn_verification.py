@@ -11,7 +11,7 @@ import time
 import pytest
 
 from mockbroker import ManualClock, MockBroker
-from mockbroker.config import BrokerConfig, ConfigError
+from mockbroker.config.broker_config import BrokerConfig, ConfigError
 from protocol.client import RawKafkaClient
 from protocol.errors import ErrorCode
 from protocol.kafka_releases import RECORDED

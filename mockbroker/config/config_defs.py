@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-DATA = Path(__file__).resolve().parent / "data" / "kafka-4.4.0-configs.json"
+DATA = Path(__file__).resolve().parent.parent / "data" / "kafka-4.4.0-configs.json"
 
 # DescribeConfigsResponse.ConfigType ids by ConfigDef.Type name
 CONFIG_TYPE_IDS = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7,

@@ -34,9 +34,9 @@ from typing import Any
 
 from protocol.registry import KAFKA_RELEASES, TRANSACTION_VERSION_FEATURE
 
-from .security.authorizer import STANDARD_AUTHORIZER, acl_from_spec
-from .common.faults import parse_rule
-from .quota.entities import QuotaStore, parse_quota_spec
+from ..security.authorizer import STANDARD_AUTHORIZER, acl_from_spec
+from ..common.faults import parse_rule
+from ..quota.entities import QuotaStore, parse_quota_spec
 
 ENV_PREFIX = "MOCKBROKER_"
 
@@ -862,7 +862,7 @@ class BrokerConfig(Mapping[str, Any]):
         tls = [lst for lst in listeners if lst.protocol in TLS_PROTOCOLS]
         if not tls:
             return
-        from .security.tls_config import SslPrincipalMapper, TlsConfigError, listener_ssl_configs, server_context
+        from ..security.tls_config import SslPrincipalMapper, TlsConfigError, listener_ssl_configs, server_context
 
         try:
             for lst in tls:
