@@ -36,10 +36,10 @@ from .share.config import share_group_configs
 from .share.coordinator import ShareGroupCoordinator
 from .share.persister import SharePersister
 from .connection import KafkaConnection
-from .controller import Controller
+from .controller.controller import Controller
 from .fault_actions import FaultActions
 from .common.faults import FaultInjector
-from .features import FeatureControl
+from .controller.features import FeatureControl
 from .fetch_session import FetchManager
 from .group.service import GroupCoordinatorService
 from .observe.journal import RequestJournal
@@ -48,7 +48,7 @@ from .kafka_apis import KafkaApis
 from .log_dirs import LogDirs
 from .memory_pool import MemoryMutedChannels, memory_pool_for
 from .state.metadata import ClusterMetadata
-from .quorum import ControllerQuorum
+from .controller.quorum import ControllerQuorum
 from .quota.entities import QuotaStore
 from .quota.manager import QuotaManagers
 from .quota.throttle import ThrottleEvent
@@ -57,7 +57,7 @@ from .state.replication import ReplicationSimulator
 from .observe.request_stats import RequestStats
 from .sasl_authenticator import SaslAuthenticator
 from .security.authorizer import StandardAuthorizer
-from .delegation_tokens import DelegationTokenManager
+from .controller.delegation_tokens import DelegationTokenManager
 from .security.sasl_mechanisms import CredentialStore
 from .throttled_channel import ThrottleDelivery
 from .tls import TlsHandshake, peer_subject

@@ -42,22 +42,22 @@ from .group.group import assignment_interval_applies, initial_group_epoch
 from .share.config import share_group_configs
 from .share.coordinator import ShareGroupCoordinator
 from .share.persister import SharePersister
-from .controller import Controller
+from .controller.controller import Controller
 from .common.faults import FaultInjector
-from .features import FeatureControl
+from .controller.features import FeatureControl
 from .group.service import GroupCoordinatorService
 from .observe.journal import RequestJournal
 from .observe.journal_writer import JournalWriter
 from .log_cleaner import LogCleaner
 from .log_dirs import LogDirs
 from .state.metadata import ClusterMetadata, Topic
-from .quorum import ControllerQuorum
+from .controller.quorum import ControllerQuorum
 from .quota.entities import QuotaStore
 from .quota.throttle import ThrottleEvent
 from .replica_manager import ActionQueue
 from .state.replication import ReplicationSimulator
 from .security.authorizer import StandardAuthorizer, acl_from_spec
-from .delegation_tokens import DelegationTokenManager
+from .controller.delegation_tokens import DelegationTokenManager
 from .security.sasl_mechanisms import CredentialStore
 from .txn.coordinator import GROUP_METADATA_TOPIC, MarkerErrors, TransactionCoordinator
 from .txn.state_manager import TransactionConfig, TransactionStateManager

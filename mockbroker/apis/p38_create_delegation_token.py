@@ -27,7 +27,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..security.authorizer import AclOperation, ResourceType
-from ..delegation_tokens import Principal
+from ..controller.delegation_tokens import Principal
 from ..request import RequestContext, Response
 from .common import authorized, instant
 from .token_requests import allow_token_requests, requester

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..quorum import CONTROLLER_LISTENER, METADATA_TOPIC, ReplicaState
+from ..controller.quorum import CONTROLLER_LISTENER, METADATA_TOPIC, ReplicaState
 from ..request import RequestContext, Response
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..features import UPGRADE
+from ..controller.features import UPGRADE
 from ..request import RequestContext, Response
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import RequestContext, Response
-from ..features import GROUP_VERSION
+from ..controller.features import GROUP_VERSION
 from .common import assignment_body, client_host, disabled_group_heartbeat, undescribable_topic
 
 if TYPE_CHECKING:

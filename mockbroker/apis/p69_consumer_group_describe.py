@@ -22,7 +22,7 @@ from ..group.assignors import Assignment
 from ..group.consumer_group import ConsumerGroupDescription
 from ..request import RequestContext, Response
 from ..security.authorizer import AclOperation, ResourceType
-from ..features import GROUP_VERSION
+from ..controller.features import GROUP_VERSION
 from .common import (
     AUTHORIZED_OPS_NOT_REQUESTED,
     authorized,

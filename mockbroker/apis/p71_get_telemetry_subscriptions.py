@@ -25,7 +25,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..client_metrics_manager import ClientAttributes
-from ..quorum import kafka_uuid
+from ..controller.quorum import kafka_uuid
 from ..request import RequestContext, Response
 
 if TYPE_CHECKING:

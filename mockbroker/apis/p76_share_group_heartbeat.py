@@ -27,7 +27,7 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..request import RequestContext, Response
-from ..features import SHARE_VERSION
+from ..controller.features import SHARE_VERSION
 from .common import assignment_body, client_host, disabled_group_heartbeat, undescribable_topic
 from .share_acks import invalid_ids
 

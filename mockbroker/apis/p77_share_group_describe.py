@@ -22,7 +22,7 @@ from protocol.registry import ApiKey
 from ..request import RequestContext, Response
 from ..share.coordinator import ShareGroupDescription
 from ..security.authorizer import AclOperation, ResourceType
-from ..features import SHARE_VERSION
+from ..controller.features import SHARE_VERSION
 from .common import (
     AUTHORIZED_OPS_NOT_REQUESTED,
     authorized,

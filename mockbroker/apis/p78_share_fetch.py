@@ -47,7 +47,7 @@ from ..request import Body, Deferred, Outcome, RequestContext, Response
 from ..share.manager import READ_COMMITTED, PartitionResult, ShareFetch
 from ..share.partition import ShareError
 from ..share.session import FINAL_EPOCH, ShareFetchContext, SharePartitionId
-from ..features import SHARE_VERSION
+from ..controller.features import SHARE_VERSION
 from .common import ZERO_UUID, node_endpoints
 from .share_acks import (
     AckResults,

@@ -27,7 +27,7 @@ from protocol.registry import ApiKey
 from ..request import Body, RequestContext, Response
 from ..share.partition import ShareError
 from ..share.session import FINAL_EPOCH
-from ..features import SHARE_VERSION
+from ..controller.features import SHARE_VERSION
 from .common import node_endpoints
 from .share_acks import (
     AckResults,

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..quorum import CONTROLLER_LISTENER, replica_key, voter_change_error
+from ..controller.quorum import CONTROLLER_LISTENER, replica_key, voter_change_error
 from ..request import RequestContext, Response
 
 if TYPE_CHECKING:

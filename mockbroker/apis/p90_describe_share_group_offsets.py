@@ -25,7 +25,7 @@ from protocol.registry import ApiKey
 from ..security.authorizer import AclOperation, ResourceType
 from ..request import RequestContext, Response
 from ..share import offsets
-from ..features import SHARE_VERSION
+from ..controller.features import SHARE_VERSION
 from .common import ZERO_UUID, authorized, first_error
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from ..security.authorizer import AclOperation, ResourceType
 from ..observe.journal import PartitionRecord
 from ..request import Body, RequestContext, Response
 from ..share import offsets
-from ..features import SHARE_VERSION
+from ..controller.features import SHARE_VERSION
 from .common import ZERO_UUID, authorized
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from protocol.errors import ErrorCode
 
-from ..delegation_tokens import USER_TYPE, Principal
+from ..controller.delegation_tokens import USER_TYPE, Principal
 from ..request import RequestContext, Response
 from .common import instant
 

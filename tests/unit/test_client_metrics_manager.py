@@ -20,7 +20,7 @@ from mockbroker.client_metrics_manager import (
     subscription_id,
 )
 from mockbroker.common.clock import ManualClock
-from mockbroker.quorum import kafka_uuid
+from mockbroker.controller.quorum import kafka_uuid
 from protocol.compression import compress
 from protocol.errors import ErrorCode as E
 

@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from mockbroker import ManualClock, MockBroker
-from mockbroker.quorum import kafka_uuid
+from mockbroker.controller.quorum import kafka_uuid
 from protocol.client import RawKafkaClient
 from protocol.errors import ErrorCode as E
 from tests.unit.test_client_metrics_manager import metrics_data

@@ -10,7 +10,7 @@ import pytest
 
 from mockbroker.common.clock import ManualClock
 from mockbroker.config.broker_config import BrokerConfig
-from mockbroker.controller import FIRST_PRODUCER_ID
+from mockbroker.controller.controller import FIRST_PRODUCER_ID
 from mockbroker.txn.coordinator import (
     MARKER_RETRY_BACKOFF_MS,
     InitProducerIdResult,

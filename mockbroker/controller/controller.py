@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 from protocol.errors import ErrorCode
 
-from .state.metadata import ClusterMetadata, Partition, Topic
-from .state.replication import ReplicationSimulator
+from ..state.metadata import ClusterMetadata, Partition, Topic
+from ..state.replication import ReplicationSimulator
 
 # Kafka's ProducerIdControlManager hands out blocks starting at 0; the mock starts at 1000 so
 # ids are easy to tell apart from partitions and epochs in logs.

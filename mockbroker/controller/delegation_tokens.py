@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 
 from protocol.errors import ErrorCode
 
-from .common.clock import Clock
+from ..common.clock import Clock
 from .quorum import kafka_uuid
-from .security.sasl_mechanisms import SCRAM_HASHES, SCRAM_MIN_ITERATIONS, ScramCredential
+from ..security.sasl_mechanisms import SCRAM_HASHES, SCRAM_MIN_ITERATIONS, ScramCredential
 
 LONG_MAX = (1 << 63) - 1
 USER_TYPE = "User"

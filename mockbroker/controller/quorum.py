@@ -41,8 +41,8 @@ from dataclasses import dataclass
 from protocol.errors import ErrorCode
 from protocol.registry import BOOTSTRAP_METADATA_OFFSET
 
-from .common.clock import Clock
-from .state.metadata import ClusterMetadata
+from ..common.clock import Clock
+from ..state.metadata import ClusterMetadata
 
 METADATA_TOPIC = "__cluster_metadata"  # Topic.CLUSTER_METADATA_TOPIC_NAME, partition 0
 CONTROLLER_LISTENER = "CONTROLLER"     # controller.listener.names of a Kafka node
