@@ -28,10 +28,10 @@ from protocol.registry import ApiRegistry
 
 from .apis import build_handlers
 from .common.channel import Authenticator, CloseReason
-from .client_metrics_manager import ClientMetricsManager
+from .server.client_metrics_manager import ClientMetricsManager
 from .common.clock import Clock
 from .config.broker_config import SASL_PROTOCOLS, BrokerConfig, Listener
-from .config_catalog import ConfigCatalog
+from .server.config_catalog import ConfigCatalog
 from .share.config import share_group_configs
 from .share.coordinator import ShareGroupCoordinator
 from .share.persister import SharePersister
@@ -40,19 +40,19 @@ from .controller.controller import Controller
 from .fault_actions import FaultActions
 from .common.faults import FaultInjector
 from .controller.features import FeatureControl
-from .fetch_session import FetchManager
+from .server.fetch_session import FetchManager
 from .group.service import GroupCoordinatorService
 from .observe.journal import RequestJournal
 from .journal_recorder import RequestRecorder
 from .kafka_apis import KafkaApis
-from .log_dirs import LogDirs
+from .server.log_dirs import LogDirs
 from .memory_pool import MemoryMutedChannels, memory_pool_for
 from .state.metadata import ClusterMetadata
 from .controller.quorum import ControllerQuorum
 from .quota.entities import QuotaStore
 from .quota.manager import QuotaManagers
 from .quota.throttle import ThrottleEvent
-from .replica_manager import ActionQueue, ReplicaManager, TxnVerifier, VerificationConfig
+from .server.replica_manager import ActionQueue, ReplicaManager, TxnVerifier, VerificationConfig
 from .state.replication import ReplicationSimulator
 from .observe.request_stats import RequestStats
 from .sasl_authenticator import SaslAuthenticator

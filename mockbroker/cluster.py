@@ -37,7 +37,7 @@ from .broker import Broker, SharedState
 from .common.clock import Clock, ManualClock, PeriodicTask, SystemClock, every
 from .state.cluster_view import TopicPartition
 from .config.broker_config import BrokerConfig, Listener, parse_topic_spec, parse_users, routable_address
-from .config_catalog import ConfigCatalog
+from .server.config_catalog import ConfigCatalog
 from .group.group import assignment_interval_applies, initial_group_epoch
 from .share.config import share_group_configs
 from .share.coordinator import ShareGroupCoordinator
@@ -48,13 +48,13 @@ from .controller.features import FeatureControl
 from .group.service import GroupCoordinatorService
 from .observe.journal import RequestJournal
 from .observe.journal_writer import JournalWriter
-from .log_cleaner import LogCleaner
-from .log_dirs import LogDirs
+from .server.log_cleaner import LogCleaner
+from .server.log_dirs import LogDirs
 from .state.metadata import ClusterMetadata, Topic
 from .controller.quorum import ControllerQuorum
 from .quota.entities import QuotaStore
 from .quota.throttle import ThrottleEvent
-from .replica_manager import ActionQueue
+from .server.replica_manager import ActionQueue
 from .state.replication import ReplicationSimulator
 from .security.authorizer import StandardAuthorizer, acl_from_spec
 from .controller.delegation_tokens import DelegationTokenManager

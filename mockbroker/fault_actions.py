@@ -17,7 +17,7 @@ from .apis import error_responder, handles_injected_errors
 from .common.channel import CloseReason
 from .connection import KafkaConnection
 from .common.faults import FaultInjector, FaultRule, HeldRequest, InjectedError, request_partitions
-from .fetch_session import FetchManager
+from .server.fetch_session import FetchManager
 from .observe.journal import PartitionRecord
 from .journal_recorder import InFlight, bytes_moved
 from .state.metadata import ClusterMetadata

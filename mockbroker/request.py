@@ -56,22 +56,22 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiRegistry, ApiSpec
 
 from .common.channel import Authenticator
-from .client_metrics_manager import ClientMetricsManager
+from .server.client_metrics_manager import ClientMetricsManager
 from .common.clock import Clock
-from .config_catalog import ConfigCatalog
+from .server.config_catalog import ConfigCatalog
 from .controller.controller import Controller
 from .common.faults import InjectedError
 from .controller.features import FeatureControl
-from .fetch_session import FetchManager
+from .server.fetch_session import FetchManager
 from .group.service import GroupCoordinatorService
 from .observe.journal import PartitionRecord
-from .log_dirs import LogDirs
+from .server.log_dirs import LogDirs
 from .state.metadata import ClusterMetadata
 from .purgatory import DelayedOperation
 from .controller.quorum import ControllerQuorum
 from .quota.entities import QuotaStore
 from .quota.manager import QuotaManagers
-from .replica_manager import ReplicaManager
+from .server.replica_manager import ReplicaManager
 from .security.authorizer import StandardAuthorizer
 from .controller.delegation_tokens import DelegationTokenManager
 from .security.sasl_mechanisms import CredentialStore

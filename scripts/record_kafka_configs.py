@@ -1,5 +1,5 @@
 """Record what a real Kafka says about its configurations into mockbroker/data/kafka-<version>-configs.json,
-the data of ``mockbroker/config_catalog.py`` (DescribeConfigs' entries, IncrementalAlterConfigs' and
+the data of ``mockbroker/server/config_catalog.py`` (DescribeConfigs' entries, IncrementalAlterConfigs' and
 AlterConfigs' checks).
 
 It starts a single-node Kafka (bench/brokers.py's ``RealKafka``, the side-by-side tests' broker) and records:

@@ -58,7 +58,7 @@ _.__dir__
 pytest_addoption, pytest_configure, pytest_runtest_protocol, pytest_runtest_makereport, pytest_collection_modifyitems
 mockbroker, mockbroker_manual, mockbroker_session, mockbroker_tls
 _.wait_for_throttle_events, _.journal_of_test
-# mockbroker/replica_manager.py: the log side of WriteTxnMarkers, called by the transaction coordinator
+# mockbroker/server/replica_manager.py: the log side of WriteTxnMarkers, called by the transaction coordinator
 # (mockbroker/txn/, written separately) and by tests/unit/test_txn_log.py, which vulture does not read
 _.append_txn_marker
 # tests/unit/schemathesis_hooks.py: a hook schemathesis calls by name (SCHEMATHESIS_HOOKS)

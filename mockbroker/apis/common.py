@@ -13,7 +13,7 @@ from protocol.errors import ErrorCode
 from ..security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from ..observe.journal import PartitionRecord
 from ..state.metadata import BrokerNode, ClusterMetadata, Partition, Topic
-from ..config_catalog import DUPLICATE_RESOURCE, AlterResult, duplicate_resources
+from ..server.config_catalog import DUPLICATE_RESOURCE, AlterResult, duplicate_resources
 from ..request import Body, RequestContext, Response
 
 ZERO_UUID = uuid.UUID(int=0)

@@ -65,9 +65,9 @@ from protocol.errors import CorruptRecordBatch, ErrorCode
 from protocol.records import COMPRESSION_MASK, TRANSACTIONAL_FLAG, Compression, first_batch, split_batches
 from protocol.registry import ApiKey
 
-from ..delayed_produce import DelayedProduce, PartitionResponse
+from ..server.delayed_produce import DelayedProduce, PartitionResponse
 from ..state.metadata import Partition
-from ..replica_manager import ProduceEntry
+from ..server.replica_manager import ProduceEntry
 from ..observe.journal import PartitionRecord
 from ..request import Answer, CloseConnection, Deferred, NoResponse, Outcome, RequestContext, Response
 from ..security.authorizer import AclOperation, ResourceType

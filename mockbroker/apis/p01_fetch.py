@@ -67,10 +67,10 @@ from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
 from ..fetch_response import encoder
-from ..fetch_session import CachedPartition, FetchContext
+from ..server.fetch_session import CachedPartition, FetchContext
 from ..observe.journal import PartitionRecord
 from ..state.metadata import ClusterMetadata
-from ..replica_manager import FetchParams, LogReadResult
+from ..server.replica_manager import FetchParams, LogReadResult
 from ..request import Body, Deferred, Outcome, RequestContext, Response
 from ..common.shared_encodings import SharedEncodings
 from ..security.authorizer import CLUSTER_NAME, AclOperation, ResourceType

@@ -1,7 +1,7 @@
 """DescribeConfigs (key 32): v1-4.
 
 Behavior (Kafka's ``ConfigHelper.describeConfigs``, answered by the config catalogue,
-``mockbroker/config_catalog.py``):
+``mockbroker/server/config_catalog.py``):
 * Topics (type 2): every entry Kafka 4.4 lists, in its order, with the value in force, its source
   (1 topic override, 2/3 dynamic broker config, 4 static broker config, 5 default), synonyms in
   Kafka's order, type and documentation; an illegal name INVALID_TOPIC_EXCEPTION, an unknown

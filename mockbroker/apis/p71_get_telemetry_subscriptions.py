@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..client_metrics_manager import ClientAttributes
+from ..server.client_metrics_manager import ClientAttributes
 from ..controller.quorum import kafka_uuid
 from ..request import RequestContext, Response
 

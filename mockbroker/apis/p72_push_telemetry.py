@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from protocol.registry import ApiKey
 
-from ..client_metrics_manager import ClientAttributes
+from ..server.client_metrics_manager import ClientAttributes
 from ..request import RequestContext, Response
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..config_catalog import BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, TOPIC
+from ..server.config_catalog import BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, TOPIC
 from ..request import RequestContext, Response
 
 if TYPE_CHECKING:

@@ -42,7 +42,7 @@ from protocol.codec import timedelta_ms
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..replica_manager import FetchParams
+from ..server.replica_manager import FetchParams
 from ..request import Body, Deferred, Outcome, RequestContext, Response
 from ..share.manager import READ_COMMITTED, PartitionResult, ShareFetch
 from ..share.partition import ShareError

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..config_catalog import ConfigCatalog
+    from ..server.config_catalog import ConfigCatalog
 
 # group config -> the broker config that is its default (GroupConfig's synonyms)
 BROKER_DEFAULTS = {

@@ -22,10 +22,10 @@ from protocol.errors import ErrorCode
 from protocol.records import CONTROL_ABORT, LOG_OVERHEAD, parse_header, decode_records
 
 from ..common.clock import Clock
-from ..fetch_session import CachedPartition
+from ..server.fetch_session import CachedPartition
 from ..state.metadata import ClusterMetadata, Partition
 from ..purgatory import DelayedOperation, DelayedOperationPurgatory, Timer
-from ..replica_manager import FetchParams, LogReadResult, ReplicaManager
+from ..server.replica_manager import FetchParams, LogReadResult, ReplicaManager
 from .config import ShareGroupConfigs
 from .partition import Acquired, FetchedBatch, GroupSettings, Offsets, ShareError, SharePartition
 from .persister import SharePersister

@@ -11,7 +11,7 @@ import importlib.util
 import sys
 
 from mockbroker import MockBroker
-from mockbroker.config_catalog import BROKER, ConfigCatalog
+from mockbroker.server.config_catalog import BROKER, ConfigCatalog
 from mockbroker.config.config_defs import load
 from tests.integration.realkafka import ROOT, realkafka  # noqa: F401 - a fixture
 

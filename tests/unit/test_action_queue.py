@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from mockbroker.replica_manager import ActionQueue
+from mockbroker.server.replica_manager import ActionQueue
 
 
 class _Topic:

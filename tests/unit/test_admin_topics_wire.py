@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from mockbroker import ManualClock, MockBroker
-from mockbroker.config_catalog import BROKER, BROKER_LOGGER, CLIENT_METRICS, DELETE, GROUP, SET, TOPIC
+from mockbroker.server.config_catalog import BROKER, BROKER_LOGGER, CLIENT_METRICS, DELETE, GROUP, SET, TOPIC
 from protocol.client import RawKafkaClient
 from protocol.errors import ErrorCode
 from protocol.records import build_batch

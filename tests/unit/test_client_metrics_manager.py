@@ -10,14 +10,9 @@ import pytest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.metrics.v1.metrics_pb2 import Gauge, Metric, MetricsData, NumberDataPoint, Sum
 
-from mockbroker.client_metrics_manager import (
-    DEFAULT_INTERVAL_MS,
-    SUPPORTED_COMPRESSION_TYPES,
-    ZERO_UUID,
-    ClientAttributes,
-    ClientMetricsManager,
-    decode_metrics_data,
-    subscription_id,
+from mockbroker.server.client_metrics_manager import (
+    DEFAULT_INTERVAL_MS, SUPPORTED_COMPRESSION_TYPES, ZERO_UUID, ClientAttributes, ClientMetricsManager,
+    decode_metrics_data, subscription_id,
 )
 from mockbroker.common.clock import ManualClock
 from mockbroker.controller.quorum import kafka_uuid

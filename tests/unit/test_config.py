@@ -130,7 +130,7 @@ def test_kafka_only_configs_are_described_and_logged_at_start(caplog):
     import logging
 
     from mockbroker import MockBroker
-    from mockbroker.config_catalog import BROKER
+    from mockbroker.server.config_catalog import BROKER
 
     with caplog.at_level(logging.INFO, logger="mockbroker.config"), \
             MockBroker(config={"num.io.threads": "16", "listener.name.plaintext.plain.sasl.jaas.config": "j",
@@ -173,7 +173,7 @@ def test_delete_topic_enable_false_refuses_every_delete_as_kafka():
     import uuid
 
     from mockbroker import MockBroker
-    from mockbroker.config_catalog import BROKER
+    from mockbroker.server.config_catalog import BROKER
     from protocol.client import RawKafkaClient
     from protocol.errors import ErrorCode as E
     from protocol.registry import ApiKey

@@ -1,4 +1,4 @@
-"""The config catalogue (``mockbroker/config_catalog.py``) against what a real Kafka 4.4.0 answered, as
+"""The config catalogue (``mockbroker/server/config_catalog.py``) against what a real Kafka 4.4.0 answered, as
 recorded in mockbroker/data/kafka-4.4.0-configs.json by scripts/record_kafka_configs.py: the DescribeConfigs
 entries of a topic, a broker, the cluster default, a group and a client-metrics resource, and every
 recorded alteration replayed in order (error code, message, and what the resource holds after).  Then
@@ -14,17 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mockbroker import ManualClock, MockBroker
-from mockbroker.config_catalog import (
-    APPEND,
-    BROKER,
-    BROKER_LOGGER,
-    CLIENT_METRICS,
-    DELETE,
-    DUPLICATE_RESOURCE,
-    GROUP,
-    SET,
-    TOPIC,
-    ConfigCatalog,
+from mockbroker.server.config_catalog import (
+    APPEND, BROKER, BROKER_LOGGER, CLIENT_METRICS, DELETE, DUPLICATE_RESOURCE, GROUP, SET, TOPIC, ConfigCatalog,
     duplicate_resources,
 )
 from mockbroker.config.config_defs import load

@@ -18,7 +18,7 @@ import itertools
 import pytest
 
 from mockbroker import ManualClock, MockBroker
-from mockbroker.replica_manager import ProduceEntry
+from mockbroker.server.replica_manager import ProduceEntry
 from protocol.client import RawKafkaClient
 from protocol.errors import ErrorCode
 from protocol.records import CONTROL_FLAG, build_batch, decode_records, parse_header

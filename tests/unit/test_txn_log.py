@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from mockbroker import ManualClock, MockBroker
 from mockbroker.storage.log import AbortedTxn
-from mockbroker.replica_manager import ProduceEntry, VerificationConfig
+from mockbroker.server.replica_manager import ProduceEntry, VerificationConfig
 from protocol.client import RawKafkaClient
 from protocol.errors import ErrorCode
 from protocol.records import (

@@ -100,17 +100,17 @@ from protocol.records import (
     wrap64,
 )
 
-from .common.clock import Clock
-from .state.cluster_view import TopicPartition
+from ..common.clock import Clock
+from ..state.cluster_view import TopicPartition
 from .delayed_fetch import READ_COMMITTED, DelayedFetch
 from .delayed_produce import DelayedProduce, PartitionResponse, ProducePartitionStatus
 from .fetch_session import CachedPartition
-from .storage.producer_state import SENTINEL_GUARD
-from .storage.log import AbortedTxn, FetchSlice, OffsetOutOfRange, PartitionLog
-from .state.metadata import INTERNAL_TOPICS, ClusterMetadata, Partition
-from .purgatory import DelayedOperationPurgatory, Timer
-from .state.replication import ReplicationSimulator
-from .common.shared_encodings import SharedEncodings
+from ..storage.producer_state import SENTINEL_GUARD
+from ..storage.log import AbortedTxn, FetchSlice, OffsetOutOfRange, PartitionLog
+from ..state.metadata import INTERNAL_TOPICS, ClusterMetadata, Partition
+from ..purgatory import DelayedOperationPurgatory, Timer
+from ..state.replication import ReplicationSimulator
+from ..common.shared_encodings import SharedEncodings
 
 # a partition's record set in a fetch: one stored batch, or several sent unjoined
 Records = bytes | memoryview | RecordChunks
@@ -500,7 +500,7 @@ class ReplicaManager:
             # LogAppendResult.errorMessage: Kafka sends the message of these exceptions
             # (OutOfOrderSequenceException, InvalidProducerEpochException, InvalidTxnStateException)
             # to no client (hasCustomErrorMessage=false): it logs them
-            logging.getLogger(__name__).debug("Produce to %s-%d refused: %s", topic.name, p.index, message)
+            logging.getLogger("mockbroker.replica_manager").debug("Produce to %s-%d refused: %s", topic.name, p.index, message)
             return _Appended(PartitionResponse(err, log_start_offset=log.log_start_offset))
         if duplicate is not None:
             # ProducerStateManager found the batch among the last 5: answer with the original offsets,

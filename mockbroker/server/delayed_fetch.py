@@ -16,9 +16,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .fetch_session import CachedPartition
-from .storage.log import PartitionLog
-from .state.metadata import ClusterMetadata, Topic
-from .purgatory import DelayedOperation, no_callback
+from ..storage.log import PartitionLog
+from ..state.metadata import ClusterMetadata, Topic
+from ..purgatory import DelayedOperation, no_callback
 
 READ_COMMITTED = 1
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 from protocol.errors import ErrorCode
 
-from .common.clock import Clock
-from .state.metadata import ClusterMetadata, Partition
+from ..common.clock import Clock
+from ..state.metadata import ClusterMetadata, Partition
 
 # (broker, topic id hex, partition): one replica
 ReplicaId = tuple[int, str, int]

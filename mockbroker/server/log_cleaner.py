@@ -65,8 +65,8 @@ from protocol.records import (
     parse_header,
 )
 
-from .storage.log import AbortedTxn, LogSegment, PartitionLog
-from .state.metadata import ClusterMetadata, Partition
+from ..storage.log import AbortedTxn, LogSegment, PartitionLog
+from ..state.metadata import ClusterMetadata, Partition
 
 log = logging.getLogger("mockbroker.log_cleaner")
 

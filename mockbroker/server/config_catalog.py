@@ -43,9 +43,11 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 
-from .config.broker_config import CONFIG_DEF, BrokerConfig, ConfigError, parse_value
-from .config.config_defs import ConfigKeyDef, ConfigValueError, KafkaConfigs, load, parse_configs, parse_type, to_string
-from .state.metadata import ClusterMetadata, validate_topic_name
+from ..config.broker_config import CONFIG_DEF, BrokerConfig, ConfigError, parse_value
+from ..config.config_defs import (
+    ConfigKeyDef, ConfigValueError, KafkaConfigs, load, parse_configs, parse_type, to_string,
+)
+from ..state.metadata import ClusterMetadata, validate_topic_name
 
 log = logging.getLogger("mockbroker.config_catalog")
 

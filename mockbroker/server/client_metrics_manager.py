@@ -41,8 +41,8 @@ from protocol.compression import DecompressionError, decompress
 from protocol.errors import ErrorCode
 from protocol.records import crc32c
 
-from .common.clock import Clock
-from .controller.quorum import kafka_uuid
+from ..common.clock import Clock
+from ..controller.quorum import kafka_uuid
 
 # ClientMetricsManager.SUPPORTED_COMPRESSION_TYPES: zstd, lz4, gzip, snappy (CompressionType ids)
 SUPPORTED_COMPRESSION_TYPES = (4, 3, 1, 2)

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 from protocol.errors import ErrorCode
 
-from .state.metadata import ClusterMetadata, Partition
-from .purgatory import DelayedOperation, no_callback
+from ..state.metadata import ClusterMetadata, Partition
+from ..purgatory import DelayedOperation, no_callback
 
 
 @dataclass(slots=True)
