@@ -66,7 +66,7 @@ from protocol.codec import timedelta_ms
 from protocol.errors import ErrorCode
 from protocol.registry import ApiKey
 
-from ..fetch_response import encoder
+from .fetch_response import encoder
 from ..server.fetch_session import CachedPartition, FetchContext
 from ..observe.journal import PartitionRecord
 from ..state.metadata import ClusterMetadata

@@ -1,4 +1,4 @@
-"""Fetch responses as segments (protocol/gather.py, mockbroker/fetch_response.py): byte-identical to
+"""Fetch responses as segments (protocol/gather.py, mockbroker/apis/fetch_response.py): byte-identical to
 kio's own encoding, the fetches one append wakes sharing one body, record sets never joined."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import weakref
 
 import pytest
 
-from mockbroker.fetch_response import encoder
+from mockbroker.apis.fetch_response import encoder
 from mockbroker.common.shared_encodings import SharedEncodings
 from protocol.codec import build_response, decode_response, encode_response
 from protocol.gather import GatherFrame, RecordChunks

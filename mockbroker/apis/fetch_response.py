@@ -25,8 +25,8 @@ from protocol.codec import build_response, timedelta_ms
 from protocol.gather import GatherFrame, RecordChunks, encode_body_gather, encode_response_gather
 from protocol.registry import ApiKey
 
-from .request import Body, RequestContext
-from .common.shared_encodings import SharedEncodings
+from ..request import Body, RequestContext
+from ..common.shared_encodings import SharedEncodings
 
 # frame size, correlation id, [header tags,] throttle_time_ms[, error_code, session_id]
 _HEADS = {(False, False): struct.Struct(">iii"), (False, True): struct.Struct(">iiihi"),
