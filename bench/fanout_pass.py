@@ -42,7 +42,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from longpoll import TOPIC, fetch_frame, produce_frame, recv_exact  # noqa: E402
 
-from mockbroker import MockBroker, socket_io
+from mockbroker import MockBroker
+from mockbroker.network import socket_io
 from mockbroker.common import shared_encodings  # noqa: E402
 from protocol.codec import decode_response  # noqa: E402
 from protocol.registry import ApiKey  # noqa: E402
@@ -105,7 +106,7 @@ class PassTimer:
 
         gc.callbacks.append(on_gc)
         cls.__enter__, cls.__exit__ = timed_enter, timed_exit  # type: ignore[method-assign]
-        import mockbroker.connection as connection
+        import mockbroker.network.connection as connection
         connection.write_frame = timed_write  # type: ignore[assignment]
 
 

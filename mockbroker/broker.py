@@ -35,18 +35,18 @@ from .server.config_catalog import ConfigCatalog
 from .share.config import share_group_configs
 from .share.coordinator import ShareGroupCoordinator
 from .share.persister import SharePersister
-from .connection import KafkaConnection
+from .network.connection import KafkaConnection
 from .controller.controller import Controller
-from .fault_actions import FaultActions
+from .network.fault_actions import FaultActions
 from .common.faults import FaultInjector
 from .controller.features import FeatureControl
 from .server.fetch_session import FetchManager
 from .group.service import GroupCoordinatorService
 from .observe.journal import RequestJournal
-from .journal_recorder import RequestRecorder
-from .kafka_apis import KafkaApis
+from .network.journal_recorder import RequestRecorder
+from .network.kafka_apis import KafkaApis
 from .server.log_dirs import LogDirs
-from .memory_pool import MemoryMutedChannels, memory_pool_for
+from .network.memory_pool import MemoryMutedChannels, memory_pool_for
 from .state.metadata import ClusterMetadata
 from .controller.quorum import ControllerQuorum
 from .quota.entities import QuotaStore
@@ -55,12 +55,12 @@ from .quota.throttle import ThrottleEvent
 from .server.replica_manager import ActionQueue, ReplicaManager, TxnVerifier, VerificationConfig
 from .state.replication import ReplicationSimulator
 from .observe.request_stats import RequestStats
-from .sasl_authenticator import SaslAuthenticator
+from .network.sasl_authenticator import SaslAuthenticator
 from .security.authorizer import StandardAuthorizer
 from .controller.delegation_tokens import DelegationTokenManager
 from .security.sasl_mechanisms import CredentialStore
-from .throttled_channel import ThrottleDelivery
-from .tls import TlsHandshake, peer_subject
+from .network.throttled_channel import ThrottleDelivery
+from .network.tls import TlsHandshake, peer_subject
 from .txn.coordinator import TransactionCoordinator
 
 if TYPE_CHECKING:

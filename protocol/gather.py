@@ -7,7 +7,7 @@ per-partition fields are written into small buffers, and each partition's record
 writer into a ``GatherBuffer``, which copies the small writes (lengths, offsets, error codes)
 into one buffer and keeps every large one -- a record set -- as a reference to the stored
 bytes.  The result, a ``GatherFrame``, is handed to the socket as a list (``sendmsg``,
-scatter-gather: ``mockbroker/socket_io.py``).
+scatter-gather: ``mockbroker/network/socket_io.py``).
 
 ``RecordChunks`` is a record set read as several stored batches: kio writes its total length,
 then the ``GatherBuffer`` takes its batches one by one, so a read across batches is not joined

@@ -1,4 +1,4 @@
-"""Real clients over TLS listeners (mockbroker/tls.py): kafka-python, confluent-kafka (librdkafka),
+"""Real clients over TLS listeners (mockbroker/network/tls.py): kafka-python, confluent-kafka (librdkafka),
 aiokafka, kafkajs, franz-go and Kafka's Java clients 4.4 over SSL with client certificates (mTLS), and
 over SASL_SSL with PLAIN and SCRAM (kafka-python, confluent-kafka) or SCRAM (Java, aiokafka, kafkajs,
 franz-go); kafka-python also without a certificate.  Checked: the principal each connection gets

@@ -1,4 +1,4 @@
-"""KafkaApis (mockbroker/kafka_apis.py): a broker bug closes the one connection it hit, labelled as
+"""KafkaApis (mockbroker/network/kafka_apis.py): a broker bug closes the one connection it hit, labelled as
 the broker's own fault, and never stops the other connections or the other completions.
 
 A fault is planted in one broker's handler table (only for requests from client id "boom"), so

@@ -336,7 +336,7 @@ def test_every_field_is_documented():
 
 
 def test_the_details_keys_are_the_recorders():
-    from mockbroker.journal_recorder import _DETAILS
+    from mockbroker.network.journal_recorder import _DETAILS
 
     assert {name for _attr, name in _DETAILS} <= documented_names()
 

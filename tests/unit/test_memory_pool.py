@@ -19,13 +19,8 @@ from hypothesis import strategies as st
 
 from mockbroker import ConfigError, ManualClock, MockBroker
 from mockbroker.common.channel import MuteReason
-from mockbroker.memory_pool import MemoryMutedChannels
-from mockbroker.memory_pool import (
-    LONG_MAX,
-    MemoryPool,
-    SimpleMemoryPool,
-    memory_pool_for,
-)
+from mockbroker.network.memory_pool import MemoryMutedChannels
+from mockbroker.network.memory_pool import LONG_MAX, MemoryPool, SimpleMemoryPool, memory_pool_for
 from protocol.client import RawKafkaClient
 from protocol.codec import build_request, encode_request, timedelta_ms
 from protocol.errors import ErrorCode

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from mockbroker.socket_io import IOV_MAX, unread_bytes, write_frame
+from mockbroker.network.socket_io import IOV_MAX, unread_bytes, write_frame
 from protocol.gather import GatherFrame
 
 

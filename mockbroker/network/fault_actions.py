@@ -13,15 +13,15 @@ from typing import Any, Protocol
 
 from protocol.registry import ApiKey
 
-from .apis import error_responder, handles_injected_errors
-from .common.channel import CloseReason
+from ..apis import error_responder, handles_injected_errors
+from ..common.channel import CloseReason
 from .connection import KafkaConnection
-from .common.faults import FaultInjector, FaultRule, HeldRequest, InjectedError, request_partitions
-from .server.fetch_session import FetchManager
-from .observe.journal import PartitionRecord
+from ..common.faults import FaultInjector, FaultRule, HeldRequest, InjectedError, request_partitions
+from ..server.fetch_session import FetchManager
+from ..observe.journal import PartitionRecord
 from .journal_recorder import InFlight, bytes_moved
-from .state.metadata import ClusterMetadata
-from .request import Answer, CloseConnection
+from ..state.metadata import ClusterMetadata
+from ..request import Answer, CloseConnection
 
 log = logging.getLogger("mockbroker.apis")
 

@@ -37,9 +37,9 @@ from protocol.framing import frame
 from protocol.gather import Frame
 from protocol.registry import ApiKey
 
-from .common.channel import CloseReason
+from ..common.channel import CloseReason
 from .connection import KafkaConnection
-from .security.sasl_mechanisms import (
+from ..security.sasl_mechanisms import (
     CredentialStore, IllegalSaslState, PlainServer, SaslAuthenticationFailed, SaslFailed, ScramServer, create_server,
 )
 

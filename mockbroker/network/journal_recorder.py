@@ -13,13 +13,13 @@ from typing import Any, Protocol
 
 from protocol.registry import ApiKey
 
-from .common.clock import Clock, wall_time_ns
-from .observe.journal import PartitionRecord, RequestJournal, RequestRecord
-from .purgatory import DelayedOperation
-from .quota.entities import QuotaStore
-from .request import NoResponse, RequestContext, Response
-from .observe.request_stats import RequestStats
-from .common.shared_encodings import SharedEncodings
+from ..common.clock import Clock, wall_time_ns
+from ..observe.journal import PartitionRecord, RequestJournal, RequestRecord
+from ..purgatory import DelayedOperation
+from ..quota.entities import QuotaStore
+from ..request import NoResponse, RequestContext, Response
+from ..observe.request_stats import RequestStats
+from ..common.shared_encodings import SharedEncodings
 
 # Request fields worth keeping in the journal (acks=all waits, long polls), whatever the API.
 _DETAILS = (("acks", "acks"), ("timeout", "timeout_ms"), ("max_wait", "max_wait_ms"), ("min_bytes", "min_bytes"),

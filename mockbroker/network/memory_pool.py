@@ -34,10 +34,10 @@ import asyncio
 import random
 from typing import TYPE_CHECKING, Protocol
 
-from .quota.rate import Rate
+from ..quota.rate import Rate
 
 if TYPE_CHECKING:
-    from .common.clock import Clock
+    from ..common.clock import Clock
 
 LONG_MAX = (1 << 63) - 1
 

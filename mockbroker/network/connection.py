@@ -68,8 +68,8 @@ from protocol.errors import ProtocolError
 from protocol.framing import SIZE_PREFIX_BYTES, read_frame_size
 from protocol.gather import Frame
 
-from .common.channel import Authenticator, CloseReason, MuteReason
-from .common.clock import Clock
+from ..common.channel import Authenticator, CloseReason, MuteReason
+from ..common.clock import Clock
 from .socket_io import unread_bytes, write_frame
 from .memory_pool import MemoryMutedChannels
 

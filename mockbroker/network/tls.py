@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import cast
 
 from .connection import KafkaConnection
-from .security.tls_config import NoMatchingRule, ServerContext
+from ..security.tls_config import NoMatchingRule, ServerContext
 
 log = logging.getLogger("mockbroker.tls")
 

@@ -42,25 +42,17 @@ from protocol.errors import ErrorCode, ProtocolError, UnsupportedVersion
 from protocol.gather import Frame
 from protocol.registry import ApiKey, ApiRegistry, ApiSpec, any_spec
 
-from .apis import error_responder
-from .apis.authorization import request_denied
-from .common.channel import CloseReason
-from .common.clock import Clock
+from ..apis import error_responder
+from ..apis.authorization import request_denied
+from ..common.channel import CloseReason
+from ..common.clock import Clock
 from .connection import KafkaConnection
 from .fault_actions import FaultActions
-from .observe.journal import PartitionRecord
+from ..observe.journal import PartitionRecord
 from .journal_recorder import InFlight, RequestRecorder, bytes_moved
-from .quota.throttle import charge_quotas
-from .request import (
-    Answer,
-    Body,
-    BrokerServices,
-    CloseConnection,
-    Deferred,
-    Handler,
-    NoResponse,
-    RequestContext,
-    Response,
+from ..quota.throttle import charge_quotas
+from ..request import (
+    Answer, Body, BrokerServices, CloseConnection, Deferred, Handler, NoResponse, RequestContext, Response,
 )
 from .throttled_channel import ThrottleDelivery
 

@@ -25,10 +25,10 @@ from typing import Any
 
 from protocol.gather import Frame
 
-from .common.clock import Clock
+from ..common.clock import Clock
 from .connection import KafkaConnection
-from .quota.throttle import ThrottleEvent
-from .request import RequestContext
+from ..quota.throttle import ThrottleEvent
+from ..request import RequestContext
 
 
 @dataclass(frozen=True, slots=True)
