@@ -1,12 +1,15 @@
 """The import graph of ``protocol/`` and ``mockbroker/``: every import, including those under
 ``TYPE_CHECKING`` and inside functions (both are real edges for a reader and for a refactoring).
 
-    python scripts/import_graph.py            # circles, then upward imports, then the edge count
+    python scripts/import_graph.py            # the layers and their folders, circles, upward imports
     python scripts/import_graph.py --edges    # every edge, one per line
+    python scripts/import_graph.py --folders  # every edge between folders, one per line
 
-A circle is a strongly connected component of more than one module.  An upward import is an
-import from a module into one of a higher layer (``LAYERS`` below: the order data and calls flow,
-from the wire up to the process).  ``tests/unit/test_architecture.py`` asserts there are none.
+A circle is a strongly connected component of more than one module, or of more than one folder
+(``mockbroker/server/`` importing ``mockbroker/share/`` which imports it back is a circle even when
+no two modules are).  An upward import is an import from a module into one of a higher layer
+(``LAYERS`` below: the order data and calls flow, from the wire up to the process).
+``tests/unit/test_architecture.py`` asserts there are none.
 """
 
 from __future__ import annotations
@@ -21,26 +24,22 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("protocol", "mockbroker")
 
 # Lowest first.  A module belongs to the first layer with a matching prefix (a prefix ending in
-# "." is a package, which is one layer as a whole: quota/, purgatory/, group/, txn/, apis/, ...).
-# A module may import from its own layer or lower ones.
+# "." is a folder, which is one layer as a whole); a top-level module of mockbroker/ is a front
+# door or one of the few pieces named in docs/design.md (the handler contract, the node, the
+# process).  A module may import from its own layer or lower ones, and folders may not import
+# each other in a circle.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("wire", ("protocol.",)),
-    ("leaves", ("mockbroker.clock", "mockbroker.config", "mockbroker.config_defs", "mockbroker.channel",
-                "mockbroker.cluster_view", "mockbroker.sasl_mechanisms", "mockbroker.authorizer",
-                "mockbroker.quota.", "mockbroker.purgatory.", "mockbroker.memory_pool", "mockbroker.log",
-                "mockbroker.producer_state", "mockbroker.journal", "mockbroker.faults", "mockbroker.fetch_session",
-                "mockbroker.request_stats", "mockbroker.journal_writer", "mockbroker.journal_reader",
-                "mockbroker.tls_config", "mockbroker.certs", "mockbroker.shared_encodings", "mockbroker.socket_io")),
-    ("state", ("mockbroker.metadata", "mockbroker.replication")),
-    ("coordinators", ("mockbroker.controller", "mockbroker.replica_manager", "mockbroker.log_cleaner",
-                      "mockbroker.config_catalog", "mockbroker.delayed_produce",
-                      "mockbroker.delayed_fetch", "mockbroker.group.", "mockbroker.txn.", "mockbroker.share.",
-                      "mockbroker.quorum", "mockbroker.features", "mockbroker.log_dirs",
-                      "mockbroker.client_metrics_manager", "mockbroker.delegation_tokens")),
+    ("base", ("mockbroker.common.",)),
+    ("leaves", ("mockbroker.quota.", "mockbroker.purgatory.", "mockbroker.security.", "mockbroker.storage.",
+                "mockbroker.observe.", "mockbroker.journal_reader")),
+    ("config", ("mockbroker.config.",)),
+    ("state", ("mockbroker.state.",)),
+    ("coordinators", ("mockbroker.controller.", "mockbroker.server.", "mockbroker.group.", "mockbroker.txn.",
+                      "mockbroker.share.")),
     ("contract", ("mockbroker.request",)),
-    ("handlers", ("mockbroker.apis.", "mockbroker.fetch_response")),
-    ("network", ("mockbroker.connection", "mockbroker.throttled_channel", "mockbroker.sasl_authenticator", "mockbroker.tls",
-                 "mockbroker.journal_recorder", "mockbroker.fault_actions", "mockbroker.kafka_apis")),
+    ("handlers", ("mockbroker.apis.",)),
+    ("network", ("mockbroker.network.",)),
     ("node", ("mockbroker.broker",)),
     ("process", ("mockbroker.cluster",)),
     ("control", ("mockbroker.control", "mockbroker.admin.")),
@@ -151,6 +150,23 @@ def circles(g: dict[str, set[str]]) -> list[list[str]]:
     return sorted(out)
 
 
+def folder_of(module: str) -> str:
+    """A module's folder: ``protocol``, a package of mockbroker (``mockbroker.server``), or a
+    top-level module of mockbroker, which is a folder of its own."""
+    parts = module.split(".")
+    if parts[0] != "mockbroker":
+        return parts[0]
+    return ".".join(parts[:2])
+
+
+def folder_graph(g: dict[str, set[str]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for a, deps in g.items():
+        fa = folder_of(a)
+        out.setdefault(fa, set()).update(fb for b in deps if (fb := folder_of(b)) != fa)
+    return out
+
+
 def upward(g: dict[str, set[str]]) -> list[tuple[str, str]]:
     return sorted((a, b) for a, deps in g.items() for b in deps if layer_of(b) > layer_of(a))
 
@@ -163,12 +179,23 @@ def _print(lines: Iterable[str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--edges", action="store_true", help="print every edge")
+    ap.add_argument("--folders", action="store_true", help="print every edge between folders")
     args = ap.parse_args(argv)
     g = graph()
     if args.edges:
         _print(f"{a} -> {b}" for a in sorted(g) for b in sorted(g[a]))
         return 0
-    cs = circles(g)
+    fg = folder_graph(g)
+    if args.folders:
+        _print(f"{a} -> {b}" for a in sorted(fg) for b in sorted(fg[a]))
+        return 0
+    print("layers, lowest first (a folder/ or a top-level module; the modules it holds):")
+    for i, (name, _) in enumerate(LAYERS):
+        members = sorted({f for f in fg if layer_of(f) == i or any(layer_of(m) == i and folder_of(m) == f for m in g)})
+        counts = {f: sum(1 for m in g if folder_of(m) == f) for f in members}
+        _print([f"  {name:<13} " + "  ".join(f"{f.removeprefix('mockbroker.')}{'/' if counts[f] > 1 else ''}"
+                                              f"{'' if counts[f] == 1 else f' ({counts[f]})'}" for f in members)])
+    cs = circles(g) + circles(fg)
     print(f"circles: {len(cs)}")
     _print("  " + " <-> ".join(c) for c in cs)
     ups = upward(g)
