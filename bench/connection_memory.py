@@ -13,7 +13,7 @@ it is idle, then CONNECTIONS connections are opened from this process and left i
 RSS is read again once it has settled (two readings 0.5 s apart within 1 %, at most 10 s); the
 difference divided by CONNECTIONS is printed, then what a half-sent connection costs over an
 idle one.  Every connection is closed and the broker stopped before the next state.
-tests/unit/test_connection_memory.py holds the figure with a generous bound.
+tests/unit/network/test_connection_memory.py holds the figure with a generous bound.
 """
 
 from __future__ import annotations

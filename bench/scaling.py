@@ -37,7 +37,7 @@ Printed: a table per dimension, both brokers and the ratio mock/Kafka; ``--plot 
 (one core at most) sharing the machine with the broker: at the high points a figure can be the
 client's limit; the broker's CPU per request is printed beside it to tell.  Bounded: each point stops
 at ``--seconds``, group stabilisation at ``STABLE_LIMIT_S``.  Not part of the tests (a smoke run is:
-tests/unit/test_bench_scaling.py).
+tests/unit/project/test_bench_scaling.py).
 
     .venv/bin/python bench/scaling.py [--kafka] [--seconds 3] [--plot docs/img] [--dims partitions,connections,members,brokers]
 """

@@ -49,7 +49,7 @@ mockbroker/kafka and mockbroker/librdkafka-mock of the medians (for the time and
 below 1 means mockbroker is smaller; for MB/s above 1 means mockbroker is faster).
 
 ``--quick``: one round of 5,000 records, a 0.1 s idle wait, in a few seconds; ``--only NAME``
-(repeatable) measures only those brokers (the smoke test, tests/unit/test_bench_sidebyside.py, runs
+(repeatable) measures only those brokers (the smoke test, tests/unit/project/test_bench_sidebyside.py, runs
 ``--quick --only mockbroker``: a Kafka start does not fit its second or two, and the librdkafka
 mock's consume phase waits ``IDLE_STOP_S`` for records it dropped).
 Without java/mvn, or when Maven cannot resolve Kafka, Kafka's column says why and the rest runs.

@@ -19,7 +19,7 @@ def _import_kio_without_hypothesis() -> None:
     afterwards, so a later ``import hypothesis`` works as usual.  A process that imported
     hypothesis first (pytest with the hypothesis plugin) keeps kio's hooks.  Without them,
     code that wants strategies for kio's types calls each type's ``__hypothesis_hook__``
-    itself (tests/unit/test_fuzz_decode.py does).
+    itself (tests/unit/protocol/test_fuzz_decode.py does).
     """
     if "hypothesis" in _sys.modules or "kio.static._phantom" in _sys.modules:
         return

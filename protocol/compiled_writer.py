@@ -16,7 +16,7 @@ tagged fields compared with their defaults as kio compares them.  It writes to a
 with one ``write`` of the value itself.
 
 Still kio's encoding, not a hand-written codec: no message is described here, only kio's rules per
-wire type; ``tests/unit/test_compiled_writer.py`` checks the bytes against kio's writer for every
+wire type; ``tests/unit/protocol/test_compiled_writer.py`` checks the bytes against kio's writer for every
 request and response class of every version there is, with drawn values.  A class whose fields
 fall outside those rules keeps kio's own writer.
 """

@@ -7,7 +7,7 @@ special-casing APIs:
   schemas (generated from Kafka's JSON), so they cannot drift from the wire:
   ``scripts/gen_schema_table.py`` reads them from kio into ``schema_table.py``
   (importing every schema module at start-up cost about a second), and
-  ``tests/unit/test_schema_table.py`` checks that table against the installed kio.
+  ``tests/unit/protocol/test_schema_table.py`` checks that table against the installed kio.
   The versions and APIs kio 0.6.5 lacks of Kafka 4.4 (ApiVersions v5, ...) have
   modules generated from Kafka 4.4.0's schemas (``protocol/generated/``,
   ``scripts/gen_kafka_messages.py``); ``protocol/generated/index.py`` lists them

@@ -21,7 +21,7 @@ become ``timedelta_i32``/``timedelta_i64`` fields without the suffix, timestamps
 Only what kio does not have as Kafka 4.4 defines it is written out: a version kio lacks, or one
 whose rendered shape (classes, fields, kafka types, tags, defaults, nullability) differs from
 kio's module of that version.  Every other version stays kio's.  ``--report`` lists both, and
-``tests/unit/test_kafka_messages.py`` checks that each version kio has renders to exactly kio's
+``tests/unit/protocol/test_kafka_messages.py`` checks that each version kio has renders to exactly kio's
 shape (so the rules below are kio's rules), that the checked-in output is what this script writes,
 and that every version round-trips.
 

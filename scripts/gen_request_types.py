@@ -10,7 +10,7 @@ field of every version, typed as the union of its types over the versions.  A fi
 lacks reads, on a decoded request of that version, as its schema default (``request_defaults``,
 set by ``protocol.codec`` on the version's classes when it first loads them), so a handler
 reads ``req.session_epoch`` on every Fetch version instead of probing with ``getattr``.  New
-APIs get their request types by running this script.  ``tests/unit/test_request_types.py``
+APIs get their request types by running this script.  ``tests/unit/project/test_types.py``
 checks both files are current.
 """
 

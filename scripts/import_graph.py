@@ -9,7 +9,7 @@ A circle is a strongly connected component of more than one module, or of more t
 (``mockbroker/server/`` importing ``mockbroker/share/`` which imports it back is a circle even when
 no two modules are).  An upward import is an import from a module into one of a higher layer
 (``LAYERS`` below: the order data and calls flow, from the wire up to the process).
-``tests/unit/test_architecture.py`` asserts there are none.
+``tests/unit/project/test_architecture.py`` asserts there are none.
 """
 
 from __future__ import annotations

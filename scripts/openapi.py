@@ -3,7 +3,7 @@
     python scripts/openapi.py            # rewrite the document
     python scripts/openapi.py --check    # exit 1 if the committed document differs
 
-tests/unit/test_admin_api.py checks the running server against the document (schemathesis) and
+tests/unit/admin/test_admin_api.py checks the running server against the document (schemathesis) and
 that the document is what this script writes.
 """
 

@@ -15,7 +15,7 @@ the broker's image was at then (the bootstrap and startup records and the NoOpRe
 seconds it took, so a new recording may differ by a few).  The same properties and StorageTool
 arguments serve every release from 3.7 (3.x's KRaft mode takes them; ``RealKafka`` leaves out the
 share coordinator's before 4.0 and gives 3.x's log4j 1 its quiet configuration).  ``protocol/registry.py`` reads the table (``KAFKA_RELEASES``, ``KAFKA_FEATURES``);
-``tests/unit/test_releases.py`` checks it against the schemas.  Needs java and mvn (and Maven
+``tests/unit/protocol/test_releases.py`` checks it against the schemas.  Needs java and mvn (and Maven
 Central, once per release).
 """
 

@@ -1,6 +1,6 @@
 """Names vulture (dead-code finder) would report that are used from outside its view.
 
-``tests/unit/test_dead_code.py`` runs vulture over protocol/, mockbroker/, tests/, bench/ and
+``tests/unit/project/test_dead_code.py`` runs vulture over protocol/, mockbroker/, tests/, bench/ and
 scripts/ with this file; anything else it reports is dead code.  Every entry says who uses it.
 This file is read by vulture, never executed.
 """
@@ -53,15 +53,15 @@ _.__getattr__
 _.__dir__
 
 # mockbroker/pytest_plugin.py: hooks pytest calls by name, fixtures tests request by name, and the
-# helpers of the brokers they yield (used by generated test files in tests/unit/test_pytest_plugin.py
+# helpers of the brokers they yield (used by generated test files in tests/unit/handle/test_pytest_plugin.py
 # and docs/pytest.md, which vulture does not read)
 pytest_addoption, pytest_configure, pytest_runtest_protocol, pytest_runtest_makereport, pytest_collection_modifyitems
 mockbroker, mockbroker_manual, mockbroker_session, mockbroker_tls
 _.wait_for_throttle_events, _.journal_of_test
 # mockbroker/server/replica_manager.py: the log side of WriteTxnMarkers, called by the transaction coordinator
-# (mockbroker/txn/, written separately) and by tests/unit/test_txn_log.py, which vulture does not read
+# (mockbroker/txn/, written separately) and by tests/unit/server/test_txn_log.py, which vulture does not read
 _.append_txn_marker
-# tests/unit/schemathesis_hooks.py: a hook schemathesis calls by name (SCHEMATHESIS_HOOKS)
+# tests/unit/admin/schemathesis_hooks.py: a hook schemathesis calls by name (SCHEMATHESIS_HOOKS)
 flatmap_body
 # protocol/errors.py: the attributes enum reads on the members it adds to kio's ErrorCode
 _.__objclass__, _._sort_order_

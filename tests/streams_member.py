@@ -1,6 +1,6 @@
 """A streams group member speaking StreamsGroupHeartbeat and StreamsGroupDescribe over the wire, and
 the word count topology it registers: shared by the wire tests against mockbroker
-(tests/unit/test_streams_group_protocol.py) and the side-by-side one against Kafka 4.4
+(tests/unit/group/test_streams_group_protocol.py) and the side-by-side one against Kafka 4.4
 (tests/integration/test_streams_group_kafka.py)."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ Metric names are Kafka's JMX metrics as the Prometheus JMX exporter renders them
 
 Every series of one simulated broker carries ``broker`` (its node id); one endpoint serves them
 all, where Kafka has one scrape target per broker.  Metrics Kafka does not have are named
-``mockbroker_...``.  docs/metrics.md has the whole table; tests/unit/test_metrics.py checks the
+``mockbroker_...``.  docs/metrics.md has the whole table; tests/unit/admin/test_metrics.py checks the
 two do not drift apart.
 
 Nothing is recorded for this module: ``render_metrics`` runs on the cluster's loop and reads what

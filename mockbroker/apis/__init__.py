@@ -21,7 +21,7 @@ from protocol.registry import schema_versions
 
 from ..request import ErrorResponder, Handler, RequestContext, Response
 
-# Every handler module, in key order, named once (tests/unit/test_handlers_contract.py checks that
+# Every handler module, in key order, named once (tests/unit/apis/test_handlers_contract.py checks that
 # each pNN_*.py file is here and that no key is served twice).
 NAMES = (
     "p00_produce",

@@ -413,7 +413,7 @@ def verdicts(requests: DataFrame, th: DataFrame, by: Sequence[str] = ()) -> Data
 
 def verdict_column(throttles: Any, judged: Any, violations: Any, undetermined: Any) -> Any:
     """``quota.verdict.verdict`` (the broker's ``/throttles/violations`` verdict) as a column
-    (tests/unit/test_report.py checks the two agree)."""
+    (tests/unit/report/test_report.py checks the two agree)."""
     r = verdict_rule
     return (F.when(throttles == 0, F.lit(r.NOT_THROTTLED))
             .when(judged == 0, F.when(undetermined > 0, F.lit(r.UNDETERMINED)).otherwise(F.lit(r.NO_JUDGED)))

@@ -23,7 +23,7 @@ from mockbroker import MockBroker
 from protocol.client import RawKafkaClient
 from protocol.errors import ErrorCode
 from tests.polling import until
-from tests.unit.test_telemetry_wire import set_subscription
+from tests.unit.server.test_telemetry_wire import set_subscription
 
 from .javatools import JAVA_TIMEOUT_S, tail
 from .javatools import java_classpath as _java_classpath

@@ -275,7 +275,7 @@ def test_java_clients_over_tls(broker, certs, tmp_path):
     cp = java_classpath("TlsClients")
     client = made.clients["client"]
     # a PEM truststore (ssl.truststore.type=PEM) and keystore, as Kafka's clients read them since 2.7;
-    # PLAIN and the PKCS12 keystores are covered by the Python clients and tests/unit/test_tls.py
+    # PLAIN and the PKCS12 keystores are covered by the Python clients and tests/unit/security/test_tls.py
     pem_trust = {"ssl.truststore.type": "PEM", "ssl.truststore.location": made.ca}
     cases = {
         "mtls-pem": {"security.protocol": "SSL", "ssl.keystore.type": "PEM",
