@@ -12,9 +12,10 @@ from hypothesis import settings  # noqa: E402
 from mockbroker import MockBroker  # noqa: E402
 from protocol.client import RawKafkaClient  # noqa: E402
 
-# Hypothesis: a small deterministic profile for CI, an exhaustive one on demand.
+# Hypothesis: a small deterministic profile for CI, a smaller one for the edit loop, an exhaustive one on demand.
 settings.register_profile("deterministic", derandomize=True, max_examples=50, deadline=None)
 settings.register_profile("exhaustive", max_examples=5000, deadline=None)
+settings.register_profile("quick", derandomize=True, max_examples=10, deadline=None)  # scripts/test.sh --quick
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 

@@ -336,7 +336,9 @@ def test_metadata_v10_null_topic_name_is_refused_without_a_traceback(broker, cap
     with socket.create_connection(("127.0.0.1", int(broker.bootstrap_servers.rpartition(":")[2]))) as s:
         s.sendall(struct.pack(">i", len(payload)) + payload)
         closed_by_broker(s)
-    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    # the broker's records only: a kafka-python client left by another test of this process may
+    # still log its reconnects to a stopped broker
+    assert not [r for r in caplog.records if r.name.startswith("mockbroker") and (r.levelno >= logging.ERROR or r.exc_info)]
 
 
 def test_create_topics_over_ten_thousand_partitions_is_a_policy_violation(broker):

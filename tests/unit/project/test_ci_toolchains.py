@@ -633,7 +633,7 @@ def test_test_sh_stops_before_pytest_under_ci(checkout, stubs):
 def test_test_sh_warns_and_runs_pytest_without_ci(checkout, stubs):
     r = bash("bash scripts/test.sh tests/x", checkout, stubs, ci=None)
     assert r.returncode == 0, r
-    assert r.stdout.strip() == "PYTEST-RAN -m pytest -q -p no:cacheprovider tests/x"
+    assert r.stdout.strip() == "PYTEST-RAN -m pytest -q -p no:cacheprovider --durations=30 tests/x"
     assert r.stderr.count("will be skipped") == len(ALL_STEPS), r.stderr
 
 
@@ -648,11 +648,19 @@ def test_test_sh_builds_then_runs_pytest_under_ci(checkout, stubs):
     add_podman_packages(stubs)
     r = bash("bash scripts/test.sh tests/x", checkout, stubs, ci="true")
     assert r.returncode == 0, r
-    assert r.stdout.strip() == "PYTEST-RAN -m pytest -q -p no:cacheprovider tests/x"
+    assert r.stdout.strip() == "PYTEST-RAN -m pytest -q -p no:cacheprovider --durations=30 tests/x"
     assert [(c[0], Path(c[1]).name) for c in stubs.calls()] == [
         ("npm", "js"), ("mvn", "java"), ("go", "go"), ("mvn", "spark"), ("mvn", "realkafka"), ("apt-get", "repo"),
         ("apt-get", "repo"),
         ("podman", "repo"), ("debootstrap", "repo"), ("podman", "repo"), ("podman", "repo")]
+
+
+def test_test_sh_quick_runs_the_unit_tests_on_both_cores_and_installs_no_toolchain(checkout, stubs):
+    r = bash("bash scripts/test.sh --quick -x", checkout, stubs, ci="true")
+    assert r.returncode == 0, r
+    assert r.stdout.strip() == ("PYTEST-RAN -m pytest -q -p no:cacheprovider -n 2 tests/unit --ignore=tests/unit/report "
+                                "--ignore=tests/unit/project -k not atheris and not every_endpoint_conforms -x"), r
+    assert stubs.calls() == [] and "toolchain" not in r.stderr, r
 
 
 def test_ci_entry_point_is_ci_even_when_unset(checkout, stubs):
