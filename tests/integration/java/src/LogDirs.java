@@ -57,7 +57,9 @@ public class LogDirs {
             pp.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "none");
             try (KafkaProducer<String, String> producer = new KafkaProducer<>(pp, new StringSerializer(), new StringSerializer())) {
                 for (int i = 0; i < 3; i++) {
-                    producer.send(new ProducerRecord<>(topic, 0, 0L, "key-" + i, "value-" + i)).get(TIMEOUT_S, TimeUnit.SECONDS);
+                    // the producer's own timestamp: one of 1970 is past retention.ms, and both brokers delete it at
+                    // their first retention check, 30 s after they start (log.initial.task.delay.ms)
+                    producer.send(new ProducerRecord<>(topic, 0, "key-" + i, "value-" + i)).get(TIMEOUT_S, TimeUnit.SECONDS);
                 }
             }
             List<Integer> brokers = admin.describeCluster().nodes().get(TIMEOUT_S, TimeUnit.SECONDS)
