@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print("layers, lowest first (a folder/ or a top-level module; the modules it holds):")
     for i, (name, _) in enumerate(LAYERS):
-        members = sorted({f for f in fg if layer_of(f) == i or any(layer_of(m) == i and folder_of(m) == f for m in g)})
+        members = sorted({folder_of(m) for m in g if layer_of(m) == i})  # a folder is one layer as a whole
         counts = {f: sum(1 for m in g if folder_of(m) == f) for f in members}
         _print([f"  {name:<13} " + "  ".join(f"{f.removeprefix('mockbroker.')}{'/' if counts[f] > 1 else ''}"
                                               f"{'' if counts[f] == 1 else f' ({counts[f]})'}" for f in members)])
